@@ -1,0 +1,32 @@
+"""`hangover dashboard`: start the Streamlit app on the store."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+APP = Path(__file__).resolve().parents[2] / "dashboard" / "app.py"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the `dashboard` command."""
+    p = sub.add_parser("dashboard", help="start the dashboard in your browser")
+    p.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
+    p.add_argument("--headless", action="store_true", help="do not open a browser window")
+    p.set_defaults(func=cmd_dashboard)
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    """Exec `streamlit run dashboard/app.py`, passing the store path through HANGOVER_DB."""
+    from core.store import Store, default_db_path
+
+    db = Path(args.db or default_db_path())
+    Store(db)  # create and seed now, so errors show here rather than in the browser
+    env = dict(os.environ, HANGOVER_DB=str(db))
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(args.port)]
+    if args.headless:
+        cmd += ["--server.headless", "true"]
+    os.execve(sys.executable, cmd, env)
+    return 0  # pragma: no cover

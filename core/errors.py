@@ -1,0 +1,36 @@
+"""User-facing errors: one clear message naming what was wrong and where."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+
+class HangoverError(Exception):
+    """An error the user can fix; its message is shown as is, never as a traceback."""
+
+
+class StoreError(HangoverError):
+    """The store cannot be opened, migrated or written."""
+
+
+class InputError(HangoverError):
+    """A file, row or setting the user gave is not valid."""
+
+
+def describe_validation_error(err: ValidationError, where: str = "") -> str:
+    """Turn a pydantic error into lines a finance reader can act on.
+
+    Each line names the field, what was wrong and (via pydantic's message) what
+    is allowed, e.g. ``data/gpus.csv row 4, column 'hbm_gb': '-3' — Input
+    should be greater than 0``.
+    """
+    lines = []
+    for e in err.errors(include_url=False):
+        loc = ".".join(str(p) for p in e.get("loc", ()) if p != "__root__")
+        value = e.get("input")
+        shown = "" if isinstance(value, dict) or value is None else f" (got {value!r})"
+        msg = e.get("msg", "invalid").removeprefix("Value error, ")
+        column = f"column '{loc}'" if loc else "row"
+        prefix = f"{where}, " if where else ""
+        lines.append(f"{prefix}{column}: {msg}{shown}")
+    return "\n".join(lines)

@@ -1,0 +1,172 @@
+"""Ordered, idempotent schema migrations for the DuckDB store, recorded in `_migrations`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import duckdb
+
+# Columns every table of outside figures carries (DESIGN.md: every number has a source and date).
+_SOURCED = """
+    source VARCHAR NOT NULL,
+    as_of DATE NOT NULL,
+    confidence VARCHAR NOT NULL DEFAULT 'primary',
+    note VARCHAR,
+    origin VARCHAR NOT NULL DEFAULT 'seed',      -- 'seed' rows are replaced on re-seed; 'user' rows never are
+    created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+"""
+
+_QUALITY = """
+    quality_extraction DOUBLE NOT NULL,
+    quality_code_completion DOUBLE NOT NULL,
+    quality_chat DOUBLE NOT NULL,
+    quality_agentic_step DOUBLE NOT NULL,
+    quality_reasoning DOUBLE NOT NULL,
+"""
+
+
+def m001_reference_tables(cur: duckdb.DuckDBPyConnection) -> None:
+    """GPUs, node prices, owned hardware, API prices and serving stacks."""
+    cur.execute("CREATE SEQUENCE IF NOT EXISTS row_id_seq")
+    cur.execute(f"""
+        CREATE TABLE IF NOT EXISTS gpus (
+            row_id BIGINT PRIMARY KEY DEFAULT nextval('row_id_seq'),
+            name VARCHAR NOT NULL,
+            hbm_gb DOUBLE NOT NULL, hbm_tb_per_s DOUBLE NOT NULL,
+            bf16_tflops DOUBLE NOT NULL, fp8_tflops DOUBLE, tdp_w DOUBLE NOT NULL,
+            {_SOURCED})""")
+    cur.execute(f"""
+        CREATE TABLE IF NOT EXISTS node_prices (
+            row_id BIGINT PRIMARY KEY DEFAULT nextval('row_id_seq'),
+            provider VARCHAR NOT NULL, instance VARCHAR NOT NULL, gpu VARCHAR NOT NULL,
+            gpus_per_node INTEGER NOT NULL, pricing_option VARCHAR NOT NULL,
+            usd_per_node_hour DOUBLE NOT NULL, region VARCHAR NOT NULL DEFAULT '',
+            {_SOURCED})""")
+    cur.execute(f"""
+        CREATE TABLE IF NOT EXISTS owned_hardware (
+            row_id BIGINT PRIMARY KEY DEFAULT nextval('row_id_seq'),
+            name VARCHAR NOT NULL, gpu VARCHAR NOT NULL, gpus_per_node INTEGER NOT NULL,
+            capex_usd_per_node DOUBLE NOT NULL, depreciation_years DOUBLE NOT NULL,
+            cost_of_capital_rate DOUBLE NOT NULL, kw_per_node DOUBLE NOT NULL, pue DOUBLE NOT NULL,
+            usd_per_kwh DOUBLE NOT NULL, support_usd_per_year DOUBLE NOT NULL,
+            {_SOURCED})""")
+    cur.execute(f"""
+        CREATE TABLE IF NOT EXISTS api_prices (
+            row_id BIGINT PRIMARY KEY DEFAULT nextval('row_id_seq'),
+            provider VARCHAR NOT NULL, model VARCHAR NOT NULL, tier VARCHAR NOT NULL,
+            architecture VARCHAR NOT NULL,
+            usd_per_mtok_in DOUBLE NOT NULL, usd_per_mtok_cached_in DOUBLE,
+            usd_per_mtok_out DOUBLE NOT NULL, ttft_ms DOUBLE NOT NULL,
+            output_tokens_per_s DOUBLE NOT NULL,
+            {_QUALITY}
+            {_SOURCED})""")
+    cur.execute(f"""
+        CREATE TABLE IF NOT EXISTS serving_stacks (
+            row_id BIGINT PRIMARY KEY DEFAULT nextval('row_id_seq'),
+            stack_id VARCHAR NOT NULL, name VARCHAR NOT NULL, architecture VARCHAR NOT NULL,
+            params_total_b DOUBLE NOT NULL, params_active_b DOUBLE NOT NULL,
+            bytes_per_param DOUBLE NOT NULL, kv_bytes_per_token DOUBLE NOT NULL,
+            n_experts INTEGER, experts_per_token INTEGER,
+            diffusion_block_tokens INTEGER, diffusion_steps_per_block INTEGER,
+            spec_draft_tokens INTEGER, spec_acceptance DOUBLE, spec_draft_params_b DOUBLE,
+            {_QUALITY}
+            {_SOURCED})""")
+
+
+def m002_benchmarks(cur: duckdb.DuckDBPyConnection) -> None:
+    """Measured and claimed performance points, de-duplicated per imported file."""
+    cur.execute(f"""
+        CREATE TABLE IF NOT EXISTS benchmarks (
+            row_id BIGINT PRIMARY KEY DEFAULT nextval('row_id_seq'),
+            stack_id VARCHAR NOT NULL, gpu VARCHAR NOT NULL, gpus_per_replica INTEGER NOT NULL,
+            concurrency DOUBLE NOT NULL, input_tokens DOUBLE NOT NULL, output_tokens DOUBLE NOT NULL,
+            output_tokens_per_s_total DOUBLE, output_tokens_per_s_per_stream DOUBLE,
+            ttft_ms_p50 DOUBLE, ttft_ms_p95 DOUBLE, e2e_ms_p50 DOUBLE, e2e_ms_p95 DOUBLE,
+            provenance VARCHAR NOT NULL, tool VARCHAR NOT NULL DEFAULT '',
+            import_id VARCHAR,                              -- sha256 of the imported file; NULL for seed rows
+            {_SOURCED})""")
+
+
+def m003_inventory_versions(cur: duckdb.DuckDBPyConnection) -> None:
+    """Versioned workload inventories: an upload adds a version, never overwrites one."""
+    cur.execute("""
+        CREATE TABLE IF NOT EXISTS inventory_versions (
+            version INTEGER PRIMARY KEY,
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            created_by VARCHAR NOT NULL DEFAULT '',
+            file_name VARCHAR NOT NULL DEFAULT '',
+            row_count BIGINT NOT NULL,
+            checksum VARCHAR NOT NULL,                      -- sha256 of the canonical rows
+            comment VARCHAR NOT NULL DEFAULT '',
+            restored_from INTEGER                           -- set when a restore made this version
+        )""")
+    cur.execute("""
+        CREATE TABLE IF NOT EXISTS workloads (
+            version INTEGER NOT NULL,
+            row_number BIGINT NOT NULL,                     -- row as the user saw it in the file
+            workload_id VARCHAR NOT NULL,
+            name VARCHAR NOT NULL,
+            team VARCHAR,
+            requests_per_day DOUBLE NOT NULL,
+            peak_factor DOUBLE NOT NULL,
+            input_tokens DOUBLE NOT NULL,
+            output_tokens DOUBLE NOT NULL,
+            latency_slo_ms DOUBLE,
+            batch_window_hours DOUBLE,
+            data_policy VARCHAR NOT NULL,
+            task_class VARCHAR NOT NULL,
+            min_quality DOUBLE,
+            cached_input_share DOUBLE,
+            notes VARCHAR,
+            PRIMARY KEY (version, workload_id)
+        )""")
+
+
+Migration = Callable[[duckdb.DuckDBPyConnection], None]
+
+# Append only: never reorder or edit a released migration (simonw/llm's habit).
+MIGRATIONS: list[Migration] = [
+    m001_reference_tables,
+    m002_benchmarks,
+    m003_inventory_versions,
+]
+
+
+def applied(cur: duckdb.DuckDBPyConnection) -> list[str]:
+    """Names of migrations already recorded in the store, in order applied."""
+    cur.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations "
+        "(name VARCHAR PRIMARY KEY, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
+    )
+    return [r[0] for r in cur.execute("SELECT name FROM _migrations ORDER BY applied_at, name").fetchall()]
+
+
+def migrate(cur: duckdb.DuckDBPyConnection, upto: int | None = None) -> list[str]:
+    """Apply pending migrations (each in its own transaction); return the names applied.
+
+    Raises ValueError naming the unknown migration when the store was made by a
+    newer version, before touching anything.
+    """
+    done = applied(cur)
+    known = [m.__name__ for m in MIGRATIONS]
+    unknown = [name for name in done if name not in known]
+    if unknown:
+        raise ValueError(
+            f"this store was made by a newer version of GPU Hangover (it has migration "
+            f"{unknown[0]!r}, which this version does not know); upgrade GPU Hangover, or "
+            f"point --db / HANGOVER_DB at another file"
+        )
+    ran = []
+    for migration in MIGRATIONS[: upto if upto is not None else len(MIGRATIONS)]:
+        if migration.__name__ in done:
+            continue
+        cur.execute("BEGIN TRANSACTION")
+        try:
+            migration(cur)
+            cur.execute("INSERT INTO _migrations (name) VALUES (?)", [migration.__name__])
+            cur.execute("COMMIT")
+        except Exception:
+            cur.execute("ROLLBACK")
+            raise
+        ran.append(migration.__name__)
+    return ran
