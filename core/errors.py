@@ -30,7 +30,10 @@ def describe_validation_error(err: ValidationError, where: str = "") -> str:
         value = e.get("input")
         shown = "" if isinstance(value, dict) or value is None else f" (got {value!r})"
         msg = e.get("msg", "invalid").removeprefix("Value error, ")
-        column = f"column '{loc}'" if loc else "row"
-        prefix = f"{where}, " if where else ""
-        lines.append(f"{prefix}{column}: {msg}{shown}")
+        if loc:
+            prefix = f"{where}, " if where else ""
+            lines.append(f"{prefix}column '{loc}': {msg}{shown}")
+        else:
+            # A rule across fields (e.g. "exactly one of ..."): no column to name.
+            lines.append(f"{where}: {msg}" if where else msg)
     return "\n".join(lines)

@@ -93,9 +93,10 @@ DEFAULT_MIN_QUALITY: dict[str, float] = {
     "reasoning": 0.90,
 }
 
+# Open-ended bounds also refuse "inf" (pydantic accepts it by default, and inf > 0).
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
-Positive = Annotated[float, Field(gt=0.0)]
-NonNegative = Annotated[float, Field(ge=0.0)]
+Positive = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 
 
 class Sourced(BaseModel):
@@ -274,7 +275,7 @@ class Benchmark(Sourced):
     stack_id: str = Field(min_length=1, description="Serving stack id.")
     gpu: str = Field(min_length=1, description="GPU name.")
     gpus_per_replica: int = Field(ge=1, le=72, description="GPUs serving one model replica (tensor/pipeline parallel).")
-    concurrency: Annotated[float, Field(gt=0)] = Field(description="Requests in flight at once.")
+    concurrency: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(description="Requests in flight at once.")
     input_tokens: NonNegative = Field(description="Mean input tokens per request.")
     output_tokens: Positive = Field(description="Mean output tokens per request.")
     output_tokens_per_s_total: Positive | None = Field(default=None, description="Output tokens/s across all streams.")
@@ -302,9 +303,9 @@ class Workload(BaseModel):
     name: str = Field(min_length=1, description="What the work is.")
     team: str | None = Field(default=None, description="Owning team.")
     requests_per_day: NonNegative = Field(description="Requests per day.")
-    peak_factor: Annotated[float, Field(ge=1.0)] = Field(default=3.0, description="Peak-hour rate / mean rate (>= 1).")
+    peak_factor: Annotated[float, Field(ge=1.0, allow_inf_nan=False)] = Field(default=3.0, description="Peak-hour rate / mean rate (>= 1).")
     input_tokens: NonNegative = Field(description="Mean input tokens per request.")
-    output_tokens: Annotated[float, Field(ge=1)] = Field(description="Mean output tokens per request.")
+    output_tokens: Annotated[float, Field(ge=1, allow_inf_nan=False)] = Field(description="Mean output tokens per request.")
     latency_slo_ms: Positive | None = Field(default=None, description="p95 end-to-end target, ms (interactive work).")
     batch_window_hours: Annotated[float, Field(gt=0, le=24)] | None = Field(default=None, description="Hours the day's queue may take (offline work).")
     data_policy: DataPolicy = Field(description="external_ok or owned_only.")

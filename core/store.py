@@ -52,6 +52,9 @@ class Store:
     def __init__(self, path: Path | str, *, seed: bool = True, migrate_upto: int | None = None):
         self.path = Path(path).expanduser()
         self._lock = threading.Lock()
+        # Serialises write() within this process: two sessions re-seeding at once
+        # otherwise conflict ("Conflict on tuple deletion") past any short retry.
+        self._write_lock = threading.RLock()
         self._con = self._connect()
         with self.cursor() as cur:
             try:
@@ -60,11 +63,21 @@ class Store:
                 self._con.close()
                 raise StoreError(str(exc)) from None
         if seed and migrate_upto is None:
-            self.seed(only_if_empty=True)
+            try:
+                self.seed(only_if_empty=True)
+            except BaseException:
+                self._con.close()  # a bad seed file stops start-up; do not leak the connection
+                raise
 
     def _connect(self) -> duckdb.DuckDBPyConnection:
         if self.path.exists() and self.path.is_dir():
             raise StoreError(f"cannot open the store at {self.path}: it is a folder, not a file")
+        blocker = next((p for p in self.path.parents if p.exists() and not p.is_dir()), None)
+        if blocker is not None:
+            raise StoreError(
+                f"cannot create the store at {self.path}: {blocker} is a file, not a folder "
+                "(choose another --db or HANGOVER_DB)"
+            )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -107,7 +120,7 @@ class Store:
         """Run `work(cursor)` in a transaction, retrying DuckDB's optimistic-concurrency conflicts."""
         for attempt in range(attempts):
             try:
-                with self.transaction() as cur:
+                with self._write_lock, self.transaction() as cur:
                     return work(cur)
             except duckdb.TransactionException:
                 if attempt == attempts - 1:
