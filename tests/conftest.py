@@ -1,0 +1,46 @@
+"""Shared pytest fixtures: an isolated store path per test, a throwaway store, a copy of data/."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import core.seed
+from core.store import Store
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = REPO_ROOT / "data"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_store_path(tmp_path_factory, monkeypatch):
+    """Point HANGOVER_DB (and XDG_DATA_HOME) at a tmp folder so no test touches the user's home."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HANGOVER_DB", str(home / "hangover.duckdb"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "xdg"))
+    monkeypatch.delenv("HANGOVER_DATA_DIR", raising=False)
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A migrated store seeded from the bundled data/, closed after the test."""
+    s = Store(tmp_path / "t.duckdb")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def data_copy(tmp_path, monkeypatch):
+    """A writable copy of data/, used as HANGOVER_DATA_DIR; edit its CSVs to test bad seed data.
+
+    The seed loader caches per folder (core.seed._load is lru_cached), so the
+    cache is cleared before and after.
+    """
+    target = tmp_path / "data"
+    shutil.copytree(DATA_DIR, target)
+    monkeypatch.setenv("HANGOVER_DATA_DIR", str(target))
+    core.seed._load.cache_clear()
+    yield target
+    core.seed._load.cache_clear()
