@@ -337,10 +337,11 @@ class Scenario(BaseModel):
     model_config = BASE_CONFIG
 
     gpu: str = Field(default="H100 SXM", description="GPU of the owned fleet.")
-    fleet_nodes: int = Field(default=8, ge=0, le=10_000, description="Owned (or reserved) nodes.")
+    fleet_nodes: int = Field(default=1, ge=0, le=10_000, description="Owned (or reserved) nodes.")
     gpus_per_node: int = Field(default=8, ge=1, le=72, description="GPUs per node.")
     pricing_option: PricingOption = Field(default=PricingOption.SAVINGS_1Y, description="How the fleet is paid for.")
     cost_basis: CostBasis = Field(default=CostBasis.FULL, description="full (allocation) or marginal.")
+    node_provider: str | None = Field(default=None, description="Provider whose node price to use (default: AWS, else the cheapest).")
     node_usd_per_hour: Positive | None = Field(default=None, description="Override of the node price, US$/hour.")
     owned_hardware: OwnedHardware | None = Field(default=None, description="Capex and power figures when pricing is 'owned'.")
     api_price_scale: Annotated[float, Field(gt=0, le=100)] = Field(default=1.0, description="Multiplier on every API price.")

@@ -1,0 +1,60 @@
+"""The reference data one evaluation reads (GPUs, stacks, prices, benchmarks), loaded once from the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.errors import InputError
+from core.models import ApiPrice, Benchmark, GpuSpec, NodePrice, OwnedHardware, ServingStack
+from core.physics import DEFAULT_EFFICIENCY, Efficiency
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Plain, validated reference data: the engine never touches the store itself."""
+
+    gpus: tuple[GpuSpec, ...]
+    stacks: tuple[ServingStack, ...]
+    apis: tuple[ApiPrice, ...]
+    node_prices: tuple[NodePrice, ...]
+    owned_hardware: tuple[OwnedHardware, ...]
+    benchmarks: tuple[Benchmark, ...] = ()
+    _eff_cache: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @classmethod
+    def from_store(cls, store) -> Catalog:
+        """Read every reference table (latest row per key) from a Store."""
+        return cls(
+            gpus=tuple(store.gpus()),
+            stacks=tuple(store.serving_stacks()),
+            apis=tuple(store.api_prices()),
+            node_prices=tuple(store.node_prices()),
+            owned_hardware=tuple(store.owned_hardware()),
+            benchmarks=tuple(store.benchmarks()),
+        )
+
+    def gpu(self, name: str) -> GpuSpec:
+        """A GPU by name (case-insensitive), or an InputError listing the known ones."""
+        for g in self.gpus:
+            if g.name.lower() == name.strip().lower():
+                return g
+        raise InputError(f"unknown GPU {name!r}; known GPUs: {', '.join(sorted(g.name for g in self.gpus))}")
+
+    def efficiency(self, stack: ServingStack, gpu: GpuSpec, gpus: int) -> tuple[Efficiency, str]:
+        """Efficiency factors for a route and a provenance label, calibrated on matching benchmarks when any exist."""
+        key = (stack.stack_id, gpu.name, gpus)
+        if key not in self._eff_cache:
+            self._eff_cache[key] = _calibrate(stack, gpu, gpus, self.benchmarks)
+        return self._eff_cache[key]
+
+
+def _calibrate(stack: ServingStack, gpu: GpuSpec, gpus: int, benchmarks) -> tuple[Efficiency, str]:
+    points = [b for b in benchmarks if b.stack_id == stack.stack_id and b.gpu == gpu.name and b.gpus_per_replica == gpus]
+    if not points:
+        return DEFAULT_EFFICIENCY, "estimated"
+    try:
+        from core.calibration import fit_efficiency
+    except ImportError:  # calibration not available: roofline defaults
+        return DEFAULT_EFFICIENCY, "estimated"
+    fit = fit_efficiency(stack, gpu, gpus, points)
+    return fit.efficiency, f"estimated (calibrated to {len(points)} point{'s' if len(points) != 1 else ''})"

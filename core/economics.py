@@ -1,0 +1,140 @@
+"""Money: effective $/token, node $/hour by pricing option and cost basis, API cost, break-even, idle cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.errors import InputError
+from core.models import (
+    HOURS_PER_MONTH,
+    ApiPrice,
+    CostBasis,
+    NodePrice,
+    OwnedHardware,
+    PricingOption,
+    Scenario,
+)
+
+DAYS_PER_MONTH = 365.0 / 12.0
+
+
+def effective_usd_per_mtok(usd_per_hour, tokens_per_s, utilization):
+    """Owned $ per million tokens = $/hour / (tokens/s x 3600 x utilization) x 1e6.
+
+    Example: $33/hour at 5,000 tok/s and full utilization is
+    33 / (5,000 x 3,600) x 1e6 = $1.83 per million tokens.
+    """
+    tps = np.asarray(tokens_per_s, dtype=float)
+    util = np.asarray(utilization, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.asarray(usd_per_hour, dtype=float) / (tps * 3600.0 * util) * 1e6
+    out = np.where((tps > 0) & (util > 0), out, np.inf)
+    return float(out) if out.ndim == 0 else out
+
+
+def api_usd_per_request(api: ApiPrice, input_tokens, output_tokens, cached_input_share=0.0, scale: float = 1.0):
+    """API cost of one request: input x $/M in (cached share at the cached price, where offered) + output x $/M out."""
+    n_in = np.asarray(input_tokens, dtype=float)
+    cached = np.nan_to_num(np.asarray(cached_input_share, dtype=float), nan=0.0)
+    cached_price = api.usd_per_mtok_cached_in if api.usd_per_mtok_cached_in is not None else api.usd_per_mtok_in
+    usd = (
+        n_in * (1.0 - cached) * api.usd_per_mtok_in
+        + n_in * cached * cached_price
+        + np.asarray(output_tokens, dtype=float) * api.usd_per_mtok_out
+    ) / 1e6
+    return usd * scale
+
+
+def break_even_utilization(usd_per_hour: float, tokens_per_s: float, api_usd_per_mtok: float) -> float:
+    """Utilization at which owned $/token equals the API's: u = $/hour / (tok/s x 3600 x API $/tok).
+
+    Above 1 means the owned node can never match the API at that throughput.
+    """
+    if tokens_per_s <= 0 or api_usd_per_mtok <= 0:
+        return float("inf")
+    return usd_per_hour / (tokens_per_s * 3600.0 * api_usd_per_mtok / 1e6)
+
+
+def idle_usd(gpu_hours: float, usd_per_gpu_hour: float, utilization: float) -> float:
+    """Idle cost = owned GPU-hours x $/GPU-hour x (1 - utilization)."""
+    return gpu_hours * usd_per_gpu_hour * (1.0 - min(max(utilization, 0.0), 1.0))
+
+
+@dataclass(frozen=True)
+class NodeRate:
+    """The $/node-hour the scenario uses, and where it came from."""
+
+    usd_per_node_hour: float  # what the engine charges per owned node-hour under the cost basis
+    full_usd_per_node_hour: float  # full allocation (for new nodes, always)
+    gpus_per_node: int
+    label: str
+    source: str
+    as_of: str
+    confidence: str
+    basis_note: str
+
+    @property
+    def usd_per_gpu_hour(self) -> float:
+        """Per GPU-hour under the scenario's cost basis."""
+        return self.usd_per_node_hour / self.gpus_per_node
+
+
+def node_rate(scenario: Scenario, node_prices: list[NodePrice], owned: list[OwnedHardware]) -> NodeRate:
+    """Resolve the scenario's node price.
+
+    Order: an explicit override; owned hardware (full = capital + power + ops,
+    marginal = power + ops); else the rented price for the GPU and option,
+    preferring the scenario's provider, then AWS, then the cheapest. Under the
+    marginal basis a reserved (savings-plan) node is already committed, so its
+    marginal cost is 0; an on-demand node can be released, so it stays at full.
+    """
+    if scenario.node_usd_per_hour is not None:
+        rate = scenario.node_usd_per_hour
+        return NodeRate(rate, rate, scenario.gpus_per_node, "your override", "scenario override", "", "user",
+                        "node price entered by you")
+    if scenario.pricing_option is PricingOption.OWNED:
+        hw = scenario.owned_hardware or next((h for h in owned if h.gpu == scenario.gpu), None)
+        if hw is None:
+            raise InputError(f"no owned-hardware figures for GPU {scenario.gpu!r}: enter capex, power and PUE")
+        full = hw.full_usd_per_hour
+        marginal = hw.marginal_usd_per_hour
+        use = full if scenario.cost_basis is CostBasis.FULL else marginal
+        note = ("full: depreciation + cost of capital + power + support" if scenario.cost_basis is CostBasis.FULL
+                else "marginal: power x PUE x $/kWh + support only (hardware already paid for)")
+        return NodeRate(use, full, hw.gpus_per_node, hw.name, hw.source, hw.as_of.isoformat(), hw.confidence.value, note)
+    rows = [p for p in node_prices if p.gpu == scenario.gpu and p.pricing_option == scenario.pricing_option]
+    if not rows:
+        options = sorted({p.pricing_option.value for p in node_prices if p.gpu == scenario.gpu})
+        raise InputError(
+            f"no {scenario.pricing_option.value} node price for GPU {scenario.gpu!r}"
+            + (f"; available options: {', '.join(options)}" if options else "; enter a node price override")
+        )
+    preferred = [p for p in rows if p.provider.lower() == (scenario.node_provider or "aws").lower()]
+    price = min(preferred or rows, key=lambda p: p.usd_per_node_hour)
+    full = price.usd_per_node_hour
+    if scenario.cost_basis is CostBasis.MARGINAL and scenario.pricing_option is not PricingOption.ON_DEMAND:
+        use, note = 0.0, "marginal: reserved capacity is already committed, so an extra token costs nothing more"
+    else:
+        use, note = full, "full allocation: every hour of the node is paid for, idle or not"
+    return NodeRate(use, full, price.gpus_per_node, f"{price.provider} {price.instance} ({price.pricing_option.value})",
+                    price.source, price.as_of.isoformat(), price.confidence.value, note)
+
+
+def monthly_from_daily(usd_per_day):
+    """Daily $ to monthly (365/12 days)."""
+    return np.asarray(usd_per_day, dtype=float) * DAYS_PER_MONTH
+
+
+__all__ = [
+    "DAYS_PER_MONTH",
+    "HOURS_PER_MONTH",
+    "NodeRate",
+    "api_usd_per_request",
+    "break_even_utilization",
+    "effective_usd_per_mtok",
+    "idle_usd",
+    "monthly_from_daily",
+    "node_rate",
+]

@@ -1,0 +1,764 @@
+"""Decision engine: scores every workload against every route, picks verdicts, sizes the fleet.
+
+Vectorised over workloads: each route is evaluated for the whole inventory at
+once as (workloads x concurrency) arrays; nothing loops over workloads in
+Python. Text (reasons, why-not) is produced only when asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from core import physics
+from core.catalog import Catalog
+from core.economics import DAYS_PER_MONTH, HOURS_PER_MONTH, NodeRate, api_usd_per_request, node_rate
+from core.errors import InputError
+from core.models import (
+    DEFAULT_MIN_QUALITY,
+    TASK_CLASSES,
+    ApiPrice,
+    Architecture,
+    Scenario,
+    ServingStack,
+)
+from core.queueing import replicas_for_sla
+
+# Concurrency grid per replica (continuous batching slots).
+CONCURRENCY_GRID = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512], dtype=float)
+TP_OPTIONS = (1, 2, 4, 8)
+API_P95_OVER_TYPICAL = 1.3  # estimate: public APIs' p95 over their typical latency
+SERVICE_CV2 = 0.5  # estimate: squared coefficient of variation of service time (output lengths vary)
+
+# Why a route cannot serve a workload (codes in the (W, R) `code` array).
+OK, DATA_POLICY, LATENCY, QUALITY, WINDOW, NO_FIT, NO_TRAFFIC = 0, 1, 2, 3, 4, 5, 6
+CODE_NAMES = {OK: "feasible", DATA_POLICY: "data_policy", LATENCY: "latency", QUALITY: "quality",
+              WINDOW: "batch_window", NO_FIT: "does_not_fit", NO_TRAFFIC: "no_traffic"}
+
+# Office-hours shape of interactive traffic (local time), 0..1; scaled per workload to its peak factor.
+_OFFICE = np.array([0.05, 0.03, 0.02, 0.02, 0.03, 0.08, 0.2, 0.45, 0.75, 0.95, 1.0, 1.0,
+                    0.9, 0.95, 1.0, 0.95, 0.85, 0.65, 0.4, 0.25, 0.18, 0.12, 0.08, 0.06])
+
+
+@dataclass(frozen=True)
+class Route:
+    """One place a workload can run."""
+
+    route_id: str
+    label: str
+    hosting: str  # "owned" | "api"
+    architecture: str
+    stack: ServingStack | None = None
+    api: ApiPrice | None = None
+
+    def quality(self, task_class: str) -> float:
+        """Quality of this route on a task class (0-1; an estimate, see the seed data)."""
+        src = self.stack if self.stack is not None else self.api
+        return src.quality_for(task_class)
+
+
+def hourly_profile(peak_factor) -> np.ndarray:
+    """(W, 24) multipliers of the mean rate: mean 1, maximum = peak factor (office-hours shape).
+
+    p(h) = a + b s(h) with mean(p) = 1 and max(p) = peak; where a would go
+    negative the shape is clipped at 0 and renormalised to mean 1.
+    """
+    pf = np.asarray(peak_factor, dtype=float)[:, None]
+    s = _OFFICE[None, :]
+    b = (pf - 1.0) / (1.0 - s.mean())
+    a = pf - b
+    p = np.maximum(a + b * s, 0.0)
+    return p / p.mean(axis=1, keepdims=True)
+
+
+@dataclass
+class Evaluation:
+    """Everything the engine decided, as arrays over (workloads, routes) plus fleet figures."""
+
+    scenario: Scenario
+    rate: NodeRate
+    gpu_name: str
+    workloads: pd.DataFrame
+    routes: list[Route]
+    a: dict[str, np.ndarray]  # (W, R) arrays
+    verdict: np.ndarray  # (W,) route index or -1
+    value_usd_per_mtok: np.ndarray  # (W,) price of the cheapest API meeting the floor
+    fleet: dict
+    catalog: Catalog = field(repr=False)
+    efficiency_labels: dict = field(default_factory=dict)
+
+    # -- tables -----------------------------------------------------------
+    def verdicts_frame(self) -> pd.DataFrame:
+        """One row per workload: the verdict and its figures (the routing table)."""
+        w = self.workloads
+        idx = self.verdict
+        has = idx >= 0
+        rows = np.arange(len(w))
+        safe = np.where(has, idx, 0)
+
+        def pick(name):
+            v = self.a[name][rows, safe].astype(float)
+            return np.where(has, v, np.nan)
+
+        labels = np.array([r.label for r in self.routes] + ["no feasible route"], dtype=object)
+        ids = np.array([r.route_id for r in self.routes] + [""], dtype=object)
+        hosting = np.array([r.hosting for r in self.routes] + [""], dtype=object)
+        arch = np.array([r.architecture for r in self.routes] + [""], dtype=object)
+        j = np.where(has, idx, len(self.routes))
+        return pd.DataFrame({
+            "workload_id": w["workload_id"].to_numpy(),
+            "name": w["name"].to_numpy(),
+            "task_class": w["task_class"].to_numpy(),
+            "data_policy": w["data_policy"].to_numpy(),
+            "interactive": w["latency_slo_ms"].notna().to_numpy(),
+            "latency_slo_ms": w["latency_slo_ms"].to_numpy(dtype=float) * self.scenario.sla_scale,
+            "batch_window_hours": w["batch_window_hours"].to_numpy(dtype=float),
+            "requests_per_day": w["requests_per_day"].to_numpy(dtype=float),
+            "route_id": ids[j],
+            "route": labels[j],
+            "hosting": hosting[j],
+            "architecture": arch[j],
+            "usd_per_request": pick("usd_per_request"),
+            "usd_per_mtok_out": pick("usd_per_mtok_out"),
+            "monthly_usd": pick("monthly_usd"),
+            "p95_latency_ms": pick("p95_ms"),
+            "concurrency": pick("concurrency"),
+            "gpus_per_replica": pick("gpus_per_replica"),
+            "nodes": pick("nodes"),
+            "fallback_share": pick("fallback_share"),
+            "value_usd_per_mtok": self.value_usd_per_mtok,
+            "near_ties": [", ".join(self.routes[k].label for k in self._near_ties(i)) for i in range(len(w))]
+            if len(w) <= 5000 else "",
+        })
+
+    def routes_frame(self, i: int) -> pd.DataFrame:
+        """Every route for workload i: figures, feasibility and why not (for the expander)."""
+        out = []
+        for r, route in enumerate(self.routes):
+            out.append({
+                "route_id": route.route_id,
+                "route": route.label,
+                "hosting": route.hosting,
+                "architecture": route.architecture,
+                "feasible": bool(self.a["feasible"][i, r]),
+                "why_not": None if self.a["feasible"][i, r] else self.why_not(i, r),
+                "usd_per_request": _num(self.a["usd_per_request"][i, r]),
+                "usd_per_mtok_out": _num(self.a["usd_per_mtok_out"][i, r]),
+                "monthly_usd": _num(self.a["monthly_usd"][i, r]),
+                "p95_latency_ms": _num(self.a["p95_ms"][i, r]),
+                "concurrency": _num(self.a["concurrency"][i, r]),
+                "gpus_per_replica": _num(self.a["gpus_per_replica"][i, r]),
+                "nodes": _num(self.a["nodes"][i, r]) if route.hosting == "owned" else None,
+                "quality": _num(self.a["quality"][i, r]),
+                "fallback_share": _num(self.a["fallback_share"][i, r]),
+            })
+        return pd.DataFrame(out)
+
+    def _near_ties(self, i: int) -> list[int]:
+        v = self.verdict[i]
+        if v < 0:
+            return []
+        cost = self.a["usd_per_request"][i]
+        best = cost[v]
+        ok = self.a["feasible"][i] & (cost <= best * (1.0 + self.scenario.near_tie_share) + 1e-15)
+        return [int(k) for k in np.flatnonzero(ok) if k != v]
+
+    # -- words ------------------------------------------------------------
+    def why_not(self, i: int, r: int) -> str:
+        """Plain-words reason why route r cannot serve workload i."""
+        w = self.workloads.iloc[i]
+        route = self.routes[r]
+        code = int(self.a["code"][i, r])
+        slo = _num(w["latency_slo_ms"])
+        if code == DATA_POLICY:
+            return "Data may not leave the bank's own hardware (owned_only), so no public API can take it."
+        if code == NO_FIT:
+            return f"{route.label} does not fit on {self.scenario.gpus_per_node} × {self.gpu_name} with this context length."
+        if code == LATENCY:
+            lat = self.a["best_p95_ms"][i, r]
+            slo_eff = slo * self.scenario.sla_scale
+            if route.hosting == "api":
+                return (f"At a {slo_eff:,.0f} ms p95 target, {route.label} typically takes about "
+                        f"{_seconds(lat)} for {w['output_tokens']:,.0f} output tokens (estimate).")
+            return (f"At a {slo_eff:,.0f} ms p95 target, {route.label} streams {w['output_tokens']:,.0f} tokens "
+                    f"in about {_seconds(lat)} even alone on a replica of {int(self.a['best_gpus'][i, r])} "
+                    f"{self.gpu_name}; batching cannot help.")
+        if code == QUALITY:
+            q = self.a["quality"][i, r]
+            floor = self.workloads["min_quality"].iloc[i]
+            f = self.a["needed_fallback"][i, r]
+            tail = (f"lifting it would escalate {f:.0%} of outputs to a better route (limit "
+                    f"{self.scenario.max_fallback_share:.0%})" if np.isfinite(f)
+                    else "no allowed route meets the floor to escalate to")
+            return f"Quality {q:.2f} on {w['task_class']} is under the {floor:.2f} floor (estimate); {tail}."
+        if code == WINDOW:
+            return f"Cannot finish the day's queue inside the {w['batch_window_hours']:g} h window."
+        return ""
+
+    def reasons(self, i: int) -> list[str]:
+        """Sentences a finance reader can quote for workload i's verdict."""
+        w = self.workloads.iloc[i]
+        v = int(self.verdict[i])
+        out: list[str] = []
+        slo = w["latency_slo_ms"]
+        if v < 0:
+            out.append("No route meets every constraint; the closest failures are listed below.")
+            # Data-policy and no-fit refusals say least; show quality and latency misses first.
+            rank = np.select([self.a["code"][i] == QUALITY, self.a["code"][i] == LATENCY], [0, 1], 2)
+            for r in np.lexsort((np.nan_to_num(self.a["usd_per_request"][i], nan=np.inf), rank))[:3]:
+                out.append(f"{self.routes[r].label}: {self.why_not(i, int(r))}")
+            return out
+        route = self.routes[v]
+        a = {k: arr[i, v] for k, arr in self.a.items()}
+        target = (f"the {slo * self.scenario.sla_scale:,.0f} ms p95 target" if pd.notna(slo)
+                  else f"the {w['batch_window_hours']:g} h batch window")
+        if route.hosting == "owned":
+            if pd.notna(slo):
+                out.append(
+                    f"Runs on owned {route.label}: {int(a['replicas'])} replica(s) of {int(a['gpus_per_replica'])} "
+                    f"{self.gpu_name} at up to {int(a['concurrency'])} requests each hold {target} at the peak "
+                    f"of {w['requests_per_day'] * w['peak_factor'] / 86400:,.2f} requests/s "
+                    f"(p95 about {_seconds(a['p95_ms'])})."
+                )
+            else:
+                out.append(
+                    f"Runs on owned {route.label} in batches of {int(a['concurrency'])}: the day's "
+                    f"{w['requests_per_day']:,.0f} requests take {a['gpu_hours_per_day']:,.1f} GPU-hours, inside {target}."
+                )
+        else:
+            out.append(f"Sent to {route.label} at {_money(a['usd_per_request'])} per request "
+                       f"({_money(a['usd_per_mtok_out'])} per million output tokens, list price × {self.scenario.api_price_scale:g}).")
+        out.append(f"Costs {_money(a['usd_per_request'])} per request, {_money(a['monthly_usd'])} a month.")
+        if a["fallback_share"] > 0:
+            out.append(f"Escalates {a['fallback_share']:.0%} of outputs to a stronger route to reach the "
+                       f"{w['min_quality']:.2f} quality floor; that cost is included.")
+        if w["data_policy"] == "owned_only":
+            out.append("Data may not leave the bank's hardware, so public APIs were not considered.")
+        costs = np.where(self.a["feasible"][i], self.a["usd_per_request"][i], np.inf)
+        order = [int(k) for k in np.argsort(costs) if k != v and np.isfinite(costs[k])]
+        if order:
+            k = order[0]
+            more = costs[k] / a["usd_per_request"] - 1.0 if a["usd_per_request"] > 0 else np.inf
+            out.append(f"Next best: {self.routes[k].label} at {_money(costs[k])} per request"
+                       + (f" ({more:.0%} more)." if np.isfinite(more) else "."))
+        ties = self._near_ties(i)
+        if ties:
+            out.append("Within " + f"{self.scenario.near_tie_share:.0%} of the best cost: "
+                       + ", ".join(self.routes[k].label for k in ties) + ".")
+        return out
+
+    # -- the JSON contract ------------------------------------------------
+    def to_dict(self) -> dict:
+        """The stable JSON contract of `hangover evaluate --format json`."""
+        vf = self.verdicts_frame()
+        workloads = []
+        for i, row in enumerate(vf.itertuples(index=False)):
+            routes = []
+            for r in range(len(self.routes)):
+                routes.append({**self._route_fields(i, r), "feasible": bool(self.a["feasible"][i, r]),
+                               "why_not": None if self.a["feasible"][i, r] else self.why_not(i, r)})
+            v = int(self.verdict[i])
+            workloads.append({
+                "workload_id": row.workload_id,
+                "name": row.name,
+                "verdict": self._route_fields(i, v) if v >= 0 else None,
+                "value_usd_per_mtok": _num(row.value_usd_per_mtok),
+                "near_ties": [self.routes[k].route_id for k in self._near_ties(i)],
+                "reasons": self.reasons(i),
+                "routes": routes,
+            })
+        return {"scenario": self.scenario_dict(), "workloads": workloads, "fleet": _jsonable(self.fleet)}
+
+    def _route_fields(self, i: int, r: int) -> dict:
+        route = self.routes[r]
+        owned = route.hosting == "owned"
+        return {
+            "route_id": route.route_id,
+            "label": route.label,
+            "hosting": route.hosting,
+            "architecture": route.architecture,
+            "usd_per_request": _num(self.a["usd_per_request"][i, r]),
+            "usd_per_mtok_out": _num(self.a["usd_per_mtok_out"][i, r]),
+            "monthly_usd": _num(self.a["monthly_usd"][i, r]),
+            "nodes": _num(self.a["nodes"][i, r]) if owned else None,
+            "gpus_per_replica": _num(self.a["gpus_per_replica"][i, r]) if owned else None,
+            "p95_latency_ms": _num(self.a["p95_ms"][i, r]),
+            "concurrency": _num(self.a["concurrency"][i, r]),
+            "quality": _num(self.a["quality"][i, r]),
+            "fallback_share": _num(self.a["fallback_share"][i, r]),
+        }
+
+    def scenario_dict(self) -> dict:
+        """Every input used, with the date and source of each price."""
+        apis = [{"route_id": r.route_id, "usd_per_mtok_in": r.api.usd_per_mtok_in,
+                 "usd_per_mtok_cached_in": r.api.usd_per_mtok_cached_in, "usd_per_mtok_out": r.api.usd_per_mtok_out,
+                 "as_of": r.api.as_of.isoformat(), "source": r.api.source, "confidence": r.api.confidence.value}
+                for r in self.routes if r.api is not None]
+        stacks = [{"route_id": r.route_id, "stack_id": r.stack.stack_id, "name": r.stack.name,
+                   "as_of": r.stack.as_of.isoformat(), "source": r.stack.source,
+                   "confidence": r.stack.confidence.value,
+                   "performance": self.efficiency_labels.get(r.stack.stack_id, "estimated")}
+                  for r in self.routes if r.stack is not None]
+        return {
+            **self.scenario.model_dump(mode="json"),
+            "node_price": {"usd_per_node_hour": self.rate.usd_per_node_hour,
+                           "full_usd_per_node_hour": self.rate.full_usd_per_node_hour,
+                           "label": self.rate.label, "as_of": self.rate.as_of, "source": self.rate.source,
+                           "confidence": self.rate.confidence, "basis": self.rate.basis_note},
+            "api_prices": apis,
+            "serving_stacks": stacks,
+            "workload_count": int(len(self.workloads)),
+            "assumptions": {
+                "api_p95_over_typical": API_P95_OVER_TYPICAL,
+                "service_cv2": SERVICE_CV2,
+                "queueing_model": "M/G/c: Erlang C with the Allen–Cunneen correction, c = replicas × slots",
+                "traffic_shape": "office-hours profile scaled to each workload's peak factor",
+                "hours_per_month": HOURS_PER_MONTH,
+            },
+        }
+
+
+def _num(x):
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if np.isfinite(v) else None
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, np.ndarray)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return _num(obj)
+    return obj
+
+
+def _seconds(ms: float) -> str:
+    return f"{ms:,.0f} ms" if ms < 1000 else f"{ms / 1000:,.1f} s"
+
+
+def _money(x: float) -> str:
+    if not np.isfinite(x):
+        return "n/a"
+    if abs(x) >= 100:
+        return f"${x:,.0f}"
+    if abs(x) >= 0.01:
+        return f"${x:,.2f}"
+    return f"${x:.4f}"
+
+
+# ---------------------------------------------------------------------------
+# evaluation
+# ---------------------------------------------------------------------------
+
+def build_routes(catalog: Catalog) -> list[Route]:
+    """Owned stacks first, then APIs (stable order = stable route indices)."""
+    routes = [Route(f"owned:{s.stack_id}", s.name, "owned", s.architecture.value, stack=s) for s in catalog.stacks]
+    routes += [Route(a.route_id, f"{a.provider} {a.model} (API)", "api", a.architecture.value, api=a) for a in catalog.apis]
+    return routes
+
+
+def prepare_workloads(df: pd.DataFrame) -> pd.DataFrame:
+    """Apply defaults (quality floor per task class, cached share 0, peak factor 3) without touching the input."""
+    if df is None or len(df) == 0:
+        raise InputError("the inventory has no rows: upload or import at least one workload")
+    w = df.reset_index(drop=True).copy()
+    for col in ("latency_slo_ms", "batch_window_hours", "min_quality", "cached_input_share", "peak_factor"):
+        if col not in w:
+            w[col] = np.nan
+        w[col] = pd.to_numeric(w[col], errors="coerce")
+    w["peak_factor"] = w["peak_factor"].fillna(3.0)
+    w["cached_input_share"] = w["cached_input_share"].fillna(0.0)
+    defaults = w["task_class"].map(DEFAULT_MIN_QUALITY)
+    w["min_quality"] = w["min_quality"].fillna(defaults)
+    bad = ~w["task_class"].isin(TASK_CLASSES)
+    if bad.any():
+        raise InputError(f"unknown task_class {w.loc[bad, 'task_class'].iloc[0]!r} in workload "
+                         f"{w.loc[bad, 'workload_id'].iloc[0]!r}; allowed: {', '.join(TASK_CLASSES)}")
+    slo = w["latency_slo_ms"]
+    if (slo.notna() & (slo <= 0)).any():
+        raise InputError("latency_slo_ms must be greater than 0 ms")
+    return w
+
+
+def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario) -> Evaluation:
+    """Score every workload on every route and size the fleet (see DESIGN.md: Economics, Routing, Fleet sizing)."""
+    w = prepare_workloads(workloads)
+    gpu = catalog.gpu(scenario.gpu)
+    rate = node_rate(scenario, list(catalog.node_prices), list(catalog.owned_hardware))
+    gpn = scenario.gpus_per_node
+    routes = build_routes(catalog)
+    W, R = len(w), len(routes)
+
+    rpd = w["requests_per_day"].to_numpy(dtype=float)
+    pf = w["peak_factor"].to_numpy(dtype=float)
+    n_in = w["input_tokens"].to_numpy(dtype=float)
+    n_out = w["output_tokens"].to_numpy(dtype=float)
+    slo = w["latency_slo_ms"].to_numpy(dtype=float) * scenario.sla_scale
+    window_h = w["batch_window_hours"].to_numpy(dtype=float)
+    interactive = np.isfinite(slo)
+    owned_only = (w["data_policy"] == "owned_only").to_numpy()
+    floor = w["min_quality"].to_numpy(dtype=float)
+    cached = w["cached_input_share"].to_numpy(dtype=float)
+    lam_peak = rpd / 86400.0 * pf
+    task_codes = pd.Categorical(w["task_class"], categories=list(TASK_CLASSES)).codes
+
+    shape = (W, R)
+    a = {k: np.full(shape, np.nan) for k in (
+        "usd_per_request", "monthly_usd", "p95_ms", "concurrency", "gpus_per_replica", "replicas", "nodes",
+        "gpu_hours_per_day", "service_s", "wait_budget_s", "best_p95_ms", "best_gpus")}
+    a["code"] = np.zeros(shape, dtype=np.int8)
+    a["quality"] = np.zeros(shape)
+    a["api_usd_per_mtok_blend"] = np.full(shape, np.inf)
+    gpu_rate = rate.usd_per_gpu_hour
+    eff_labels = {}
+
+    # Unique (input, output) pairs: latency curves depend on nothing else.
+    codes, uniq = pd.MultiIndex.from_arrays([n_in, n_out]).factorize()
+    if len(uniq) <= 0.5 * W:
+        inv = codes
+        u_in = uniq.get_level_values(0).to_numpy(dtype=float)[:, None]
+        u_out = uniq.get_level_values(1).to_numpy(dtype=float)[:, None]
+    else:  # mostly distinct: gathering back would cost more than it saves
+        inv, u_in, u_out = None, n_in[:, None], n_out[:, None]
+    grid = CONCURRENCY_GRID[None, :]
+
+    for r, route in enumerate(routes):
+        qtab = np.array([route.quality(t) for t in TASK_CLASSES])
+        a["quality"][:, r] = qtab[task_codes]
+        if route.hosting == "api":
+            _score_api(a, r, route.api, w, n_in, n_out, cached, slo, interactive, owned_only, scenario)
+            continue
+        stack = route.stack
+        best = None  # per workload: the GPUs-per-replica option with the fewest GPU-hours (before queueing)
+        for g in TP_OPTIONS:
+            if g > gpn or physics.max_concurrency(stack, gpu, g, 1024.0) < 1:
+                continue
+            eff, label = catalog.efficiency(stack, gpu, g)
+            eff_labels[stack.stack_id] = label
+            est = physics.estimate(stack, gpu, g, grid, u_in, u_out, eff)
+            curves = {k: _expand(est[k], inv) for k in ("e2e_ms_p95", "e2e_ms", "requests_per_s", "fits")}
+            cand = _operating_point(g, curves, slo, window_h, interactive, rpd, lam_peak)
+            best = cand if best is None else _better(best, cand)
+        if best is None:
+            a["code"][:, r] = NO_FIT
+            continue
+        _queue(best, interactive, lam_peak)
+        for k in ("p95_ms", "concurrency", "gpus_per_replica", "replicas", "gpu_hours_per_day", "service_s",
+                  "wait_budget_s", "best_p95_ms", "best_gpus"):
+            a[k][:, r] = best[k]
+        gpus_total = best["replicas"] * best["gpus_per_replica"]
+        monthly = np.where(interactive, gpus_total * gpu_rate * HOURS_PER_MONTH,
+                           best["gpu_hours_per_day"] * gpu_rate * DAYS_PER_MONTH)
+        a["monthly_usd"][:, r] = monthly
+        a["nodes"][:, r] = np.ceil(np.where(interactive, gpus_total, best["offline_gpus"]) / gpn)
+        a["code"][:, r] = best["code"]
+
+    # Cost per request and per million output tokens (before quality fallback).
+    per_month_requests = rpd * DAYS_PER_MONTH
+    owned_cols = np.array([rt.hosting == "owned" for rt in routes])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        owned_per_req = a["monthly_usd"] / per_month_requests[:, None]
+    a["usd_per_request"] = np.where(owned_cols[None, :], owned_per_req, a["usd_per_request"])
+    a["usd_per_request"] = np.where(rpd[:, None] > 0, a["usd_per_request"], 0.0)
+
+    _apply_quality(a, floor, owned_only, interactive, slo, scenario)
+    a["feasible"] = a["code"] == OK
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a["usd_per_mtok_out"] = a["usd_per_request"] / n_out[:, None] * 1e6
+    a["monthly_usd"] = np.where(owned_cols[None, :] & (a["fallback_share"] == 0), a["monthly_usd"],
+                                a["usd_per_request"] * per_month_requests[:, None])
+
+    cost = np.where(a["feasible"], a["usd_per_request"], np.inf)
+    # Ties: cheaper first, then faster (lexsort on latency then cost).
+    lat = np.where(a["feasible"], a["p95_ms"], np.inf)
+    order = np.lexsort((lat, cost), axis=1) if W else np.zeros((0, R), dtype=int)
+    verdict = order[:, 0] if R else np.full(W, -1)
+    verdict = np.where(np.isfinite(cost[np.arange(W), verdict]), verdict, -1)
+
+    api_cols = ~owned_cols
+    quality_ok = a["quality"] >= floor[:, None]
+    api_cost = np.where(api_cols[None, :] & quality_ok, a["api_usd_per_mtok_blend"], np.inf)
+    value = api_cost.min(axis=1) if R else np.full(W, np.nan)
+    value = np.where(np.isfinite(value), value, np.nan)
+
+    ev = Evaluation(scenario=scenario, rate=rate, gpu_name=gpu.name, workloads=w, routes=routes, a=a,
+                    verdict=verdict, value_usd_per_mtok=value, fleet={}, catalog=catalog,
+                    efficiency_labels=eff_labels)
+    ev.fleet = size_fleet(ev, lam_peak, pf, rpd, n_out, interactive, window_h)
+    return ev
+
+
+def _score_api(a, r, api: ApiPrice, w, n_in, n_out, cached, slo, interactive, owned_only, scenario):
+    per_req = api_usd_per_request(api, n_in, n_out, cached, scale=scenario.api_price_scale)
+    a["usd_per_request"][:, r] = per_req
+    p95 = (api.ttft_ms + n_out / api.output_tokens_per_s * 1e3) * API_P95_OVER_TYPICAL
+    a["p95_ms"][:, r] = p95
+    a["best_p95_ms"][:, r] = p95
+    a["concurrency"][:, r] = 1.0
+    a["monthly_usd"][:, r] = per_req * w["requests_per_day"].to_numpy(dtype=float) * DAYS_PER_MONTH
+    a["api_usd_per_mtok_blend"][:, r] = per_req / n_out * 1e6
+    code = np.where(owned_only, DATA_POLICY, np.where(interactive & (p95 > slo), LATENCY, OK))
+    a["code"][:, r] = code
+
+
+def _expand(arr: np.ndarray, inv: np.ndarray | None) -> np.ndarray:
+    arr = np.asarray(arr)
+    return arr if inv is None else arr[inv]
+
+
+def _operating_point(g, curves, slo, window_h, interactive, rpd, lam_peak):
+    """Operating point of one (stack, GPUs per replica) option for every workload.
+
+    Interactive: the largest grid concurrency b* whose p95 meets the SLA (and
+    the grid point below it, sized later by Erlang C). Offline: the
+    highest-throughput concurrency that fits in memory. `_score` is the
+    GPU-hours per day before queueing, used to pick between options.
+    """
+    p95, mean_ms, rps = curves["e2e_ms_p95"], curves["e2e_ms"], curves["requests_per_s"]
+    fits = np.broadcast_to(curves["fits"], p95.shape)
+    W, B = p95.shape
+    rows = np.arange(W)
+    ok = fits & (p95 <= slo[:, None])
+    any_fit = fits.any(axis=1)
+    j1 = np.where(ok.any(axis=1), B - 1 - np.argmax(ok[:, ::-1], axis=1), -1)
+    j0 = np.maximum(j1 - 1, 0)
+    j0_ok = (j1 > 0) & ok[rows, j0]
+    jj = np.maximum(j1, 0)
+    thr = np.where(fits, rps, -np.inf)
+    j_off = np.argmax(thr, axis=1)
+    rps_off = rps[rows, j_off]
+    win = np.where(np.isfinite(window_h), window_h, 24.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gpu_hours = rpd / rps_off / 3600.0 * g
+        reps_off = np.ceil(rpd / (rps_off * win * 3600.0))
+        lower_reps = np.maximum(np.ceil(lam_peak * mean_ms[rows, jj] / 1e3 / CONCURRENCY_GRID[jj]), 1.0)
+    off_ok = any_fit & (p95[rows, j_off] <= win * 3.6e6)
+    inter_ok = j1 >= 0
+    code = np.where(~any_fit, NO_FIT, np.where(interactive, np.where(inter_ok, OK, LATENCY),
+                                                np.where(off_ok, OK, WINDOW))).astype(np.int8)
+    jb = np.where(interactive, jj, j_off)
+    return {
+        "code": code,
+        "p95_ms": p95[rows, jb],
+        "concurrency": CONCURRENCY_GRID[jb],
+        "gpus_per_replica": np.full(W, float(g)),
+        "replicas": np.where(interactive, np.nan, reps_off),
+        "gpu_hours_per_day": np.where(interactive, np.nan, gpu_hours),
+        "offline_gpus": np.where(interactive, 0.0, reps_off * g),
+        "service_s": mean_ms[rows, jb] / 1e3,
+        "wait_budget_s": np.where(interactive, (slo - p95[rows, jb]) / 1e3, np.nan),
+        # The grid point below b*, a second candidate for queueing.
+        "alt_ok": j0_ok & interactive,
+        "alt_p95_ms": p95[rows, j0],
+        "alt_service_s": mean_ms[rows, j0] / 1e3,
+        "alt_concurrency": CONCURRENCY_GRID[j0],
+        "best_p95_ms": p95[:, 0],  # alone on a replica: the floor of latency
+        "best_gpus": np.full(W, float(g)),
+        "_score": np.where(code == OK, np.where(interactive, lower_reps * g * 24.0, gpu_hours), np.inf),
+    }
+
+
+def _queue(best: dict, interactive, lam_peak) -> None:
+    """Replicas per workload by Erlang C at b* and at the grid point below; the fewer wins (in place).
+
+    p95 waiting + service must stay under the SLA: the wait budget is the SLA
+    minus the service p95 at that concurrency, and P(wait > budget) <= 5 %.
+    """
+    slo_ms = best["p95_ms"] + best["wait_budget_s"] * 1e3
+    live = interactive & (best["code"] == OK)
+    lam = np.where(live, lam_peak, 0.0)
+    reps1 = replicas_for_sla(lam, best["service_s"], best["concurrency"], np.where(live, best["wait_budget_s"], -1.0),
+                             tail=0.05, service_cv2=SERVICE_CV2).astype(float)
+    alt = live & best["alt_ok"]
+    reps0 = replicas_for_sla(np.where(alt, lam_peak, 0.0), best["alt_service_s"], best["alt_concurrency"],
+                             np.where(alt, (slo_ms - best["alt_p95_ms"]) / 1e3, -1.0),
+                             tail=0.05, service_cv2=SERVICE_CV2).astype(float)
+    reps1 = np.where(reps1 < 0, np.inf, reps1)
+    reps0 = np.where(alt & (reps0 >= 0), reps0, np.inf)
+    use_alt = reps0 < reps1
+    for k, alt_k in (("p95_ms", "alt_p95_ms"), ("service_s", "alt_service_s"), ("concurrency", "alt_concurrency")):
+        best[k] = np.where(use_alt, best[alt_k], best[k])
+    best["wait_budget_s"] = np.where(interactive, (slo_ms - best["p95_ms"]) / 1e3, np.nan)
+    reps = np.maximum(np.minimum(reps0, reps1), 1.0)  # a live service keeps at least one replica
+    best["replicas"] = np.where(interactive, np.where(live, reps, np.nan), best["replicas"])
+    best["code"] = np.where(live & ~np.isfinite(reps), LATENCY, best["code"]).astype(np.int8)
+
+
+def _better(prev: dict, cand: dict) -> dict:
+    """Per workload, keep the option with fewer GPU-hours; failing both, the faster one (for why-not)."""
+    take = cand["_score"] < prev["_score"]
+    both_fail = ~np.isfinite(cand["_score"]) & ~np.isfinite(prev["_score"])
+    faster = both_fail & (cand["best_p95_ms"] < prev["best_p95_ms"])
+    take = take | faster
+    out = {}
+    for k in prev:
+        if k == "g":
+            continue
+        out[k] = np.where(take, cand[k], prev[k])
+    # A route is no-fit only if no option fits; otherwise the better code wins.
+    out["code"] = np.where(take, cand["code"], prev["code"]).astype(np.int8)
+    fit_any = (prev["code"] != NO_FIT) | (cand["code"] != NO_FIT)
+    out["code"] = np.where(fit_any & (out["code"] == NO_FIT), LATENCY, out["code"]).astype(np.int8)
+    return out
+
+
+def _apply_quality(a, floor, owned_only, interactive, slo, scenario):
+    """Quality fallback: f = (Q - q) / (q_fb - q) of outputs escalated to the cheapest route meeting the floor."""
+    W, R = a["code"].shape
+    q = a["quality"]
+    meets = q >= floor[:, None] - 1e-12
+    pure_ok = (a["code"] == OK) & meets
+    fb_cost = np.where(pure_ok, a["usd_per_request"], np.inf)
+    fb = np.argmin(fb_cost, axis=1)
+    rows = np.arange(W)
+    has_fb = np.isfinite(fb_cost[rows, fb])
+    q_fb = np.where(has_fb, q[rows, fb], np.nan)
+    c_fb = np.where(has_fb, a["usd_per_request"][rows, fb], np.nan)
+    l_fb = np.where(has_fb, a["p95_ms"][rows, fb], np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = (floor[:, None] - q) / (q_fb[:, None] - q)
+    f = np.where(meets, 0.0, np.where(has_fb[:, None], f, np.inf))
+    a["needed_fallback"] = f
+    needs = ~meets & (a["code"] == OK)
+    too_much = needs & (f > scenario.max_fallback_share)
+    a["code"] = np.where(too_much, QUALITY, a["code"]).astype(np.int8)
+    use = needs & ~too_much
+    a["usd_per_request"] = np.where(use, a["usd_per_request"] + f * c_fb[:, None], a["usd_per_request"])
+    in_tail = use & (f > 1.0 - scenario.sla_percentile)
+    a["p95_ms"] = np.where(in_tail, a["p95_ms"] + l_fb[:, None], a["p95_ms"])
+    late = in_tail & interactive[:, None] & (a["p95_ms"] > slo[:, None])
+    a["code"] = np.where(late, LATENCY, a["code"]).astype(np.int8)
+    a["fallback_share"] = np.where(use, f, 0.0)
+
+
+def size_fleet(ev: Evaluation, lam_peak, pf, rpd, n_out, interactive, window_h) -> dict:
+    """Pooled nodes per owned route, hourly utilization with and without batch fill, idle cost."""
+    sc = ev.scenario
+    gpn = sc.gpus_per_node
+    v = ev.verdict
+    W = len(v)
+    rows = np.arange(W)
+    has = v >= 0
+    safe = np.where(has, v, 0)
+    owned_route = np.array([r.hosting == "owned" for r in ev.routes] + [False])
+    on_owned = has & owned_route[np.where(has, v, len(ev.routes))]
+    g = ev.a["gpus_per_replica"][rows, safe]
+    b = ev.a["concurrency"][rows, safe]
+    svc = ev.a["service_s"][rows, safe]
+    budget = ev.a["wait_budget_s"][rows, safe]
+    gpu_hours_day = ev.a["gpu_hours_per_day"][rows, safe]
+
+    # Interactive: pool workloads that share a route and a GPU count (Erlang C on the summed rate,
+    # with the rate-weighted service time, the smallest slot count and the tightest wait budget).
+    inter = on_owned & interactive
+    nodes_by_route: dict[str, int] = {}
+    gpus_by_route: dict[str, float] = {}
+    if inter.any():
+        df = pd.DataFrame({"route": v[inter], "g": g[inter], "lam": lam_peak[inter], "svc": svc[inter],
+                           "b": b[inter], "budget": budget[inter]})
+        df["lam_svc"] = df["lam"] * df["svc"]
+        grp = df.groupby(["route", "g"], sort=True).agg(lam=("lam", "sum"), lam_svc=("lam_svc", "sum"),
+                                                         b=("b", "min"), budget=("budget", "min"),
+                                                         n=("lam", "size")).reset_index()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            grp["svc"] = np.where(grp["lam"] > 0, grp["lam_svc"] / grp["lam"], 1.0)
+        reps = replicas_for_sla(grp["lam"].to_numpy(), grp["svc"].to_numpy(), grp["b"].to_numpy(),
+                                grp["budget"].to_numpy(), tail=1.0 - sc.sla_percentile, service_cv2=SERVICE_CV2)
+        grp["replicas"] = np.maximum(reps, 1)
+        grp["gpus"] = grp["replicas"] * grp["g"]
+        for rid, gpus in grp.groupby("route")["gpus"].sum().items():
+            key = ev.routes[int(rid)].route_id
+            gpus_by_route[key] = float(gpus)
+            nodes_by_route[key] = int(np.ceil(gpus / gpn))
+    interactive_nodes = int(sum(nodes_by_route.values()))
+
+    # Busy GPUs per hour from interactive load: rate(h) x GPU-seconds per request at the operating point.
+    prof = hourly_profile(pf[inter]) if inter.any() else np.zeros((0, 24))
+    lam_mean = rpd[inter] / 86400.0
+    gpu_s_per_req = g[inter] * svc[inter] / b[inter]
+    busy = (lam_mean[:, None] * prof * gpu_s_per_req[:, None]).sum(axis=0) if inter.any() else np.zeros(24)
+
+    offline = on_owned & ~interactive
+    offline_gpu_hours = float(np.nansum(gpu_hours_day[offline]))
+    offline_min_gpus = float(np.nansum(ev.a["replicas"][rows, safe][offline] * g[offline])) if offline.any() else 0.0
+    for r_idx in np.unique(v[offline]):
+        key = ev.routes[int(r_idx)].route_id
+        sel = offline & (v == r_idx)
+        gpus_by_route[key] = gpus_by_route.get(key, 0.0) + float(np.nansum(gpu_hours_day[sel])) / 24.0
+
+    owned_gpus = sc.fleet_nodes * gpn
+    capacity_gpus = max(owned_gpus, interactive_nodes * gpn)
+    idle = np.maximum(capacity_gpus - busy, 0.0)
+    fill = _fill_idle(idle, offline_gpu_hours)
+    leftover = max(offline_gpu_hours - float(fill.sum()), 0.0)
+    extra_nodes = int(np.ceil(leftover / (gpn * 24.0))) if leftover > 1e-9 else 0
+    nodes_needed = max(interactive_nodes + extra_nodes, int(np.ceil(offline_min_gpus / gpn)))
+
+    denom = owned_gpus if owned_gpus > 0 else np.nan
+    util_without = np.minimum(busy / denom, 1.0) if owned_gpus else np.zeros(24)
+    util_with = np.minimum((busy + fill) / denom, 1.0) if owned_gpus else np.zeros(24)
+    utilization = float(np.mean(util_with)) if owned_gpus else 0.0
+    rate = ev.rate
+    owned_monthly = sc.fleet_nodes * rate.usd_per_node_hour * HOURS_PER_MONTH
+    idle_month = owned_gpus * HOURS_PER_MONTH * rate.usd_per_gpu_hour * (1.0 - utilization)
+
+    monthly = ev.a["monthly_usd"][rows, safe]
+    by_route: dict[str, float] = {}
+    for r_idx in np.unique(v[has]):
+        key = ev.routes[int(r_idx)].route_id
+        by_route[key] = float(np.nansum(monthly[has & (v == r_idx)]))
+    api_monthly = float(sum(val for k, val in by_route.items() if k.startswith("api:")))
+    owned_tokens_month = float(np.nansum((rpd * n_out)[on_owned])) * DAYS_PER_MONTH
+    eff_mtok = owned_monthly / owned_tokens_month * 1e6 if owned_tokens_month > 0 and owned_monthly > 0 else None
+    extra_monthly = max(nodes_needed - sc.fleet_nodes, 0) * rate.full_usd_per_node_hour * HOURS_PER_MONTH
+    return {
+        "gpu": ev.gpu_name,
+        "gpus_per_node": gpn,
+        "owned_nodes": sc.fleet_nodes,
+        "nodes_needed": nodes_needed,
+        "nodes_needed_interactive": interactive_nodes,
+        "nodes_needed_offline_extra": extra_nodes,
+        "nodes_by_route": nodes_by_route,
+        "gpus_by_route": gpus_by_route,
+        "utilization": utilization,
+        "hourly_utilization": [float(x) for x in util_with],
+        "hourly_utilization_without_batch": [float(x) for x in util_without],
+        "offline_gpu_hours_per_day": offline_gpu_hours,
+        "usd_per_node_hour": rate.usd_per_node_hour,
+        "usd_per_gpu_hour": rate.usd_per_gpu_hour,
+        "owned_monthly_usd": owned_monthly,
+        "idle_usd_per_month": idle_month,
+        "extra_nodes_monthly_usd": extra_monthly,
+        "api_monthly_usd": api_monthly,
+        "total_monthly_usd": owned_monthly + extra_monthly + api_monthly,
+        "owned_usd_per_mtok_out": eff_mtok,
+        "monthly_usd_by_route": by_route,
+        "verdict_mix": {k: int(n) for k, n in pd.Series(
+            [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
+             else "no feasible route" for i in v]).value_counts().items()},
+    }
+
+
+def _fill_idle(idle: np.ndarray, gpu_hours: float) -> np.ndarray:
+    """Place offline GPU-hours into the idlest hours first (nights), each hour up to its idle GPUs."""
+    fill = np.zeros_like(idle)
+    left = gpu_hours
+    for h in np.argsort(-idle, kind="stable"):
+        if left <= 0:
+            break
+        take = min(idle[h], left)
+        fill[h] = take
+        left -= take
+    return fill
+
+
+# Architectures a stack can have, for grouping in the UI.
+ARCHITECTURES = tuple(a.value for a in Architecture)
