@@ -12,6 +12,7 @@ from core.errors import HangoverError
 COMMAND_MODULES = [
     "core.commands.db",
     "core.commands.dashboard",
+    "core.commands.evaluate",
 ]
 
 
@@ -39,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output piped into `head` and cut short: not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

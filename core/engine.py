@@ -678,7 +678,8 @@ def size_fleet(ev: Evaluation, lam_peak, pf, rpd, n_out, interactive, window_h) 
             key = ev.routes[int(rid)].route_id
             gpus_by_route[key] = float(gpus)
             nodes_by_route[key] = int(np.ceil(gpus / gpn))
-    interactive_nodes = int(sum(nodes_by_route.values()))
+    # Replicas of 1, 2, 4 or 8 GPUs pack 8-GPU nodes without gaps, so routes share nodes.
+    interactive_nodes = int(np.ceil(sum(gpus_by_route.values()) / gpn - 1e-9))
 
     # Busy GPUs per hour from interactive load: rate(h) x GPU-seconds per request at the operating point.
     prof = hourly_profile(pf[inter]) if inter.any() else np.zeros((0, 24))

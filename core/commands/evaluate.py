@@ -1,0 +1,94 @@
+"""`hangover evaluate`: route every workload and size the fleet; table or the stable JSON contract."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from core.models import CostBasis, PricingOption
+
+
+def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
+    """Scenario flags shared by `evaluate` and `report`."""
+    p.add_argument("--workloads", metavar="FILE", help="inventory CSV/XLSX (default: latest stored version, else the bundled sample)")
+    p.add_argument("--sheet", help="sheet name when --workloads is an .xlsx")
+    p.add_argument("--version", type=int, help="stored inventory version to evaluate")
+    p.add_argument("--fleet-nodes", type=int, help="owned or reserved nodes (default 1)")
+    p.add_argument("--gpu", help="GPU of the owned fleet (default 'H100 SXM')")
+    p.add_argument("--pricing", choices=[o.value for o in PricingOption], help="how the fleet is paid for (default savings_1y)")
+    p.add_argument("--cost-basis", choices=[c.value for c in CostBasis], help="full (allocation) or marginal")
+    p.add_argument("--node-usd-per-hour", type=float, help="override the node price, $/hour")
+    p.add_argument("--api-price-scale", type=float, help="multiply every API price (e.g. 0.5, 2)")
+    p.add_argument("--sla-scale", type=float, help="multiply every latency target")
+    p.add_argument("--max-fallback-share", type=float, help="largest share of outputs escalated for quality (default 0.2)")
+
+
+def scenario_and_workloads(args: argparse.Namespace, store):
+    """Resolve the scenario and the inventory from parsed flags (shared with `report`)."""
+    from core.service import make_scenario, read_workloads_file
+
+    scenario = make_scenario(
+        gpu=args.gpu, fleet_nodes=args.fleet_nodes, pricing_option=args.pricing, cost_basis=args.cost_basis,
+        node_usd_per_hour=args.node_usd_per_hour, api_price_scale=args.api_price_scale, sla_scale=args.sla_scale,
+        max_fallback_share=args.max_fallback_share,
+    )
+    workloads = read_workloads_file(args.workloads, args.sheet) if args.workloads else None
+    return scenario, workloads
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the `evaluate` command."""
+    p = sub.add_parser("evaluate", help="route every workload, size the fleet, price the idle GPUs")
+    add_scenario_arguments(p)
+    p.add_argument("--format", choices=["table", "json"], default="table", help="output format")
+    p.set_defaults(func=cmd_evaluate)
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Print the routing table and the fleet summary, or the JSON contract."""
+    from core.service import evaluate_store
+    from core.store import Store, default_db_path
+
+    store = Store(args.db or default_db_path())
+    scenario, workloads = scenario_and_workloads(args, store)
+    ev = evaluate_store(store, scenario, version=args.version, workloads=workloads)
+    if args.format == "json":
+        json.dump(ev.to_dict(), sys.stdout, indent=2, ensure_ascii=False)
+        print()
+        return 0
+    print(format_table(ev))
+    return 0
+
+
+def format_table(ev) -> str:
+    """A plain-text routing table and fleet summary."""
+    vf = ev.verdicts_frame()
+    f = ev.fleet
+    lines = [
+        f"Inventory: {f.get('inventory', '')}; {len(vf)} workloads; GPU {f['gpu']}; "
+        f"node price ${f['usd_per_node_hour']:,.2f}/hour ({ev.rate.label}, as of {ev.rate.as_of or 'n/a'})",
+        "",
+        f"{'workload':<22} {'verdict':<44} {'$/request':>10} {'$/M out':>9} {'$/month':>10} {'p95 ms':>9} {'nodes':>5}",
+    ]
+    for r in vf.itertuples():
+        lines.append(
+            f"{str(r.workload_id)[:22]:<22} {str(r.route)[:44]:<44} {_m(r.usd_per_request, 4):>10} "
+            f"{_m(r.usd_per_mtok_out, 2):>9} {_m(r.monthly_usd, 0):>10} {_n(r.p95_latency_ms):>9} {_n(r.nodes):>5}"
+        )
+    lines += [
+        "",
+        f"Owned nodes {f['owned_nodes']}, needed {f['nodes_needed']}; utilization {f['utilization']:.0%}; "
+        f"idle ${f['idle_usd_per_month']:,.0f}/month",
+        f"Monthly: owned fleet ${f['owned_monthly_usd']:,.0f} + new nodes ${f['extra_nodes_monthly_usd']:,.0f} "
+        f"+ APIs ${f['api_monthly_usd']:,.0f} = ${f['total_monthly_usd']:,.0f}",
+    ]
+    return "\n".join(lines)
+
+
+def _m(x, digits):
+    return "-" if x != x else f"${x:,.{digits}f}"
+
+
+def _n(x):
+    return "-" if x != x else f"{x:,.0f}"

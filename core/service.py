@@ -1,0 +1,63 @@
+"""One-call entry points the dashboard, CLI and reports share: load inputs, evaluate, summarise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from pydantic import ValidationError
+
+from core.catalog import Catalog
+from core.engine import Evaluation, evaluate
+from core.errors import InputError, describe_validation_error
+from core.models import Scenario
+from core.seed import sample_workloads_path
+
+
+def make_scenario(**settings) -> Scenario:
+    """Build a Scenario from loose settings; a bad value becomes one readable InputError."""
+    clean = {k: v for k, v in settings.items() if v is not None}
+    try:
+        return Scenario(**clean)
+    except ValidationError as exc:
+        raise InputError(describe_validation_error(exc, where="scenario").replace("\n", "; ")) from None
+
+
+def read_workloads_file(path: str | Path, sheet: str | None = None) -> pd.DataFrame:
+    """A validated inventory frame from a CSV/XLSX file, or an InputError listing every bad cell."""
+    from core.inventory import read_inventory
+
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"workload file {p} does not exist")
+    report = read_inventory(p, file_name=p.name, sheet=sheet)
+    if not report.ok:
+        lines = [f"row {e.row}, column '{e.column}': {e.problem} (got {e.value!r})" for e in report.errors.itertuples()]
+        raise InputError(f"{p.name} has {len(lines)} problem(s):\n" + "\n".join(lines[:50])
+                         + ("\n…" if len(lines) > 50 else ""))
+    return report.frame
+
+
+def inventory(store, version: int | None = None) -> tuple[str, pd.DataFrame]:
+    """(label, frame): a stored version, the latest one, or the bundled sample when the store has none."""
+    try:
+        from core.inventory_store import latest_inventory, load_version
+    except ImportError:  # inventory versions not available yet: the bundled sample
+        return "bundled sample", pd.read_csv(sample_workloads_path())
+    if version is not None:
+        return f"version {version}", load_version(store, version)
+    v, frame = latest_inventory(store)
+    return (f"version {v}" if v is not None else "bundled sample"), frame
+
+
+def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
+                   workloads: pd.DataFrame | None = None, catalog: Catalog | None = None) -> Evaluation:
+    """Evaluate an inventory (given, a stored version, the latest, or the sample) under a scenario."""
+    catalog = catalog or Catalog.from_store(store)
+    if workloads is None:
+        label, workloads = inventory(store, version)
+    else:
+        label = "given"
+    ev = evaluate(catalog, workloads, scenario)
+    ev.fleet["inventory"] = label
+    return ev
