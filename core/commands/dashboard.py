@@ -24,7 +24,8 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
 
     db = Path(args.db or default_db_path())
     Store(db)  # create and seed now, so errors show here rather than in the browser
-    env = dict(os.environ, HANGOVER_DB=str(db))
+    env = dict(os.environ, HANGOVER_DB=str(db.resolve()))
+    os.chdir(APP.parents[1])  # Streamlit reads .streamlit/config.toml (the theme) from the working folder
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(args.port)]
     if args.headless:
         cmd += ["--server.headless", "true"]
