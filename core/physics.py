@@ -101,9 +101,15 @@ def weight_bytes_read(stack: ServingStack, tokens_per_step: np.ndarray | float) 
     return (dense + experts * touched) * stack.bytes_per_param
 
 
+def resident_weight_bytes(stack: ServingStack) -> float:
+    """Weight bytes that must sit in HBM: the model, plus the draft model for speculative decoding."""
+    draft = (stack.spec_draft_params_b or 0.0) if stack.architecture is Architecture.SPECULATIVE else 0.0
+    return stack.weight_bytes + draft * 1e9 * stack.bytes_per_param
+
+
 def max_concurrency(stack: ServingStack, gpu: GpuSpec, gpus: int, context_tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
     """Largest number of sequences whose KV cache fits beside the weights (0 if the weights alone do not fit)."""
-    usable = gpus * gpu.hbm_gb * 1e9 * eff.memory_headroom - stack.weight_bytes
+    usable = gpus * gpu.hbm_gb * 1e9 * eff.memory_headroom - resident_weight_bytes(stack)
     per_seq = np.maximum(np.asarray(context_tokens, dtype=float), 1.0) * max(stack.kv_bytes_per_token, 1.0)
     return np.floor(np.maximum(usable, 0.0) / per_seq)
 
@@ -162,10 +168,15 @@ def estimate(
     """Latency and throughput of one replica at steady state; all outputs broadcast.
 
     - decode context: input plus half the output on average;
-    - time to first token: one prefill plus half a decode step of waiting;
-    - end-to-end: TTFT + decode steps x step time + the prefills of the other
-      b - 1 requests, which steal the GPU during this request's life (in steady
-      state b requests start per request lifetime);
+    - a request joins the running batch after its prefill plus, on average,
+      half a decode step of waiting;
+    - time to first token: that join time for AR, speculative and MoE (the
+      prefill yields the first token); for diffusion the first tokens are final
+      only once the first block has had its S denoising passes;
+    - end-to-end: join time + decode steps x step time + the prefills of the
+      other b - 1 requests, which steal the GPU during this request's life (in
+      steady state b requests start per request lifetime);
+    - per-stream speed: output tokens over the time from joining to the end;
     - diffusion commits L/S tokens per pass, in whole blocks.
     """
     b = np.asarray(concurrency, dtype=float)
@@ -180,11 +191,14 @@ def estimate(
     else:
         steps = n_out / committed
     pre = prefill_ms(stack, gpu, gpus, n_in, eff)
-    ttft = pre + 0.5 * step_ms
+    joined = pre + 0.5 * step_ms
+    ttft = joined
+    if stack.architecture is Architecture.DIFFUSION:
+        ttft = joined + stack.diffusion_steps_per_block * step_ms
     decode_ms = steps * step_ms
-    e2e = ttft + decode_ms + np.maximum(b - 1.0, 0.0) * pre
+    e2e = joined + decode_ms + np.maximum(b - 1.0, 0.0) * pre
     fits = b <= max_concurrency(stack, gpu, gpus, n_in + n_out, eff)
-    per_stream = n_out / (e2e - ttft) * 1e3
+    per_stream = n_out / (e2e - joined) * 1e3
     return {
         "concurrency": b * np.ones_like(e2e),
         "step_ms": step_ms * np.ones_like(e2e),
