@@ -13,6 +13,7 @@ COMMAND_MODULES = [
     "core.commands.db",
     "core.commands.dashboard",
     "core.commands.evaluate",
+    "core.commands.perf",
 ]
 
 

@@ -1,0 +1,307 @@
+"""Calibration of the roofline to measured points, curves with provenance, and `hangover perf`."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import time
+
+import numpy as np
+import pytest
+
+from core import calibration as cb
+from core import physics
+from core.cli import main
+from core.errors import InputError
+from core.models import Benchmark, GpuSpec, Provenance, ServingStack
+from core.physics import DEFAULT_EFFICIENCY, Efficiency
+from core.seed import load_seed
+from core.store import Store
+
+QUALITY = dict.fromkeys(
+    ("quality_extraction", "quality_code_completion", "quality_chat", "quality_agentic_step", "quality_reasoning"), 0.8
+)
+SOURCED = {"source": "test", "as_of": dt.date(2025, 1, 1)}
+H100 = GpuSpec(name="H100 SXM", hbm_gb=80, hbm_tb_per_s=3.35, bf16_tflops=989, fp8_tflops=1979, tdp_w=700, **SOURCED)
+H200 = GpuSpec(name="H200 SXM", hbm_gb=141, hbm_tb_per_s=4.8, bf16_tflops=989, fp8_tflops=1979, tdp_w=700, **SOURCED)
+L8 = ServingStack(
+    stack_id="l8", name="8B BF16", architecture="autoregressive", params_total_b=8, params_active_b=8,
+    bytes_per_param=2, kv_bytes_per_token=131072, **QUALITY, **SOURCED,
+)
+L70 = ServingStack(
+    stack_id="l70", name="70B BF16", architecture="autoregressive", params_total_b=70.6, params_active_b=70.6,
+    bytes_per_param=2, kv_bytes_per_token=327680, **QUALITY, **SOURCED,
+)
+# What a real engine reached in this made-up lab: well under the defaults (0.80 / 0.60 / 0.50 / 0.3 ms).
+TRUE = Efficiency(mem=0.55, compute=0.45, prefill_compute=0.35, step_overhead_ms=1.2)
+
+
+def point(stack, gpu, g, c, n_in, n_out, eff=TRUE, noise=1.0, provenance="measured", **extra) -> Benchmark:
+    est = {k: float(v) for k, v in physics.estimate(stack, gpu, g, c, n_in, n_out, eff).items()}
+    fields = {
+        "output_tokens_per_s_total": est["output_tokens_per_s_total"] * noise,
+        "output_tokens_per_s_per_stream": est["output_tokens_per_s_per_stream"] * noise,
+        "ttft_ms_p50": est["ttft_ms"] / noise,
+        "e2e_ms_p50": est["e2e_ms"] / noise,
+        "e2e_ms_p95": est["e2e_ms"] * 1.2 / noise,
+    }
+    fields.update(extra)
+    return Benchmark(
+        stack_id=stack.stack_id, gpu=gpu.name, gpus_per_replica=g, concurrency=c, input_tokens=n_in,
+        output_tokens=n_out, provenance=provenance, tool="test", source=f"lab c={c:g}", as_of=dt.date(2025, 5, 1),
+        **{k: v for k, v in fields.items() if v is not None},
+    )
+
+
+@pytest.fixture
+def lab_points():
+    """Four measured points of the 8B model on one H100 at 1000/256 tokens, with +-4 % deterministic noise."""
+    return [point(L8, H100, 1, c, 1000, 256, noise=n) for c, n in ((1, 1.03), (4, 0.97), (16, 1.04), (64, 0.98))]
+
+
+# -- fitting --------------------------------------------------------------------------
+
+
+def test_fit_reproduces_the_measured_points_within_10_percent(lab_points):
+    """The uncalibrated roofline is ~40 % optimistic here; the fit lands within the +-4 % noise."""
+    fit = cb.fit_efficiency(L8, H100, 1, lab_points)
+    assert fit.n_points == 4 and fit.n_measured == 4 and fit.n_vendor_claim == 0
+    assert fit.max_abs_error <= 0.10
+    assert fit.default_max_abs_error > 0.3
+    # Memory-bound points cannot tell bandwidth from a fixed per-step cost exactly; bandwidth is close.
+    assert fit.efficiency.mem == pytest.approx(TRUE.mem, rel=0.15)
+
+
+def test_the_reported_fit_error_is_the_real_one(lab_points):
+    """Recompute every figure with physics.estimate and the fitted Efficiency: the Fit must report exactly that."""
+    fit = cb.fit_efficiency(L8, H100, 1, lab_points)
+    key = {
+        "output_tokens_per_s_total": "output_tokens_per_s_total",
+        "output_tokens_per_s_per_stream": "output_tokens_per_s_per_stream",
+        "ttft_ms_p50": "ttft_ms",
+        "e2e_ms_p50": "e2e_ms",
+        "e2e_ms_p95": "e2e_ms_p95",
+    }
+    errs = []
+    for p in lab_points:
+        est = physics.estimate(L8, H100, 1, p.concurrency, p.input_tokens, p.output_tokens, fit.efficiency)
+        for fld, k in key.items():
+            errs.append(float(est[k]) / getattr(p, fld) - 1.0)
+    assert len(fit.errors) == len(errs) == 20
+    assert [e.rel_error for e in fit.errors] == pytest.approx(errs, rel=1e-9, abs=1e-12)
+    assert fit.max_abs_error == pytest.approx(max(abs(e) for e in errs))
+    assert fit.mean_abs_error == pytest.approx(np.mean(np.abs(errs)))
+    frame = fit.frame()
+    assert list(frame["fit_error"]) == pytest.approx(errs, rel=1e-9, abs=1e-12)
+    assert "fit error max" in fit.describe()
+
+
+def test_p95_over_mean_is_taken_from_files_that_give_both():
+    pts = [point(L8, H100, 1, c, 1000, 256) for c in (1, 8)]  # e2e p95 = 1.2 x p50
+    fit = cb.fit_efficiency(L8, H100, 1, pts)
+    assert fit.efficiency.p95_over_mean == pytest.approx(1.2)
+
+
+def test_a_single_throughput_point_is_met_by_moving_bandwidth_mostly():
+    """One memory-bound point cannot tell bandwidth from overhead; the pull to the defaults moves bandwidth, the bigger lever."""
+    pts = [point(L8, H100, 1, 1, 1000, 256, output_tokens_per_s_per_stream=None, ttft_ms_p50=None, e2e_ms_p50=None, e2e_ms_p95=None)]
+    fit = cb.fit_efficiency(L8, H100, 1, pts)
+    assert fit.max_abs_error < 0.01
+    assert fit.efficiency.compute == pytest.approx(DEFAULT_EFFICIENCY.compute, rel=0.05)
+
+
+def test_points_of_other_gpus_or_counts_are_not_fitted_and_the_fit_says_so(lab_points):
+    other = [point(L8, H200, 1, 4, 1000, 256), point(L8, H100, 2, 4, 1000, 256)]
+    fit = cb.fit_efficiency(L8, H100, 1, lab_points + other)
+    assert fit.n_points == 4
+    assert any("H200 SXM x1 (1)" in n and "H100 SXM x2 (1)" in n for n in fit.notes)
+    with pytest.raises(InputError, match="no measured or vendor-claim points for l8 on H100 SXM x4"):
+        cb.fit_efficiency(L8, H100, 4, lab_points + other)
+
+
+def test_estimated_points_are_never_evidence(lab_points):
+    fake = point(L8, H100, 1, 8, 1000, 256, provenance="estimated")
+    cal = cb.calibrate(L8, H100, 1, [*lab_points, fake])
+    assert cal.fit.n_points == 4
+    assert any("marked 'estimated'" in n for n in cal.notes)
+
+
+def test_seed_vendor_points_for_70b_fp8_on_h200_are_reproduced_within_10_percent():
+    """data/benchmarks.csv: 51 tok/s at batch 1 (NVIDIA blog) and 2,909 tok/s at max load (TensorRT-LLM docs)."""
+    seed = load_seed()
+    stack = next(s for s in seed["serving_stacks"] if s.stack_id == "llama70b-fp8")
+    gpu = next(g for g in seed["gpus"] if g.name == "H200 SXM")
+    fit = cb.fit_efficiency(stack, gpu, 1, seed["benchmarks"])
+    assert fit.n_vendor_claim == 2 and fit.n_measured == 0
+    assert fit.max_abs_error <= 0.10
+    assert "vendor-claim" in fit.basis
+
+
+# -- curves ---------------------------------------------------------------------------
+
+
+def test_curve_passes_exactly_through_measured_points(lab_points):
+    df = cb.performance_curve(L8, H100, 1, [1, 2, 4, 8, 16, 32, 64, 128], 1000, 256, lab_points)
+    assert list(df.columns) == list(cb.CURVE_COLUMNS)
+    for p in lab_points:
+        row = df[df["concurrency"] == p.concurrency].iloc[0]
+        assert row["provenance"] == "measured"
+        assert row["output_tokens_per_s_total"] == pytest.approx(p.output_tokens_per_s_total, rel=1e-9)
+        assert row["output_tokens_per_s_per_stream"] == pytest.approx(p.output_tokens_per_s_per_stream, rel=1e-9)
+        assert row["ttft_ms"] == pytest.approx(p.ttft_ms_p50, rel=1e-9)
+        assert row["e2e_ms"] == pytest.approx(p.e2e_ms_p50, rel=1e-9)
+        assert row["e2e_ms_p95"] == pytest.approx(p.e2e_ms_p95, rel=1e-9)
+        assert "output_tokens_per_s_total" in row["measured_fields"]
+        assert row["source"].startswith(f"lab c={p.concurrency:g}")
+    between = df[~df["concurrency"].isin([1, 4, 16, 64])]
+    assert set(between["provenance"]) == {"estimated (calibrated to 4 measured points)"}
+    assert (between["measured_fields"] == "").all()
+    # Between two points the correction is interpolated, so the estimate stays between its neighbours.
+    c2 = df.set_index("concurrency")["output_tokens_per_s_total"]
+    assert c2[1] < c2[2] < c2[4] and c2[64] < c2[128]
+
+
+def test_curve_beyond_the_last_point_keeps_its_correction(lab_points):
+    df = cb.performance_curve(L8, H100, 1, [64, 128, 256], 1000, 256, lab_points, include_measured=False)
+    cal = df.attrs["calibration"]
+    raw = physics.estimate(L8, H100, 1, np.array([64.0, 128.0, 256.0]), 1000, 256, cal.efficiency)
+    factor = df["output_tokens_per_s_total"].to_numpy() / raw["output_tokens_per_s_total"]
+    assert factor[1] == pytest.approx(factor[0]) and factor[2] == pytest.approx(factor[0])
+
+
+def test_measured_points_speak_only_for_token_lengths_within_25_percent(lab_points):
+    near = cb.performance_curve(L8, H100, 1, [4], 1100, 256, lab_points, include_measured=False)
+    assert near["provenance"].iloc[0] == "measured"
+    assert "scaled by the model to 1100/256" in near["source"].iloc[0]
+    far = cb.performance_curve(L8, H100, 1, [4], 2000, 256, lab_points)
+    assert list(far["concurrency"]) == [4.0]
+    assert far["provenance"].iloc[0] == "estimated (calibrated to 4 measured points)"
+
+
+def test_a_route_without_points_is_plainly_estimated():
+    df = cb.performance_curve(L8, H100, 1, [1, 8], 1000, 256, [])
+    assert set(df["provenance"]) == {"estimated"}
+    assert df["source"].str.contains("default efficiency").all()
+    assert df.attrs["calibration"].fit is None
+    assert cb.calibrated_efficiency([], L8, H100, 1) == (DEFAULT_EFFICIENCY, None)
+
+
+def test_a_measured_point_wins_over_a_vendor_claim_at_the_same_concurrency(lab_points):
+    claim = point(L8, H100, 1, 4, 1000, 256, eff=DEFAULT_EFFICIENCY, provenance="vendor_claim")
+    df = cb.performance_curve(L8, H100, 1, [4], 1000, 256, [*lab_points, claim], include_measured=False)
+    row = df.iloc[0]
+    assert row["provenance"] == "measured"
+    assert row["output_tokens_per_s_total"] == pytest.approx(lab_points[1].output_tokens_per_s_total, rel=1e-9)
+    assert df.attrs["calibration"].fit.basis == "4 measured and 1 vendor-claim point"
+
+
+def test_vectorised_corrections_match_the_curve(lab_points):
+    cal = cb.calibrate(L8, H100, 1, lab_points)
+    b = np.array([[1.0, 2.0, 16.0, 300.0]])
+    n_in = np.array([[1000.0], [5000.0]])
+    n_out = np.array([[256.0], [256.0]])
+    corr = cb.measured_corrections(cal, b, n_in, n_out)
+    assert corr["e2e_ms"].shape == (2, 4)
+    assert np.all(corr["e2e_ms"][1] == 1.0), "5000 input tokens: no point speaks for it"
+    df = cb.performance_curve(L8, H100, 1, b[0], 1000, 256, lab_points, include_measured=False)
+    est = physics.estimate(L8, H100, 1, b[0], 1000.0, 256.0, cal.efficiency)
+    assert df["e2e_ms"].to_numpy() == pytest.approx(est["e2e_ms"] * corr["e2e_ms"][0])
+
+
+def test_calibration_is_cheap_per_route_and_cached():
+    seed = load_seed()
+    stacks = {s.stack_id: s for s in seed["serving_stacks"]}
+    gpus = {g.name: g for g in seed["gpus"]}
+    routes = {(b.stack_id, b.gpu, b.gpus_per_replica) for b in seed["benchmarks"]}
+    cb._calibrate_cached.cache_clear()
+    cb._fit_cached.cache_clear()
+    t0 = time.perf_counter()
+    for s, g, n in routes:
+        cb.calibrated_efficiency(seed["benchmarks"], stacks[s], gpus[g], n)
+    cold = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for s, g, n in routes:
+        cb.calibrated_efficiency(seed["benchmarks"], stacks[s], gpus[g], n)
+    warm = time.perf_counter() - t0
+    assert cold < 2.0 and warm < 0.05
+
+
+def test_calibrated_efficiency_reads_a_store(tmp_path):
+    s = Store(tmp_path / "t.duckdb")
+    try:
+        stack = next(x for x in s.serving_stacks() if x.stack_id == "llama70b-fp8")
+        eff, fit = cb.calibrated_efficiency(s, stack, s.gpu("H200 SXM"), 1)
+        assert fit is not None and eff == fit.efficiency
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"concurrency": [1, 0]}, "concurrency must be a positive number"),
+        ({"concurrency": [-2]}, "concurrency must be a positive number"),
+        ({"output_tokens": 0}, "output tokens must be at least 1"),
+        ({"input_tokens": -1}, "input tokens must be 0 or more"),
+    ],
+)
+def test_curve_refuses_bad_settings(kwargs, message):
+    args = {"concurrency": [1], "input_tokens": 100, "output_tokens": 100} | kwargs
+    with pytest.raises(InputError, match=message):
+        cb.performance_curve(L8, H100, 1, args["concurrency"], args["input_tokens"], args["output_tokens"])
+
+
+def test_curve_refuses_a_model_too_large_for_the_gpus():
+    with pytest.raises(InputError, match=r"l70 does not fit on 1 x H100 SXM: it needs weights of 141\.2 GB.*smallest power-of-two count that fits is 2"):
+        cb.performance_curve(L70, H100, 1, [1], 1000, 256)
+
+
+def test_point_errors_are_plain_data(lab_points):
+    fit = cb.fit_efficiency(L8, H100, 1, lab_points)
+    e = fit.errors[0]
+    assert dataclasses.asdict(e)["metric"] == "output_tokens_per_s_total"
+    assert e.provenance == Provenance.MEASURED.value
+
+
+# -- hangover perf ----------------------------------------------------------------------
+
+
+def test_perf_prints_a_table_with_provenance(tmp_path, capsys):
+    db = str(tmp_path / "t.duckdb")
+    rc = main(["--db", db, "perf", "--stack", "llama70b-fp8", "--gpu", "h200 sxm", "--concurrency", "1,8,64"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "llama70b-fp8 (autoregressive) on 1 x H200 SXM, 1000 input / 1000 output tokens" in out
+    assert "calibrated to 2 vendor-claim points: fit error max" in out
+    assert "vendor_claim" in out and "estimated (calibrated to 2 vendor-claim points)" in out
+    assert "FLOP/byte" in out
+    assert "H100 SXM x2 (1)" in out  # the TP2 H100 point is named as not used
+
+
+def test_perf_json_is_records_of_the_curve(tmp_path, capsys):
+    db = str(tmp_path / "t.duckdb")
+    rc = main(["--db", db, "perf", "--stack", "llama8b-bf16", "--gpu", "H100 SXM", "--gpus-per-replica", "1",
+               "--concurrency", "1,2", "--input-tokens", "500", "--output-tokens", "100", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert rc == 0 and [r["concurrency"] for r in rows] == [1.0, 2.0]
+    assert set(rows[0]) == set(cb.CURVE_COLUMNS)
+    assert rows[0]["provenance"] == "estimated"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--stack", "llama70b-bf16", "--gpu", "H100 SXM", "--gpus-per-replica", "1"], "does not fit on 1 x H100 SXM"),
+        (["--stack", "llama8b-bf16", "--gpu", "H100 SXM", "--concurrency", "1,0"], "--concurrency: 0 is not a positive number"),
+        (["--stack", "llama8b-bf16", "--gpu", "H100 SXM", "--concurrency", "1,x"], "'x' is not a number"),
+        (["--stack", "nope", "--gpu", "H100 SXM"], "unknown serving stack 'nope'; known: "),
+        (["--stack", "llama8b-bf16", "--gpu", "B300"], "unknown GPU 'B300'"),
+    ],
+)
+def test_perf_errors_are_one_line(tmp_path, capsys, argv, message):
+    rc = main(["--db", str(tmp_path / "t.duckdb"), "perf", *argv])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert message in err and "Traceback" not in err
+    assert err.count("\n") == 1
