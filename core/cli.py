@@ -13,7 +13,9 @@ COMMAND_MODULES = [
     "core.commands.db",
     "core.commands.dashboard",
     "core.commands.evaluate",
+    "core.commands.bench",
     "core.commands.perf",
+    "core.commands.workloads",
 ]
 
 

@@ -1,0 +1,121 @@
+"""`hangover bench import|list`: bring your own benchmark files into the store and see what is there."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from pathlib import Path
+
+from core.bench_import import import_benchmark_file
+from core.errors import InputError
+from core.store import Store, default_db_path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the `bench` command group."""
+    p = sub.add_parser("bench", help="import benchmark files (vLLM, GuideLLM, GenAI-Perf, llmperf) and list benchmarks")
+    bsub = p.add_subparsers(dest="bench_command", metavar="ACTION", required=True)
+
+    imp = bsub.add_parser(
+        "import",
+        help="import one benchmark result file (format detected from its content)",
+        description=(
+            "Import a vLLM `vllm bench serve` / benchmark_serving.py JSON, a GuideLLM report JSON, "
+            "an NVIDIA GenAI-Perf CSV or JSON, or a ray llmperf summary JSON. Name the serving stack "
+            "and GPU it measured; importing the same file twice adds nothing."
+        ),
+    )
+    imp.add_argument("file", help="the benchmark file")
+    imp.add_argument("--stack", help="serving stack id the file measured (see `hangover perf --help` for ids)")
+    imp.add_argument("--gpu", help="GPU name, e.g. 'H100 SXM'")
+    imp.add_argument("--gpus-per-replica", type=int, help="GPUs serving one model replica (default: what the file says, else 1)")
+    imp.add_argument("--concurrency", type=float, help="requests in flight, when the file does not say")
+    imp.add_argument("--input-tokens", type=float, help="mean input tokens per request, when the file does not say")
+    imp.add_argument("--output-tokens", type=float, help="mean output tokens per request, when the file does not say")
+    imp.add_argument("--as-of", help="date of the measurement, YYYY-MM-DD (default: the file's date, else today)")
+    imp.set_defaults(func=cmd_import)
+
+    lst = bsub.add_parser("list", help="benchmark points in the store, with provenance and source")
+    lst.add_argument("--stack", help="only this serving stack")
+    lst.add_argument("--gpu", help="only this GPU")
+    lst.add_argument("--json", action="store_true", help="print JSON records instead of a table")
+    lst.set_defaults(func=cmd_list)
+
+
+def _open(args: argparse.Namespace) -> Store:
+    return Store(args.db or default_db_path())
+
+
+def _date(text: str | None) -> dt.date | None:
+    if text is None:
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"--as-of must be a date like 2025-06-30; got {text!r}") from None
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Import one file; print what was added (or that it was already there)."""
+    path = Path(args.file).expanduser()
+    if not path.is_file():
+        raise InputError(f"no such file: {path}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    result = import_benchmark_file(
+        _open(args),
+        data,
+        str(path),
+        stack_id=args.stack,
+        gpu=args.gpu,
+        gpus_per_replica=args.gpus_per_replica,
+        as_of=_date(args.as_of),
+        concurrency=args.concurrency,
+        input_tokens=args.input_tokens,
+        output_tokens=args.output_tokens,
+    )
+    print(result.message)
+    return 0
+
+
+def _fmt(v: object, digits: int = 0) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print every benchmark point (seed and yours), optionally filtered."""
+    df = _open(args).table("benchmarks")
+    if args.stack:
+        df = df[df["stack_id"] == args.stack]
+    if args.gpu:
+        df = df[df["gpu"].str.lower() == args.gpu.strip().lower()]
+    cols = [
+        "stack_id", "gpu", "gpus_per_replica", "concurrency", "input_tokens", "output_tokens",
+        "output_tokens_per_s_total", "output_tokens_per_s_per_stream", "ttft_ms_p50", "e2e_ms_p50",
+        "e2e_ms_p95", "provenance", "tool", "source", "as_of", "origin", "note",
+    ]
+    df = df[cols].assign(as_of=df["as_of"].astype(str).str[:10])
+    if args.json:
+        print(json.dumps(json.loads(df.to_json(orient="records")), indent=2))
+        return 0
+    if df.empty:
+        print("no benchmark points match")
+        return 0
+    header = f"{'stack':<20} {'gpu':<14} {'g':>2} {'conc':>6} {'in/out':>11} {'tok/s tot':>10} {'tok/s/str':>9} {'ttft p50':>9} {'e2e p50':>9}  {'provenance':<12} {'origin':<6} source"
+    print(header)
+    for r in df.itertuples(index=False):
+        print(
+            f"{r.stack_id:<20} {r.gpu:<14} {r.gpus_per_replica:>2} {_fmt(r.concurrency, 1):>6} "
+            f"{_fmt(r.input_tokens) + '/' + _fmt(r.output_tokens):>11} {_fmt(r.output_tokens_per_s_total):>10} "
+            f"{_fmt(r.output_tokens_per_s_per_stream, 1):>9} {_fmt(r.ttft_ms_p50):>9} {_fmt(r.e2e_ms_p50):>9}  "
+            f"{r.provenance:<12} {r.origin:<6} {r.source} ({r.as_of})"
+        )
+    print(f"{len(df)} point(s); 'measured' = your files or published measurements, 'vendor_claim' = the vendor's own figure")
+    return 0
