@@ -640,3 +640,49 @@ def performance_curve(
     df["source"] = source
     df.attrs["calibration"] = cal
     return df[list(CURVE_COLUMNS)]
+
+
+# -- known error -----------------------------------------------------------------------
+
+
+def error_report(stacks: Iterable[ServingStack], gpus: Iterable[GpuSpec], benchmarks: Iterable[Benchmark]) -> pd.DataFrame:
+    """The model's error at every measured / vendor-claimed figure, route by route.
+
+    Three errors per figure, each (model - measured) / measured:
+    - default_error: the roofline with default efficiency (what a route without
+      any measurement gets);
+    - fit_error: the roofline calibrated to all of its route's points (in-sample);
+    - holdout_error: calibrated to the route's other points only, then asked to
+      predict this one (NaN when the route has a single point).
+    Points whose stack or GPU is unknown are skipped.
+    """
+    by_stack = {s.stack_id: s for s in stacks}
+    by_gpu = {g.name.lower(): g for g in gpus}
+    points = [b for b in benchmarks if b.provenance is not Provenance.ESTIMATED]
+    routes = sorted({(b.stack_id, b.gpu.lower(), b.gpus_per_replica) for b in points})
+    frames = []
+    for sid, gname, g in routes:
+        stack, gpu = by_stack.get(sid), by_gpu.get(gname)
+        if stack is None or gpu is None:
+            continue
+        used, _ = route_points(stack, gpu, g, points)
+        df = fit_efficiency(stack, gpu, g, used).frame()
+        holdout = []
+        for i, p in enumerate(used):
+            rest = used[:i] + used[i + 1 :]
+            if not rest:
+                holdout.extend([np.nan] * len(_observations([p])))
+                continue
+            eff = fit_efficiency(stack, gpu, g, rest).efficiency
+            est = _predict(stack, gpu, g, p.concurrency, p.input_tokens, p.output_tokens, eff)
+            holdout.extend(float(est[key]) / v - 1.0 for _, _, key, v in _observations([p]))
+        df.insert(0, "gpus_per_replica", g)
+        df.insert(0, "gpu", gpu.name)
+        df.insert(0, "stack_id", sid)
+        df["holdout_error"] = holdout
+        frames.append(df)
+    cols = ["stack_id", "gpu", "gpus_per_replica", "concurrency", "input_tokens", "output_tokens", "metric",
+            "measured", "default", "default_error", "fitted", "fit_error", "holdout_error", "provenance", "source"]
+    if not frames:
+        return pd.DataFrame(columns=cols)
+    return pd.concat(frames, ignore_index=True)[cols]

@@ -305,3 +305,40 @@ def test_perf_errors_are_one_line(tmp_path, capsys, argv, message):
     assert rc == 2
     assert message in err and "Traceback" not in err
     assert err.count("\n") == 1
+
+
+# -- known error ------------------------------------------------------------------------
+
+
+def test_error_report_gives_default_fitted_and_held_out_errors(lab_points):
+    other_gpu = point(L8, H200, 1, 4, 1000, 256)
+    df = cb.error_report([L8], [H100, H200], [*lab_points, other_gpu])
+    assert set(zip(df["gpu"], df["gpus_per_replica"], strict=True)) == {("H100 SXM", 1), ("H200 SXM", 1)}
+    h100 = df[df["gpu"] == "H100 SXM"]
+    fit = cb.fit_efficiency(L8, H100, 1, lab_points)
+    assert list(h100["fit_error"]) == pytest.approx([e.rel_error for e in fit.errors])
+    assert list(h100["default_error"]) == pytest.approx([e.default_rel_error for e in fit.errors])
+    # Held out: fit on the three other points, predict the first point's total throughput.
+    rest = cb.fit_efficiency(L8, H100, 1, lab_points[1:]).efficiency
+    p = lab_points[0]
+    est = physics.estimate(L8, H100, 1, p.concurrency, p.input_tokens, p.output_tokens, rest)
+    assert h100["holdout_error"].iloc[0] == pytest.approx(float(est["output_tokens_per_s_total"]) / p.output_tokens_per_s_total - 1)
+    assert h100["holdout_error"].abs().max() < 0.10
+    assert df[df["gpu"] == "H200 SXM"]["holdout_error"].isna().all()  # a single point has nothing to hold out against
+
+
+def test_error_report_skips_unknown_names_and_empty_input():
+    assert cb.error_report([L8], [H100], []).empty
+    stray = point(L8, H100, 1, 4, 1000, 256).model_copy(update={"stack_id": "gone"})
+    assert cb.error_report([L8], [H100], [stray]).empty
+
+
+def test_bench_errors_command(tmp_path, capsys):
+    rc = main(["--db", str(tmp_path / "t.duckdb"), "bench", "errors"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "llama70b-fp8       H200 SXM" in out
+    assert "|error| over" in out and "default roofline mean" in out and "held out mean" in out
+    rc = main(["--db", str(tmp_path / "t.duckdb"), "bench", "errors", "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert rc == 0 and {"default_error", "fit_error", "holdout_error"} <= set(rows[0])

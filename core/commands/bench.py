@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from core.bench_import import import_benchmark_file
+from core.calibration import error_report
 from core.errors import InputError
 from core.store import Store, default_db_path
 
@@ -41,6 +42,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     lst.add_argument("--gpu", help="only this GPU")
     lst.add_argument("--json", action="store_true", help="print JSON records instead of a table")
     lst.set_defaults(func=cmd_list)
+
+    err = bsub.add_parser(
+        "errors",
+        help="the model's error at every benchmark point: uncalibrated, calibrated, and predicting a held-out point",
+    )
+    err.add_argument("--json", action="store_true", help="print JSON records instead of a table")
+    err.set_defaults(func=cmd_errors)
 
 
 def _open(args: argparse.Namespace) -> Store:
@@ -118,4 +126,36 @@ def cmd_list(args: argparse.Namespace) -> int:
             f"{r.provenance:<12} {r.origin:<6} {r.source} ({r.as_of})"
         )
     print(f"{len(df)} point(s); 'measured' = your files or published measurements, 'vendor_claim' = the vendor's own figure")
+    return 0
+
+
+def _pct(v: float) -> str:
+    return "-" if v != v else f"{v:+.1%}"
+
+
+def cmd_errors(args: argparse.Namespace) -> int:
+    """Print the error table (what docs/performance-model.md quotes for the seed data)."""
+    store = _open(args)
+    df = error_report(store.serving_stacks(), store.gpus(), store.benchmarks())
+    if args.json:
+        print(json.dumps(json.loads(df.to_json(orient="records")), indent=2))
+        return 0
+    if df.empty:
+        print("no measured or vendor-claim benchmark points in the store")
+        return 0
+    print(f"{'stack':<18} {'gpu':<14} {'g':>2} {'conc':>5} {'metric':<31} {'measured':>9} {'default':>8} {'fitted':>8} {'held out':>8}  provenance")
+    for r in df.itertuples(index=False):
+        print(
+            f"{r.stack_id:<18} {r.gpu:<14} {r.gpus_per_replica:>2} {r.concurrency:>5g} {r.metric:<31} "
+            f"{r.measured:>9,.1f} {_pct(r.default_error):>8} {_pct(r.fit_error):>8} {_pct(r.holdout_error):>8}  {r.provenance}"
+        )
+    held = df["holdout_error"].abs().dropna()
+    print(
+        f"|error| over {len(df)} figures: default roofline mean {df['default_error'].abs().mean():.1%}, "
+        f"max {df['default_error'].abs().max():.1%}; calibrated mean {df['fit_error'].abs().mean():.1%}, "
+        f"max {df['fit_error'].abs().max():.1%}"
+        + (f"; held out mean {held.mean():.1%}, max {held.max():.1%} ({len(held)} figures)" if len(held) else "")
+    )
+    print("default = roofline with default efficiency; fitted = calibrated to the route's points; "
+          "held out = calibrated to the route's other points, predicting this one")
     return 0
