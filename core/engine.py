@@ -420,16 +420,6 @@ def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario) -> E
     gpu_rate = rate.usd_per_gpu_hour
     eff_labels = {}
 
-    # Unique (input, output) pairs: latency curves depend on nothing else.
-    codes, uniq = pd.MultiIndex.from_arrays([n_in, n_out]).factorize()
-    if len(uniq) <= 0.5 * W:
-        inv = codes
-        u_in = uniq.get_level_values(0).to_numpy(dtype=float)[:, None]
-        u_out = uniq.get_level_values(1).to_numpy(dtype=float)[:, None]
-    else:  # mostly distinct: gathering back would cost more than it saves
-        inv, u_in, u_out = None, n_in[:, None], n_out[:, None]
-    grid = CONCURRENCY_GRID[None, :]
-
     for r, route in enumerate(routes):
         qtab = np.array([route.quality(t) for t in TASK_CLASSES])
         a["quality"][:, r] = qtab[task_codes]
@@ -437,20 +427,27 @@ def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario) -> E
             _score_api(a, r, route.api, w, n_in, n_out, cached, slo, interactive, owned_only, scenario)
             continue
         stack = route.stack
-        best = None  # per workload: the GPUs-per-replica option with the fewest GPU-hours (before queueing)
+        # Rows this route cannot serve even escalating the maximum share to a perfect route
+        # (q (1 - s) < Q - s) are out for quality: skip their physics.
+        s_max = scenario.max_fallback_share
+        hopeless = a["quality"][:, r] * (1.0 - s_max) < floor - s_max - 1e-12
+        best = None  # per workload: the GPUs-per-replica option needing the fewest GPU-hours
         for g in TP_OPTIONS:
             if g > gpn or physics.max_concurrency(stack, gpu, g, 1024.0) < 1:
                 continue
             eff, label = catalog.efficiency(stack, gpu, g)
             eff_labels[stack.stack_id] = label
-            est = physics.estimate(stack, gpu, g, grid, u_in, u_out, eff)
-            curves = {k: _expand(est[k], inv) for k in ("e2e_ms_p95", "e2e_ms", "requests_per_s", "fits")}
-            cand = _operating_point(g, curves, slo, window_h, interactive, rpd, lam_peak)
+            rows = ~hopeless
+            if best is not None:
+                # An interactive workload already served by one replica of fewer GPUs cannot do better here.
+                rows &= ~interactive | (best["_score"] > g * 24.0)
+            cand = _owned_subset(np.flatnonzero(rows), W, stack, gpu, g, eff, n_in, n_out, slo, window_h,
+                                 interactive, rpd, lam_peak)
             best = cand if best is None else _better(best, cand)
         if best is None:
             a["code"][:, r] = NO_FIT
             continue
-        _queue(best, interactive, lam_peak)
+        best["code"] = np.where(hopeless, QUALITY, best["code"]).astype(np.int8)
         for k in ("p95_ms", "concurrency", "gpus_per_replica", "replicas", "gpu_hours_per_day", "service_s",
                   "wait_budget_s", "best_p95_ms", "best_gpus"):
             a[k][:, r] = best[k]
@@ -509,87 +506,117 @@ def _score_api(a, r, api: ApiPrice, w, n_in, n_out, cached, slo, interactive, ow
     a["code"][:, r] = code
 
 
-def _expand(arr: np.ndarray, inv: np.ndarray | None) -> np.ndarray:
-    arr = np.asarray(arr)
-    return arr if inv is None else arr[inv]
+_DEFAULTS = {"code": NO_FIT, "best_p95_ms": np.inf, "_score": np.inf}
 
 
-def _operating_point(g, curves, slo, window_h, interactive, rpd, lam_peak):
-    """Operating point of one (stack, GPUs per replica) option for every workload.
+def _owned_subset(sub, W, stack, gpu, g, eff, n_in, n_out, slo, window_h, interactive, rpd, lam_peak) -> dict:
+    """_owned_option on the rows `sub` only, scattered back to W rows (others: does not fit, infinitely slow)."""
+    res = _owned_option(stack, gpu, g, eff, n_in[sub], n_out[sub], slo[sub], window_h[sub], interactive[sub],
+                        rpd[sub], lam_peak[sub])
+    out = {}
+    for k, v in res.items():
+        full = np.full(W, _DEFAULTS.get(k, np.nan), dtype=np.int8 if k == "code" else float)
+        full[sub] = v
+        out[k] = full
+    return out
 
-    Interactive: the largest grid concurrency b* whose p95 meets the SLA (and
-    the grid point below it, sized later by Erlang C). Offline: the
-    highest-throughput concurrency that fits in memory. `_score` is the
-    GPU-hours per day before queueing, used to pick between options.
+
+def _owned_option(stack, gpu, g, eff, n_in, n_out, slo, window_h, interactive, rpd, lam_peak) -> dict:
+    """Operating point and replicas of one (stack, GPUs per replica) option, for every workload.
+
+    Latency grows with concurrency and total throughput never falls with it
+    (b / (a + c b) is increasing), so: interactive work finds b*, the largest
+    grid concurrency whose p95 meets the SLA, by bisection; offline work runs
+    at the largest concurrency that fits in memory. Each evaluation touches
+    only the rows still undecided (vectors, never a Python loop over rows).
     """
-    p95, mean_ms, rps = curves["e2e_ms_p95"], curves["e2e_ms"], curves["requests_per_s"]
-    fits = np.broadcast_to(curves["fits"], p95.shape)
-    W, B = p95.shape
-    rows = np.arange(W)
-    ok = fits & (p95 <= slo[:, None])
-    any_fit = fits.any(axis=1)
-    j1 = np.where(ok.any(axis=1), B - 1 - np.argmax(ok[:, ::-1], axis=1), -1)
-    j0 = np.maximum(j1 - 1, 0)
-    j0_ok = (j1 > 0) & ok[rows, j0]
-    jj = np.maximum(j1, 0)
-    thr = np.where(fits, rps, -np.inf)
-    j_off = np.argmax(thr, axis=1)
-    rps_off = rps[rows, j_off]
+    W = len(n_in)
+    grid = CONCURRENCY_GRID
+    tail = eff.p95_over_mean
+    pre = physics.prefill_ms(stack, gpu, g, n_in, eff)
+    maxc = physics.max_concurrency(stack, gpu, g, n_in + n_out, eff)
+    jmax = np.searchsorted(grid, maxc, side="right") - 1  # -1: not even one sequence fits
+
+    def lat(rows, j):
+        """Mean end-to-end ms for `rows` at grid index j (array or scalar)."""
+        return physics.e2e_ms(stack, gpu, g, grid[j], n_in[rows], n_out[rows], eff, prefill=pre[rows])
+
+    fits = jmax >= 0
+    alone = np.full(W, np.inf)
+    sel = np.flatnonzero(fits)
+    alone[sel] = lat(sel, 0) * tail  # p95 alone on a replica: the floor of latency
+
+    # Interactive: bisection for b* over grid indices [0, jmax].
+    live = interactive & fits & (alone <= slo)
+    lo = np.where(live, 0, -1)  # largest index known to meet the SLA
+    hi = np.where(live, jmax, -1)  # largest index that might
+    for _ in range(len(grid)):
+        sel = np.flatnonzero(hi > lo)
+        if sel.size == 0:
+            break
+        mid = (lo[sel] + hi[sel] + 1) // 2
+        good = lat(sel, mid) * tail <= slo[sel]
+        lo[sel[good]] = mid[good]
+        hi[sel[~good]] = mid[~good] - 1
+
+    # Queueing: try b*, then smaller concurrencies, while they could still need fewer replicas.
+    reps = np.full(W, np.inf)
+    pick = np.full(W, -1)
+    p95_at = np.full(W, np.nan)
+    svc_at = np.full(W, np.nan)
+    for back in range(len(grid)):
+        j = lo - back
+        floor_reps = np.full(W, np.inf)
+        cand = np.flatnonzero(live & (j >= 0))
+        if cand.size == 0:
+            break
+        mean = lat(cand, j[cand]) / 1e3
+        slots = grid[j[cand]]
+        floor_reps[cand] = np.maximum(np.floor(lam_peak[cand] * mean / slots) + 1.0, 1.0)
+        keep = floor_reps[cand] < reps[cand]
+        cand, mean, slots = cand[keep], mean[keep], slots[keep]
+        if cand.size == 0:
+            break
+        p95 = mean * 1e3 * tail
+        n = replicas_for_sla(lam_peak[cand], mean, slots, (slo[cand] - p95) / 1e3, tail=0.05,
+                             service_cv2=SERVICE_CV2).astype(float)
+        n = np.where(n < 0, np.inf, np.maximum(n, 1.0))  # a live service keeps at least one replica
+        better = n < reps[cand]
+        rows = cand[better]
+        reps[rows], pick[rows] = n[better], j[rows]
+        p95_at[rows], svc_at[rows] = p95[better], mean[better]
+    inter_ok = live & np.isfinite(reps)
+
+    # Offline: the largest concurrency that fits gives the most requests per second.
+    off = np.flatnonzero(~interactive & fits)
+    off_e2e = np.full(W, np.nan)
+    if off.size:
+        off_e2e[off] = lat(off, jmax[off])
+    b_off = grid[np.maximum(jmax, 0)]
     win = np.where(np.isfinite(window_h), window_h, 24.0)
     with np.errstate(divide="ignore", invalid="ignore"):
+        rps_off = b_off / off_e2e * 1e3
         gpu_hours = rpd / rps_off / 3600.0 * g
         reps_off = np.ceil(rpd / (rps_off * win * 3600.0))
-        lower_reps = np.maximum(np.ceil(lam_peak * mean_ms[rows, jj] / 1e3 / CONCURRENCY_GRID[jj]), 1.0)
-    off_ok = any_fit & (p95[rows, j_off] <= win * 3.6e6)
-    inter_ok = j1 >= 0
-    code = np.where(~any_fit, NO_FIT, np.where(interactive, np.where(inter_ok, OK, LATENCY),
-                                                np.where(off_ok, OK, WINDOW))).astype(np.int8)
-    jb = np.where(interactive, jj, j_off)
+    off_ok = ~interactive & fits & (off_e2e * tail <= win * 3.6e6)
+
+    code = np.where(~fits, NO_FIT, np.where(interactive, np.where(inter_ok, OK, LATENCY),
+                                             np.where(off_ok, OK, WINDOW))).astype(np.int8)
     return {
         "code": code,
-        "p95_ms": p95[rows, jb],
-        "concurrency": CONCURRENCY_GRID[jb],
+        "p95_ms": np.where(interactive, p95_at, off_e2e * tail),
+        "concurrency": np.where(interactive, grid[np.maximum(pick, 0)], b_off),
         "gpus_per_replica": np.full(W, float(g)),
-        "replicas": np.where(interactive, np.nan, reps_off),
+        "replicas": np.where(interactive, np.where(inter_ok, reps, np.nan), reps_off),
         "gpu_hours_per_day": np.where(interactive, np.nan, gpu_hours),
         "offline_gpus": np.where(interactive, 0.0, reps_off * g),
-        "service_s": mean_ms[rows, jb] / 1e3,
-        "wait_budget_s": np.where(interactive, (slo - p95[rows, jb]) / 1e3, np.nan),
-        # The grid point below b*, a second candidate for queueing.
-        "alt_ok": j0_ok & interactive,
-        "alt_p95_ms": p95[rows, j0],
-        "alt_service_s": mean_ms[rows, j0] / 1e3,
-        "alt_concurrency": CONCURRENCY_GRID[j0],
-        "best_p95_ms": p95[:, 0],  # alone on a replica: the floor of latency
+        "service_s": np.where(interactive, svc_at, off_e2e / 1e3),
+        "wait_budget_s": np.where(interactive, (slo - p95_at) / 1e3, np.nan),
+        "best_p95_ms": alone,
         "best_gpus": np.full(W, float(g)),
-        "_score": np.where(code == OK, np.where(interactive, lower_reps * g * 24.0, gpu_hours), np.inf),
+        # GPUs held around the clock (interactive) or GPU-hours used (offline): the smaller option wins.
+        "_score": np.where(code == OK, np.where(interactive, reps * g * 24.0, gpu_hours), np.inf),
     }
-
-
-def _queue(best: dict, interactive, lam_peak) -> None:
-    """Replicas per workload by Erlang C at b* and at the grid point below; the fewer wins (in place).
-
-    p95 waiting + service must stay under the SLA: the wait budget is the SLA
-    minus the service p95 at that concurrency, and P(wait > budget) <= 5 %.
-    """
-    slo_ms = best["p95_ms"] + best["wait_budget_s"] * 1e3
-    live = interactive & (best["code"] == OK)
-    lam = np.where(live, lam_peak, 0.0)
-    reps1 = replicas_for_sla(lam, best["service_s"], best["concurrency"], np.where(live, best["wait_budget_s"], -1.0),
-                             tail=0.05, service_cv2=SERVICE_CV2).astype(float)
-    alt = live & best["alt_ok"]
-    reps0 = replicas_for_sla(np.where(alt, lam_peak, 0.0), best["alt_service_s"], best["alt_concurrency"],
-                             np.where(alt, (slo_ms - best["alt_p95_ms"]) / 1e3, -1.0),
-                             tail=0.05, service_cv2=SERVICE_CV2).astype(float)
-    reps1 = np.where(reps1 < 0, np.inf, reps1)
-    reps0 = np.where(alt & (reps0 >= 0), reps0, np.inf)
-    use_alt = reps0 < reps1
-    for k, alt_k in (("p95_ms", "alt_p95_ms"), ("service_s", "alt_service_s"), ("concurrency", "alt_concurrency")):
-        best[k] = np.where(use_alt, best[alt_k], best[k])
-    best["wait_budget_s"] = np.where(interactive, (slo_ms - best["p95_ms"]) / 1e3, np.nan)
-    reps = np.maximum(np.minimum(reps0, reps1), 1.0)  # a live service keeps at least one replica
-    best["replicas"] = np.where(interactive, np.where(live, reps, np.nan), best["replicas"])
-    best["code"] = np.where(live & ~np.isfinite(reps), LATENCY, best["code"]).astype(np.int8)
 
 
 def _better(prev: dict, cand: dict) -> dict:
@@ -697,8 +724,7 @@ def size_fleet(ev: Evaluation, lam_peak, pf, rpd, n_out, interactive, window_h) 
 
     owned_gpus = sc.fleet_nodes * gpn
     capacity_gpus = max(owned_gpus, interactive_nodes * gpn)
-    idle = np.maximum(capacity_gpus - busy, 0.0)
-    fill = _fill_idle(idle, offline_gpu_hours)
+    fill = _fill_idle(busy, capacity_gpus, offline_gpu_hours)
     leftover = max(offline_gpu_hours - float(fill.sum()), 0.0)
     extra_nodes = int(np.ceil(leftover / (gpn * 24.0))) if leftover > 1e-9 else 0
     nodes_needed = max(interactive_nodes + extra_nodes, int(np.ceil(offline_min_gpus / gpn)))
@@ -748,17 +774,25 @@ def size_fleet(ev: Evaluation, lam_peak, pf, rpd, n_out, interactive, window_h) 
     }
 
 
-def _fill_idle(idle: np.ndarray, gpu_hours: float) -> np.ndarray:
-    """Place offline GPU-hours into the idlest hours first (nights), each hour up to its idle GPUs."""
-    fill = np.zeros_like(idle)
-    left = gpu_hours
-    for h in np.argsort(-idle, kind="stable"):
-        if left <= 0:
-            break
-        take = min(idle[h], left)
-        fill[h] = take
-        left -= take
-    return fill
+def _fill_idle(busy: np.ndarray, capacity: float, gpu_hours: float) -> np.ndarray:
+    """Water-fill offline GPU-hours into the quietest hours: raise them to a common level, never above capacity.
+
+    This spreads an overnight queue over the night instead of piling it into one
+    hour; what does not fit below capacity is left over (it needs more nodes).
+    """
+    room = np.maximum(capacity - busy, 0.0)
+    if gpu_hours <= 0 or room.sum() <= 0:
+        return np.zeros_like(busy)
+    if gpu_hours >= room.sum():
+        return room
+    lo, hi = float(busy.min()), float(capacity)
+    for _ in range(60):  # bisection on the level; 60 halvings is far below float resolution
+        level = (lo + hi) / 2
+        if np.clip(level - busy, 0.0, room).sum() < gpu_hours:
+            lo = level
+        else:
+            hi = level
+    return np.clip(hi - busy, 0.0, room)
 
 
 # Architectures a stack can have, for grouping in the UI.

@@ -156,6 +156,35 @@ def decode_step(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, conte
     return step_ms, flops, moved, t_mem >= t_cmp
 
 
+def decode_steps(stack: ServingStack, output_tokens):
+    """Decode steps to produce n_out tokens: n_out / tokens committed per step; diffusion runs whole blocks."""
+    n_out = np.asarray(output_tokens, dtype=float)
+    if stack.architecture is Architecture.DIFFUSION:
+        return np.ceil(n_out / stack.diffusion_block_tokens) * stack.diffusion_steps_per_block
+    return n_out / tokens_committed_per_step(stack)
+
+
+def _timeline(stack, gpu, gpus, b, n_in, n_out, eff, pre=None):
+    """Shared by estimate() and e2e_ms(): step, prefill, join time and end-to-end latency (ms)."""
+    step_ms, flops, moved, mem_bound = decode_step(stack, gpu, gpus, b, n_in + 0.5 * n_out, eff)
+    if pre is None:
+        pre = prefill_ms(stack, gpu, gpus, n_in, eff)
+    joined = pre + 0.5 * step_ms
+    e2e = joined + decode_steps(stack, n_out) * step_ms + np.maximum(b - 1.0, 0.0) * pre
+    return step_ms, flops, moved, mem_bound, pre, joined, e2e
+
+
+def e2e_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, input_tokens, output_tokens,
+           eff: Efficiency = DEFAULT_EFFICIENCY, prefill=None):
+    """Mean end-to-end latency only (the engine's hot path); the same model as estimate().
+
+    `prefill` may pass prefill_ms() already computed for these input lengths.
+    """
+    n_out = np.maximum(np.asarray(output_tokens, dtype=float), 1.0)
+    b = np.asarray(concurrency, dtype=float)
+    return _timeline(stack, gpu, gpus, b, np.asarray(input_tokens, dtype=float), n_out, eff, pre=prefill)[-1]
+
+
 def estimate(
     stack: ServingStack,
     gpu: GpuSpec,
@@ -182,21 +211,10 @@ def estimate(
     b = np.asarray(concurrency, dtype=float)
     n_in = np.asarray(input_tokens, dtype=float)
     n_out = np.maximum(np.asarray(output_tokens, dtype=float), 1.0)
-    ctx = n_in + 0.5 * n_out
-    step_ms, flops, moved, mem_bound = decode_step(stack, gpu, gpus, b, ctx, eff)
-    committed = tokens_committed_per_step(stack)
-    if stack.architecture is Architecture.DIFFUSION:
-        blocks = np.ceil(n_out / stack.diffusion_block_tokens)
-        steps = blocks * stack.diffusion_steps_per_block
-    else:
-        steps = n_out / committed
-    pre = prefill_ms(stack, gpu, gpus, n_in, eff)
-    joined = pre + 0.5 * step_ms
+    step_ms, flops, moved, mem_bound, pre, joined, e2e = _timeline(stack, gpu, gpus, b, n_in, n_out, eff)
     ttft = joined
     if stack.architecture is Architecture.DIFFUSION:
         ttft = joined + stack.diffusion_steps_per_block * step_ms
-    decode_ms = steps * step_ms
-    e2e = joined + decode_ms + np.maximum(b - 1.0, 0.0) * pre
     fits = b <= max_concurrency(stack, gpu, gpus, n_in + n_out, eff)
     per_stream = n_out / (e2e - joined) * 1e3
     return {

@@ -52,12 +52,13 @@ def replicas_for_sla(arrival_rate, service_s, slots_per_replica, wait_budget_s, 
     svc = np.asarray(service_s, dtype=float)
     slots = np.asarray(slots_per_replica, dtype=float)
     budget = np.asarray(wait_budget_s, dtype=float)
-    lam, svc, slots, budget = np.broadcast_arrays(lam, svc, slots, budget)
+    lam, svc, slots, budget = (np.atleast_1d(x).copy() for x in np.broadcast_arrays(lam, svc, slots, budget))
+    scalar = np.ndim(arrival_rate) == 0 and np.ndim(service_s) == 0
     out = np.zeros(lam.shape, dtype=np.int64)
     need = (lam > 0) & (budget >= 0) & (slots > 0) & (svc > 0)
     out[~need & (lam > 0)] = -1
     if not need.any():
-        return out
+        return out[0] if scalar else out
 
     def ok(n, idx):
         return p_wait_exceeds(n * slots[idx], lam[idx], svc[idx], budget[idx], service_cv2) <= tail
@@ -87,4 +88,4 @@ def replicas_for_sla(arrival_rate, service_s, slots_per_replica, wait_budget_s, 
         hi[sel[good]] = mid[good]
         lo[sel[~good]] = mid[~good]
     out[idx] = np.where(feasible, hi, -1)
-    return out
+    return out[0] if scalar else out

@@ -1,0 +1,253 @@
+"""Decision engine: the seed bank's verdicts, routing rules, fleet figures and monotonicity properties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.catalog import Catalog
+from core.engine import evaluate
+from core.errors import InputError
+from core.models import HOURS_PER_MONTH, Scenario
+from core.seed import sample_workloads_path
+
+
+_CATALOG: list[Catalog] = []
+
+
+def _seed_catalog() -> Catalog:
+    """The seed catalog, built once (module-level so hypothesis does not repr it for every example)."""
+    if not _CATALOG:
+        import tempfile
+        from pathlib import Path
+
+        from core.store import Store
+
+        with tempfile.TemporaryDirectory() as d:
+            s = Store(Path(d) / "t.duckdb")
+            _CATALOG.append(Catalog.from_store(s))
+            s.close()
+    return _CATALOG[0]
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return _seed_catalog()
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return pd.read_csv(sample_workloads_path())
+
+
+@pytest.fixture(scope="module")
+def ev(catalog, bank):
+    return evaluate(catalog, bank, Scenario())
+
+
+def _row(ev, wid):
+    return int(np.flatnonzero(ev.workloads["workload_id"].to_numpy() == wid)[0])
+
+
+def _routes(ev, pred):
+    return [r for r, route in enumerate(ev.routes) if pred(route)]
+
+
+def test_onboarding_is_infeasible_on_plain_ar_and_feasible_on_diffusion(ev):
+    """Real-time onboarding extraction: 1 s p95, 300 output tokens, owned_only.
+
+    A 70B model at batch 1 on a whole 8-GPU node still needs ~1.7 s for 300
+    tokens (weights 70 GB / (8 x 3.35 TB/s x 0.8) = 3.3 ms per token, plus
+    overheads), and the small 8B model misses the quality floor, so every
+    plain autoregressive stack is out; a diffusion stack commits 8 tokens per
+    pass and finishes inside the second.
+    """
+    i = _row(ev, "onboarding-rt")
+    ar = _routes(ev, lambda r: r.hosting == "owned" and r.architecture == "autoregressive")
+    diff = _routes(ev, lambda r: r.hosting == "owned" and r.architecture == "diffusion")
+    assert ar and not ev.a["feasible"][i, ar].any()
+    assert ev.a["feasible"][i, diff].any()
+    # The 70B reasons are about latency and quote the target.
+    r70 = next(r for r in ar if ev.routes[r].stack.stack_id == "llama70b-fp8")
+    assert "1,000 ms p95 target" in ev.why_not(i, r70) and "batching cannot help" in ev.why_not(i, r70)
+    assert ev.routes[ev.verdict[i]].hosting == "owned"
+
+
+def test_overnight_batch_fits_one_node_with_ar_and_with_diffusion(ev):
+    """100,000 documents (3,000 in / 400 out) in an 8 h window.
+
+    70B FP8 prefill alone: 2 x 70.6e9 x 3,000 = 4.2e14 FLOP per document; on 8 H100 at
+    1,979 TFLOP/s x 0.5 that is ~53 ms, so 100,000 documents need ~1.5 h of prefill plus
+    decode at batch: well inside 8 h on one node. Diffusion is faster still.
+    """
+    i = _row(ev, "kyc-overnight")
+    for arch in ("autoregressive", "diffusion"):
+        cols = _routes(ev, lambda r, a=arch: r.hosting == "owned" and r.architecture == a)
+        ok = [r for r in cols if ev.a["feasible"][i, r] and ev.a["nodes"][i, r] <= 1]
+        assert ok, f"no {arch} route fits one node"
+    r70 = next(r for r, rt in enumerate(ev.routes) if rt.stack is not None and rt.stack.stack_id == "llama70b-fp8")
+    assert ev.a["feasible"][i, r70] and ev.a["nodes"][i, r70] == 1
+    assert ev.a["gpu_hours_per_day"][i, r70] < 8 * 8
+
+
+def test_credit_memo_reasoning_never_goes_to_diffusion(ev):
+    i = _row(ev, "credit-memos")
+    assert ev.routes[ev.verdict[i]].architecture != "diffusion"
+    assert ev.routes[ev.verdict[i]].route_id.startswith("api:")
+    for r in _routes(ev, lambda r: r.architecture == "diffusion"):
+        assert not ev.a["feasible"][i, r]
+
+
+def test_owned_only_never_goes_to_an_api(ev):
+    owned_only = (ev.workloads["data_policy"] == "owned_only").to_numpy()
+    for i in np.flatnonzero(owned_only):
+        v = ev.verdict[i]
+        assert v < 0 or ev.routes[v].hosting == "owned"
+        for r in _routes(ev, lambda r: r.hosting == "api"):
+            assert "owned_only" in ev.why_not(i, r)
+
+
+def test_verdict_is_the_cheapest_feasible_route(ev):
+    for i in range(len(ev.workloads)):
+        cost = np.where(ev.a["feasible"][i], ev.a["usd_per_request"][i], np.inf)
+        if ev.verdict[i] >= 0:
+            assert ev.a["usd_per_request"][i, ev.verdict[i]] == pytest.approx(cost.min())
+
+
+def test_reasons_are_sentences_with_figures(ev):
+    i = _row(ev, "onboarding-rt")
+    text = " ".join(ev.reasons(i))
+    assert "$" in text and "p95" in text and "owned_only" not in text
+    assert "Data may not leave" in text
+
+
+def test_json_contract_fields(ev):
+    d = ev.to_dict()
+    assert {"scenario", "workloads", "fleet"} <= set(d)
+    w = d["workloads"][0]
+    assert {"workload_id", "verdict", "reasons", "routes"} <= set(w)
+    assert {"route_id", "hosting", "architecture", "usd_per_request", "usd_per_mtok_out", "monthly_usd",
+            "nodes", "p95_latency_ms", "concurrency"} <= set(w["verdict"])
+    assert {"feasible", "why_not"} <= set(w["routes"][0])
+    f = d["fleet"]
+    for key in ("owned_nodes", "nodes_needed", "utilization", "hourly_utilization", "usd_per_node_hour",
+                "idle_usd_per_month", "monthly_usd_by_route"):
+        assert key in f
+    assert len(f["hourly_utilization"]) == 24
+    assert d["scenario"]["node_price"]["as_of"] == "2026-01-01"
+    assert all(p["as_of"] and p["source"] for p in d["scenario"]["api_prices"])
+
+
+def test_batch_fill_raises_utilization_at_night(ev):
+    with_fill = np.array(ev.fleet["hourly_utilization"])
+    without = np.array(ev.fleet["hourly_utilization_without_batch"])
+    assert (with_fill >= without - 1e-12).all()
+    assert with_fill[2] > without[2]  # 02:00: the overnight queue runs on idle GPUs
+
+
+def test_idle_cost_golden(catalog, bank):
+    """Idle cost = owned GPU-hours x $/GPU-hour x (1 - utilization).
+
+    Node $33.02/h = $4.1275 per GPU-hour; 4 nodes = 32 GPUs x 730 h = 23,360 GPU-hours.
+    """
+    ev = evaluate(catalog, bank, Scenario(fleet_nodes=4))
+    u = ev.fleet["utilization"]
+    assert ev.fleet["idle_usd_per_month"] == pytest.approx(23360 * 4.1275 * (1 - u))
+    assert 0 < u < 1
+
+
+def test_bad_inputs_are_clear(catalog, bank):
+    with pytest.raises(InputError, match="unknown GPU 'X9'"):
+        evaluate(catalog, bank, Scenario(gpu="X9"))
+    with pytest.raises(InputError, match="no rows"):
+        evaluate(catalog, bank.iloc[0:0], Scenario())
+    bad = bank.copy()
+    bad.loc[1, "latency_slo_ms"] = 0
+    with pytest.raises(InputError, match="latency_slo_ms"):
+        evaluate(catalog, bad, Scenario())
+
+
+# -- properties -------------------------------------------------------------------
+
+workload = st.fixed_dictionaries({
+    "requests_per_day": st.floats(10, 200_000),
+    "peak_factor": st.floats(1, 5),
+    "input_tokens": st.floats(50, 8000),
+    "output_tokens": st.floats(10, 1500),
+    "latency_slo_ms": st.floats(300, 20_000),
+    "data_policy": st.sampled_from(["external_ok", "owned_only"]),
+    "task_class": st.sampled_from(["extraction", "code_completion", "chat", "agentic_step", "reasoning"]),
+    "min_quality": st.floats(0.5, 0.99),
+})
+SETTINGS = settings(max_examples=25, deadline=None)
+
+
+def _one(w: dict, **extra) -> pd.DataFrame:
+    return pd.DataFrame([{"workload_id": "w", "name": "w", "batch_window_hours": np.nan, "cached_input_share": 0.0,
+                          **w, **extra}])
+
+
+@SETTINGS
+@given(workload, st.floats(0.3, 0.95))
+def test_tighter_sla_never_needs_fewer_gpus(w, tighten):
+    catalog = _seed_catalog()
+    loose = evaluate(catalog, _one(w), Scenario())
+    tight = evaluate(catalog, _one(w), Scenario(sla_scale=tighten))
+    for r, route in enumerate(loose.routes):
+        if route.hosting != "owned":
+            continue
+        if tight.a["feasible"][0, r] and tight.a["fallback_share"][0, r] == 0:
+            assert loose.a["feasible"][0, r]
+            g_loose = loose.a["replicas"][0, r] * loose.a["gpus_per_replica"][0, r]
+            g_tight = tight.a["replicas"][0, r] * tight.a["gpus_per_replica"][0, r]
+            assert g_tight >= g_loose
+
+
+@SETTINGS
+@given(workload, st.floats(1.01, 10))
+def test_higher_api_price_never_moves_owned_to_api(w, k):
+    catalog = _seed_catalog()
+    base = evaluate(catalog, _one(w), Scenario())
+    dear = evaluate(catalog, _one(w), Scenario(api_price_scale=k))
+    if base.verdict[0] >= 0 and base.routes[base.verdict[0]].hosting == "owned":
+        assert dear.routes[dear.verdict[0]].hosting == "owned"
+
+
+@SETTINGS
+@given(workload, st.floats(1.01, 10))
+def test_higher_node_price_never_moves_api_to_owned(w, k):
+    catalog = _seed_catalog()
+    base = evaluate(catalog, _one(w), Scenario(node_usd_per_hour=30.0))
+    dear = evaluate(catalog, _one(w), Scenario(node_usd_per_hour=30.0 * k))
+    if base.verdict[0] >= 0 and base.routes[base.verdict[0]].hosting == "api":
+        assert dear.routes[dear.verdict[0]].hosting == "api"
+
+
+@SETTINGS
+@given(workload, st.integers(4, 20))
+def test_each_added_idle_node_adds_exactly_its_cost(w, nodes):
+    """Idle(N+1) - Idle(N) = 8 GPUs x 730 h x $/GPU-hour when the extra node has nothing to do."""
+    catalog = _seed_catalog()
+    a = evaluate(catalog, _one(w, requests_per_day=1000.0), Scenario(fleet_nodes=nodes))
+    if a.fleet["nodes_needed"] > nodes:
+        return
+    b = evaluate(catalog, _one(w, requests_per_day=1000.0), Scenario(fleet_nodes=nodes + 1))
+    step = b.fleet["idle_usd_per_month"] - a.fleet["idle_usd_per_month"]
+    assert step == pytest.approx(a.rate.usd_per_node_hour * HOURS_PER_MONTH, rel=1e-9)
+
+
+@SETTINGS
+@given(workload)
+def test_owned_only_never_routed_to_api_and_reasoning_floor_never_diffusion(w):
+    catalog = _seed_catalog()
+    ev = evaluate(catalog, _one(w), Scenario())
+    v = ev.verdict[0]
+    if v < 0:
+        return
+    if w["data_policy"] == "owned_only":
+        assert ev.routes[v].hosting == "owned"
+    if w["task_class"] == "reasoning" and w["min_quality"] >= 0.95:
+        assert ev.routes[v].architecture != "diffusion"
