@@ -14,7 +14,6 @@ from core.errors import InputError
 from core.models import HOURS_PER_MONTH, Scenario
 from core.seed import sample_workloads_path
 
-
 _CATALOG: list[Catalog] = []
 
 
