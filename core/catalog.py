@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from core.errors import InputError
 from core.models import ApiPrice, Benchmark, GpuSpec, NodePrice, OwnedHardware, ServingStack
-from core.physics import DEFAULT_EFFICIENCY, Efficiency
+from core.physics import Efficiency
 
 
 @dataclass(frozen=True)
@@ -49,12 +49,8 @@ class Catalog:
 
 
 def _calibrate(stack: ServingStack, gpu: GpuSpec, gpus: int, benchmarks) -> tuple[Efficiency, str]:
-    points = [b for b in benchmarks if b.stack_id == stack.stack_id and b.gpu == gpu.name and b.gpus_per_replica == gpus]
-    if not points:
-        return DEFAULT_EFFICIENCY, "estimated"
-    try:
-        from core.calibration import fit_efficiency
-    except ImportError:  # calibration not available: roofline defaults
-        return DEFAULT_EFFICIENCY, "estimated"
-    fit = fit_efficiency(stack, gpu, gpus, points)
-    return fit.efficiency, f"estimated (calibrated to {len(points)} point{'s' if len(points) != 1 else ''})"
+    """Fit the roofline's efficiency to this route's measured/vendor points; the label says which basis."""
+    from core.calibration import calibrate
+
+    cal = calibrate(stack, gpu, gpus, benchmarks)
+    return cal.efficiency, cal.estimated_label

@@ -299,7 +299,7 @@ class Evaluation:
         stacks = [{"route_id": r.route_id, "stack_id": r.stack.stack_id, "name": r.stack.name,
                    "as_of": r.stack.as_of.isoformat(), "source": r.stack.source,
                    "confidence": r.stack.confidence.value,
-                   "performance": self.efficiency_labels.get(r.stack.stack_id, "estimated")}
+                   "performance": _performance_label(self.efficiency_labels.get(r.stack.stack_id, {}))}
                   for r in self.routes if r.stack is not None]
         return {
             **self.scenario.model_dump(mode="json"),
@@ -318,6 +318,18 @@ class Evaluation:
                 "hours_per_month": HOURS_PER_MONTH,
             },
         }
+
+
+def _performance_label(by_gpus: dict[int, str]) -> str:
+    """Where a stack's speed figures come from, per GPUs-per-replica option (calibrated ones named)."""
+    calibrated = {g: lab for g, lab in by_gpus.items() if lab != "estimated"}
+    if not calibrated:
+        return "estimated (roofline with default efficiencies)"
+    parts = [f"{g} GPU{'s' if g > 1 else ''}/replica: {lab}" for g, lab in sorted(calibrated.items())]
+    rest = sorted(set(by_gpus) - set(calibrated))
+    if rest:
+        parts.append(f"{', '.join(map(str, rest))} GPUs/replica: estimated")
+    return "; ".join(parts)
 
 
 def _num(x):
@@ -436,7 +448,7 @@ def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario) -> E
             if g > gpn or physics.max_concurrency(stack, gpu, g, 1024.0) < 1:
                 continue
             eff, label = catalog.efficiency(stack, gpu, g)
-            eff_labels[stack.stack_id] = label
+            eff_labels.setdefault(stack.stack_id, {})[g] = label
             rows = ~hopeless
             if best is not None:
                 # An interactive workload already served by one replica of fewer GPUs cannot do better here.
