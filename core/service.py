@@ -32,7 +32,7 @@ def read_workloads_file(path: str | Path, sheet: str | None = None) -> pd.DataFr
         raise InputError(f"workload file {p} does not exist")
     report = read_inventory(p, file_name=p.name, sheet=sheet)
     if not report.ok:
-        lines = [f"row {e.row}, column '{e.column}': {e.problem} (got {e.value!r})" for e in report.errors.itertuples()]
+        lines = [_describe_cell(e) for e in report.errors.itertuples()]
         raise InputError(f"{p.name} has {len(lines)} problem(s):\n" + "\n".join(lines[:50])
                          + ("\n…" if len(lines) > 50 else ""))
     return report.frame
@@ -61,3 +61,14 @@ def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
     ev = evaluate(catalog, workloads, scenario)
     ev.fleet["inventory"] = label
     return ev
+
+
+def _describe_cell(e) -> str:
+    """'row 4, column 'x': problem (got 'v')', or just the problem for file-level errors."""
+    where = []
+    if e.row and int(e.row) > 0:
+        where.append(f"row {int(e.row)}")
+    if e.column:
+        where.append(f"column '{e.column}'")
+    got = f" (got {e.value!r})" if e.value not in (None, "") else ""
+    return (", ".join(where) + ": " if where else "") + f"{e.problem}{got}"
