@@ -1,0 +1,324 @@
+"""Read-only views over an Evaluation for people: KPI figures, the summary in words, provenance lines, chart-ready frames."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from core.engine import Evaluation
+
+ARCHITECTURE_ORDER = ("autoregressive", "speculative", "moe", "diffusion")
+ARCHITECTURE_LABELS = {"autoregressive": "Autoregressive", "speculative": "Speculative", "moe": "MoE",
+                       "diffusion": "Diffusion"}
+NO_ROUTE = "no feasible route"
+QUIET_UTILIZATION = 0.05  # an hour under 5 % busy counts as quiet in the summary
+
+
+# -- number words (the dashboard's dashboard/format.py re-exports these) -------
+
+def money(x, *, digits: int = 2) -> str:
+    """$19,630 / $10.43 / $0.000067: whole dollars from $100, cents from 1¢, two significant digits below."""
+    if x is None or not np.isfinite(float(x)):
+        return "—"
+    x = float(x)
+    sign = "-" if x < 0 else ""
+    a = abs(x)
+    if a >= 100:
+        return f"{sign}${a:,.0f}"
+    if a >= 0.01 or a == 0:
+        return f"{sign}${a:,.{digits}f}"
+    decimals = -math.floor(math.log10(a)) + 1
+    return f"{sign}${a:.{decimals}f}"
+
+
+def percent(x, *, decimals: int = 0) -> str:
+    """0.186 -> '19%'; None -> '—'."""
+    if x is None or not np.isfinite(float(x)):
+        return "—"
+    return f"{float(x):.{decimals}%}"
+
+
+def thousands(x, *, decimals: int = 0) -> str:
+    """1234567 -> '1,234,567'; None -> '—'."""
+    if x is None or not np.isfinite(float(x)):
+        return "—"
+    return f"{float(x):,.{decimals}f}"
+
+
+def duration_ms(ms) -> str:
+    """832 -> '832 ms'; 17318 -> '17.3 s'; 5.4e6 -> '1.5 h'."""
+    if ms is None or not np.isfinite(float(ms)):
+        return "—"
+    ms = float(ms)
+    if ms < 1000:
+        return f"{ms:,.0f} ms"
+    if ms < 120_000:
+        return f"{ms / 1000:,.1f} s"
+    if ms < 7_200_000:
+        return f"{ms / 60_000:,.0f} min"
+    return f"{ms / 3_600_000:,.1f} h"
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+# -- groups --------------------------------------------------------------------
+
+def verdict_group(architecture: str, hosting: str) -> str:
+    """The engine's verdict-mix key: 'moe (owned)', 'autoregressive (API)' or 'no feasible route'."""
+    if not hosting:
+        return NO_ROUTE
+    return f"{architecture} ({'API' if hosting == 'api' else 'owned'})"
+
+
+def group_label(group: str) -> str:
+    """'moe (owned)' -> 'MoE, owned'; for legends."""
+    if group == NO_ROUTE:
+        return "No feasible route"
+    arch, _, rest = group.partition(" (")
+    return f"{ARCHITECTURE_LABELS.get(arch, arch)}, {rest.rstrip(')')}"
+
+
+# -- overview ------------------------------------------------------------------
+
+def api_equivalent_usd_per_mtok(ev: Evaluation) -> float | None:
+    """What the owned fleet's output tokens would cost from the cheapest API meeting each workload's floor.
+
+    Token-weighted over workloads whose verdict is an owned route:
+    Σ(value $/M × output tokens/day) / Σ(output tokens/day). Data policy is
+    ignored on purpose: this is the value of the token, not a feasible route.
+    """
+    vf = ev.verdicts_frame()
+    tokens = vf["requests_per_day"].to_numpy(dtype=float) * ev.workloads["output_tokens"].to_numpy(dtype=float)
+    value = vf["value_usd_per_mtok"].to_numpy(dtype=float)
+    use = (vf["hosting"] == "owned").to_numpy() & np.isfinite(value) & (tokens > 0)
+    if not use.any():
+        return None
+    return float((value[use] * tokens[use]).sum() / tokens[use].sum())
+
+
+def overview_kpis(ev: Evaluation) -> dict:
+    """The overview's KPI row as plain numbers (None where a figure does not apply)."""
+    f = ev.fleet
+    return {
+        "owned_nodes": int(f["owned_nodes"]),
+        "gpus_per_node": int(f["gpus_per_node"]),
+        "gpu": f["gpu"],
+        "nodes_needed": int(f["nodes_needed"]),
+        "utilization": float(f["utilization"]) if f["owned_nodes"] else None,
+        "idle_usd_per_month": float(f["idle_usd_per_month"]),
+        "owned_usd_per_mtok_out": f["owned_usd_per_mtok_out"],
+        "api_usd_per_mtok_out": api_equivalent_usd_per_mtok(ev),
+        "owned_monthly_usd": float(f["owned_monthly_usd"]),
+        "total_monthly_usd": float(f["total_monthly_usd"]),
+        "inventory": f.get("inventory", "given"),
+        "workloads": int(len(ev.workloads)),
+    }
+
+
+def _quiet_window(util: list[float]) -> tuple[int, int] | None:
+    """Longest run of quiet hours (wrapping past midnight) as (first hour, hours long), or None."""
+    quiet = [u < QUIET_UTILIZATION for u in util]
+    if all(quiet) or not any(quiet):
+        return None
+    start = quiet.index(False)  # walk from a busy hour so a run across midnight stays whole
+    best, run_start, run = (0, 0), None, 0
+    for k in range(1, 25):
+        h = (start + k) % 24
+        if quiet[h]:
+            run_start = h if run == 0 else run_start
+            run += 1
+            if run > best[1]:
+                best = (run_start, run)
+        else:
+            run = 0
+    return best if best[1] >= 2 else None
+
+
+def inventory_words(label: str) -> str:
+    """'bundled sample' -> 'the bundled sample inventory'; 'version 3' -> 'inventory version 3'."""
+    if label == "bundled sample":
+        return "the bundled sample inventory (no inventory uploaded yet)"
+    if label.startswith("version"):
+        return f"inventory {label}"
+    return f"the {label} inventory"
+
+
+def overview_summary(ev: Evaluation) -> list[str]:
+    """A few sentences a finance reader can quote: idle cost, quiet hours, nodes needed, where the work goes."""
+    f = ev.fleet
+    k = overview_kpis(ev)
+    vf = ev.verdicts_frame()
+    owned, needed, gpn = k["owned_nodes"], k["nodes_needed"], k["gpus_per_node"]
+    out: list[str] = []
+    fleet_words = f"{_plural(owned, 'owned node')} ({gpn} × {k['gpu']} each)"
+    if owned:
+        out.append(f"Your {fleet_words} {'is' if owned == 1 else 'are'} busy {percent(k['utilization'])} of the time "
+                   f"on average and idle {percent(1 - k['utilization'])}: {money(k['idle_usd_per_month'])} a month "
+                   f"pays for idle GPUs at {money(f['usd_per_node_hour'])} per node-hour.")
+        without = f["hourly_utilization_without_batch"]
+        peak_h = int(np.argmax(without))
+        quiet = _quiet_window(without)
+        if max(without) > 0:
+            line = f"Interactive work peaks at {percent(without[peak_h])} of the fleet around {peak_h:02d}:00"
+            if quiet:
+                start, n = quiet
+                line += (f"; from {start:02d}:00 to {(start + n) % 24:02d}:00 it uses under "
+                         f"{percent(QUIET_UTILIZATION)}")
+            out.append(line + ".")
+        if f["offline_gpu_hours_per_day"] > 0:
+            batch = vf.loc[(vf["hosting"] == "owned") & ~vf["interactive"], "workload_id"].astype(str).tolist()
+            extra = f["nodes_needed_offline_extra"]
+            out.append(f"Batch work ({', '.join(batch[:4])}{'…' if len(batch) > 4 else ''}: "
+                       f"{f['offline_gpu_hours_per_day']:,.1f} GPU-hours a day) fills the quiet hours first"
+                       + (f" and still needs {_plural(extra, 'extra node')}." if extra
+                          else " and needs no extra node."))
+    else:
+        out.append("You own no nodes in this scenario: every owned route would run on new nodes.")
+    if needed > owned:
+        out.append(f"Holding every latency target at peak takes {_plural(needed, 'node')}: {needed - owned:,} more "
+                   f"than you own, about {money(f['extra_nodes_monthly_usd'])} a month at full price.")
+    elif needed < owned:
+        out.append(f"The recommended mix needs {_plural(needed, 'node')} of your {owned:,}; "
+                   f"{_plural(owned - needed, 'node')} could be released or given more work.")
+    elif owned:
+        out.append(f"The recommended mix fits on the {_plural(owned, 'node')} you own.")
+    n = len(vf)
+    hosting = vf["hosting"]
+    n_owned, n_api = int((hosting == "owned").sum()), int((hosting == "api").sum())
+    by_arch = vf.loc[hosting == "owned", "architecture"].value_counts()
+    arch_words = ", ".join(f"{c} on {ARCHITECTURE_LABELS.get(a, a).lower() if a != 'moe' else 'MoE'}"
+                           for a, c in by_arch.items())
+    line = f"{n_owned} of {_plural(n, 'workload')} run cheapest on owned GPUs" + (f" ({arch_words})" if arch_words else "")
+    if n_api:
+        line += f", {n_api} on public APIs ({money(f['api_monthly_usd'])} a month)"
+    out.append(line + ".")
+    none = vf.loc[hosting == "", "workload_id"].astype(str).tolist()
+    if none:
+        out.append(f"{_plural(len(none), 'workload')} {'has' if len(none) == 1 else 'have'} no feasible route: "
+                   f"{', '.join(none[:5])}{'…' if len(none) > 5 else ''} (see Routing).")
+    eff, api = k["owned_usd_per_mtok_out"], k["api_usd_per_mtok_out"]
+    if eff is not None and api is not None:
+        out.append(f"At this utilization an owned output token costs {money(eff)} per million, against "
+                   f"{money(api)} from the cheapest API that meets each of those workloads' quality floor.")
+    out.append(f"Workloads: {inventory_words(k['inventory'])}, {_plural(k['workloads'], 'workload')}. "
+               "Performance and quality figures are estimates unless marked calibrated.")
+    return out
+
+
+# -- provenance ----------------------------------------------------------------
+
+def node_price_note(ev: Evaluation) -> str:
+    """'Node price: AWS p5.48xlarge (savings_1y) $33.02/hour, as of 2026-01-01, source …, confidence unverified.'"""
+    p = ev.scenario_dict()["node_price"]
+    when = f", as of {p['as_of']}" if p["as_of"] else ""
+    return (f"Node price: {p['label']} {money(p['usd_per_node_hour'])}/hour{when}, source: {p['source']}, "
+            f"confidence {p['confidence']}. Basis: {p['basis']}.")
+
+
+def api_prices_note(ev: Evaluation) -> str:
+    """One line on the API list prices used: how many, dates, sources, confidence, scale."""
+    apis = ev.scenario_dict()["api_prices"]
+    if not apis:
+        return "API prices: none in the store."
+    dates = sorted({a["as_of"] for a in apis})
+    sources = sorted({a["source"] for a in apis})
+    conf = sorted({a["confidence"] for a in apis})
+    when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    return (f"API prices: {len(apis)} list prices as of {when}; sources: {'; '.join(sources)}; "
+            f"confidence {', '.join(conf)}; scaled × {ev.scenario.api_price_scale:g}.")
+
+
+def performance_note(ev: Evaluation) -> str:
+    """Which serving stacks' throughput and latency are roofline estimates and which are calibrated."""
+    stacks = ev.scenario_dict()["serving_stacks"]
+    calibrated = [s["name"] for s in stacks if "calibrated" in s["performance"]]
+    if not calibrated:
+        return (f"Throughput and latency: roofline estimates for all {len(stacks)} serving stacks "
+                "(no matching benchmarks for this GPU). Quality per task class: estimates from the seed data.")
+    return (f"Throughput and latency: calibrated to benchmarks for {', '.join(calibrated)}; roofline estimates "
+            f"for the other {len(stacks) - len(calibrated)}. Quality per task class: estimates from the seed data.")
+
+
+def provenance_notes(ev: Evaluation) -> list[str]:
+    """Every outside number behind the page, with its date and source."""
+    a = ev.scenario_dict()["assumptions"]
+    return [node_price_note(ev), api_prices_note(ev), performance_note(ev),
+            f"Queueing model: {a['queueing_model']}; traffic: {a['traffic_shape']}; API p95 = "
+            f"{a['api_p95_over_typical']:g} × typical latency (estimate)."]
+
+
+# -- routing -------------------------------------------------------------------
+
+def routing_map(ev: Evaluation) -> pd.DataFrame:
+    """The routing picture's points: batchability (SLA, or batch window in ms) against the value of the token."""
+    vf = ev.verdicts_frame()
+    window_ms = vf["batch_window_hours"].to_numpy(dtype=float) * 3.6e6
+    batch_ms = np.where(vf["interactive"].to_numpy(), vf["latency_slo_ms"].to_numpy(dtype=float), window_ms)
+    return pd.DataFrame({
+        "workload_id": vf["workload_id"].astype(str),
+        "name": vf["name"].astype(str),
+        "batchability_ms": batch_ms,
+        "batchability": np.where(vf["interactive"], "latency target", "batch window"),
+        "value_usd_per_mtok": vf["value_usd_per_mtok"].to_numpy(dtype=float),
+        "group": [verdict_group(a, h) for a, h in zip(vf["architecture"], vf["hosting"], strict=True)],
+        "route": vf["route"].astype(str),
+        "monthly_usd": vf["monthly_usd"].to_numpy(dtype=float),
+    })
+
+
+def route_alternatives(ev: Evaluation, i: int) -> tuple[pd.DataFrame, list[tuple[list[str], str]]]:
+    """For workload i: (feasible routes, cheapest first; rejected routes grouped by their identical reason).
+
+    Grouping keeps an owned-only workload's thirteen identical "data may not
+    leave" refusals to one line.
+    """
+    rf = ev.routes_frame(i)
+    ok = rf[rf["feasible"]].sort_values(["usd_per_request", "p95_latency_ms"], na_position="last")
+    rejected: dict[str, list[str]] = {}
+    for route, why in zip(rf.loc[~rf["feasible"], "route"], rf.loc[~rf["feasible"], "why_not"], strict=True):
+        rejected.setdefault(str(why or "infeasible"), []).append(str(route))
+    return ok.reset_index(drop=True), [(routes, why) for why, routes in rejected.items()]
+
+
+# -- fleet ---------------------------------------------------------------------
+
+def nodes_by_route(ev: Evaluation) -> pd.DataFrame:
+    """Owned routes in use: GPUs held (offline work as its daily average), pooled nodes, monthly $."""
+    f = ev.fleet
+    labels = {r.route_id: (r.label, r.architecture) for r in ev.routes}
+    rows = []
+    for rid, gpus in f["gpus_by_route"].items():
+        label, arch = labels.get(rid, (rid, ""))
+        rows.append({"route_id": rid, "route": label, "architecture": arch, "gpus": float(gpus),
+                     "nodes": f["nodes_by_route"].get(rid), "monthly_usd": f["monthly_usd_by_route"].get(rid)})
+    out = pd.DataFrame(rows, columns=["route_id", "route", "architecture", "gpus", "nodes", "monthly_usd"])
+    return out.sort_values("gpus", ascending=False).reset_index(drop=True)
+
+
+def architecture_side_by_side(comparison: pd.DataFrame) -> pd.DataFrame:
+    """Per interactive workload and architecture, its best owned route (cheapest feasible, else fastest).
+
+    Takes analysis.architecture_comparison(ev); one row per (workload, architecture) in a fixed order.
+    """
+    cols = ["workload_id", "architecture", "route", "feasible", "nodes", "gpus_per_replica",
+            "max_concurrency_within_sla", "p95_latency_ms", "monthly_usd", "why_not"]
+    if comparison.empty:
+        return pd.DataFrame(columns=cols)
+    c = comparison.copy()
+    c["_w"] = pd.Categorical(c["workload_id"], categories=list(dict.fromkeys(c["workload_id"])))
+    c["_a"] = pd.Categorical(c["architecture"], categories=list(ARCHITECTURE_ORDER))
+    c["_cost"] = c["monthly_usd"].fillna(np.inf)
+    c = c.sort_values(["_w", "_a", "feasible", "_cost", "p95_latency_ms"], ascending=[True, True, False, True, True])
+    best = c.groupby(["_w", "_a"], observed=True, sort=True).head(1)
+    return best[cols].reset_index(drop=True)
+
+
+# -- export --------------------------------------------------------------------
+
+def routing_csv(ev: Evaluation) -> bytes:
+    """The routing table (verdicts_frame) as UTF-8 CSV, for a spreadsheet."""
+    return ev.verdicts_frame().to_csv(index=False).encode("utf-8")

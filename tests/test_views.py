@@ -1,0 +1,137 @@
+"""Views for people over an evaluation (core/views.py): number words, the overview summary, chart-ready frames."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core import analysis, views
+from core.service import evaluate_store, make_scenario
+
+
+@pytest.fixture
+def ev(store):
+    """The bundled sample inventory on one owned 8×H100 node (the defaults)."""
+    return evaluate_store(store, make_scenario())
+
+
+@pytest.mark.parametrize(("value", "words"), [
+    (19629.6, "$19,630"), (100.0, "$100"), (10.427, "$10.43"), (0.73, "$0.73"), (0.0000674, "$0.000067"),
+    (0.0, "$0.00"), (-1234.5, "-$1,234"), (None, "—"), (float("nan"), "—"), (float("inf"), "—"),
+])
+def test_money_words(value, words):
+    assert views.money(value) == words
+
+
+def test_percent_thousands_and_durations():
+    assert views.percent(0.1856) == "19%"
+    assert views.percent(None) == "—"
+    assert views.thousands(1234567.4) == "1,234,567"
+    assert views.duration_ms(832.2) == "832 ms"
+    assert views.duration_ms(17318) == "17.3 s"
+    assert views.duration_ms(8 * 3.6e6) == "8.0 h"
+
+
+def test_quiet_window_wraps_past_midnight():
+    util = [0.0] * 7 + [0.4] * 12 + [0.0] * 5  # quiet 19:00-07:00
+    assert views._quiet_window(util) == (19, 12)
+    assert views._quiet_window([0.5] * 24) is None
+    assert views._quiet_window([0.0] * 24) is None
+
+
+def test_group_words_match_the_engine_verdict_mix(ev):
+    groups = set(views.routing_map(ev)["group"])
+    assert groups == set(ev.fleet["verdict_mix"])
+    assert views.group_label("moe (owned)") == "MoE, owned"
+    assert views.group_label("autoregressive (API)") == "Autoregressive, API"
+
+
+def test_api_equivalent_weights_owned_workloads_by_output_tokens(ev):
+    """Σ value × tokens / Σ tokens over the owned verdicts only (API verdicts such as credit-memos left out)."""
+    vf = ev.verdicts_frame()
+    num = den = 0.0
+    for (_, row), out in zip(vf.iterrows(), ev.workloads["output_tokens"], strict=True):
+        if row["hosting"] == "owned" and np.isfinite(row["value_usd_per_mtok"]):
+            num += row["value_usd_per_mtok"] * row["requests_per_day"] * out
+            den += row["requests_per_day"] * out
+    assert (vf["hosting"] == "api").any()  # the case above is really exercised
+    assert views.api_equivalent_usd_per_mtok(ev) == pytest.approx(num / den)
+
+
+def test_overview_summary_quotes_the_fleet_figures(ev):
+    lines = views.overview_summary(ev)
+    f = ev.fleet
+    text = " ".join(lines)
+    assert views.money(f["idle_usd_per_month"]) in lines[0]
+    assert views.percent(f["utilization"]) in lines[0]
+    assert f"takes {f['nodes_needed']} nodes" in text
+    assert "bundled sample" in lines[-1]
+    assert "estimates" in lines[-1]
+    owned = int((ev.verdicts_frame()["hosting"] == "owned").sum())
+    assert f"{owned} of {len(ev.workloads)} workloads run cheapest on owned GPUs" in text
+
+
+def test_overview_summary_without_owned_nodes(store):
+    ev = evaluate_store(store, make_scenario(fleet_nodes=0))
+    lines = views.overview_summary(ev)
+    assert lines[0].startswith("You own no nodes")
+    assert not any("idle" in line for line in lines)
+    assert views.overview_kpis(ev)["utilization"] is None
+
+
+def test_overview_summary_with_spare_nodes(store):
+    ev = evaluate_store(store, make_scenario(fleet_nodes=9))
+    assert any("could be released" in line for line in views.overview_summary(ev))
+
+
+def test_provenance_notes_carry_date_source_and_confidence(ev):
+    node, api, perf, model = views.provenance_notes(ev)
+    p = ev.scenario_dict()["node_price"]
+    assert p["as_of"] in node and p["source"] in node and f"confidence {p['confidence']}" in node
+    assert views.money(p["usd_per_node_hour"]) + "/hour" in node
+    assert "API prices:" in api and "as of" in api
+    assert "estimates" in perf
+    assert "Erlang C" in model
+
+
+def test_routing_map_converts_batch_windows_to_ms(ev):
+    points = views.routing_map(ev).set_index("workload_id")
+    w = ev.workloads.set_index("workload_id")
+    batch = w["latency_slo_ms"].isna()
+    assert (points.loc[batch, "batchability_ms"] == w.loc[batch, "batch_window_hours"] * 3.6e6).all()
+    assert (points.loc[~batch, "batchability_ms"] == w.loc[~batch, "latency_slo_ms"]).all()
+    assert set(points.loc[batch, "batchability"]) == {"batch window"}
+
+
+def test_route_alternatives_group_identical_refusals(ev):
+    vf = ev.verdicts_frame()
+    i = int(np.flatnonzero(vf["data_policy"] == "owned_only")[0])
+    ok, rejected = views.route_alternatives(ev, i)
+    assert ok["feasible"].all()
+    assert list(ok["usd_per_request"]) == sorted(ok["usd_per_request"])
+    apis = [r.label for r in ev.routes if r.hosting == "api"]
+    policy = [routes for routes, why in rejected if "may not leave" in why]
+    assert policy == [apis]  # every API refused once, in one line
+    assert len(ok) + sum(len(r) for r, _ in rejected) == len(ev.routes)
+
+
+def test_nodes_by_route_and_architecture_side_by_side(ev):
+    routes = views.nodes_by_route(ev)
+    assert set(routes["route_id"]) == set(ev.fleet["gpus_by_route"])
+    assert list(routes["gpus"]) == sorted(routes["gpus"], reverse=True)
+    side = views.architecture_side_by_side(analysis.architecture_comparison(ev))
+    interactive = ev.workloads.loc[ev.workloads["latency_slo_ms"].notna(), "workload_id"]
+    assert list(dict.fromkeys(side["workload_id"])) == list(interactive)
+    assert (side.groupby("workload_id").size() == 4).all()  # one row per architecture
+    # The best row per architecture is the cheapest feasible one.
+    comp = analysis.architecture_comparison(ev)
+    for row in side[side["feasible"]].itertuples():
+        same = comp[(comp["workload_id"] == row.workload_id) & (comp["architecture"] == row.architecture)
+                    & comp["feasible"]]
+        assert row.monthly_usd == same["monthly_usd"].min()
+
+
+def test_routing_csv_has_one_row_per_workload(ev):
+    text = views.routing_csv(ev).decode("utf-8").splitlines()
+    assert text[0].startswith("workload_id,name,")
+    assert len(text) == 1 + len(ev.workloads)
