@@ -1,0 +1,232 @@
+"""Pure Plotly figure builders for the answer pages (overview, routing, fleet); data in, figure out, no Streamlit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from core.views import ARCHITECTURE_LABELS, ARCHITECTURE_ORDER, NO_ROUTE, group_label
+
+# One colour per verdict group, on every chart: owned routes saturated, API routes a lighter shade of the same hue.
+GROUP_COLORS: dict[str, str] = {
+    "autoregressive (owned)": "#3355cc",
+    "speculative (owned)": "#7b4fd0",
+    "moe (owned)": "#0f8f7e",
+    "diffusion (owned)": "#dd6b20",
+    "autoregressive (API)": "#93a5d8",
+    "speculative (API)": "#bba7e6",
+    "moe (API)": "#8fd0c5",
+    "diffusion (API)": "#f3b27e",
+    NO_ROUTE: "#c0392b",
+}
+ARCH_COLORS = {a: GROUP_COLORS[f"{a} (owned)"] for a in ARCHITECTURE_ORDER}
+OPTION_COLORS = ("#3355cc", "#93a5d8", "#6b7280", "#0f8f7e", "#dd6b20", "#7b4fd0")
+OWNED_COLOR, API_COLOR, BATCH_COLOR = "#3355cc", "#93a5d8", "#f3b27e"
+
+# Ticks a finance reader can read on a log axis of milliseconds.
+_MS_TICKS = (100, 1_000, 10_000, 60_000, 600_000, 3_600_000, 8 * 3_600_000, 24 * 3_600_000)
+_MS_TICK_TEXT = ("100 ms", "1 s", "10 s", "1 min", "10 min", "1 h", "8 h", "24 h")
+_USD_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500)
+
+
+def _style(fig: go.Figure, title: str, *, height: int = 360, legend: bool = True,
+           legend_below: bool = False) -> go.Figure:
+    # Long legends go under the plot, where they cannot collide with the title or annotations.
+    where = ({"yanchor": "top", "y": -0.22} if legend_below else {"yanchor": "bottom", "y": 1.0})
+    fig.update_layout(
+        title={"text": title, "x": 0, "xanchor": "left", "font": {"size": 16}},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 60 if legend and not legend_below else 45, "b": 10},
+        showlegend=legend,
+        legend={"orientation": "h", "xanchor": "left", "x": 0, "title": None, **where},
+        hoverlabel={"align": "left"},
+        template="plotly_white",
+    )
+    return fig
+
+
+def _group_order(groups) -> list[str]:
+    known = [g for g in GROUP_COLORS if g in set(groups)]
+    return known + sorted(set(groups) - set(known))
+
+
+def verdict_mix_chart(mix: Mapping[str, int]) -> go.Figure:
+    """Horizontal bars: how many workloads each kind of route wins (keys as in fleet['verdict_mix'])."""
+    order = _group_order(mix.keys())[::-1]  # first group on top
+    fig = go.Figure(go.Bar(
+        x=[int(mix[g]) for g in order],
+        y=[group_label(g) for g in order],
+        orientation="h",
+        marker_color=[GROUP_COLORS.get(g, "#999999") for g in order],
+        text=[int(mix[g]) for g in order],
+        textposition="auto",
+        hovertemplate="%{y}: %{x} workload(s)<extra></extra>",
+    ))
+    fig.update_xaxes(title_text="Workloads", dtick=1, rangemode="tozero")
+    fig.update_yaxes(title_text=None, automargin=True)
+    return _style(fig, "Verdict mix: where each workload runs cheapest", height=max(220, 70 + 40 * len(order)),
+                  legend=False)
+
+
+def utilization_chart(with_batch: Sequence[float], without_batch: Sequence[float], *, owned_nodes: int) -> go.Figure:
+    """Owned fleet utilization by hour of day: interactive load, and with batch work filling the idle hours."""
+    hours = [f"{h:02d}:00" for h in range(24)]
+    fig = go.Figure()
+    # Overlaid bars: the batch bar (total) behind, the interactive bar in front; what shows above is batch fill.
+    fig.add_trace(go.Bar(
+        x=hours, y=list(map(float, with_batch)), name="With batch fill", marker_color=BATCH_COLOR,
+        hovertemplate="%{x}: %{y:.0%} busy with batch fill<extra></extra>",
+    ))
+    fig.add_trace(go.Bar(
+        x=hours, y=list(map(float, without_batch)), name="Interactive only", marker_color=OWNED_COLOR,
+        hovertemplate="%{x}: %{y:.0%} busy with interactive work<extra></extra>",
+    ))
+    fig.update_layout(barmode="overlay", bargap=0.1)
+    fig.update_yaxes(title_text="Share of owned GPUs busy", tickformat=".0%", range=[0, 1.05])
+    fig.update_xaxes(title_text="Hour of day (local time)", type="category", tickangle=0, dtick=3)
+    if owned_nodes == 0:
+        fig.add_annotation(text="No owned nodes in this scenario", x=0.5, y=0.5, xref="paper", yref="paper",
+                           showarrow=False, font={"size": 14})
+    return _style(fig, f"Utilization of your {owned_nodes} owned node{'s' if owned_nodes != 1 else ''} by hour")
+
+
+def routing_map_chart(points: pd.DataFrame) -> go.Figure:
+    """The routing picture: batchability (latency target or batch window, ms) against value of the token ($/M), log-log.
+
+    Takes views.routing_map(ev); points without a value (no API meets the floor) are left out and counted in the title.
+    """
+    ok = np.isfinite(points["value_usd_per_mtok"].to_numpy(dtype=float)) & np.isfinite(
+        points["batchability_ms"].to_numpy(dtype=float))
+    shown = points[ok]
+    fig = go.Figure()
+    for g in _group_order(shown["group"]):
+        d = shown[shown["group"] == g]
+        fig.add_trace(go.Scatter(
+            x=d["batchability_ms"], y=d["value_usd_per_mtok"], name=group_label(g), mode="markers+text",
+            marker={"size": 14, "color": GROUP_COLORS.get(g, "#999999"), "line": {"width": 1, "color": "white"}},
+            text=d["workload_id"], textposition="top center",
+            customdata=np.stack([d["name"], d["route"], d["batchability"]], axis=-1) if len(d) else None,
+            hovertemplate=("<b>%{customdata[0]}</b><br>verdict: %{customdata[1]}<br>%{customdata[2]}: %{x:,.0f} ms"
+                           "<br>value of the token: $%{y:,.2f}/M output<extra></extra>"),
+        ))
+    lo, hi = _MS_TICKS[0], _MS_TICKS[-1]
+    if len(shown):
+        lo = min(lo, float(shown["batchability_ms"].min()))
+        hi = max(hi, float(shown["batchability_ms"].max()))
+    fig.update_xaxes(type="log", title_text="Batchability: latency target, or batch window (log)",
+                     tickvals=list(_MS_TICKS), ticktext=list(_MS_TICK_TEXT),
+                     range=[np.log10(lo) - 0.2, np.log10(hi) + 0.2])
+    fig.update_yaxes(type="log", title_text="Value of the token: cheapest acceptable API, $/M output (log)",
+                     tickvals=list(_USD_TICKS), ticktext=[f"${t:g}" for t in _USD_TICKS])
+    fig.add_annotation(text="← a person or agent is waiting", x=0, y=0, xref="paper", yref="paper",
+                       xanchor="left", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#6b7280"})
+    fig.add_annotation(text="work can wait and batch →", x=1, y=0, xref="paper", yref="paper",
+                       xanchor="right", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#6b7280"})
+    missing = int((~ok).sum())
+    title = "Batchability against the value of the token, coloured by verdict"
+    if missing:
+        title += f" ({missing} workload{'s' if missing != 1 else ''} without an acceptable API not shown)"
+    return _style(fig, title, height=440)
+
+
+def gpus_by_route_chart(routes: pd.DataFrame, *, owned_gpus: int) -> go.Figure:
+    """GPUs each owned route holds (views.nodes_by_route), against the GPUs you own."""
+    d = routes.iloc[::-1]  # largest on top
+    text = [f"{g:,.1f} GPUs" + (f" · {int(n)} node{'s' if n != 1 else ''}" if pd.notna(n) else " (batch, daily average)")
+            for g, n in zip(d["gpus"], d["nodes"], strict=True)]
+    fig = go.Figure(go.Bar(
+        x=d["gpus"], y=d["route"], orientation="h", text=text, textposition="auto",
+        marker_color=[ARCH_COLORS.get(a, "#999999") for a in d["architecture"]],
+        hovertemplate="%{y}: %{x:,.2f} GPUs<extra></extra>",
+    ))
+    if owned_gpus > 0:
+        fig.add_vline(x=owned_gpus, line_dash="dash", line_color="#1c2333",
+                      annotation_text=f"you own {owned_gpus} GPUs", annotation_position="top")
+    fig.update_xaxes(title_text="GPUs", rangemode="tozero")
+    fig.update_yaxes(title_text=None, automargin=True)
+    return _style(fig, "GPUs held by each owned route", height=max(240, 110 + 45 * len(d)), legend=False)
+
+
+def architecture_chart(side: pd.DataFrame) -> go.Figure:
+    """Nodes each architecture's best owned route needs per interactive workload (views.architecture_side_by_side).
+
+    A missing bar is marked ✗: that architecture cannot serve the workload (latency or quality; see the table).
+    """
+    fig = go.Figure()
+    workloads = list(dict.fromkeys(side["workload_id"]))
+    for arch in ARCHITECTURE_ORDER:
+        d = side[side["architecture"] == arch].set_index("workload_id").reindex(workloads)
+        feasible = d["feasible"].fillna(False).astype(bool).to_numpy()
+        nodes = np.where(feasible, d["nodes"].to_numpy(dtype=float), 0.0)
+        text = [f"{n:.0f}" if f else "✗" for n, f in zip(nodes, feasible, strict=True)]
+        detail = [
+            (f"{r}<br>{c:.0f} requests per replica within the SLA<br>p95 {p:,.0f} ms" if f
+             else f"{r if isinstance(r, str) else 'no route'}: cannot serve")
+            for r, c, p, f in zip(d["route"], d["max_concurrency_within_sla"], d["p95_latency_ms"], feasible,
+                                  strict=True)
+        ]
+        fig.add_trace(go.Bar(
+            x=workloads, y=nodes, name=ARCHITECTURE_LABELS[arch], marker_color=ARCH_COLORS[arch],
+            text=text, textposition="outside", cliponaxis=False, customdata=detail,
+            hovertemplate="%{x} · " + ARCHITECTURE_LABELS[arch] + ": %{y} node(s)<br>%{customdata}<extra></extra>",
+        ))
+    fig.update_layout(barmode="group", bargap=0.25)
+    top = float(np.nanmax(side["nodes"].to_numpy(dtype=float))) if side["nodes"].notna().any() else 1.0
+    fig.update_yaxes(title_text="Nodes at peak", rangemode="tozero", dtick=1 if top <= 8 else None,
+                     range=[0, top * 1.2 + 0.5])
+    fig.update_xaxes(title_text=None)
+    return _style(fig, "Nodes each architecture needs to hold the SLA at peak (✗ = cannot serve)", height=380)
+
+
+def sla_sweep_chart(sweep: pd.DataFrame, *, current_scale: float) -> go.Figure:
+    """Owned nodes each fleet option needs as every latency target is scaled (analysis.sla_sweep).
+
+    Hollow markers: that option leaves some workloads unserved at that scale.
+    """
+    fig = go.Figure()
+    for k, option in enumerate(dict.fromkeys(sweep["option"])):
+        d = sweep[sweep["option"] == option].sort_values("sla_scale")
+        unserved = d["workloads_unserved"].to_numpy()
+        fig.add_trace(go.Scatter(
+            x=d["sla_scale"], y=d["owned_nodes"], name=option, mode="lines+markers",
+            line={"color": OPTION_COLORS[k % len(OPTION_COLORS)], "width": 2},
+            marker={"size": 9, "symbol": ["circle-open" if u else "circle" for u in unserved]},
+            customdata=np.stack([d["monthly_usd"], unserved], axis=-1),
+            hovertemplate=(f"<b>{option}</b><br>SLA × %{{x:g}}: %{{y}} node(s)<br>$%{{customdata[0]:,.0f}} a month"
+                           "<br>%{customdata[1]} workload(s) unserved<extra></extra>"),
+        ))
+    scales = sorted(set(sweep["sla_scale"]) | {float(current_scale)})
+    fig.add_vline(x=current_scale, line_dash="dot", line_color="#1c2333")
+    # Annotations on a log axis take log10 of the value (shapes do not), so this one is placed by hand.
+    fig.add_annotation(x=np.log10(current_scale), y=1, xref="x", yref="paper", xanchor="left", yanchor="top",
+                       showarrow=False, text=f" sidebar: × {current_scale:g}", font={"size": 11})
+    fig.update_xaxes(type="log", title_text="Every latency target × (left = tighter)",
+                     tickvals=scales, ticktext=[f"× {s:g}" for s in scales],
+                     range=[np.log10(scales[0]) - 0.08, np.log10(scales[-1]) + 0.08])
+    fig.update_yaxes(title_text="Owned nodes needed", rangemode="tozero")
+    return _style(fig, "Owned nodes per fleet option at each SLA scale (hollow marker = some workloads unserved)",
+                  height=460, legend_below=True)
+
+
+def fleet_options_chart(options: pd.DataFrame) -> go.Figure:
+    """Monthly cost of each fleet option (analysis.fleet_options), owned nodes and APIs stacked."""
+    d = options.iloc[::-1]
+    labels = [o + (f" ({u} unserved)" if u else "") for o, u in zip(d["option"], d["workloads_unserved"], strict=True)]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(
+        x=d["owned_monthly_usd"], y=labels, name="Owned nodes", orientation="h", marker_color=OWNED_COLOR,
+        customdata=d["owned_nodes"], hovertemplate="%{y}<br>owned: $%{x:,.0f} a month (%{customdata} nodes)<extra></extra>",
+    ))
+    fig.add_trace(go.Bar(
+        x=d["api_monthly_usd"], y=labels, name="Public APIs", orientation="h", marker_color=API_COLOR,
+        text=[f"${t:,.0f}" for t in d["monthly_usd"]], textposition="outside", cliponaxis=False,
+        hovertemplate="%{y}<br>APIs: $%{x:,.0f} a month<extra></extra>",
+    ))
+    fig.update_layout(barmode="stack", legend={"traceorder": "normal"})
+    fig.update_xaxes(title_text="$ a month", tickprefix="$", rangemode="tozero",
+                     range=[0, float(d["monthly_usd"].max() or 1.0) * 1.18])
+    fig.update_yaxes(title_text=None, automargin=True)
+    return _style(fig, "$ a month: owned nodes + public APIs", height=max(260, 110 + 45 * len(d)))
