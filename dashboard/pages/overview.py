@@ -1,6 +1,47 @@
-"""Overview page (placeholder until built)."""
+"""Overview page: the owned fleet, what its idle hours cost, where the work goes, in figures and plain words."""
 
 import streamlit as st
 
+from core import charts, views
+from dashboard import state
+from dashboard.format import money, percent
+
 st.title("Overview")
-st.info("This page is being built.")
+ev = state.evaluation()
+if ev is None:
+    st.stop()
+
+k = views.overview_kpis(ev)
+owned, needed = k["owned_nodes"], k["nodes_needed"]
+c1, c2, c3, c4, c5 = st.columns(5)
+c1.metric("Owned nodes", f"{owned:,}", help=f"{k['gpus_per_node']} × {k['gpu']} per node (sidebar).")
+c2.metric("Utilization", percent(k["utilization"]),
+          help="Average share of owned GPU-hours busy over the day, batch fill included.")
+c3.metric("Idle cost a month", money(k["idle_usd_per_month"]),
+          help="Owned GPU-hours × $/GPU-hour × (1 − utilization), under the sidebar's cost basis.")
+eff, api = k["owned_usd_per_mtok_out"], k["api_usd_per_mtok_out"]
+gap = None if eff is None or api is None else f"{'+' if eff >= api else '-'}{money(abs(eff - api))} vs API"
+c4.metric("Owned $/M output tokens", money(eff), delta=gap, delta_color="inverse",
+          help=f"Owned fleet $/month ÷ output tokens it serves. The same tokens from the cheapest API that meets "
+               f"each workload's quality floor: {money(api)}/M (data policy aside).")
+c5.metric("Nodes needed", f"{needed:,}",
+          delta=f"{needed - owned:+,} vs owned" if needed != owned else None, delta_color="off",
+          help="Nodes that hold every latency target at peak in the recommended mix, batch work filling idle hours.")
+
+with st.expander("Where these numbers come from (dates, sources, estimates)"):
+    for line in views.provenance_notes(ev):
+        st.markdown(f"- {line}")
+
+st.subheader("In plain words")
+st.markdown("\n".join(f"- {line}" for line in views.overview_summary(ev)))
+
+left, right = st.columns([3, 2])
+with left:
+    st.plotly_chart(charts.utilization_chart(ev.fleet["hourly_utilization"],
+                                             ev.fleet["hourly_utilization_without_batch"], owned_nodes=owned),
+                    key="overview_utilization")
+    st.caption("Interactive load follows an office-hours profile scaled to each workload's peak factor (an "
+               "assumption); batch work is placed in the idlest hours first.")
+with right:
+    st.plotly_chart(charts.verdict_mix_chart(ev.fleet["verdict_mix"]), key="overview_mix")
+    st.caption("Details and reasons per workload: Routing. Nodes per route: Fleet sizing.")
