@@ -1,6 +1,93 @@
-"""Fleet page (placeholder until built)."""
+"""Fleet sizing page: nodes by route, architectures side by side, nodes as the SLA tightens, cost of each fleet option."""
 
 import streamlit as st
 
-st.title("Fleet")
-st.info("This page is being built.")
+from core import analysis, charts, views
+from core.engine import Evaluation
+from dashboard import state
+from dashboard.format import count_col, money, money_col, ms_col, number_col, text_col
+
+SWEEP_SCALES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
+
+
+@st.cache_data(show_spinner="Re-routing every workload at each SLA scale…", max_entries=32)
+def sla_sweep(scenario_json: str, data_version: int, inventory: str, scales: tuple[float, ...], _ev: Evaluation):
+    """analysis.sla_sweep, cached on the scenario's value, the data version and the scales (not on the evaluation)."""
+    return analysis.sla_sweep(_ev.catalog, _ev.workloads, _ev.scenario, scales=scales)
+
+
+st.title("Fleet sizing")
+ev = state.evaluation()
+if ev is None:
+    st.stop()
+f = ev.fleet
+
+c1, c2, c3, c4 = st.columns(4)
+c1.metric("Nodes needed", f"{f['nodes_needed']:,}", help="Recommended mix: every latency target held at peak.")
+c2.metric("Owned nodes", f"{f['owned_nodes']:,}")
+c3.metric("For interactive work", f"{f['nodes_needed_interactive']:,}",
+          help="Replicas sized by Erlang C (with the Allen–Cunneen correction) to hold p95 at the peak hour.")
+c4.metric("Monthly, all in", money(f["total_monthly_usd"]),
+          help="Owned nodes + new nodes at full price + API spend.")
+
+st.subheader("Nodes by route")
+routes = views.nodes_by_route(ev)
+if routes.empty:
+    st.info("No workload runs on owned GPUs in this scenario.")
+else:
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(charts.gpus_by_route_chart(routes, owned_gpus=f["owned_nodes"] * f["gpus_per_node"]),
+                        key="fleet_routes")
+    with right:
+        st.dataframe(routes, hide_index=True, key="fleet_routes_table", placeholder="—",
+                     column_order=["route", "gpus", "nodes", "monthly_usd"],
+                     column_config={"route": text_col("Route"),
+                                    "gpus": number_col("GPUs", fmt="%,.2f"),
+                                    "nodes": count_col("Nodes", help="Interactive routes only; batch work fills "
+                                                       "idle hours."),
+                                    "monthly_usd": money_col("$/month")})
+        st.caption("Interactive routes hold their GPUs at the peak hour; batch work counts its average over the day. "
+                   f"Replicas of 1, 2, 4 or 8 GPUs pack {f['gpus_per_node']}-GPU nodes without gaps, so routes "
+                   f"share nodes: {f['nodes_needed']:,} in all, not the sum of the rows.")
+
+st.subheader("Architectures side by side, per interactive workload")
+side = views.architecture_side_by_side(analysis.architecture_comparison(ev))
+if side.empty:
+    st.info("No interactive workload in the inventory.")
+else:
+    st.plotly_chart(charts.architecture_chart(side), key="fleet_arch")
+    with st.expander("Best route of each architecture: nodes, concurrency within the SLA, p95, and why not"):
+        st.dataframe(side, hide_index=True, key="fleet_arch_table", placeholder="—",
+                     column_order=["workload_id", "architecture", "route", "nodes", "max_concurrency_within_sla",
+                                   "p95_latency_ms", "monthly_usd", "why_not"],
+                     column_config={"workload_id": text_col("Workload", width="small"),
+                                    "architecture": text_col("Architecture", width="small"),
+                                    "route": text_col("Best route", width="medium"),
+                                    "nodes": count_col("Nodes"),
+                                    "max_concurrency_within_sla": count_col("Slots", help="Largest concurrency per "
+                                                                            "replica whose p95 meets the SLA."),
+                                    "p95_latency_ms": ms_col("p95", help="Estimate; when infeasible, the fastest "
+                                                             "it can go alone on a replica."),
+                                    "monthly_usd": money_col("$/month"),
+                                    "why_not": text_col("Why not", width="large")})
+
+st.subheader("Nodes needed as the latency targets tighten")
+lo, hi = st.select_slider("SLA scales to sweep (× every latency target)", options=SWEEP_SCALES,
+                          value=(SWEEP_SCALES[0], SWEEP_SCALES[-1]), key="fleet_sla_scales",
+                          format_func=lambda s: f"× {s:g}")
+scales = tuple(s for s in SWEEP_SCALES if lo <= s <= hi)
+sweep = sla_sweep(ev.scenario.model_dump_json(), state.data_version(), str(f.get("inventory")), scales, ev)
+st.plotly_chart(charts.sla_sweep_chart(sweep, current_scale=ev.scenario.sla_scale), key="fleet_sweep")
+
+st.subheader("Monthly cost of each fleet option")
+options = analysis.fleet_options(ev)
+st.plotly_chart(charts.fleet_options_chart(options), key="fleet_options")
+st.dataframe(options, hide_index=True, key="fleet_options_table", placeholder="—",
+             column_order=["option", "monthly_usd", "owned_nodes", "workloads_unserved", "unserved"],
+             column_config={"option": text_col("Option", width=230),
+                            "monthly_usd": money_col("$/month"),
+                            "owned_nodes": count_col("Nodes"),
+                            "workloads_unserved": count_col("Unserved"),
+                            "unserved": text_col("Cannot serve", width="large")})
+st.caption("An option that cannot serve a workload is cheaper only on paper: it leaves that work undone.")
