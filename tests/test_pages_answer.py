@@ -1,0 +1,210 @@
+"""AppTest of the answer pages (overview, routing, fleet sizing, export) driven through dashboard/app.py."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+APP = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
+PAGES = ["pages/overview.py", "pages/routing.py", "pages/fleet.py", "pages/export.py"]
+TITLES = {"pages/overview.py": "Overview", "pages/routing.py": "Routing", "pages/fleet.py": "Fleet sizing",
+          "pages/export.py": "Export"}
+
+
+@pytest.fixture
+def app(monkeypatch, tmp_path):
+    """The app on a fresh store (no inventory version, no user rows), after its first run.
+
+    A folder named pages/ beside app.py makes Streamlit start in the old
+    pages-directory mode, in which a page runs without the entrypoint (no
+    sidebar, no session defaults) until st.navigation has run once in the
+    process. AppTest resets that flag before every run, so switched pages
+    would run alone; the patch keeps the steady state a running server is in.
+    """
+    monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "fresh.duckdb"))
+    st.cache_resource.clear()  # open_store() is cached per process, not per path
+    st.cache_data.clear()
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.run()
+    assert not at.exception
+    yield at
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def dollars(text: str) -> float:
+    return float(text.replace("$", "").replace(",", ""))
+
+
+def figures(at: AppTest) -> dict[str, dict]:
+    """Plotly charts on the page by title, as JSON with numeric arrays decoded."""
+    out = {}
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        for trace in spec["data"]:
+            for k, v in list(trace.items()):
+                if isinstance(v, dict) and "bdata" in v:
+                    trace[k] = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
+        out[spec["layout"]["title"]["text"]] = spec
+    return out
+
+
+def show(at: AppTest, page: str) -> AppTest:
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_on_a_fresh_store(app, page):
+    at = show(app, page)
+    assert at.title[0].value == TITLES[page]
+    assert not at.error
+
+
+def test_overview_shows_kpis_summary_charts_and_provenance(app):
+    at = show(app, "pages/overview.py")
+    m = metrics(at)
+    assert m["Owned nodes"] == "1"
+    assert m["Utilization"].endswith("%")
+    assert dollars(m["Idle cost a month"]) > 0
+    assert m["Owned $/M output tokens"].startswith("$")
+    assert int(m["Nodes needed"]) >= 1
+    text = " ".join(md.value for md in at.markdown)
+    assert "bundled sample" in text  # where the inventory came from
+    assert "Node price: AWS" in text and "as of 20" in text and "confidence" in text
+    charts = figures(at)
+    (util,) = [c for t, c in charts.items() if t.startswith("Utilization")]
+    assert [t["name"] for t in util["data"]] == ["With batch fill", "Interactive only"]
+    assert len(util["data"][0]["y"]) == 24
+    assert any(t.startswith("Verdict mix") for t in charts)
+
+
+def test_more_owned_nodes_raise_the_idle_cost(app):
+    at = show(app, "pages/overview.py")
+    before = metrics(at)
+    at.number_input(key="sc_fleet_nodes").set_value(4).run()
+    after = metrics(at)
+    assert after["Owned nodes"] == "4"
+    assert dollars(after["Idle cost a month"]) > dollars(before["Idle cost a month"])
+    assert float(after["Utilization"].rstrip("%")) < float(before["Utilization"].rstrip("%"))
+
+
+def test_on_demand_pricing_changes_the_node_price(app):
+    at = show(app, "pages/overview.py")
+    before = metrics(at)
+    note = [md.value for md in at.markdown if "Node price:" in md.value][0]
+    at.selectbox(key="sc_pricing").set_value("on_demand").run()
+    assert not at.exception
+    after_note = [md.value for md in at.markdown if "Node price:" in md.value][0]
+    assert "(on_demand)" in after_note and "(savings_1y)" in note
+    assert after_note != note
+    # On-demand costs more an hour, so the same idle hours cost more.
+    assert dollars(metrics(at)["Idle cost a month"]) > dollars(before["Idle cost a month"])
+
+
+def test_api_price_scale_doubles_what_the_all_api_option_costs(app):
+    at = show(app, "pages/fleet.py")
+    options = at.dataframe[-1].value.set_index("option")
+    at.slider(key="sc_api_price_scale").set_value(2.0).run()
+    assert not at.exception
+    doubled = at.dataframe[-1].value.set_index("option")
+    # Scaling every list price by 2 keeps the cheapest API per workload the cheapest: the bill doubles exactly.
+    assert doubled.loc["All on public APIs", "api_monthly_usd"] == pytest.approx(
+        2 * options.loc["All on public APIs", "api_monthly_usd"])
+
+
+def test_zero_owned_nodes_render_every_page(app):
+    app.number_input(key="sc_fleet_nodes").set_value(0).run()
+    assert not app.exception
+    m = metrics(app)
+    assert m["Owned nodes"] == "0" and m["Utilization"] == "—" and m["Idle cost a month"] == "$0.00"
+    assert any("You own no nodes" in md.value for md in app.markdown)
+    for page in PAGES[1:]:
+        show(app, page)
+
+
+def test_a_scenario_error_is_a_message_on_every_page(app):
+    # No owned-hardware figures exist for the PCIe card: the engine refuses with an InputError.
+    app.selectbox(key="sc_pricing").set_value("owned").run()
+    app.selectbox(key="sc_gpu").set_value("H100 PCIe").run()
+    for page in PAGES:
+        at = show(app, page)
+        assert any("owned-hardware" in e.value for e in at.error)
+        assert not at.metric
+
+
+def test_routing_table_has_one_row_per_workload_and_explains_the_first(app):
+    at = show(app, "pages/routing.py")
+    table = at.dataframe[0].value
+    assert len(table) == 7 and table["workload_id"].iloc[0] == "kyc-overnight"
+    text = [md.value for md in at.markdown]
+    assert any(line.startswith("- Runs on owned") for line in text)  # ev.reasons(0)
+    assert any("Routes rejected" in line for line in text)
+    assert any("may not leave" in line for line in text)  # kyc data is owned_only: APIs refused
+    (points,) = [c for t, c in figures(at).items() if t.startswith("Batchability")]
+    assert points["layout"]["xaxis"]["type"] == "log" and points["layout"]["yaxis"]["type"] == "log"
+    shown = sum(len(t["x"]) for t in points["data"])
+    assert shown == int(table["value_usd_per_mtok"].notna().sum())
+
+
+def test_sla_scale_changes_the_routing_table_targets(app):
+    at = show(app, "pages/routing.py")
+    before = at.dataframe[0].value
+    at.slider(key="sc_sla_scale").set_value(2.0).run()
+    after = at.dataframe[0].value
+    live = before["latency_slo_ms"].notna()
+    assert (after.loc[live, "latency_slo_ms"] == 2 * before.loc[live, "latency_slo_ms"]).all()
+
+
+def test_fleet_page_sweeps_the_chosen_sla_scales(app):
+    at = show(app, "pages/fleet.py")
+    nodes = metrics(at)["Nodes needed"]
+    charts = figures(at)
+    assert any(t.startswith("GPUs held") for t in charts)
+    assert any(t.startswith("Nodes each architecture") for t in charts)
+    (sweep,) = [c for t, c in charts.items() if t.startswith("Owned nodes per fleet option")]
+    assert sweep["data"][0]["x"] == [0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0]
+    at.select_slider(key="fleet_sla_scales").set_range(0.5, 1.0).run()
+    assert not at.exception
+    (sweep,) = [c for t, c in figures(at).items() if t.startswith("Owned nodes per fleet option")]
+    assert sweep["data"][0]["x"] == [0.5, 0.75, 1.0]
+    assert metrics(at)["Nodes needed"] == nodes  # a page-local sweep leaves the scenario's answer alone
+
+
+def test_export_offers_the_routing_csv(app):
+    at = show(app, "pages/export.py")
+    labels = [b.label for b in at.get("download_button")]
+    assert "Download routing table (CSV)" in labels
+
+
+def test_export_builds_the_procurement_summary_on_demand(app):
+    pytest.importorskip("core.report", reason="the procurement summary (core/report) is not in this build")
+    at = show(app, "pages/export.py")
+    assert [b.label for b in at.get("download_button")] == ["Download routing table (CSV)"]  # nothing built yet
+    at.button(key="export_build").click().run()
+    assert not at.exception and not at.error
+    labels = [b.label for b in at.get("download_button")]
+    assert labels == ["Download routing table (CSV)", "Workbook (XLSX)", "One-pager (HTML)", "One-pager (Markdown)"]
+    # A changed scenario makes the built files stale: they are withdrawn until built again.
+    at.number_input(key="sc_fleet_nodes").set_value(3).run()
+    assert [b.label for b in at.get("download_button")] == ["Download routing table (CSV)"]
+    assert any("build again" in c.value for c in at.caption)
