@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "core.commands.bench",
     "core.commands.perf",
     "core.commands.workloads",
+    "core.commands.report",
 ]
 
 

@@ -1,0 +1,100 @@
+"""Procurement summary export: one evaluated scenario as an XLSX workbook, an HTML one-pager or a Markdown brief.
+
+Build the summary once (`build_summary`, which re-runs the evaluation for the
+price-sensitivity cases) and hand it to any of the three builders; each builder
+also accepts the evaluation alone and builds the summary itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from core.engine import Evaluation
+from core.errors import InputError
+from core.report.content import (
+    Change,
+    Figure,
+    ProcurementSummary,
+    Table,
+    build_summary,
+    recommended_changes,
+)
+from core.report.numbers import FORMATS, fmt
+
+# File extension -> report format.
+REPORT_FORMATS = {".xlsx": "xlsx", ".html": "html", ".htm": "html", ".md": "markdown"}
+
+__all__ = [
+    "FORMATS",
+    "REPORT_FORMATS",
+    "Change",
+    "Figure",
+    "ProcurementSummary",
+    "Table",
+    "build_html",
+    "build_markdown",
+    "build_summary",
+    "build_xlsx",
+    "fmt",
+    "recommended_changes",
+    "report_format",
+    "write_report",
+]
+
+
+def _summary(ev: Evaluation, summary: ProcurementSummary | None, generated: dt.datetime | None) -> ProcurementSummary:
+    return summary if summary is not None else build_summary(ev, generated=generated)
+
+
+def build_xlsx(ev: Evaluation, *, summary: ProcurementSummary | None = None,
+               generated: dt.datetime | None = None) -> bytes:
+    """The workbook (Summary, Workloads, Fleet, Assumptions, Sensitivity) as .xlsx bytes."""
+    from core.report.xlsx import build_workbook_bytes
+
+    return build_workbook_bytes(_summary(ev, summary, generated))
+
+
+def build_html(ev: Evaluation, *, summary: ProcurementSummary | None = None,
+               generated: dt.datetime | None = None) -> str:
+    """The one-pager as a self-contained HTML document (plotly.js inline; opens and prints offline)."""
+    from core.report.html import build_html_text
+
+    return build_html_text(_summary(ev, summary, generated))
+
+
+def build_markdown(ev: Evaluation, *, summary: ProcurementSummary | None = None,
+                   generated: dt.datetime | None = None) -> str:
+    """The brief as Markdown, for a ticket or a wiki page."""
+    from core.report.markdown import build_markdown_text
+
+    return build_markdown_text(_summary(ev, summary, generated))
+
+
+def report_format(path: str | Path) -> str:
+    """'xlsx', 'html' or 'markdown' from a file name, or an InputError naming the extensions allowed."""
+    ext = Path(path).suffix.lower()
+    if ext not in REPORT_FORMATS:
+        raise InputError(f"cannot write a report to {Path(path).name!r}: the file name must end in "
+                         f"{', '.join(REPORT_FORMATS)}")
+    return REPORT_FORMATS[ext]
+
+
+def write_report(ev: Evaluation, path: str | Path, *, summary: ProcurementSummary | None = None,
+                 generated: dt.datetime | None = None) -> Path:
+    """Write the report in the format its extension names; returns the path written."""
+    p = Path(path)
+    kind = report_format(p)
+    if not p.parent.is_dir():
+        raise InputError(f"cannot write {p}: folder {p.parent} does not exist")
+    s = _summary(ev, summary, generated)
+    try:
+        if kind == "xlsx":
+            p.write_bytes(build_xlsx(ev, summary=s))
+        elif kind == "html":
+            p.write_text(build_html(ev, summary=s), encoding="utf-8")
+        else:
+            p.write_text(build_markdown(ev, summary=s), encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write {p}: {exc.strerror or exc}") from None
+    return p

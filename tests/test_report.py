@@ -1,0 +1,539 @@
+"""Procurement summary export (issue 7): workbook, HTML one-pager, Markdown brief, the changes they recommend, the CLI."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import io
+import re
+import zipfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import openpyxl
+import pandas as pd
+import pytest
+
+from core.analysis import fleet_options
+from core.cli import main
+from core.economics import NodeRate
+from core.engine import Evaluation, Route
+from core.models import Scenario
+from core.report import (
+    FORMATS,
+    build_html,
+    build_markdown,
+    build_summary,
+    build_xlsx,
+    fmt,
+    recommended_changes,
+    report_format,
+)
+from core.report.charts import cost_by_route_figure, hourly_utilization_figure
+from core.report.content import _owned_cost
+from core.report.markdown import md_text
+from core.seed import sample_workloads_path
+from core.service import evaluate_store, make_scenario
+from core.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+GENERATED = dt.datetime(2026, 3, 2, 9, 30, tzinfo=dt.UTC)
+HOSTILE_NAME = '=HYPERLINK("http://x","y")'
+SHEETS = ["Summary", "Workloads", "Fleet", "Assumptions", "Sensitivity"]
+USD = FORMATS["usd"].excel
+KIND_BY_EXCEL = {f.excel: k for k, f in FORMATS.items() if k not in ("text", "num_g")}
+
+
+# ---------------------------------------------------------------------------
+# fixtures: one evaluation of the bundled sample, one of a hostile inventory (built once: ~1 s each)
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def report_store(tmp_path_factory):
+    s = Store(tmp_path_factory.mktemp("report") / "r.duckdb")
+    yield s
+    s.close()
+
+
+def _hostile_frame() -> pd.DataFrame:
+    w = pd.read_csv(sample_workloads_path())
+    w.loc[w["workload_id"] == "internal-chat", "name"] = HOSTILE_NAME
+    w.loc[w["workload_id"] == "credit-memos", "team"] = "-2+3"
+    w.loc[w["workload_id"] == "kyc-overnight", "notes"] = "@SUM(1+1) | <b>bold</b> [x](http://evil)"
+    return w
+
+
+@pytest.fixture(scope="module")
+def sample(report_store):
+    """(evaluation, summary, xlsx bytes, html, markdown) for the bundled sample under the default scenario."""
+    ev = evaluate_store(report_store, make_scenario())
+    s = build_summary(ev, generated=GENERATED)
+    return ev, s, build_xlsx(ev, summary=s), build_html(ev, summary=s), build_markdown(ev, summary=s)
+
+
+@pytest.fixture(scope="module")
+def hostile(report_store):
+    ev = evaluate_store(report_store, make_scenario(), workloads=_hostile_frame())
+    s = build_summary(ev, generated=GENERATED)
+    return ev, s, build_xlsx(ev, summary=s), build_html(ev, summary=s), build_markdown(ev, summary=s)
+
+
+def _wb(data: bytes) -> openpyxl.Workbook:
+    return openpyxl.load_workbook(io.BytesIO(data))
+
+
+def _table_rows(ws, name: str) -> tuple[list[str], list[list]]:
+    """Header and data cells of a named Excel table."""
+    cells = list(ws[ws.tables[name].ref])
+    return [c.value for c in cells[0]], [list(r) for r in cells[1:]]
+
+
+# ---------------------------------------------------------------------------
+# one formatting function
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("value", "kind", "text"), [
+    (19629.597, "usd", "$19,630"),
+    (0.5, "usd", "$1"),  # Excel rounds half away from zero; Python's f"{0.5:.0f}" would say "0"
+    (2.5, "usd", "$3"),
+    (1.005, "usd_2", "$1.01"),  # 1.005 is 1.00499999... in binary; Excel (15 digits) shows 1.01
+    (-481.914, "usd", "-$482"),
+    (0.025, "usd_price", "$0.025"),
+    (0.1, "usd_price", "$0.10"),
+    (0.0000671, "usd_price", "$0.0001"),
+    (1234.5, "usd_price", "$1,234.50"),
+    (0.1856, "pct", "19%"),
+    (0.285, "pct", "29%"),
+    (0.0098, "pct_1", "1.0%"),
+    (200000.0, "int", "200,000"),
+    (0.0681, "num_1", "0.1"),
+    (1.3, "num_g", "1.3"),
+    (None, "usd", "–"),
+    (float("nan"), "int", "–"),
+    (dt.date(2026, 1, 1), "date", "2026-01-01"),
+])
+def test_fmt_matches_the_excel_format(value, kind, text):
+    assert fmt(value, kind) == text
+
+
+# ---------------------------------------------------------------------------
+# recommended changes, on a hand-made evaluation (every figure checked by hand)
+# ---------------------------------------------------------------------------
+
+RATE = NodeRate(33.02, 33.02, 8, "AWS p5.48xlarge (savings_1y)", "seed", "2026-01-01", "unverified", "full")
+ROUTES = [Route("owned:ar", "AR 70B", "owned", "autoregressive"),
+          Route("owned:dif", "Diffusion coder", "owned", "diffusion"),
+          Route("api:x/y", "X y (API)", "api", "autoregressive")]
+INF = np.inf
+
+
+def _fake_ev(monthly, verdict, *, p95=None, fleet_nodes=1, needed=1, pricing="savings_1y", rate=RATE,
+             cost_basis="full") -> Evaluation:
+    monthly = np.array(monthly, dtype=float)
+    feasible = np.isfinite(monthly)
+    ids = [f"w{i + 1}" for i in range(len(monthly))]
+    sc = Scenario(fleet_nodes=fleet_nodes, pricing_option=pricing, cost_basis=cost_basis)
+    fleet = {"owned_nodes": fleet_nodes, "nodes_needed": needed,
+             "extra_nodes_monthly_usd": max(needed - fleet_nodes, 0) * rate.full_usd_per_node_hour * 730.0}
+    a = {"feasible": feasible, "monthly_usd": np.where(feasible, monthly, np.nan),
+         "p95_ms": np.array(p95, dtype=float) if p95 is not None else np.full(monthly.shape, 500.0)}
+    return Evaluation(scenario=sc, rate=rate, gpu_name="H100 SXM", workloads=pd.DataFrame({"workload_id": ids}),
+                      routes=ROUTES, a=a, verdict=np.array(verdict), value_usd_per_mtok=np.zeros(len(ids)),
+                      fleet=fleet, catalog=None)
+
+
+def test_recommended_changes_in_plain_words_with_hand_checked_savings():
+    """Routes: owned AR, owned diffusion, API. Monthly $ per workload and route (inf = infeasible).
+
+    w1 diffusion 3,013.075 (1 GPU x 33.02/8 x 730) vs AR 24,104.6 (8 GPUs): saves 21,091.525 -> $21,092.
+    w2 API 233.83 vs owned AR 3,013.075: saves 2,779.245 -> $2,779.
+    w3 only AR is feasible: no saving to state.
+    w4 nothing is feasible.
+    w5 diffusion and AR both $1,000: a tie, broken by latency (400 ms against 450 ms).
+    Fleet: 3 nodes needed, 1 owned: buy 2 at 33.02 x 730 = 24,104.6 each -> $48,209.
+    """
+    ev = _fake_ev([[24104.6, 3013.075, INF], [3013.075, INF, 233.83], [500.0, INF, INF], [INF, INF, INF],
+                   [1000.0, 1000.0, INF]], [1, 2, 0, -1, 1],
+                  p95=[[500] * 3, [500] * 3, [500] * 3, [500] * 3, [450, 400, 500]], needed=3)
+    texts = [c.text for c in recommended_changes(ev)]
+    assert texts == [
+        "Buy 2 more 8×H100 SXM nodes: the recommended routing needs 3, you own 1; about $48,209/month at "
+        "$33.02/node-hour.",
+        "Move w1 to owned diffusion — Diffusion coder: saves $21,092/month vs owned AR 70B ($3,013 against "
+        "$24,105 a month).",
+        "Send w2 to X y (API): saves $2,779/month vs owned AR 70B ($234 against $3,013 a month).",
+        "Move w5 to owned diffusion — Diffusion coder: same cost as owned AR 70B ($1,000/month) with a lower p95 "
+        "latency (400 ms against 450 ms, estimates).",
+        "Move w3 to owned autoregressive — AR 70B: $500/month; no API or owned diffusion route meets its targets.",
+        "No route meets every target for w4: relax a latency target or quality floor, or allow an API; the "
+        "reasons are in the routing table.",
+    ]
+    effects = [c.usd_per_month for c in recommended_changes(ev)]
+    assert effects[0] == pytest.approx(48209.2)
+    assert effects[1] == pytest.approx(-21091.525)
+    assert effects[4] is None
+
+
+@pytest.mark.parametrize(("pricing", "verb"), [
+    ("savings_1y", "Do not renew 6 idle reserved 8×H100 SXM nodes"),
+    ("on_demand", "Release 6 idle 8×H100 SXM nodes"),
+])
+def test_idle_nodes_to_release_are_priced_at_the_scenario_rate(pricing, verb):
+    """8 owned, 2 needed: 6 x 33.02 x 730 = 144,627.6 -> $144,628 a month."""
+    ev = _fake_ev([[100.0, INF, INF]], [0], fleet_nodes=8, needed=2, pricing=pricing)
+    first = recommended_changes(ev)[0]
+    assert first.text == (f"{verb} (or give them other work): the recommended routing needs 2 of the 8 owned; "
+                          "saves $144,628/month at $33.02/node-hour.")
+    assert first.usd_per_month == pytest.approx(-144627.6)
+
+
+def test_committed_nodes_under_the_marginal_basis_save_nothing_now():
+    marginal = NodeRate(0.0, 33.02, 8, "AWS p5.48xlarge (savings_1y)", "seed", "2026-01-01", "unverified", "marginal")
+    ev = _fake_ev([[0.0, INF, INF]], [0], fleet_nodes=4, needed=1, rate=marginal, cost_basis="marginal")
+    first = recommended_changes(ev)[0]
+    assert "cost nothing more while committed" in first.text and first.usd_per_month is None
+
+
+def test_owned_cost_charges_new_nodes_at_full_price():
+    """1 reserved node at the marginal $0 + 2 new at $33.02 x 730 = 48,209.2 a month."""
+    marginal = NodeRate(0.0, 33.02, 8, "x", "seed", "2026-01-01", "unverified", "marginal")
+    ev = _fake_ev([[0.0, INF, INF]], [0], fleet_nodes=1, rate=marginal, cost_basis="marginal")
+    assert _owned_cost(ev, 3) == pytest.approx(48209.2)
+    assert _owned_cost(ev, 1) == 0.0
+
+
+def test_long_inventories_list_ten_moves_and_sum_the_rest():
+    """12 workloads on diffusion, each saving (AR - diffusion) = 100 x (i + 1): the two smallest are summed, 100 + 200."""
+    monthly = [[1000.0 + 100 * (i + 1), 1000.0, INF] for i in range(12)]
+    changes = recommended_changes(_fake_ev(monthly, [1] * 12))
+    assert len(changes) == 11
+    assert changes[0].text.startswith("Move w12 to owned diffusion") and "saves $1,200/month" in changes[0].text
+    assert changes[-1].text.startswith("…and 2 more workloads placed the same way (together $300/month saved")
+    assert changes[-1].usd_per_month == pytest.approx(-300.0)
+
+
+# ---------------------------------------------------------------------------
+# the summary agrees with the engine
+# ---------------------------------------------------------------------------
+
+def test_cost_by_route_adds_up_to_the_monthly_total(sample):
+    ev, s, *_ = sample
+    assert sum(r["monthly_usd"] for r in s.cost_by_route.rows) == pytest.approx(ev.fleet["total_monthly_usd"])
+    assert s.figure("total_monthly_usd").value == pytest.approx(ev.fleet["total_monthly_usd"])
+    assert s.figure("idle_usd_per_month").value == pytest.approx(ev.fleet["idle_usd_per_month"])
+
+
+def test_alternatives_come_from_fleet_options(sample):
+    """Under the full basis every node costs the scenario rate, so the report's options equal analysis.fleet_options."""
+    ev, s, *_ = sample
+    opts = fleet_options(ev).set_index("option")
+    assert s.figure("all_api_monthly_usd").value == pytest.approx(opts.loc["All on public APIs", "monthly_usd"])
+    assert s.figure("all_owned_ar_monthly_usd").value == pytest.approx(
+        opts.loc["Owned, autoregressive only", "monthly_usd"])
+    assert "serves 2 of 7 workloads" in s.figure("all_api_monthly_usd").note  # 5 are owned_only
+
+
+def test_sensitivity_has_the_four_price_cases(sample):
+    _, s, *_ = sample
+    cases = [r["case"] for r in s.sensitivity.rows]
+    assert cases == ["As assumed", "API prices × 0.5", "API prices × 2", "Node prices × 0.5", "Node prices × 2"]
+    base = s.sensitivity.rows[0]["total_monthly_usd"]
+    assert [r["change_usd"] for r in s.sensitivity.rows] == pytest.approx(
+        [r["total_monthly_usd"] - base for r in s.sensitivity.rows])
+
+
+# ---------------------------------------------------------------------------
+# the workbook
+# ---------------------------------------------------------------------------
+
+def test_workbook_sheets_tables_headers_and_frozen_rows(sample):
+    wb = _wb(sample[2])
+    assert wb.sheetnames == SHEETS
+    for ws in wb.worksheets:
+        assert ws.tables, f"{ws.title} has no Excel table (filters)"
+        assert ws.freeze_panes is not None, ws.title
+    header, _ = _table_rows(wb["Workloads"], "Workloads")
+    assert header[:2] == ["Workload", "Name"] and "$/month" in header and "Why" in header
+    assert wb["Workloads"].freeze_panes == "B4"  # header row and the workload column stay in view
+    header, _ = _table_rows(wb["Assumptions"], "Assumptions")
+    assert header == ["Section", "Item", "Figure", "Value", "Unit", "As of", "Source", "Confidence", "Note"]
+    assert set(wb["Summary"].tables) == {"Headline", "Changes", "CostByRoute", "Options"}
+    assert set(wb["Fleet"].tables) == {"FleetRoutes", "Hourly"}
+
+
+def test_money_columns_carry_currency_formats(sample):
+    ev, _, data, *_ = sample
+    ws = _wb(data)["Workloads"]
+    header, rows = _table_rows(ws, "Workloads")
+    for name, excel in (("$/month", USD), ("$/request", FORMATS["usd_price"].excel),
+                        ("$/M output tokens", FORMATS["usd_2"].excel), ("Escalated for quality", "0%"),
+                        ("Requests/day", "#,##0")):
+        col = header.index(name)
+        assert {r[col].number_format for r in rows} == {excel}, name
+    col = header.index("$/month")
+    assert [r[col].value for r in rows] == pytest.approx(ev.verdicts_frame()["monthly_usd"].tolist())
+    _, rows = _table_rows(_wb(data)["Sensitivity"], "Sensitivity")
+    assert all(r[1].number_format == USD and isinstance(r[1].value, float) for r in rows)
+
+
+def test_summary_sheet_has_a_chart_of_monthly_cost_by_route(sample):
+    data = sample[2]
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        charts = [n for n in z.namelist() if n.startswith("xl/charts/chart")]
+        summary_chart = next(z.read(n).decode() for n in charts if "Summary!$A$" in z.read(n).decode())
+    ws = _wb(data)["Summary"]
+    ref = ws.tables["CostByRoute"].ref  # e.g. A37:F43: categories A38:A43, values B38:B43
+    first, last = int(re.findall(r"\d+", ref)[0]) + 1, int(re.findall(r"\d+", ref)[1])
+    assert f"Summary!$A${first}:$A${last}" in summary_chart
+    assert f"Summary!$B${first}:$B${last}" in summary_chart
+
+
+def test_every_price_used_is_on_assumptions_with_date_and_source(sample):
+    ev, _, data, *_ = sample
+    _, rows = _table_rows(_wb(data)["Assumptions"], "Assumptions")
+    facts = {(r[1].value, r[2].value): r for r in rows}
+    node = facts[(ev.rate.label, "Price used, $ per node-hour")]
+    assert node[3].value == pytest.approx(ev.rate.usd_per_node_hour)
+    assert node[5].value.date().isoformat() == ev.rate.as_of and node[6].value == ev.rate.source
+    for route in ev.routes:
+        if route.api is None:
+            continue
+        api = route.api
+        prices = {"Input, $ per million tokens": api.usd_per_mtok_in, "Output, $ per million tokens": api.usd_per_mtok_out}
+        if api.usd_per_mtok_cached_in is not None:
+            prices["Cached input, $ per million tokens"] = api.usd_per_mtok_cached_in
+        for figure, value in prices.items():
+            row = facts[(route.label, figure)]
+            assert row[3].value == pytest.approx(value)
+            assert row[3].number_format == FORMATS["usd_price"].excel
+            assert row[5].value.date() == api.as_of, (route.label, figure)
+            assert row[6].value == api.source and row[7].value == api.confidence.value
+    quality = [r for r in rows if r[0].value == "Quality"]
+    assert quality and {r[7].value for r in quality} == {"estimate"}
+    # Performance is labelled as the engine words it: estimated, and where calibrated, on which points.
+    stacks = {r[1].value: r[3].value for r in rows if r[0].value == "Serving stack" and r[2].value == "Performance"}
+    assert stacks == {d["name"]: d["performance"] for d in ev.scenario_dict()["serving_stacks"]}
+    assert all("estimated" in v for v in stacks.values())
+
+
+def test_a_node_price_override_is_dated_the_day_of_the_report(report_store):
+    ev = evaluate_store(report_store, make_scenario(node_usd_per_hour=40.0))
+    s = build_summary(ev, generated=GENERATED, sensitivity_frame=pd.DataFrame(
+        {"case": ["As assumed"], "total_monthly_usd": [1.0], "api_monthly_usd": [0.0], "nodes_needed": [1],
+         "verdicts_changed": [0], "changed_workloads": [""]}))
+    node = next(r for r in s.assumptions.rows if r["section"] == "Node price")
+    assert node["value"] == 40.0 and node["as_of"] == GENERATED.date() and node["source"] == "scenario override"
+
+
+def test_formula_like_workload_text_arrives_as_inert_text_in_the_workbook(hostile):
+    data = hostile[2]
+    ws = _wb(data)["Workloads"]
+    header, rows = _table_rows(ws, "Workloads")
+    by_id = {r[0].value: r for r in rows}
+    name = by_id["internal-chat"][header.index("Name")]
+    assert name.value == HOSTILE_NAME and name.data_type == "s"
+    assert by_id["credit-memos"][header.index("Team")].value == "-2+3"
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        for n in z.namelist():
+            if n.startswith("xl/worksheets/sheet"):
+                xml = z.read(n).decode()
+                assert "<f>" not in xml and "<f " not in xml, f"{n} holds a formula"
+                assert "HYPERLINK" not in xml  # the text lives in the shared strings, not as a formula
+        assert "HYPERLINK" in z.read("xl/sharedStrings.xml").decode()
+
+
+# ---------------------------------------------------------------------------
+# HTML one-pager
+# ---------------------------------------------------------------------------
+
+class _Collect(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.open: list[str] = []
+        self.cells: list[str] = []
+        self._cell: list[str] | None = None
+        self.styles: list[str] = []
+        self._in_style = False
+        self.scripts: list[int] = []
+        self._script = None
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        if tag in ("table", "tbody", "thead", "tr", "td", "th", "div", "ol", "li"):
+            self.open.append(tag)
+        if tag in ("td", "th"):
+            self._cell = []
+        self._in_style = tag == "style"
+        if tag == "script":
+            self._script = 0
+
+    def handle_endtag(self, tag):
+        if tag in ("table", "tbody", "thead", "tr", "td", "th", "div", "ol", "li"):
+            assert self.open and self.open[-1] == tag, f"</{tag}> closes <{self.open[-1] if self.open else None}>"
+            self.open.pop()
+        if tag in ("td", "th") and self._cell is not None:
+            self.cells.append("".join(self._cell))
+            self._cell = None
+        if tag == "style":
+            self._in_style = False
+        if tag == "script":
+            self.scripts.append(self._script or 0)
+            self._script = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._in_style:
+            self.styles.append(data)
+        if self._script is not None:
+            self._script += len(data)
+
+
+def _parse(html_text: str) -> _Collect:
+    p = _Collect()
+    p.feed(html_text)
+    p.close()
+    assert not p.open, f"unclosed: {p.open}"
+    return p
+
+
+def test_html_parses_holds_both_charts_and_needs_no_network(sample):
+    html_text = sample[3]
+    p = _parse(html_text)
+    ids = {a.get("id") for _, a in p.tags}
+    assert {"chart-cost-by-route", "chart-hourly-utilization"} <= ids
+    assert html_text.count("Plotly.newPlot(") == 2
+    # plotly.js is inline exactly once: one big script, and no script, stylesheet, font or image from elsewhere.
+    assert sum(1 for n in p.scripts if n > 1_000_000) == 1
+    for tag, attrs in p.tags:
+        assert not (tag == "script" and "src" in attrs), attrs
+        assert tag not in ("link", "iframe", "img", "object", "embed"), tag
+    css = "".join(p.styles)
+    assert "http" not in css and "@import" not in css and "@font-face" not in css
+    assert "@media print" in css and "table-layout: fixed" in css and "break-inside: avoid" in css
+
+
+def test_html_escapes_user_text_and_defuses_formulas(hostile):
+    html_text = hostile[3]
+    p = _parse(html_text)
+    assert HOSTILE_NAME not in html_text  # quotes escaped
+    assert any(c.endswith("'" + HOSTILE_NAME) for c in p.cells)  # shown, with the OWASP quote
+    assert not any(c.startswith(("=", "+", "@")) for c in p.cells)
+
+
+def test_html_headline_numbers_match_the_workbook(sample):
+    _, s, data, html_text, _ = sample
+    cells = _parse(html_text).cells
+    for label, text in _workbook_headline(data):
+        i = cells.index(label)
+        assert cells[i + 1] == text, label
+
+
+# ---------------------------------------------------------------------------
+# Markdown brief
+# ---------------------------------------------------------------------------
+
+def _workbook_headline(data: bytes) -> list[tuple[str, str]]:
+    """(label, the text Excel shows) for every headline row, via the one shared formatter."""
+    _, rows = _table_rows(_wb(data)["Summary"], "Headline")
+    out = []
+    for label, value, _note in rows:
+        kind = KIND_BY_EXCEL.get(value.number_format, "num_g")
+        out.append((label.value, fmt(value.value, kind)))
+    return out
+
+
+def test_markdown_headline_numbers_are_identical_to_the_workbook(sample):
+    _, s, data, _, md = sample
+    headline = _workbook_headline(data)
+    assert len(headline) == len(s.headline) >= 12
+    for label, text in headline:
+        assert f"| {md_text(label)} | {text} |" in md, label
+    # Hand-checked: one owned node at $33.02/hour for 730 hours a month.
+    assert "| Owned nodes, $/month | $24,105 |" in md
+
+
+def test_markdown_states_date_inventory_and_dated_prices(sample):
+    ev, s, *_, md = sample
+    assert "Generated 2026-03-02 09:30 UTC · inventory: bundled sample · 7 workloads" in md
+    for route in ev.routes:
+        if route.api is not None:
+            line = next(line for line in md.splitlines() if line.startswith(f"| {md_text(route.label)} |"))
+            assert route.api.as_of.isoformat() in line
+    assert "estimate" in md.lower()
+
+
+def test_markdown_neutralises_and_escapes_user_text(hostile):
+    md = hostile[4]
+    assert "| '" + HOSTILE_NAME + " |" in md
+    rows = [line for line in md.splitlines() if line.startswith("| internal-chat |") or line.startswith("| Workload |")]
+    assert len({line.count(" | ") for line in rows}) == 1  # no stray column
+    assert md_text("a|b <i>[x](y)</i>") == r"a\|b \<i\>\[x\](y)\</i\>"
+    assert md_text("-2+3") == "'-2+3"
+
+
+# ---------------------------------------------------------------------------
+# charts
+# ---------------------------------------------------------------------------
+
+def test_cost_chart_sorts_colours_and_escapes_labels():
+    fig = cost_by_route_figure(routes=["A <a href='x'>", "B (API)", "Unallocated"], monthly_usd=[300.0, 50.0, 20.0],
+                               groups=["owned", "api", "unallocated"])
+    by_name = {t.name: t for t in fig.data}
+    assert list(by_name) == ["Owned GPUs", "Public API", "Owned, not allocated"]
+    assert by_name["Owned GPUs"].y == ("A &lt;a href='x'&gt;",) and by_name["Owned GPUs"].text == ("$300",)
+    assert fig.layout.yaxis.categoryarray == ("Unallocated", "B (API)", "A &lt;a href='x'&gt;")  # largest on top
+
+
+def test_hourly_chart_stacks_batch_fill_on_interactive_load():
+    fig = hourly_utilization_figure(hours=["00:00", "01:00"], interactive=[0.0, 0.4], with_batch=[0.2, 0.4])
+    assert fig.data[1].y == (0.2, 0.0) and fig.layout.barmode == "stack" and fig.layout.xaxis.type == "category"
+
+
+# ---------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["r.xlsx", "r.html", "r.md"])
+def test_report_command_writes_each_format(tmp_path, capsys, name):
+    out = tmp_path / name
+    assert main(["--db", str(tmp_path / "h.duckdb"), "report", "--out", str(out), "--fleet-nodes", "2"]) == 0
+    assert capsys.readouterr().out.startswith(f"wrote {out} (")
+    if name.endswith(".xlsx"):
+        assert _wb(out.read_bytes()).sheetnames == SHEETS
+    else:
+        text = out.read_text(encoding="utf-8")
+        assert "inventory: bundled sample" in text and "2 × 8×H100 SXM owned" in text
+
+
+def test_report_command_refuses_an_unknown_extension(tmp_path, capsys):
+    assert main(["--db", str(tmp_path / "h.duckdb"), "report", "--out", str(tmp_path / "r.pdf")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hangover: error: cannot write a report to 'r.pdf'") and ".xlsx, .html, .htm, .md" in err
+    assert not (tmp_path / "r.pdf").exists()
+    with pytest.raises(Exception, match="must end in"):
+        report_format("summary.docx")
+
+
+def test_report_command_on_a_workloads_file_labels_it(tmp_path, capsys):
+    src = tmp_path / "inv.csv"
+    _hostile_frame().to_csv(src, index=False)
+    out = tmp_path / "r.md"
+    assert main(["--db", str(tmp_path / "h.duckdb"), "report", "--out", str(out), "--workloads", str(src)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "inventory: file inv.csv" in text and "'" + HOSTILE_NAME in text
+
+
+@pytest.mark.skipif(importlib.util.find_spec("core.commands.workloads") is None,
+                    reason="`hangover workloads import` not available yet")
+def test_report_command_on_an_imported_inventory_version(tmp_path, capsys):
+    db = str(tmp_path / "h.duckdb")
+    src = tmp_path / "inv.csv"
+    _hostile_frame().to_csv(src, index=False)
+    assert main(["--db", db, "workloads", "import", str(src)]) == 0
+    out = tmp_path / "r.html"
+    assert main(["--db", db, "report", "--out", str(out), "--version", "1"]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "inventory: version 1" in text and "&#x27;=HYPERLINK(&quot;" in text
