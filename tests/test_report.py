@@ -537,3 +537,16 @@ def test_report_command_on_an_imported_inventory_version(tmp_path, capsys):
     assert main(["--db", db, "report", "--out", str(out), "--version", "1"]) == 0
     text = out.read_text(encoding="utf-8")
     assert "inventory: version 1" in text and "&#x27;=HYPERLINK(&quot;" in text
+
+
+# ---------------------------------------------------------------------------
+# README and examples
+# ---------------------------------------------------------------------------
+
+def test_readme_links_an_example_of_each_format():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Procurement summary", 1)[1]
+    links = re.findall(r"\]\((docs/examples/[^)]+)\)", section)
+    assert {Path(link).suffix for link in links} >= {".xlsx", ".html", ".md"}
+    for link in links:
+        assert (ROOT / link).is_file(), link
