@@ -1,0 +1,372 @@
+"""Frames and pure Plotly builders for the input pages: roofline, latency/throughput curves, benchmarks, break-even."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from core import physics
+from core.bench_import import ImportResult, import_benchmark_file
+from core.calibration import Calibration, calibrate, performance_curve, route_points
+from core.engine import CONCURRENCY_GRID, TP_OPTIONS
+from core.errors import InputError
+from core.models import Benchmark, GpuSpec, ServingStack
+from core.pricing_views import stale_marks
+
+ARCH_COLORS: dict[str, str] = {
+    "autoregressive": "#1f77b4",
+    "speculative": "#9467bd",
+    "moe": "#ff7f0e",
+    "diffusion": "#2ca02c",
+}
+# Measured points and vendor claims must never look like estimates (DESIGN.md: provenance never mixed silently).
+PROVENANCE_STYLE: dict[str, dict[str, object]] = {
+    "measured": {"name": "measured", "symbol": "circle", "color": "#111111"},
+    "vendor_claim": {"name": "vendor claim", "symbol": "diamond-open", "color": "#d62728"},
+}
+TIER_COLORS = {"commodity": "#7f7f7f", "mid": "#1f77b4", "frontier": "#9467bd", "diffusion": "#2ca02c"}
+DEFAULT_TOKENS = (1000.0, 256.0)
+
+_LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "hovermode": "closest"}
+
+
+# -- performance frames ------------------------------------------------------------------
+
+
+def _best_option(stack: ServingStack, gpu: GpuSpec, bench: tuple[Benchmark, ...], input_tokens: float,
+                 output_tokens: float) -> tuple[int, int, Calibration, dict] | None:
+    """(GPUs per replica, grid index, calibration, estimate) with the most output tokens/s per GPU that fits; None if nothing fits."""
+    choice = None
+    for g in TP_OPTIONS:
+        if physics.max_concurrency(stack, gpu, g, input_tokens + output_tokens) < 1:
+            continue
+        cal = calibrate(stack, gpu, g, bench)
+        est = physics.estimate(stack, gpu, g, CONCURRENCY_GRID, input_tokens, output_tokens, cal.efficiency)
+        tps = np.where(est["fits"], est["output_tokens_per_s_total"], -np.inf)
+        i = int(np.argmax(tps))
+        if choice is None or tps[i] / g > choice[0]:
+            choice = (tps[i] / g, g, i, cal, est)
+    return None if choice is None else choice[1:]
+
+
+def roofline_frame(
+    stacks: Sequence[ServingStack],
+    gpu: GpuSpec,
+    benchmarks: Iterable[Benchmark] = (),
+    input_tokens: float = DEFAULT_TOKENS[0],
+    output_tokens: float = DEFAULT_TOKENS[1],
+) -> pd.DataFrame:
+    """Each stack on the GPU at batch 1 and at its best batch: intensity, estimated achieved and attainable FLOP/s per GPU.
+
+    Best batch = the concurrency on the engine's grid, and the GPUs per replica
+    (1/2/4/8), with the most output tokens/s per GPU whose KV cache fits (the
+    engine's own choice); batch 1 uses the same GPU count. Efficiency is
+    calibrated where benchmarks exist. Attainable = the roof
+    min(peak, HBM bandwidth x intensity) at the stack's precision; achieved =
+    decode FLOPs / step time (overheads included). Stacks that fit on no
+    option are listed in ``attrs["skipped"]``.
+    """
+    rows, skipped = [], []
+    bench = tuple(benchmarks)
+    ctx = float(input_tokens) + 0.5 * float(output_tokens)
+    bw = gpu.hbm_tb_per_s * 1e12
+    for s in stacks:
+        choice = _best_option(s, gpu, bench, input_tokens, output_tokens)
+        if choice is None:
+            skipped.append(s.stack_id)
+            continue
+        g, best_i, cal, est = choice
+        peak = physics.peak_flops(s, gpu)
+        for label, i in (("batch 1", 0), ("best batch", best_i)):
+            b = float(CONCURRENCY_GRID[i])
+            step_ms, flops, moved, mem_bound = physics.decode_step(s, gpu, g, b, ctx, cal.efficiency)
+            intensity = float(flops / moved)
+            rows.append({
+                "stack_id": s.stack_id,
+                "name": s.name,
+                "architecture": s.architecture.value,
+                "gpus_per_replica": g,
+                "point": label,
+                "concurrency": b,
+                "arithmetic_intensity": intensity,
+                "achieved_flops_per_gpu": float(flops / (float(step_ms) / 1e3) / g),
+                "attainable_flops_per_gpu": min(peak, bw * intensity),
+                "peak_flops_per_gpu": peak,
+                "precision": "FP8" if peak != gpu.bf16_tflops * 1e12 else "BF16",
+                "memory_bound": bool(mem_bound),
+                "output_tokens_per_s_total": float(est["output_tokens_per_s_total"][i]),
+                "provenance": cal.estimated_label,
+            })
+    df = pd.DataFrame(rows, columns=[
+        "stack_id", "name", "architecture", "gpus_per_replica", "point", "concurrency", "arithmetic_intensity",
+        "achieved_flops_per_gpu", "attainable_flops_per_gpu", "peak_flops_per_gpu", "precision", "memory_bound",
+        "output_tokens_per_s_total", "provenance",
+    ])
+    df.attrs["skipped"] = skipped
+    return df
+
+
+def perf_defaults(stack: ServingStack, gpu: GpuSpec, benchmarks: Iterable[Benchmark]) -> tuple[int, float, float]:
+    """(GPUs per replica, input tokens, output tokens) to open the curves with.
+
+    The route with the most measured or claimed points for this stack and GPU,
+    at its first point's token lengths, so the curve meets the evidence; with
+    no points, the GPU count with the most tokens/s per GPU at 1000 in / 256 out.
+    """
+    bench = tuple(benchmarks)
+    best: tuple[int, list[Benchmark]] | None = None
+    for g in sorted({b.gpus_per_replica for b in bench if b.stack_id == stack.stack_id}):
+        used, _ = route_points(stack, gpu, g, bench)
+        if used and (best is None or len(used) > len(best[1])):
+            best = (g, used)
+    if best is not None:
+        g, used = best
+        return g, float(used[0].input_tokens), float(used[0].output_tokens)
+    choice = _best_option(stack, gpu, bench, *DEFAULT_TOKENS)
+    return (choice[0] if choice else 1), *DEFAULT_TOKENS
+
+
+def curve_note(cal: Calibration) -> str:
+    """What the curve rests on: the fit and its error when calibrated, else that it is a plain estimate."""
+    if cal.fit is not None:
+        text = cal.fit.describe()
+    else:
+        text = (f"no measured or vendor-claim points for {cal.stack_id} on {cal.gpu} x{cal.gpus}: the whole curve is "
+                f"the roofline estimate with default efficiency (HBM {cal.efficiency.mem:.0%}, compute "
+                f"{cal.efficiency.compute:.0%} of peak)")
+    return "; ".join([text, *cal.notes])
+
+
+def curve_view(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens: float, output_tokens: float,
+               benchmarks: Iterable[Benchmark]) -> tuple[pd.DataFrame, str]:
+    """(curve over the engine's concurrencies, the note on what it rests on) for one route; the frame carries no attrs."""
+    curve = performance_curve(stack, gpu, gpus, CONCURRENCY_GRID, input_tokens, output_tokens, benchmarks)
+    note = curve_note(curve.attrs["calibration"])
+    curve.attrs = {}  # the Calibration object is not table data (Streamlit would try to serialise it)
+    return curve, note
+
+
+def benchmark_table(benchmarks: Sequence[Benchmark], today: dt.date) -> pd.DataFrame:
+    """Every benchmark point with provenance, tool, source, as_of and a stale flag; by stack, GPU and concurrency.
+
+    Also `route` ("H100 SXM ×2") and `tokens_in_out` ("1,000 / 256") labels for compact display.
+    """
+    cols = ["stack_id", "gpu", "gpus_per_replica", "concurrency", "input_tokens", "output_tokens",
+            "output_tokens_per_s_total", "output_tokens_per_s_per_stream", "ttft_ms_p50", "e2e_ms_p50",
+            "e2e_ms_p95", "provenance", "tool", "source", "as_of", "confidence", "note"]
+    df = pd.DataFrame([b.model_dump(mode="python") for b in benchmarks], columns=[*cols, "ttft_ms_p95"])[cols]
+    num = ["concurrency", "input_tokens", "output_tokens", "output_tokens_per_s_total", "output_tokens_per_s_per_stream",
+           "ttft_ms_p50", "e2e_ms_p50", "e2e_ms_p95"]
+    df[num] = df[num].apply(pd.to_numeric, errors="coerce").astype(float)
+    df["provenance"] = df["provenance"].map(lambda p: getattr(p, "value", p))
+    df["confidence"] = df["confidence"].map(lambda c: getattr(c, "value", c))
+    df.insert(df.columns.get_loc("as_of") + 1, "stale", stale_marks(df["as_of"], today) if len(df) else [])
+    # Compact labels so the table fits the page: "H100 SXM ×2", "1,000 / 256".
+    df["route"] = df["gpu"] + " ×" + df["gpus_per_replica"].astype(str)
+    df["tokens_in_out"] = [f"{i:,.0f} / {o:,.0f}" for i, o in zip(df["input_tokens"], df["output_tokens"], strict=True)]
+    return df.sort_values(["stack_id", "gpu", "gpus_per_replica", "concurrency"], kind="stable").reset_index(drop=True)
+
+
+# The import's errors name CLI flags; on the page the same settings are fields with these labels.
+IMPORT_FIELDS = {
+    "--stack": "the 'Serving stack' field",
+    "--gpus-per-replica": "the 'GPUs per replica' field",
+    "--gpu": "the 'GPU' field",
+    "--concurrency": "the 'Concurrency' field",
+    "--input-tokens": "the 'Mean input tokens' field",
+    "--output-tokens": "the 'Mean output tokens' field",
+}
+
+
+def import_benchmarks(store, data: bytes, file_name: str, *, stack_id: str | None = None, gpu: str | None = None,
+                      gpus_per_replica: int | None = None, concurrency: float | None = None,
+                      input_tokens: float | None = None, output_tokens: float | None = None) -> ImportResult:
+    """Import one benchmark file (core.bench_import) with the page's settings; None means "as the file says".
+
+    InputError messages are reworded to name the page's fields instead of CLI flags.
+    """
+    try:
+        return import_benchmark_file(store, data, file_name, stack_id=stack_id, gpu=gpu,
+                                     gpus_per_replica=gpus_per_replica, concurrency=concurrency,
+                                     input_tokens=input_tokens, output_tokens=output_tokens)
+    except InputError as exc:
+        msg = re.sub(r"pass ((?:--[a-z-]+\s*)+)",
+                     lambda m: "fill in " + " and ".join(IMPORT_FIELDS.get(f, f) for f in m.group(1).split()), str(exc))
+        msg = re.sub(r"--[a-z-]+", lambda m: IMPORT_FIELDS.get(m.group(0), m.group(0)), msg)
+        raise InputError(msg) from None
+
+
+# -- figures -----------------------------------------------------------------------------
+
+
+def roofline_chart(points: pd.DataFrame, gpu: GpuSpec) -> go.Figure:
+    """Log-log roofline of one GPU: the roofs (BF16, and FP8 where the GPU has it) and each stack at batch 1 and best batch."""
+    bw = gpu.hbm_tb_per_s * 1e12
+    peaks = [("BF16", gpu.bf16_tflops * 1e12)] + ([("FP8", gpu.fp8_tflops * 1e12)] if gpu.fp8_tflops else [])
+    lo = 0.25
+    hi = max(4.0 * max(p / bw for _, p in peaks), 2.0 * float(points["arithmetic_intensity"].max()) if len(points) else 1.0)
+    x = np.geomspace(lo, hi, 200)
+    fig = go.Figure()
+    for (label, peak), dash in zip(peaks, ("solid", "dash"), strict=False):
+        fig.add_trace(go.Scatter(
+            x=x, y=np.minimum(peak, bw * x) / 1e12, mode="lines", name=f"roof at {label} peak ({peak / 1e12:,.0f} TFLOP/s)",
+            line={"color": "#444444", "dash": dash, "width": 2},
+            hovertemplate="intensity %{x:,.1f} FLOP/byte<br>attainable %{y:,.1f} TFLOP/s<extra>roof</extra>",
+        ))
+        fig.add_annotation(x=np.log10(peak / bw), y=np.log10(peak / 1e12), text=f"ridge {peak / bw:,.0f} FLOP/B ({label})",
+                           showarrow=True, arrowhead=0, ax=0, ay=-28, font={"size": 11, "color": "#444444"})
+    # Best-batch labels alternate above/below in order of intensity, so neighbours do not print over each other.
+    best = points[points["point"] == "best batch"].sort_values("arithmetic_intensity")
+    positions = dict(zip(best["stack_id"], ["top center", "bottom center"] * len(best), strict=False))
+    for arch, grp in points.groupby("architecture", sort=False):
+        color = ARCH_COLORS.get(arch, "#8c564b")
+        first = True
+        for sid, s in grp.groupby("stack_id", sort=False):
+            s = s.sort_values("concurrency")
+            fig.add_trace(go.Scatter(
+                x=s["arithmetic_intensity"], y=s["achieved_flops_per_gpu"] / 1e12, mode="lines+markers+text",
+                name=arch, legendgroup=arch, showlegend=first,
+                line={"color": color, "width": 1, "dash": "dot"},
+                marker={"color": color, "size": 11, "symbol": ["circle-open" if p == "batch 1" else "circle" for p in s["point"]],
+                        "line": {"width": 2, "color": color}},
+                text=[f"{sid} (b={c:g})" if p == "best batch" else "" for p, c in zip(s["point"], s["concurrency"], strict=True)],
+                textposition=positions.get(sid, "top center"), textfont={"size": 10, "color": color},
+                customdata=np.stack([s["point"], s["concurrency"], s["gpus_per_replica"], s["attainable_flops_per_gpu"] / 1e12,
+                                     s["output_tokens_per_s_total"], s["provenance"]], axis=-1),
+                hovertemplate=(f"<b>{sid}</b> ({arch})<br>%{{customdata[0]}}: concurrency %{{customdata[1]}} on "
+                               "%{customdata[2]} GPU(s)<br>intensity %{x:,.1f} FLOP/byte<br>"
+                               "achieved %{y:,.1f} TFLOP/s per GPU (estimate)<br>roof %{customdata[3]:,.0f} TFLOP/s<br>"
+                               "%{customdata[4]:,.0f} output tok/s per replica<br>%{customdata[5]}<extra></extra>"),
+            ))
+            first = False
+    fig.update_xaxes(type="log", dtick=1, tickformat=",", title="arithmetic intensity, FLOP per byte moved from HBM (log)")
+    fig.update_yaxes(type="log", dtick=1, tickformat=",", title="TFLOP/s per GPU (log)")
+    fig.update_layout(**_LAYOUT, height=600,
+                      title=(f"Roofline of {gpu.name}: line = attainable; points = estimated achieved, "
+                             "open = batch 1, filled = best batch"),
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0})
+    return fig
+
+
+# Which measured field makes a curve point "measured" for each plotted metric.
+_MEASURED_BY = {
+    "e2e_ms_p95": ("e2e_ms_p95",),
+    "e2e_ms": ("e2e_ms",),
+    "ttft_ms": ("ttft_ms", "ttft_ms (from p95)"),
+    "output_tokens_per_s_total": ("output_tokens_per_s_total", "output_tokens_per_s_per_stream"),
+    "output_tokens_per_s_per_stream": ("output_tokens_per_s_per_stream", "output_tokens_per_s_total"),
+}
+
+
+def _measured_rows(curve: pd.DataFrame, metric: str, provenance: str) -> pd.DataFrame:
+    fields = _MEASURED_BY[metric]
+    has = curve["measured_fields"].map(lambda s: any(f in [x.strip() for x in str(s).split(",")] for f in fields))
+    return curve[(curve["provenance"] == provenance) & has]
+
+
+def _curve_traces(fig: go.Figure, curve: pd.DataFrame, metric: str, label: str, unit: str, dash: str,
+                  secondary: bool | None = None) -> None:
+    """An estimated line (where memory allows), grey markers where it does not, and measured/claimed points on top."""
+    kw = {} if secondary is None else {"secondary_y": secondary}
+    ok = curve[curve["fits"]]
+    over = curve[~curve["fits"]]
+    fig.add_trace(go.Scatter(
+        x=ok["concurrency"], y=ok[metric], mode="lines+markers", name=f"estimated — {label}",
+        legendgroup="estimated", line={"color": "#1f77b4", "dash": dash, "width": 2}, marker={"size": 5},
+        customdata=ok[["provenance"]], hovertemplate=f"{label}<br>concurrency %{{x:g}}: %{{y:,.0f}} {unit}"
+                                                      "<br>%{customdata[0]}<extra></extra>",
+    ), **kw)
+    if len(over):
+        fig.add_trace(go.Scatter(
+            x=over["concurrency"], y=over[metric], mode="markers", name="exceeds GPU memory (not feasible)",
+            legendgroup="over", showlegend=not any(t.name == "exceeds GPU memory (not feasible)" for t in fig.data),
+            marker={"symbol": "x", "color": "#bbbbbb", "size": 8},
+            hovertemplate=f"{label}<br>concurrency %{{x:g}}: KV cache does not fit<extra></extra>",
+        ), **kw)
+    for prov, style in PROVENANCE_STYLE.items():
+        pts = _measured_rows(curve, metric, prov)
+        if pts.empty:
+            continue
+        fig.add_trace(go.Scatter(
+            x=pts["concurrency"], y=pts[metric], mode="markers", name=str(style["name"]), legendgroup=prov,
+            showlegend=not any(t.name == style["name"] for t in fig.data),
+            marker={"symbol": style["symbol"], "color": style["color"], "size": 13, "line": {"width": 2, "color": style["color"]}},
+            customdata=pts[["source", "measured_fields"]],
+            hovertemplate=(f"<b>{style['name']}</b> — {label}<br>concurrency %{{x:g}}: %{{y:,.0f}} {unit}<br>"
+                           "fields: %{customdata[1]}<br>%{customdata[0]}<extra></extra>"),
+        ), **kw)
+
+
+def latency_chart(curve: pd.DataFrame, title: str = "") -> go.Figure:
+    """End-to-end latency (p95 and median) and time to first token against concurrency; measured points marked."""
+    fig = go.Figure()
+    for metric, label, dash in (("e2e_ms_p95", "p95 end-to-end", "solid"), ("e2e_ms", "median end-to-end", "dash"),
+                                ("ttft_ms", "time to first token", "dot")):
+        _curve_traces(fig, curve, metric, label, "ms", dash)
+    fig.update_xaxes(type="log", title="requests in flight per replica (concurrency, log)")
+    fig.update_yaxes(title="latency, ms", rangemode="tozero", tickformat=",")
+    fig.update_layout(**_LAYOUT, height=420, title=title or "Latency vs concurrency",
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0})
+    return fig
+
+
+def throughput_chart(curve: pd.DataFrame, title: str = "") -> go.Figure:
+    """Output tokens/s of the replica (left axis) and per stream (right axis) against concurrency; measured points marked."""
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    _curve_traces(fig, curve, "output_tokens_per_s_total", "tokens/s, whole replica", "tok/s", "solid", secondary=False)
+    _curve_traces(fig, curve, "output_tokens_per_s_per_stream", "tokens/s, per stream", "tok/s", "dash", secondary=True)
+    fig.update_xaxes(type="log", title="requests in flight per replica (concurrency, log)")
+    fig.update_yaxes(title="output tokens/s, whole replica", rangemode="tozero", tickformat=",", secondary_y=False)
+    fig.update_yaxes(title="output tokens/s, per stream (dashed)", rangemode="tozero", tickformat=",.3~g",
+                     secondary_y=True, showgrid=False)
+    fig.update_layout(**_LAYOUT, height=420, title=title or "Throughput vs concurrency",
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0})
+    return fig
+
+
+def break_even_chart(table: pd.DataFrame, cap: float = 1.5) -> go.Figure:
+    """Break-even utilization of the owned node against each API (bars, capped at `cap`), with the 100 % line."""
+    df = table.iloc[::-1]  # cheapest-to-beat at the top
+    u = df["break_even_utilization"].to_numpy(dtype=float)
+    shown = np.clip(np.nan_to_num(u, posinf=cap), 0.0, cap)
+    labels = df["provider"] + " " + df["model"]
+    text = [f"{v:.0%}" if np.isfinite(v) and v <= cap else ("never" if not np.isfinite(v) else f"{v:.0%} ▶") for v in u]
+    fig = go.Figure(go.Bar(
+        x=shown, y=labels, orientation="h", text=text, textposition="outside",
+        marker={"color": [TIER_COLORS.get(t, "#8c564b") for t in df["tier"]]},
+        customdata=np.stack([df["tier"], df["api_usd_per_mtok_out_all_in"], df["verdict"]], axis=-1),
+        hovertemplate=("<b>%{y}</b> (%{customdata[0]})<br>API all-in $%{customdata[1]:,.2f} per M output tokens"
+                       "<br>%{customdata[2]}<extra></extra>"),
+        name="break-even utilization",
+    ))
+    fig.add_vline(x=1.0, line={"color": "#d62728", "dash": "dash"}, annotation_text="100 % busy",
+                  annotation_position="top")
+    fig.update_xaxes(title="utilization the owned node needs to beat the API", tickformat=".0%", range=[0, cap * 1.12])
+    fig.update_yaxes(title=None, automargin=True)
+    fig.update_layout(**_LAYOUT, height=max(300, 28 * len(df) + 120), showlegend=False,
+                      title="Break-even utilization: owned node vs each API (shorter bar = owned wins sooner)")
+    return fig
+
+
+__all__ = [
+    "ARCH_COLORS",
+    "CONCURRENCY_GRID",
+    "TP_OPTIONS",
+    "PROVENANCE_STYLE",
+    "benchmark_table",
+    "break_even_chart",
+    "curve_note",
+    "curve_view",
+    "import_benchmarks",
+    "latency_chart",
+    "perf_defaults",
+    "roofline_chart",
+    "roofline_frame",
+    "throughput_chart",
+]
