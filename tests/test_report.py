@@ -209,7 +209,7 @@ def test_long_inventories_list_ten_moves_and_sum_the_rest():
     changes = recommended_changes(_fake_ev(monthly, [1] * 12))
     assert len(changes) == 11
     assert changes[0].text.startswith("Move w12 to owned diffusion") and "saves $1,200/month" in changes[0].text
-    assert changes[-1].text.startswith("…and 2 more workloads placed the same way (together $300/month saved")
+    assert changes[-1].text.startswith("…and 2 more workloads routed as the routing table shows (together $300/month saved")
     assert changes[-1].usd_per_month == pytest.approx(-300.0)
 
 

@@ -250,7 +250,7 @@ def _moves(ev: Evaluation) -> list[Change]:
     rest = [c for _, _, c in items[MAX_MOVES:]]
     if rest:
         total = sum(c.usd_per_month for c in rest if c.usd_per_month is not None)
-        shown.append(Change("More moves", f"…and {_plural(len(rest), 'more workload')} placed the same way "
+        shown.append(Change("More moves", f"…and {_plural(len(rest), 'more workload')} routed as the routing table shows "
                             f"(together {fmt(-total, 'usd')}/month saved vs their best alternatives); "
                             "see the routing table.", total or None))
     return shown
