@@ -35,21 +35,19 @@ routes = views.nodes_by_route(ev)
 if routes.empty:
     st.info("No workload runs on owned GPUs in this scenario.")
 else:
-    left, right = st.columns(2)
-    with left:
-        st.plotly_chart(charts.gpus_by_route_chart(routes, owned_gpus=f["owned_nodes"] * f["gpus_per_node"]),
-                        key="fleet_routes")
-    with right:
-        st.dataframe(routes, hide_index=True, key="fleet_routes_table", placeholder="—",
-                     column_order=["route", "gpus", "nodes", "monthly_usd"],
-                     column_config={"route": text_col("Route"),
-                                    "gpus": number_col("GPUs", fmt="%,.2f"),
-                                    "nodes": count_col("Nodes", help="Interactive routes only; batch work fills "
-                                                       "idle hours."),
-                                    "monthly_usd": money_col("$/month")})
-        st.caption("Interactive routes hold their GPUs at the peak hour; batch work counts its average over the day. "
-                   f"Replicas of 1, 2, 4 or 8 GPUs pack {f['gpus_per_node']}-GPU nodes without gaps, so routes "
-                   f"share nodes: {f['nodes_needed']:,} in all, not the sum of the rows.")
+    st.plotly_chart(charts.gpus_by_route_chart(routes, owned_gpus=f["owned_nodes"] * f["gpus_per_node"]),
+                    key="fleet_routes")
+    st.dataframe(routes, hide_index=True, key="fleet_routes_table", placeholder="—",
+                 column_order=["route", "architecture", "gpus", "nodes", "monthly_usd"],
+                 column_config={"route": text_col("Route", width=330),
+                                "architecture": text_col("Architecture"),
+                                "gpus": number_col("GPUs", fmt="%,.2f"),
+                                "nodes": count_col("Nodes", help="Interactive routes only; batch work fills idle "
+                                                   "hours."),
+                                "monthly_usd": money_col("$/month")})
+    st.caption("Interactive routes hold their GPUs at the peak hour; batch work counts its average over the day. "
+               f"Replicas of 1, 2, 4 or 8 GPUs pack {f['gpus_per_node']}-GPU nodes without gaps, so routes "
+               f"share nodes: {f['nodes_needed']:,} in all, not the sum of the rows.")
 
 st.subheader("Architectures side by side, per interactive workload")
 side = views.architecture_side_by_side(analysis.architecture_comparison(ev))
@@ -60,17 +58,17 @@ else:
     with st.expander("Best route of each architecture: nodes, concurrency within the SLA, p95, and why not"):
         st.dataframe(side, hide_index=True, key="fleet_arch_table", placeholder="—",
                      column_order=["workload_id", "architecture", "route", "nodes", "max_concurrency_within_sla",
-                                   "p95_latency_ms", "monthly_usd", "why_not"],
-                     column_config={"workload_id": text_col("Workload", width="small"),
-                                    "architecture": text_col("Architecture", width="small"),
-                                    "route": text_col("Best route", width="medium"),
+                                   "p95_latency_ms", "why_not"],
+                     column_config={"workload_id": text_col("Workload", width=110),
+                                    "architecture": text_col("Architecture", width=100),
+                                    "route": text_col("Best route", width=200),
                                     "nodes": count_col("Nodes"),
                                     "max_concurrency_within_sla": count_col("Slots", help="Largest concurrency per "
                                                                             "replica whose p95 meets the SLA."),
                                     "p95_latency_ms": ms_col("p95", help="Estimate; when infeasible, the fastest "
                                                              "it can go alone on a replica."),
-                                    "monthly_usd": money_col("$/month"),
-                                    "why_not": text_col("Why not", width="large")})
+                                    "why_not": text_col("Why not", width=220, help="Hover a cell for the whole "
+                                                        "sentence.")})
 
 st.subheader("Nodes needed as the latency targets tighten")
 lo, hi = st.select_slider("SLA scales to sweep (× every latency target)", options=SWEEP_SCALES,
@@ -85,9 +83,9 @@ options = analysis.fleet_options(ev)
 st.plotly_chart(charts.fleet_options_chart(options), key="fleet_options")
 st.dataframe(options, hide_index=True, key="fleet_options_table", placeholder="—",
              column_order=["option", "monthly_usd", "owned_nodes", "workloads_unserved", "unserved"],
-             column_config={"option": text_col("Option", width=230),
+             column_config={"option": text_col("Option", width=210),
                             "monthly_usd": money_col("$/month"),
                             "owned_nodes": count_col("Nodes"),
                             "workloads_unserved": count_col("Unserved"),
-                            "unserved": text_col("Cannot serve", width="large")})
+                            "unserved": text_col("Cannot serve", width=330)})
 st.caption("An option that cannot serve a workload is cheaper only on paper: it leaves that work undone.")

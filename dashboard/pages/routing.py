@@ -26,8 +26,8 @@ event = st.dataframe(
     column_order=["workload_id", "route", "usd_per_request", "usd_per_mtok_out", "monthly_usd",
                   "p95_latency_ms", "nodes"],
     column_config={
-        "workload_id": text_col("Workload", width=150),
-        "route": text_col("Verdict", width=330),
+        "workload_id": text_col("Workload", width=125),
+        "route": text_col("Verdict", width=290),
         "usd_per_request": money_col("$/request", precision=4),
         "usd_per_mtok_out": money_col("$/M output", precision=2, help="Per million output tokens, input cost included."),
         "monthly_usd": money_col("$/month"),
