@@ -1,6 +1,174 @@
-"""Performance page (placeholder until built)."""
+"""Performance page: the roofline of the chosen GPU, latency/throughput curves with provenance, benchmark import."""
+
+import datetime as dt
 
 import streamlit as st
 
+from core.charts_inputs import (
+    TP_OPTIONS,
+    benchmark_table,
+    curve_view,
+    import_benchmarks,
+    latency_chart,
+    perf_defaults,
+    roofline_chart,
+    roofline_frame,
+    throughput_chart,
+)
+from core.errors import HangoverError
+from dashboard.state import bump_data_version, catalog, data_version, store
+
+FROM_FILE = "(as the file says)"
+
+
+# Figures are cached as resources (shared, never copied): building a Plotly figure validates every
+# property (~0.1-0.5 s here), and cache_data would rebuild it on every read by unpickling it.
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _roofline(data_ver: int, gpu_name: str):
+    cat = catalog(data_ver)
+    gpu = cat.gpu(gpu_name)
+    points = roofline_frame(cat.stacks, gpu, cat.benchmarks)
+    return roofline_chart(points, gpu), points.attrs.get("skipped", [])
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _curves(data_ver: int, stack_id: str, gpu_name: str, gpus: int, n_in: float, n_out: float):
+    cat = catalog(data_ver)
+    stack = next(s for s in cat.stacks if s.stack_id == stack_id)
+    curve, note = curve_view(stack, cat.gpu(gpu_name), gpus, n_in, n_out, cat.benchmarks)
+    title = f"{stack_id} on {gpus} × {gpu_name}, {n_in:,.0f} in / {n_out:,.0f} out"
+    return latency_chart(curve, f"Latency — {title}"), throughput_chart(curve, f"Throughput — {title}"), curve, note
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _benchmarks(data_ver: int, today: str):
+    return benchmark_table(catalog(data_ver).benchmarks, dt.date.fromisoformat(today))
+
+
+version = data_version()
+cat = catalog(version)
+gpu_name = st.session_state["sc_gpu"]
+
 st.title("Performance")
-st.info("This page is being built.")
+st.caption(f"GPU: **{gpu_name}** (change it in the sidebar). Figures are roofline **estimates** unless marked "
+           "*measured* or *vendor claim*; where benchmarks exist for a stack on this GPU, the estimate is calibrated "
+           "to them and the curve passes through them.")
+if saved := st.session_state.pop("perf_flash", None):
+    st.success(saved)
+
+# -- roofline ----------------------------------------------------------------------------
+st.subheader("Where each stack sits on the roofline")
+try:
+    gpu = cat.gpu(gpu_name)
+    fig, skipped = _roofline(version, gpu_name)
+    st.plotly_chart(fig, width="stretch", key="perf_roofline")
+    st.caption(
+        f"Left of the ridge a decode step waits on memory: every weight is read from HBM "
+        f"({gpu.hbm_tb_per_s:g} TB/s) for little arithmetic, so the chip idles. Batching many requests per weight "
+        "read moves a stack right; text diffusion refines a block of tokens per pass and starts far right even at "
+        "batch 1. Points are estimated achieved FLOP/s (decode, 1,000 input / 256 output tokens) on the GPU count "
+        "with the most tokens/s per GPU; the roof is the most the chip allows at that intensity. "
+        f"Datasheet: {gpu.source} ({gpu.as_of:%Y-%m-%d}, {gpu.confidence.value}).")
+    if skipped:
+        st.caption(f"Not shown (do not fit on 8 × {gpu_name}): {', '.join(skipped)}.")
+except HangoverError as exc:
+    st.error(str(exc))
+
+# -- curves ------------------------------------------------------------------------------
+st.subheader("Latency and throughput against concurrency")
+stack_ids = [s.stack_id for s in cat.stacks]
+c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
+stack_id = c1.selectbox("Serving stack", stack_ids, key="perf_stack",
+                        format_func=lambda sid: next(f"{s.name} ({sid})" for s in cat.stacks if s.stack_id == sid))
+stack = next(s for s in cat.stacks if s.stack_id == stack_id)
+try:
+    g0, in0, out0 = perf_defaults(stack, cat.gpu(gpu_name), cat.benchmarks)
+except HangoverError:
+    g0, in0, out0 = 1, 1000.0, 256.0
+# Keys carry the stack and GPU: each route opens at its own defaults (where its benchmarks were taken).
+route = f"{stack_id}_{gpu_name}"
+gpus = c2.selectbox("GPUs per replica", TP_OPTIONS, index=TP_OPTIONS.index(g0) if g0 in TP_OPTIONS else 0,
+                    key=f"perf_gpus_{route}")
+n_in = c3.number_input("Input tokens", min_value=0, value=int(in0), step=100, key=f"perf_in_{route}")
+n_out = c4.number_input("Output tokens", min_value=1, value=int(out0), step=32, key=f"perf_out_{route}")
+try:
+    lat_fig, thr_fig, curve, note = _curves(version, stack_id, gpu_name, int(gpus), float(n_in), float(n_out))
+    left, right = st.columns(2)
+    left.plotly_chart(lat_fig, width="stretch", key="perf_latency")
+    right.plotly_chart(thr_fig, width="stretch", key="perf_throughput")
+    st.caption(note)
+    with st.expander("The curve as a table (each row with its provenance)"):
+        st.dataframe(
+            curve, hide_index=True, width="stretch", key="perf_curve_table",
+            column_order=["concurrency", "ttft_ms", "e2e_ms", "e2e_ms_p95", "output_tokens_per_s_total",
+                          "output_tokens_per_s_per_stream", "fits", "provenance", "source"],
+            column_config={
+                "concurrency": st.column_config.NumberColumn("concurrency", format="%,g"),
+                "ttft_ms": st.column_config.NumberColumn("TTFT", format="%,.0f ms"),
+                "e2e_ms": st.column_config.NumberColumn("median e2e", format="%,.0f ms"),
+                "e2e_ms_p95": st.column_config.NumberColumn("p95 e2e", format="%,.0f ms"),
+                "output_tokens_per_s_total": st.column_config.NumberColumn("tok/s, replica", format="%,.0f"),
+                "output_tokens_per_s_per_stream": st.column_config.NumberColumn("tok/s, stream", format="%,.1f"),
+                "fits": st.column_config.CheckboxColumn("fits in memory"),
+                "provenance": st.column_config.TextColumn("provenance", width="medium"),
+                "source": st.column_config.TextColumn("source", width="large"),
+            },
+        )
+except HangoverError as exc:
+    st.error(str(exc))
+
+# -- benchmarks --------------------------------------------------------------------------
+st.subheader("Benchmarks")
+with st.expander("Import your own benchmark file", expanded=False):
+    st.caption("vLLM `vllm bench serve` / benchmark_serving.py JSON, GuideLLM report JSON, NVIDIA GenAI-Perf CSV or "
+               "JSON, ray llmperf *_summary.json. Most files do not say which stack or GPU they measured: name them "
+               "here. The same file imported twice adds nothing.")
+    up = st.file_uploader("Benchmark file", type=["json", "csv"], key="perf_upload")
+    c1, c2, c3 = st.columns(3)
+    imp_stack = c1.selectbox("Serving stack", [FROM_FILE, *stack_ids], key="perf_imp_stack")
+    imp_gpu = c2.selectbox("GPU", [FROM_FILE, *[g.name for g in cat.gpus]], key="perf_imp_gpu")
+    imp_gpus = c3.selectbox("GPUs per replica", [FROM_FILE, 1, 2, 4, 8, 16], key="perf_imp_gpus")
+    c1, c2, c3 = st.columns(3)
+    imp_conc = c1.number_input("Concurrency (0 = as the file says)", min_value=0, value=0, key="perf_imp_conc")
+    imp_in = c2.number_input("Mean input tokens (0 = as the file says)", min_value=0, value=0, key="perf_imp_in")
+    imp_out = c3.number_input("Mean output tokens (0 = as the file says)", min_value=0, value=0, key="perf_imp_out")
+    if st.button("Import", key="perf_import", type="primary", disabled=up is None):
+        try:
+            result = import_benchmarks(
+                store(), up.getvalue(), up.name,
+                stack_id=None if imp_stack == FROM_FILE else imp_stack,
+                gpu=None if imp_gpu == FROM_FILE else imp_gpu,
+                gpus_per_replica=None if imp_gpus == FROM_FILE else int(imp_gpus),
+                concurrency=float(imp_conc) or None, input_tokens=float(imp_in) or None,
+                output_tokens=float(imp_out) or None,
+            )
+            if result.duplicate:
+                st.info(result.message)
+            else:
+                st.session_state["perf_flash"] = result.message
+                bump_data_version()
+                st.rerun()
+        except HangoverError as exc:
+            st.error(str(exc))
+
+bench = _benchmarks(version, dt.date.today().isoformat())
+# Pixel widths keep the table inside the main column at 1440 px (no sideways scrolling).
+st.dataframe(
+    bench, hide_index=True, width="stretch", height="content", key="perf_bench_table", placeholder="—",
+    column_order=["stack_id", "route", "concurrency", "tokens_in_out", "output_tokens_per_s_total", "provenance",
+                  "tool", "source", "as_of", "stale"],
+    column_config={
+        "stack_id": st.column_config.TextColumn("stack", width=140),
+        "route": st.column_config.TextColumn("GPU × per replica", width=125),
+        "concurrency": st.column_config.NumberColumn("conc.", format="%,g", width=55),
+        "tokens_in_out": st.column_config.TextColumn("tokens in / out", width=100),
+        "output_tokens_per_s_total": st.column_config.NumberColumn("tok/s total", format="%,.0f", width=80),
+        "provenance": st.column_config.TextColumn("provenance", width=95),
+        "tool": st.column_config.TextColumn("tool", width=105),
+        "source": st.column_config.TextColumn("source", width=120),
+        "as_of": st.column_config.DateColumn("as of", format="YYYY-MM-DD", width=90),
+        "stale": st.column_config.TextColumn("stale?", width=68, help="⚠ = older than 180 days"),
+    },
+)
+st.caption("Only *measured* and *vendor claim* points calibrate the model, and only for the same stack, GPU and "
+           "GPU count. Vendor claims are the vendor's best case; treat them as an upper bound.")

@@ -1,6 +1,172 @@
-"""Workloads page (placeholder until built)."""
+"""Workloads page: upload and validate an inventory, commit it as a version, edit it, compare and restore versions."""
 
 import streamlit as st
 
+from core.errors import HangoverError
+from core.inventory import ENUM_VALUES, read_inventory, template_bytes, validate_frame
+from core.inventory_store import (
+    commit_inventory,
+    diff_versions,
+    latest_inventory,
+    list_versions,
+    restore_version,
+)
+from dashboard.state import bump_data_version, data_version, store
+
+ERROR_COLUMNS = {
+    "row": st.column_config.NumberColumn("row", format="%d", width="small",
+                                         help="Row in the file as a spreadsheet numbers it (header = 1); 0 = the whole file"),
+    "column": st.column_config.TextColumn("column", width="small"),
+    "value": st.column_config.TextColumn("value", width="small"),
+    "problem": st.column_config.TextColumn("problem", width="large"),
+}
+WORKLOAD_COLUMNS = {
+    "workload_id": st.column_config.TextColumn("workload_id", required=True),
+    "name": st.column_config.TextColumn("name", width="medium", required=True),
+    "requests_per_day": st.column_config.NumberColumn("requests/day", format="%,.0f", min_value=0),
+    "peak_factor": st.column_config.NumberColumn("peak factor", format="%.1f", min_value=1),
+    "input_tokens": st.column_config.NumberColumn("input tokens", format="%,.0f", min_value=0),
+    "output_tokens": st.column_config.NumberColumn("output tokens", format="%,.0f", min_value=1),
+    "latency_slo_ms": st.column_config.NumberColumn("p95 SLA, ms", format="%,.0f", min_value=0),
+    "batch_window_hours": st.column_config.NumberColumn("batch window, h", format="%.1f", min_value=0, max_value=24),
+    "data_policy": st.column_config.SelectboxColumn("data policy", options=list(ENUM_VALUES["data_policy"])),
+    "task_class": st.column_config.SelectboxColumn("task class", options=list(ENUM_VALUES["task_class"])),
+    "min_quality": st.column_config.NumberColumn("quality floor", format="%.2f", min_value=0, max_value=1),
+    "cached_input_share": st.column_config.NumberColumn("cached input", format="%.2f", min_value=0, max_value=1),
+    "notes": st.column_config.TextColumn("notes", width="medium"),
+}
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _read(data: bytes, file_name: str):
+    """Parsed and validated once per file content (reruns do not re-read the file)."""
+    return read_inventory(data, file_name=file_name)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _current(data_ver: int):
+    return latest_inventory(store())
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _versions(data_ver: int):
+    return list_versions(store())
+
+
+def _committed(result) -> None:
+    """After a commit or restore: refresh cached reads, route the latest version, say what happened."""
+    if result.created:
+        bump_data_version()
+        st.session_state["inventory_version"] = None
+    st.session_state["wl_flash"] = ("success" if result.created else "info", result.message)
+    st.rerun()
+
+
+def _show_report(report, what: str) -> bool:
+    """Warnings, then the error table; True when the rows may be committed."""
+    for w in report.warnings:
+        st.warning(w)
+    if report.ok:
+        return True
+    n = len(report.errors)
+    st.error(f"{what}: {n} problem{'s' if n != 1 else ''}; nothing can be committed until "
+             f"{'they are' if n != 1 else 'it is'} fixed.")
+    st.dataframe(report.errors, hide_index=True, width="stretch", column_config=ERROR_COLUMNS, key=f"wl_errors_{what}")
+    return False
+
+
 st.title("Workloads")
-st.info("This page is being built.")
+try:
+    version, current = _current(data_version())
+except HangoverError as exc:
+    st.error(str(exc))
+    st.stop()
+st.caption(
+    f"The routing uses **version {version}**, the latest committed inventory ({len(current):,} workloads)."
+    if version is not None else
+    f"Nothing committed yet: the routing uses the **bundled sample** ({len(current):,} workloads of a bank). "
+    "Upload your own inventory below.")
+
+if flash := st.session_state.pop("wl_flash", None):
+    getattr(st, flash[0])(flash[1])
+
+upload_tab, edit_tab, history_tab = st.tabs(["Upload a file", "Edit the current inventory", "Versions"])
+
+with upload_tab:
+    st.markdown("Fill in the template (one row per kind of LLM work), then upload it. Every bad cell is listed "
+                "with its row and column; a file with any problem commits nothing.")
+    c1, c2, _ = st.columns([1, 1, 3])
+    c1.download_button("Template (CSV)", template_bytes("csv"), "workloads_template.csv", "text/csv",
+                       key="wl_template_csv", icon=":material/download:")
+    c2.download_button("Template (XLSX)", template_bytes("xlsx"), "workloads_template.xlsx",
+                       "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+                       key="wl_template_xlsx", icon=":material/download:", help="With a 'Columns' sheet explaining each column.")
+    up = st.file_uploader("Inventory file (CSV or XLSX)", type=["csv", "xlsx"], key="wl_upload")
+    if up is not None:
+        report = _read(up.getvalue(), up.name)
+        st.caption(f"{up.name}: read as {report.dialect}.")
+        if _show_report(report, up.name):
+            st.success(f"{len(report.frame):,} workloads read from {up.name} with no problems. Preview:")
+            st.dataframe(report.frame, width="stretch", column_config=WORKLOAD_COLUMNS, key="wl_preview")
+            if st.button(f"Commit {up.name} as a new version", key="wl_commit", type="primary"):
+                try:
+                    _committed(commit_inventory(store(), report.frame, file_name=up.name, created_by="dashboard"))
+                except HangoverError as exc:
+                    st.error(str(exc))
+
+with edit_tab:
+    st.markdown("Edit cells, add rows at the bottom or delete rows, then save. The same checks as an upload run "
+                "first; problems name rows counted from 1 at the top of this table.")
+    # The key carries the version: after a commit the editor starts again from the new version's rows.
+    edited = st.data_editor(current.reset_index(drop=True), num_rows="dynamic", width="stretch", hide_index=True,
+                            column_config=WORKLOAD_COLUMNS, key=f"wl_editor_{version}")
+    if st.button("Check and save as a new version", key="wl_save_edits", type="primary"):
+        report = validate_frame(edited, row_numbers=range(1, len(edited) + 1))
+        if _show_report(report, "Your edits"):
+            try:
+                _committed(commit_inventory(store(), report.frame, file_name="edited in the dashboard",
+                                            created_by="dashboard"))
+            except HangoverError as exc:
+                st.error(str(exc))
+
+with history_tab:
+    versions = _versions(data_version())
+    if versions.empty:
+        st.info("No version committed yet; the routing uses the bundled sample.")
+    else:
+        st.dataframe(
+            versions, hide_index=True, width="stretch", key="wl_versions",
+            column_order=["version", "created_at", "file_name", "row_count", "comment", "restored_from", "is_latest"],
+            column_config={
+                "version": st.column_config.NumberColumn("version", format="%d", width="small"),
+                "created_at": st.column_config.DatetimeColumn("committed (UTC)", format="YYYY-MM-DD HH:mm"),
+                "file_name": st.column_config.TextColumn("from", width="medium"),
+                "row_count": st.column_config.NumberColumn("workloads", format="%,d"),
+                "restored_from": st.column_config.NumberColumn("restored from", format="%d"),
+                "is_latest": st.column_config.CheckboxColumn("in use"),
+            },
+        )
+        numbers = versions["version"].tolist()
+        st.markdown("**Compare two versions**")
+        c1, c2 = st.columns(2)
+        # Keyed on the latest version: after each commit the comparison opens at (previous, latest).
+        a = c1.selectbox("From version", numbers, index=max(len(numbers) - 2, 0), key=f"wl_diff_a_{numbers[-1]}")
+        b = c2.selectbox("To version", numbers, index=len(numbers) - 1, key=f"wl_diff_b_{numbers[-1]}")
+        try:
+            diff = diff_versions(store(), a, b)
+            if diff.empty:
+                st.caption(f"Versions {a} and {b} hold the same workloads.")
+            else:
+                st.dataframe(diff, hide_index=True, width="stretch", key="wl_diff",
+                             column_config={"fields": st.column_config.TextColumn("changed columns", width="large")})
+        except HangoverError as exc:
+            st.error(str(exc))
+        st.markdown("**Restore a version**")
+        c1, c2 = st.columns([1, 2])
+        n = c1.selectbox("Version to restore", numbers, index=0, key="wl_restore_version")
+        c2.caption("Restoring adds that version's workloads as a new version; nothing is overwritten.")
+        if c2.button(f"Restore version {n}", key="wl_restore"):
+            try:
+                _committed(restore_version(store(), n, created_by="dashboard"))
+            except HangoverError as exc:
+                st.error(str(exc))
