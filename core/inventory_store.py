@@ -1,0 +1,217 @@
+"""Inventory versions in the store: commit, list, load, diff and restore; an upload never overwrites."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from core.errors import InputError
+from core.inventory import COLUMNS, frame_from_arrow, read_inventory
+from core.seed import sample_workloads_path
+from core.store import Store
+
+_COLLIST = ", ".join(COLUMNS)  # our own column names, never user text
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What a commit or restore did: the version now current, whether it is new, and a sentence saying so."""
+
+    version: int | None
+    created: bool
+    message: str
+
+
+def checksum(frame: pd.DataFrame) -> str:
+    """sha256 of the canonical CSV of the rows sorted by workload_id.
+
+    Row order and row numbers are left out, so the same workloads uploaded as
+    CSV or XLSX, or in another order, give the same checksum.
+    """
+    table = _arrow(frame).sort_by("workload_id")
+    buf = io.BytesIO()
+    pacsv.write_csv(table, buf, pacsv.WriteOptions(include_header=True))
+    return hashlib.sha256(buf.getvalue()).hexdigest()
+
+
+def _arrow(frame: pd.DataFrame) -> pa.Table:
+    """The frame's contract columns as an Arrow table with fixed types."""
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(f"cannot commit: the inventory lacks column(s) {', '.join(missing)}; "
+                         "pass the frame from read_inventory or validate_frame")
+    arrays = {}
+    for c in COLUMNS:
+        s = frame[c]
+        if pd.api.types.is_float_dtype(s) or pd.api.types.is_integer_dtype(s):
+            arrays[c] = pa.array(s.to_numpy(dtype=np.float64), pa.float64(), from_pandas=True)
+        elif isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow":
+            arrays[c] = pa.array(s.array).cast(pa.string())  # already Arrow underneath: no copy per cell
+        else:
+            arrays[c] = pa.array(s.to_numpy(dtype=object, na_value=None), pa.string(), from_pandas=True)
+    return pa.table(arrays)
+
+
+def _row_numbers(frame: pd.DataFrame) -> np.ndarray:
+    if pd.api.types.is_integer_dtype(frame.index):
+        return frame.index.to_numpy(dtype=np.int64)
+    return np.arange(1, len(frame) + 1, dtype=np.int64)
+
+
+def _one(cur: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> tuple | None:
+    """First row or None; fetchall, so the cursor holds no unfinished result."""
+    rows = cur.execute(sql, params or []).fetchall()
+    return rows[0] if rows else None
+
+
+def _latest(cur: duckdb.DuckDBPyConnection) -> tuple[int, str] | None:
+    return _one(cur, "SELECT version, checksum FROM inventory_versions ORDER BY version DESC LIMIT 1")
+
+
+def _insert_version(cur: duckdb.DuckDBPyConnection, version: int, *, created_by: str, file_name: str,
+                    row_count: int, digest: str, comment: str, restored_from: int | None = None) -> None:
+    cur.execute(
+        "INSERT INTO inventory_versions (version, created_by, file_name, row_count, checksum, comment, restored_from) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [version, created_by, file_name, row_count, digest, comment, restored_from],
+    )
+
+
+def _insert_workloads(cur: duckdb.DuckDBPyConnection, version: int, table: pa.Table, rows: np.ndarray) -> None:
+    """All rows of one version in one statement, from a registered Arrow table (values never become SQL text)."""
+    data = table.add_column(0, "row_number", pa.array(rows, pa.int64()))
+    data = data.add_column(0, "version", pa.array(np.full(len(rows), version, dtype=np.int32)))
+    cur.register("_inventory_rows", data)
+    try:
+        cur.execute(f"INSERT INTO workloads (version, row_number, {_COLLIST}) "
+                    f"SELECT version, row_number, {_COLLIST} FROM _inventory_rows")
+    finally:
+        cur.unregister("_inventory_rows")
+
+
+def commit_inventory(store: Store, frame: pd.DataFrame, *, file_name: str, created_by: str = "",
+                     comment: str = "") -> CommitResult:
+    """Add the validated frame as a new version, in one transaction; identical to the latest -> nothing.
+
+    Pass `report.frame` from read_inventory or validate_frame (only an ok report's frame).
+    """
+    table = _arrow(frame)
+    if table.num_rows == 0:
+        raise InputError("cannot commit an empty inventory; the current version is kept")
+    digest = checksum(frame)
+    rows = _row_numbers(frame)
+
+    def work(cur: duckdb.DuckDBPyConnection) -> CommitResult:
+        latest = _latest(cur)
+        if latest is not None and latest[1] == digest:
+            return CommitResult(latest[0], False, f"identical to the latest version {latest[0]}; nothing committed")
+        version = (latest[0] if latest else 0) + 1
+        _insert_version(cur, version, created_by=created_by, file_name=file_name, row_count=table.num_rows,
+                        digest=digest, comment=comment)
+        _insert_workloads(cur, version, table, rows)
+        return CommitResult(version, True, f"committed version {version}: {table.num_rows} workloads from {file_name}")
+
+    return store.write(work)
+
+
+def list_versions(store: Store) -> pd.DataFrame:
+    """Every version, oldest first, with who/when/file/row count/checksum and which one is the latest."""
+    df = store.frame(
+        "SELECT version, created_at, created_by, file_name, row_count, checksum, comment, restored_from "
+        "FROM inventory_versions ORDER BY version"
+    )
+    df["is_latest"] = df["version"] == df["version"].max() if len(df) else pd.Series([], dtype=bool)
+    return df
+
+
+def _check_version(cur: duckdb.DuckDBPyConnection, version: int) -> None:
+    if _one(cur, "SELECT 1 FROM inventory_versions WHERE version = ?", [int(version)]) is None:
+        have = [r[0] for r in cur.execute("SELECT version FROM inventory_versions ORDER BY version").fetchall()]
+        known = f"versions: {', '.join(map(str, have))}" if have else "the store has no inventory version yet"
+        raise InputError(f"no inventory version {version}; {known}")
+
+
+def load_version(store: Store, version: int | None = None) -> pd.DataFrame:
+    """The workloads of one version (None = latest), as read_inventory returns them (index = file row)."""
+    with store.cursor() as cur:
+        if version is None:
+            latest = _latest(cur)
+            if latest is None:
+                raise InputError("the store has no inventory version yet; import one with "
+                                 "'hangover workloads import FILE'")
+            version = latest[0]
+        _check_version(cur, version)
+        table = cur.sql(
+            f"SELECT row_number, {_COLLIST} FROM workloads WHERE version = $v ORDER BY row_number",
+            params={"v": int(version)},
+        ).to_arrow_table()
+    return frame_from_arrow(table, table.column("row_number").to_numpy())
+
+
+def latest_inventory(store: Store) -> tuple[int | None, pd.DataFrame]:
+    """(latest version, its workloads), or (None, the bundled sample) when nothing was committed yet."""
+    with store.cursor() as cur:
+        latest = _latest(cur)
+    if latest is not None:
+        return latest[0], load_version(store, latest[0])
+    report = read_inventory(sample_workloads_path())
+    if not report.ok:
+        raise InputError("the bundled sample inventory is invalid:\n" + "\n".join(report.error_lines()))
+    return None, report.frame
+
+
+def diff_versions(store: Store, a: int, b: int) -> pd.DataFrame:
+    """Workloads added, removed or changed from version a to version b; `fields` names the changed columns."""
+    changed = " OR ".join(f"va.{c} IS DISTINCT FROM vb.{c}" for c in COLUMNS[1:])
+    fields = ", ".join(f"CASE WHEN va.{c} IS DISTINCT FROM vb.{c} THEN '{c}' END" for c in COLUMNS[1:])
+    with store.cursor() as cur:
+        _check_version(cur, a)
+        _check_version(cur, b)
+        df = cur.sql(
+            f"""
+            WITH va AS (SELECT * FROM workloads WHERE version = $a),
+                 vb AS (SELECT * FROM workloads WHERE version = $b)
+            SELECT coalesce(va.workload_id, vb.workload_id) AS workload_id,
+                   CASE WHEN va.workload_id IS NULL THEN 'added'
+                        WHEN vb.workload_id IS NULL THEN 'removed'
+                        ELSE 'changed' END AS change,
+                   CASE WHEN va.workload_id IS NULL OR vb.workload_id IS NULL THEN ''
+                        ELSE concat_ws(', ', {fields}) END AS fields
+            FROM va FULL OUTER JOIN vb ON va.workload_id = vb.workload_id
+            WHERE va.workload_id IS NULL OR vb.workload_id IS NULL OR {changed}
+            ORDER BY workload_id
+            """,
+            params={"a": int(a), "b": int(b)},
+        ).df()
+    return df.astype({"workload_id": object, "change": object, "fields": object})
+
+
+def restore_version(store: Store, n: int, created_by: str = "") -> CommitResult:
+    """Make version n current again by adding it as a new version (nothing is overwritten)."""
+
+    def work(cur: duckdb.DuckDBPyConnection) -> CommitResult:
+        _check_version(cur, n)
+        digest, row_count, file_name = _one(
+            cur, "SELECT checksum, row_count, file_name FROM inventory_versions WHERE version = ?", [int(n)])
+        latest = _latest(cur)
+        if latest[1] == digest:
+            return CommitResult(latest[0], False, f"version {n} has the same workloads as the latest version "
+                                                  f"{latest[0]}; nothing restored")
+        version = latest[0] + 1
+        _insert_version(cur, version, created_by=created_by, file_name=file_name, row_count=row_count,
+                        digest=digest, comment=f"restore of version {n}", restored_from=int(n))
+        cur.execute(
+            f"INSERT INTO workloads (version, row_number, {_COLLIST}) "
+            f"SELECT ?, row_number, {_COLLIST} FROM workloads WHERE version = ?",
+            [version, int(n)],
+        )
+        return CommitResult(version, True, f"restored version {n} as version {version} ({row_count} workloads)")
+
+    return store.write(work)
