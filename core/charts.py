@@ -101,12 +101,14 @@ def routing_map_chart(points: pd.DataFrame) -> go.Figure:
     ok = np.isfinite(points["value_usd_per_mtok"].to_numpy(dtype=float)) & np.isfinite(
         points["batchability_ms"].to_numpy(dtype=float))
     shown = points[ok]
+    labelled = len(shown) <= 40  # past a few dozen points the names only hide each other; hover still names them
     fig = go.Figure()
     for g in _group_order(shown["group"]):
         d = shown[shown["group"] == g]
         fig.add_trace(go.Scatter(
-            x=d["batchability_ms"], y=d["value_usd_per_mtok"], name=group_label(g), mode="markers+text",
-            marker={"size": 14, "color": GROUP_COLORS.get(g, "#999999"), "line": {"width": 1, "color": "white"}},
+            x=d["batchability_ms"], y=d["value_usd_per_mtok"], name=group_label(g),
+            mode="markers+text" if labelled else "markers",
+            marker={"size": 14 if labelled else 8, "color": GROUP_COLORS.get(g, "#999999"), "line": {"width": 1, "color": "white"}},
             text=d["workload_id"], textposition="top center",
             customdata=np.stack([d["name"], d["route"], d["batchability"]], axis=-1) if len(d) else None,
             hovertemplate=("<b>%{customdata[0]}</b><br>verdict: %{customdata[1]}<br>%{customdata[2]}: %{x:,.0f} ms"
@@ -150,13 +152,17 @@ def gpus_by_route_chart(routes: pd.DataFrame, *, owned_gpus: int) -> go.Figure:
     return _style(fig, "GPUs held by each owned route", height=max(240, 110 + 45 * len(d)), legend=False)
 
 
-def architecture_chart(side: pd.DataFrame) -> go.Figure:
+def architecture_chart(side: pd.DataFrame, *, workloads: Sequence[str] | None = None) -> go.Figure:
     """Nodes each architecture's best owned route needs per interactive workload (views.architecture_side_by_side).
 
-    A missing bar is marked ✗: that architecture cannot serve the workload (latency or quality; see the table).
+    `workloads` limits the chart to those ids (in the frame's order). A bar
+    marked ✗ is an architecture that cannot serve the workload (latency or
+    quality; see the table).
     """
     fig = go.Figure()
-    workloads = list(dict.fromkeys(side["workload_id"]))
+    keep = None if workloads is None else set(workloads)
+    workloads = [w for w in dict.fromkeys(side["workload_id"]) if keep is None or w in keep]
+    side = side[side["workload_id"].isin(workloads)]
     for arch in ARCHITECTURE_ORDER:
         d = side[side["architecture"] == arch].set_index("workload_id").reindex(workloads)
         feasible = d["feasible"].fillna(False).astype(bool).to_numpy()

@@ -299,6 +299,13 @@ def nodes_by_route(ev: Evaluation) -> pd.DataFrame:
     return out.sort_values("gpus", ascending=False).reset_index(drop=True)
 
 
+def costliest_interactive(ev: Evaluation, n: int) -> list[str]:
+    """Ids of the n interactive workloads whose verdict costs most a month (the ones worth a chart)."""
+    vf = ev.verdicts_frame()
+    live = vf[vf["interactive"]].sort_values("monthly_usd", ascending=False, na_position="first", kind="stable")
+    return live["workload_id"].astype(str).head(n).tolist()
+
+
 def architecture_side_by_side(comparison: pd.DataFrame) -> pd.DataFrame:
     """Per interactive workload and architecture, its best owned route (cheapest feasible, else fastest).
 

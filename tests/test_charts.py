@@ -189,3 +189,26 @@ def test_fleet_options_stack_owned_and_api_cost_and_flag_unserved_work():
     assert _list(api.text) == ["$964", "$49,173"]
     assert fig.layout.xaxis.range[1] > 49173.0
     assert fig.layout.title.text.startswith("$ a month")
+
+
+def test_architecture_chart_can_be_limited_to_some_workloads():
+    side = pd.DataFrame({
+        "workload_id": ["w1"] * 4 + ["w2"] * 4,
+        "architecture": ["autoregressive", "speculative", "moe", "diffusion"] * 2,
+        "route": ["AR", "Spec", "MoE", "Diff"] * 2, "feasible": [True] * 8,
+        "nodes": [1.0, 1.0, 1.0, 1.0, 5.0, 6.0, 7.0, 8.0], "gpus_per_replica": [8.0] * 8,
+        "max_concurrency_within_sla": [4.0] * 8, "p95_latency_ms": [900.0] * 8, "monthly_usd": [1.0] * 8,
+        "why_not": [None] * 8,
+    })
+    fig = charts.architecture_chart(side, workloads=["w2"])
+    assert all(_list(t.x) == ["w2"] for t in fig.data)
+    assert [_list(t.y) for t in fig.data] == [[5.0], [6.0], [7.0], [8.0]]
+    # The y range follows the workloads shown, not the whole frame.
+    assert fig.layout.yaxis.range[1] == pytest.approx(8.0 * 1.2 + 0.5)
+
+
+def test_routing_map_stops_labelling_points_past_a_few_dozen():
+    many = pd.concat([_points().dropna()] * 20, ignore_index=True)
+    fig = charts.routing_map_chart(many)
+    assert all(t.mode == "markers" for t in fig.data)
+    assert charts.routing_map_chart(_points()).data[0].mode == "markers+text"

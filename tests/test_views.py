@@ -135,3 +135,12 @@ def test_routing_csv_has_one_row_per_workload(ev):
     text = views.routing_csv(ev).decode("utf-8").splitlines()
     assert text[0].startswith("workload_id,name,")
     assert len(text) == 1 + len(ev.workloads)
+
+
+def test_costliest_interactive_orders_by_the_verdict_monthly_cost(ev):
+    vf = ev.verdicts_frame()
+    live = vf[vf["interactive"]]
+    top = views.costliest_interactive(ev, 2)
+    assert len(top) == 2
+    assert set(top) <= set(live["workload_id"])
+    assert live.set_index("workload_id").loc[top, "monthly_usd"].tolist() == sorted(live["monthly_usd"], reverse=True)[:2]
