@@ -8,12 +8,19 @@ from dashboard import state
 from dashboard.format import count_col, money, money_col, ms_col, number_col, text_col
 
 SWEEP_SCALES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
+CHART_WORKLOADS = 12  # grouped bars stay readable up to about a dozen workloads
 
 
 @st.cache_data(show_spinner="Re-routing every workload at each SLA scale…", max_entries=32)
 def sla_sweep(scenario_json: str, data_version: int, inventory: str, scales: tuple[float, ...], _ev: Evaluation):
     """analysis.sla_sweep, cached on the scenario's value, the data version and the scales (not on the evaluation)."""
     return analysis.sla_sweep(_ev.catalog, _ev.workloads, _ev.scenario, scales=scales)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def side_by_side(scenario_json: str, data_version: int, inventory: str, _ev: Evaluation):
+    """Best owned route per architecture per interactive workload, cached like the sweep (it words every refusal)."""
+    return views.architecture_side_by_side(analysis.architecture_comparison(_ev))
 
 
 st.title("Fleet sizing")
@@ -50,11 +57,15 @@ else:
                f"share nodes: {f['nodes_needed']:,} in all, not the sum of the rows.")
 
 st.subheader("Architectures side by side, per interactive workload")
-side = views.architecture_side_by_side(analysis.architecture_comparison(ev))
+side = side_by_side(ev.scenario.model_dump_json(), state.data_version(), str(f.get("inventory")), ev)
 if side.empty:
     st.info("No interactive workload in the inventory.")
 else:
-    st.plotly_chart(charts.architecture_chart(side), key="fleet_arch")
+    top = views.costliest_interactive(ev, CHART_WORKLOADS)
+    st.plotly_chart(charts.architecture_chart(side, workloads=top), key="fleet_arch")
+    if side["workload_id"].nunique() > len(top):
+        st.caption(f"The chart shows the {len(top)} interactive workloads whose verdict costs most a month; "
+                   "the table below lists every one.")
     with st.expander("Best route of each architecture: nodes, concurrency within the SLA, p95, and why not"):
         st.dataframe(side, hide_index=True, key="fleet_arch_table", placeholder="—",
                      column_order=["workload_id", "architecture", "route", "nodes", "max_concurrency_within_sla",
