@@ -12,6 +12,8 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
+from core.store import Store
+
 APP = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
 PAGES = ["pages/overview.py", "pages/routing.py", "pages/fleet.py", "pages/export.py"]
 TITLES = {"pages/overview.py": "Overview", "pages/routing.py": "Routing", "pages/fleet.py": "Fleet sizing",
@@ -19,8 +21,8 @@ TITLES = {"pages/overview.py": "Overview", "pages/routing.py": "Routing", "pages
 
 
 @pytest.fixture
-def app(monkeypatch, tmp_path):
-    """The app on a fresh store (no inventory version, no user rows), after its first run.
+def start(monkeypatch, tmp_path):
+    """Start the app on a store at a fresh path; `start(inventory_csv)` commits that inventory first.
 
     A folder named pages/ beside app.py makes Streamlit start in the old
     pages-directory mode, in which a page runs without the entrypoint (no
@@ -28,7 +30,8 @@ def app(monkeypatch, tmp_path):
     process. AppTest resets that flag before every run, so switched pages
     would run alone; the patch keeps the steady state a running server is in.
     """
-    monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "fresh.duckdb"))
+    path = tmp_path / "fresh.duckdb"
+    monkeypatch.setenv("HANGOVER_DB", str(path))
     st.cache_resource.clear()  # open_store() is cached per process, not per path
     st.cache_data.clear()
     original = PagesManager.__init__
@@ -38,12 +41,31 @@ def app(monkeypatch, tmp_path):
         PagesManager.uses_pages_directory = False
 
     monkeypatch.setattr(PagesManager, "__init__", init)
-    at = AppTest.from_file(str(APP), default_timeout=60)
-    at.run()
-    assert not at.exception
-    yield at
+
+    def run(inventory_csv: str | None = None) -> AppTest:
+        if inventory_csv is not None:
+            from core.inventory import read_inventory
+            from core.inventory_store import commit_inventory
+
+            report = read_inventory(inventory_csv.encode(), file_name="inventory.csv")
+            assert report.ok, report.errors
+            store = Store(path)
+            commit_inventory(store, report.frame, file_name="inventory.csv")
+            store.close()
+        at = AppTest.from_file(str(APP), default_timeout=60)
+        at.run()
+        assert not at.exception
+        return at
+
+    yield run
     st.cache_resource.clear()
     st.cache_data.clear()
+
+
+@pytest.fixture
+def app(start):
+    """The app on a fresh store (no inventory version, no user rows: the bundled sample), after its first run."""
+    return start()
 
 
 def metrics(at: AppTest) -> dict[str, str]:
@@ -208,3 +230,30 @@ def test_export_builds_the_procurement_summary_on_demand(app):
     at.number_input(key="sc_fleet_nodes").set_value(3).run()
     assert [b.label for b in at.get("download_button")] == ["Download routing table (CSV)"]
     assert any("build again" in c.value for c in at.caption)
+
+
+HEADER = ("workload_id,name,team,requests_per_day,peak_factor,input_tokens,output_tokens,latency_slo_ms,"
+          "batch_window_hours,data_policy,task_class,min_quality,cached_input_share,notes\n")
+
+
+def test_pages_read_a_committed_inventory_version(start):
+    at = start(HEADER
+               + "chat,Chat,Ops,20000,3,1500,300,8000,,external_ok,chat,,,\n"
+               + "night,Night batch,Ops,50000,1,3000,400,,8,owned_only,extraction,,,\n")
+    assert any("inventory version 1" in md.value for md in at.markdown)
+    at = show(at, "pages/routing.py")
+    assert list(at.dataframe[0].value["workload_id"]) == ["chat", "night"]
+    show(at, "pages/fleet.py")
+    show(at, "pages/export.py")
+
+
+def test_pages_render_when_no_route_can_serve_a_workload(start):
+    # A 1 ms target on data that may not leave: nothing owned is that fast and no API may take it.
+    at = start(HEADER + "tick,Impossible tick,Ops,1000,2,500,50,1,,owned_only,chat,,,\n")
+    assert any("no feasible route" in md.value for md in at.markdown)
+    at = show(at, "pages/routing.py")
+    assert at.dataframe[0].value["route"].iloc[0] == "no feasible route"
+    assert any("No route meets every constraint" in md.value for md in at.markdown)
+    at = show(at, "pages/fleet.py")
+    assert any("No workload runs on owned GPUs" in i.value for i in at.info)
+    show(at, "pages/export.py")
