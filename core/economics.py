@@ -74,6 +74,12 @@ class NodeRate:
     as_of: str
     confidence: str
     basis_note: str
+    fleet_usd_per_node_hour: float | None = None  # the owned fleet's own rate, when routes are priced at a blend
+
+    @property
+    def owned_fleet_usd_per_node_hour(self) -> float:
+        """What one already-owned node costs per hour under the scenario's basis."""
+        return self.usd_per_node_hour if self.fleet_usd_per_node_hour is None else self.fleet_usd_per_node_hour
 
     @property
     def usd_per_gpu_hour(self) -> float:

@@ -7,7 +7,7 @@ Python. Text (reasons, why-not) is produced only when asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -401,10 +401,48 @@ def prepare_workloads(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario) -> Evaluation:
-    """Score every workload on every route and size the fleet (see DESIGN.md: Economics, Routing, Fleet sizing)."""
+    """Score every workload on every route and size the fleet (see DESIGN.md: Economics, Routing, Fleet sizing).
+
+    Under the marginal basis only the owned nodes are cheap; nodes beyond them
+    must be bought at the full price. If pricing owned capacity at its marginal
+    rate would need more nodes than are owned, the owned nodes are rationed by
+    price: owned routes are priced at the lowest rate between marginal and full
+    (its shadow price, found by bisection: more expensive nodes never pull work
+    in) at which the work routed to them fits the owned fleet; if even the full
+    price does not fit, new nodes are needed and everything is at full price.
+    """
     w = prepare_workloads(workloads)
-    gpu = catalog.gpu(scenario.gpu)
+    catalog.gpu(scenario.gpu)  # an unknown GPU is named before any price is looked up
     rate = node_rate(scenario, list(catalog.node_prices), list(catalog.owned_hardware))
+    ev = _evaluate(catalog, w, scenario, rate)
+    marginal, full, owned = rate.usd_per_node_hour, rate.full_usd_per_node_hour, scenario.fleet_nodes
+    if marginal >= full or ev.fleet["nodes_needed"] <= owned:
+        return ev
+
+    def at(r: float, note: str) -> Evaluation:
+        return _evaluate(catalog, w, scenario, replace(rate, usd_per_node_hour=r, basis_note=note,
+                                                       fleet_usd_per_node_hour=marginal))
+
+    top = at(full, f"marginal basis, but the work needs new nodes even at the full ${full:,.2f} per node-hour, "
+                   "so owned routes are priced in full")
+    if top.fleet["nodes_needed"] > owned:
+        return top
+    lo, hi, best = marginal, full, top
+    for _ in range(8):  # ~0.4 % of the price range: finer changes no verdict worth reporting
+        mid = (lo + hi) / 2
+        cand = at(mid, "")
+        if cand.fleet["nodes_needed"] <= owned:
+            hi, best = mid, cand
+        else:
+            lo = mid
+    best.rate = replace(best.rate, basis_note=(
+        f"marginal basis: the {owned} owned node(s) are rationed to the work that saves most, at a shadow "
+        f"price of ${hi:,.2f} per node-hour (marginal ${marginal:,.2f}, full ${full:,.2f})"))
+    return best
+
+
+def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate) -> Evaluation:
+    gpu = catalog.gpu(scenario.gpu)
     gpn = scenario.gpus_per_node
     routes = build_routes(catalog)
     W, R = len(w), len(routes)
@@ -746,8 +784,9 @@ def size_fleet(ev: Evaluation, lam_peak, pf, rpd, n_out, interactive, window_h) 
     util_with = np.minimum((busy + fill) / denom, 1.0) if owned_gpus else np.zeros(24)
     utilization = float(np.mean(util_with)) if owned_gpus else 0.0
     rate = ev.rate
-    owned_monthly = sc.fleet_nodes * rate.usd_per_node_hour * HOURS_PER_MONTH
-    idle_month = owned_gpus * HOURS_PER_MONTH * rate.usd_per_gpu_hour * (1.0 - utilization)
+    owned_monthly = sc.fleet_nodes * rate.owned_fleet_usd_per_node_hour * HOURS_PER_MONTH
+    # Idle hours are priced in full whatever the basis: it is what the idle capacity costs the company.
+    idle_month = owned_gpus * HOURS_PER_MONTH * rate.full_usd_per_node_hour / gpn * (1.0 - utilization)
 
     monthly = ev.a["monthly_usd"][rows, safe]
     by_route: dict[str, float] = {}

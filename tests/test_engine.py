@@ -250,3 +250,22 @@ def test_owned_only_never_routed_to_api_and_reasoning_floor_never_diffusion(w):
         assert ev.routes[v].hosting == "owned"
     if w["task_class"] == "reasoning" and w["min_quality"] >= 0.95:
         assert ev.routes[v].architecture != "diffusion"
+
+
+def test_marginal_basis_never_buys_free_nodes(catalog, bank):
+    """Marginal basis prices owned capacity near zero, but new nodes cost the full price.
+
+    With 4 owned nodes the sample fits (2 needed at full price), so the owned
+    fleet is rationed at a shadow price between $0 and $33.02 and no node is
+    bought; with 1 owned node even the full price needs 2, so owned routes are
+    priced in full and the answer equals the full-basis one.
+    """
+    four = evaluate(catalog, bank, Scenario(fleet_nodes=4, cost_basis="marginal"))
+    assert four.fleet["nodes_needed"] <= 4
+    assert 0.0 <= four.rate.usd_per_node_hour < 33.02 and "shadow price" in four.rate.basis_note
+    assert four.fleet["owned_monthly_usd"] == 0.0  # the reserved fleet is already committed
+    one = evaluate(catalog, bank, Scenario(fleet_nodes=1, cost_basis="marginal"))
+    full = evaluate(catalog, bank, Scenario(fleet_nodes=1))
+    assert one.rate.usd_per_node_hour == pytest.approx(33.02)
+    assert [one.routes[k].route_id for k in one.verdict] == [full.routes[k].route_id for k in full.verdict]
+    assert one.fleet["extra_nodes_monthly_usd"] == pytest.approx(full.fleet["extra_nodes_monthly_usd"])
