@@ -129,7 +129,8 @@ def sensitivity(catalog: Catalog, workloads: pd.DataFrame, base: Evaluation) -> 
         if "api_price_scale" in change:
             update["api_price_scale"] = base.scenario.api_price_scale * change["api_price_scale"]
         if "node_price_scale" in change:
-            update["node_usd_per_hour"] = base.rate.usd_per_node_hour * change["node_price_scale"] or None
+            # Scale the node's list price (under a marginal basis the routed rate may be 0).
+            update["node_usd_per_hour"] = base.rate.full_usd_per_node_hour * change["node_price_scale"]
         ev = base if not update else evaluate(catalog, workloads, base.scenario.model_copy(update=update))
         ids = np.array([ev.routes[k].route_id if k >= 0 else "" for k in ev.verdict])
         changed = ids != base_ids
