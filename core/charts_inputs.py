@@ -36,6 +36,16 @@ DEFAULT_TOKENS = (1000.0, 256.0)
 _LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "hovermode": "closest"}
 
 
+def data_key(*tables: Sequence[object]) -> int:
+    """A key that changes whenever the content of any given reference table changes.
+
+    For caches shared by every session (figures cached as resources): a
+    session's own data version does not see another session's writes, the
+    content does. Rows are frozen pydantic models, hashed by value.
+    """
+    return hash(tuple(tuple(t) for t in tables))
+
+
 # -- performance frames ------------------------------------------------------------------
 
 
@@ -363,6 +373,7 @@ __all__ = [
     "break_even_chart",
     "curve_note",
     "curve_view",
+    "data_key",
     "import_benchmarks",
     "latency_chart",
     "perf_defaults",

@@ -338,3 +338,11 @@ def test_import_names_the_page_fields_not_cli_flags(store):
     again = ci.import_benchmarks(store, data, "vllm_new.json", stack_id="llama70b-fp8", gpu="H100 SXM", gpus_per_replica=2)
     assert again.duplicate and again.rows_added == 0
     assert sum(b.tool == "vllm bench serve" and b.gpu == "H100 SXM" for b in store.benchmarks()) == 1
+
+
+def test_data_key_follows_content_not_identity():
+    a = [node(usd=33.02), node("B200", 68.36)]
+    same = [node(usd=33.02), node("B200", 68.36)]  # other objects, same values
+    assert ci.data_key(a, [api()]) == ci.data_key(same, [api()])
+    assert ci.data_key(a, [api()]) != ci.data_key([node(usd=29.5), node("B200", 68.36)], [api()])
+    assert ci.data_key(a, [api()]) != ci.data_key(a, [api(), api("other")])

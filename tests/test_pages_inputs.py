@@ -339,3 +339,43 @@ def test_benchmark_import_asks_for_what_the_file_lacks_then_adds_a_point(app):
     click(at, "perf_import")  # the same file again
     assert any("already imported" in i.value for i in at.info)
     assert len(table(at, "perf_bench_table")) == before + 1
+
+
+# -- caches shared by sessions -----------------------------------------------------------
+
+
+def new_session(page: str) -> AppTest:
+    """Another browser tab: a new AppTest (own session state) in the same process (shared caches)."""
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    run(at)
+    return show(at, page)
+
+
+def test_another_sessions_writes_reach_the_shared_figures(app):
+    first = show(app, "pages/performance.py")
+    first.selectbox(key="perf_stack").set_value("llama70b-fp8")
+    run(first)
+    assert "calibrated to 1 vendor-claim point" in texts(first.caption)
+    pricing = new_session("pages/pricing.py")  # warms the break-even cache before the writes
+    assert "at $33.02/node-hour" in texts(pricing.caption)
+    # The first session imports a measured point for the same route and overrides the node price.
+    first.file_uploader(key="perf_upload").set_value(("vllm_new.json", (BENCH / "vllm_new.json").read_bytes(),
+                                                      "application/json"))
+    run(first)
+    first.selectbox(key="perf_imp_stack").set_value("llama70b-fp8")
+    first.selectbox(key="perf_imp_gpu").set_value("H100 SXM")
+    first.selectbox(key="perf_imp_gpus").set_value(2)
+    click(first, "perf_import")
+    assert "imported 1 benchmark point" in texts(first.success)
+    s = open_store()
+    base = next(p for p in s.node_prices() if p.provider == "AWS" and p.gpu == "H100 SXM"
+                and p.pricing_option.value == "savings_1y")
+    save_override(s, node_price_override(base, 30.0, "quote", dt.date.today()))
+    st.cache_data.clear()  # what bump_data_version() does in the writing session
+    # A new tab sees both, although its own data version is still 0.
+    other = new_session("pages/performance.py")
+    other.selectbox(key="perf_stack").set_value("llama70b-fp8")
+    run(other)
+    assert "calibrated to 1 measured and 1 vendor-claim point" in texts(other.caption)
+    again = new_session("pages/pricing.py")
+    assert "at $30.00/node-hour" in texts(again.caption)

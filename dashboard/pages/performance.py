@@ -8,6 +8,7 @@ from core.charts_inputs import (
     TP_OPTIONS,
     benchmark_table,
     curve_view,
+    data_key,
     import_benchmarks,
     latency_chart,
     perf_defaults,
@@ -22,18 +23,18 @@ FROM_FILE = "(as the file says)"
 
 
 # Figures are cached as resources (shared, never copied): building a Plotly figure validates every
-# property (~0.1-0.5 s here), and cache_data would rebuild it on every read by unpickling it.
+# property (~0.1-0.5 s here), and cache_data would rebuild it on every read by unpickling it. Being
+# shared by all sessions, they are keyed on the data's content (data_key), not on a session's version.
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _roofline(data_ver: int, gpu_name: str):
-    cat = catalog(data_ver)
-    gpu = cat.gpu(gpu_name)
-    points = roofline_frame(cat.stacks, gpu, cat.benchmarks)
+def _roofline(key: int, gpu_name: str, _cat):
+    gpu = _cat.gpu(gpu_name)
+    points = roofline_frame(_cat.stacks, gpu, _cat.benchmarks)
     return roofline_chart(points, gpu), points.attrs.get("skipped", [])
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _curves(data_ver: int, stack_id: str, gpu_name: str, gpus: int, n_in: float, n_out: float):
-    cat = catalog(data_ver)
+def _curves(key: int, stack_id: str, gpu_name: str, gpus: int, n_in: float, n_out: float, _cat):
+    cat = _cat
     stack = next(s for s in cat.stacks if s.stack_id == stack_id)
     curve, note = curve_view(stack, cat.gpu(gpu_name), gpus, n_in, n_out, cat.benchmarks)
     title = f"{stack_id} on {gpus} × {gpu_name}, {n_in:,.0f} in / {n_out:,.0f} out"
@@ -47,6 +48,7 @@ def _benchmarks(data_ver: int, today: str):
 
 version = data_version()
 cat = catalog(version)
+key = data_key(cat.gpus, cat.stacks, cat.benchmarks)
 gpu_name = st.session_state["sc_gpu"]
 
 st.title("Performance")
@@ -60,7 +62,7 @@ if saved := st.session_state.pop("perf_flash", None):
 st.subheader("Where each stack sits on the roofline")
 try:
     gpu = cat.gpu(gpu_name)
-    fig, skipped = _roofline(version, gpu_name)
+    fig, skipped = _roofline(key, gpu_name, cat)
     st.plotly_chart(fig, width="stretch", key="perf_roofline")
     st.caption(
         f"Left of the ridge a decode step waits on memory: every weight is read from HBM "
@@ -92,7 +94,7 @@ gpus = c2.selectbox("GPUs per replica", TP_OPTIONS, index=TP_OPTIONS.index(g0) i
 n_in = c3.number_input("Input tokens", min_value=0, value=int(in0), step=100, key=f"perf_in_{route}")
 n_out = c4.number_input("Output tokens", min_value=1, value=int(out0), step=32, key=f"perf_out_{route}")
 try:
-    lat_fig, thr_fig, curve, note = _curves(version, stack_id, gpu_name, int(gpus), float(n_in), float(n_out))
+    lat_fig, thr_fig, curve, note = _curves(key, stack_id, gpu_name, int(gpus), float(n_in), float(n_out), cat)
     left, right = st.columns(2)
     left.plotly_chart(lat_fig, width="stretch", key="perf_latency")
     right.plotly_chart(thr_fig, width="stretch", key="perf_throughput")

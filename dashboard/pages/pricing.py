@@ -4,7 +4,7 @@ import datetime as dt
 
 import streamlit as st
 
-from core.charts_inputs import break_even_chart
+from core.charts_inputs import break_even_chart, data_key
 from core.errors import HangoverError
 from core.models import Scenario
 from core.pricing_views import (
@@ -36,10 +36,11 @@ SOURCED = {
 
 
 # A resource, not data: the figure is shared as is (unpickling a Plotly figure re-validates it, ~0.1 s+).
+# Shared by all sessions, so keyed on the data's content (data_key), not on a session's data version.
 @st.cache_resource(show_spinner=False, max_entries=16)
-def _break_even(scenario_json: str, data_ver: int, stack_id: str, n_in: float, n_out: float, today: str):
-    """The break-even view and its chart, per scenario value, data version and reference stack."""
-    be = break_even_view(catalog(data_ver), Scenario.model_validate_json(scenario_json), stack_id, n_in, n_out,
+def _break_even(scenario_json: str, key: int, stack_id: str, n_in: float, n_out: float, today: str, _cat):
+    """The break-even view and its chart, per scenario value, reference data and reference stack."""
+    be = break_even_view(_cat, Scenario.model_validate_json(scenario_json), stack_id, n_in, n_out,
                          dt.date.fromisoformat(today))
     return be, break_even_chart(be.table)
 
@@ -181,8 +182,8 @@ n_in = c2.number_input("Input tokens per request", min_value=0, value=1000, step
 n_out = c3.number_input("Output tokens per request", min_value=1, value=256, step=32, key="price_out_tokens")
 try:
     sc = scenario()
-    be, be_fig = _break_even(sc.model_dump_json(), data_version(), ref_stack, float(n_in), float(n_out),
-                     today.isoformat())
+    key = data_key(cat.gpus, cat.stacks, cat.benchmarks, cat.node_prices, cat.apis, cat.owned_hardware)
+    be, be_fig = _break_even(sc.model_dump_json(), key, ref_stack, float(n_in), float(n_out), today.isoformat(), cat)
     st.plotly_chart(be_fig, width="stretch", key="price_be_chart")
     st.caption(be.explanation + " All throughput figures are estimates unless the provenance says measured.")
     st.dataframe(
