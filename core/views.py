@@ -243,12 +243,22 @@ def performance_note(ev: Evaluation) -> str:
             f"for the other {len(stacks) - len(calibrated)}. Quality per task class: estimates from the seed data.")
 
 
-def provenance_notes(ev: Evaluation) -> list[str]:
-    """Every outside number behind the page, with its date and source."""
-    a = ev.scenario_dict()["assumptions"]
-    return [node_price_note(ev), api_prices_note(ev), performance_note(ev),
-            f"Queueing model: {a['queueing_model']}; traffic: {a['traffic_shape']}; API p95 = "
-            f"{a['api_p95_over_typical']:g} × typical latency (estimate)."]
+def provenance_notes(ev: Evaluation) -> list[tuple[str, str]]:
+    """Every outside number behind the page as (confidence or provenance word, sentence with date and source)."""
+    sd = ev.scenario_dict()
+    a = sd["assumptions"]
+    # Several API confidences: show the weakest, since the line speaks for all of them.
+    weakest = ("user", "primary", "secondary", "unverified", "estimate")
+    api_conf = max((p["confidence"] for p in sd["api_prices"]), key=lambda c: weakest.index(c) if c in weakest else 9,
+                   default="estimate")
+    calibrated = any("calibrated" in s["performance"] for s in sd["serving_stacks"])
+    return [
+        (sd["node_price"]["confidence"], node_price_note(ev)),
+        (api_conf, api_prices_note(ev)),
+        ("calibrated" if calibrated else "estimated", performance_note(ev)),
+        ("estimate", f"Queueing model: {a['queueing_model']}; traffic: {a['traffic_shape']}; API p95 = "
+                     f"{a['api_p95_over_typical']:g} × typical latency (estimate)."),
+    ]
 
 
 # -- routing -------------------------------------------------------------------

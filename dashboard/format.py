@@ -7,7 +7,7 @@ import streamlit as st
 from core.views import duration_ms, money, percent, thousands
 
 __all__ = [
-    "badge", "count_col", "duration_ms", "money", "money_col", "ms_col", "number_col", "percent",
+    "badge", "count_col", "md", "duration_ms", "money", "money_col", "ms_col", "number_col", "percent",
     "share_bar_col", "text_col", "thousands",
 ]
 
@@ -23,6 +23,14 @@ _BADGES = {
     "unverified": ("orange", "unverified"),
     "user": ("gray", "your figure"),
 }
+
+
+_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#$|~"})
+
+
+def md(text: str) -> str:
+    """Text from data made literal for st.markdown: '*' in a source path is not italics, '$' is not LaTeX."""
+    return str(text).translate(_MD_SPECIAL)
 
 
 def badge(word: str) -> str:

@@ -85,8 +85,11 @@ def test_overview_summary_with_spare_nodes(store):
 
 
 def test_provenance_notes_carry_date_source_and_confidence(ev):
-    node, api, perf, model = views.provenance_notes(ev)
+    notes = views.provenance_notes(ev)
+    node, api, perf, model = (text for _, text in notes)
     p = ev.scenario_dict()["node_price"]
+    assert notes[0][0] == p["confidence"]
+    assert notes[2][0] in {"estimated", "calibrated"} and notes[3][0] == "estimate"
     assert p["as_of"] in node and p["source"] in node and f"confidence {p['confidence']}" in node
     assert views.money(p["usd_per_node_hour"]) + "/hour" in node
     assert "API prices:" in api and "as of" in api
