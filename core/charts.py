@@ -67,7 +67,7 @@ def verdict_mix_chart(mix: Mapping[str, int]) -> go.Figure:
     ))
     fig.update_xaxes(title_text="Workloads", dtick=1, rangemode="tozero")
     fig.update_yaxes(title_text=None, automargin=True)
-    return _style(fig, "Verdict mix: where each workload runs cheapest", height=max(220, 70 + 40 * len(order)),
+    return _style(fig, "Verdict mix: workloads per kind of route", height=max(220, 70 + 40 * len(order)),
                   legend=False)
 
 

@@ -108,7 +108,7 @@ def test_overview_shows_kpis_summary_charts_and_provenance(app):
     assert m["Owned nodes"] == "1"
     assert m["Utilization"].endswith("%")
     assert dollars(m["Idle cost a month"]) > 0
-    assert m["Owned $/M output tokens"].startswith("$")
+    assert m["Owned $/M output"].startswith("$")
     assert int(m["Nodes needed"]) >= 1
     text = " ".join(md.value for md in at.markdown)
     assert "bundled sample" in text  # where the inventory came from
@@ -133,10 +133,10 @@ def test_more_owned_nodes_raise_the_idle_cost(app):
 def test_on_demand_pricing_changes_the_node_price(app):
     at = show(app, "pages/overview.py")
     before = metrics(at)
-    note = [md.value for md in at.markdown if "Node price:" in md.value][0]
+    note = [md.value.replace("\\", "") for md in at.markdown if "Node price:" in md.value][0]
     at.selectbox(key="sc_pricing").set_value("on_demand").run()
     assert not at.exception
-    after_note = [md.value for md in at.markdown if "Node price:" in md.value][0]
+    after_note = [md.value.replace("\\", "") for md in at.markdown if "Node price:" in md.value][0]
     assert "(on_demand)" in after_note and "(savings_1y)" in note
     assert after_note != note
     # On-demand costs more an hour, so the same idle hours cost more.
@@ -257,3 +257,11 @@ def test_pages_render_when_no_route_can_serve_a_workload(start):
     at = show(at, "pages/fleet.py")
     assert any("No workload runs on owned GPUs" in i.value for i in at.info)
     show(at, "pages/export.py")
+
+
+def test_text_from_data_is_literal_markdown():
+    from dashboard.format import md
+
+    # Source paths such as "catalog/*/catalog.md; data/*.json" must not turn into italics, nor "$1 … $2" into LaTeX.
+    assert md("catalog/*/x.md; $1 and $2") == "catalog/\\*/x.md; \\$1 and \\$2"
+    assert md("owned_only [draft]") == "owned\\_only \\[draft\\]"

@@ -4,6 +4,7 @@ import streamlit as st
 
 from core import views
 from dashboard import state
+from dashboard.format import md
 
 try:  # the procurement summary lands with its own issue; until then the CSV is the export
     from core.report import build_html, build_markdown, build_summary, build_xlsx
@@ -16,8 +17,8 @@ if ev is None:
     st.stop()
 
 stem = f"gpu-hangover-{ev.fleet.get('inventory', 'inventory').replace(' ', '-')}"
-st.caption(f"Built from {views.inventory_words(ev.fleet.get('inventory', 'given'))} under the sidebar's scenario. "
-           + views.node_price_note(ev))
+st.caption(md(f"Built from {views.inventory_words(ev.fleet.get('inventory', 'given'))} under the sidebar's "
+              f"scenario. {views.node_price_note(ev)}"))
 
 st.subheader("Routing table")
 st.write("One row per workload: the verdict, its cost, latency and nodes, and the value of its token.")

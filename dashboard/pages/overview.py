@@ -4,7 +4,7 @@ import streamlit as st
 
 from core import charts, views
 from dashboard import state
-from dashboard.format import money, percent
+from dashboard.format import badge, md, money, percent
 
 st.title("Overview")
 ev = state.evaluation()
@@ -18,22 +18,22 @@ c1.metric("Owned nodes", f"{owned:,}", help=f"{k['gpus_per_node']} × {k['gpu']}
 c2.metric("Utilization", percent(k["utilization"]),
           help="Average share of owned GPU-hours busy over the day, batch fill included.")
 c3.metric("Idle cost a month", money(k["idle_usd_per_month"]),
-          help="Owned GPU-hours × $/GPU-hour × (1 − utilization), under the sidebar's cost basis.")
+          help=md("Owned GPU-hours × $/GPU-hour × (1 − utilization), under the sidebar's cost basis."))
 eff, api = k["owned_usd_per_mtok_out"], k["api_usd_per_mtok_out"]
 gap = None if eff is None or api is None else f"{'+' if eff >= api else '-'}{money(abs(eff - api))} vs API"
-c4.metric("Owned $/M output tokens", money(eff), delta=gap, delta_color="inverse",
-          help=f"Owned fleet $/month ÷ output tokens it serves. The same tokens from the cheapest API that meets "
-               f"each workload's quality floor: {money(api)}/M (data policy aside).")
+c4.metric("Owned $/M output", money(eff), delta=gap, delta_color="inverse",
+          help=md(f"Owned fleet $/month ÷ the output tokens it serves, per million. The same tokens from the cheapest "
+                  f"API that meets each workload's quality floor: {money(api)}/M (data policy aside)."))
 c5.metric("Nodes needed", f"{needed:,}",
           delta=f"{needed - owned:+,} vs owned" if needed != owned else None, delta_color="off",
           help="Nodes that hold every latency target at peak in the recommended mix, batch work filling idle hours.")
 
 with st.expander("Where these numbers come from (dates, sources, estimates)"):
-    for line in views.provenance_notes(ev):
-        st.markdown(f"- {line}")
+    for word, line in views.provenance_notes(ev):
+        st.markdown(f"- {badge(word)} {md(line)}")
 
 st.subheader("In plain words")
-st.markdown("\n".join(f"- {line}" for line in views.overview_summary(ev)))
+st.markdown("\n".join(f"- {md(line)}" for line in views.overview_summary(ev)))
 
 left, right = st.columns([3, 2])
 with left:

@@ -4,7 +4,7 @@ import streamlit as st
 
 from core import charts, views
 from dashboard import state
-from dashboard.format import count_col, money_col, ms_col, number_col, share_bar_col, text_col
+from dashboard.format import count_col, md, money_col, ms_col, number_col, share_bar_col, text_col
 
 st.title("Routing")
 ev = state.evaluation()
@@ -12,8 +12,8 @@ if ev is None:
     st.stop()
 
 vf = ev.verdicts_frame()
-st.caption(f"Each workload goes to the cheapest route that meets its data policy, latency target or batch window, "
-           f"and quality floor. {views.inventory_words(ev.fleet.get('inventory', 'given')).capitalize()}. "
+st.caption("Each workload goes to the cheapest route that meets its data policy, latency target or batch window, "
+           f"and quality floor. {md(views.inventory_words(ev.fleet.get('inventory', 'given')).capitalize())}. "
            "Select a row to see why.")
 event = st.dataframe(
     vf,
@@ -39,8 +39,8 @@ rows = event.selection.rows if event is not None else []
 
 if rows:
     i = int(rows[0])
-    st.subheader(f"Why: {vf['name'].iloc[i]}")
-    st.markdown("\n".join(f"- {line}" for line in ev.reasons(i)))
+    st.subheader(f"Why: {md(vf['name'].iloc[i])}")
+    st.markdown("\n".join(f"- {md(line)}" for line in ev.reasons(i)))
     ok, rejected = views.route_alternatives(ev, i)
     st.markdown(f"**Routes that could serve it** ({len(ok)}), cheapest first")
     st.dataframe(ok, hide_index=True, key="routing_feasible", placeholder="—",
@@ -59,7 +59,7 @@ if rows:
     st.markdown(f"**Routes rejected** ({sum(len(r) for r, _ in rejected)}) and why")
     for routes, why in rejected:
         names = ", ".join(routes) if len(routes) <= 3 else f"{len(routes)} routes ({', '.join(routes[:2])}, …)"
-        st.markdown(f"- **{names}**: {why}", help=", ".join(routes) if len(routes) > 3 else None)
+        st.markdown(f"- **{md(names)}**: {md(why)}", help=md(", ".join(routes)) if len(routes) > 3 else None)
 else:
     st.info("Select a workload in the table to see the reasons and the rejected routes.")
 
