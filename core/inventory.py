@@ -298,8 +298,10 @@ def _parse_numbers(a: pa.Array, decimal: str) -> tuple[np.ndarray, np.ndarray, n
     careful = given & risky
     if fast.any():
         try:
-            sub = a if fast.all() else a.filter(pa.array(fast))
-            values[fast] = pc.cast(sub, pa.float64()).to_numpy(zero_copy_only=False)
+            if not careful.any():  # the usual case: cast the whole column, blanks stay null -> NaN
+                values = np.array(pc.cast(a, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
+            else:
+                values[fast] = pc.cast(a.filter(pa.array(fast)), pa.float64()).to_numpy(zero_copy_only=False)
         except pa.ArrowInvalid:
             careful = given
     present = given.copy()
@@ -371,14 +373,19 @@ class _Column:
     present: np.ndarray  # cell is not blank
     bad: np.ndarray | None = None  # numbers: cell is not a usable number
     formula: np.ndarray | None = None  # text: cell starts like a formula
+    unique: bool | None = None  # ids: no value repeats (blanks aside)
 
 
-def _text_column(a: pa.Array) -> _Column:
+def _text_column(a: pa.Array, *, is_id: bool = False) -> _Column:
     t = _trim(a)
     # =, +, - and @ are one byte in UTF-8: compare the first byte, no decoding needed.
     first = pc.binary_slice(t.cast(pa.binary()), 0, 1)
     formula = pc.fill_null(pc.is_in(first, _FORMULA_BYTES), False).to_numpy(zero_copy_only=False)
-    return _Column(typed=t, present=_valid(t), formula=formula)
+    unique = None
+    if is_id:  # hashing a million ids takes a while: do it here, alongside the other columns
+        distinct = pc.unique(t)
+        unique = len(distinct) - distinct.null_count == len(t) - t.null_count
+    return _Column(typed=t, present=_valid(t), formula=formula, unique=unique)
 
 
 def _number_column(a: pa.Array, decimal: str) -> _Column:
@@ -427,10 +434,11 @@ class _Checker:
         """Trim or parse every column, columns in parallel (Arrow releases the GIL), then drop blank rows."""
         numeric = {i for c, i in self.mapped.items() if c in NUMERIC_COLUMNS}
         decimal = self.raw.decimal
+        id_column = self.mapped.get("workload_id")
 
         def work(i: int) -> _Column:
             a = self.raw.columns[i]
-            return _number_column(a, decimal) if i in numeric else _text_column(a)
+            return _number_column(a, decimal) if i in numeric else _text_column(a, is_id=i == id_column)
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             self.cols = list(pool.map(work, range(len(self.raw.columns))))
@@ -449,7 +457,8 @@ class _Checker:
             self.cols = [_Column(typed=c.typed[keep_np] if isinstance(c.typed, np.ndarray) else c.typed.filter(keep),
                                  present=c.present[keep_np],
                                  bad=None if c.bad is None else c.bad[keep_np],
-                                 formula=None if c.formula is None else c.formula[keep_np]) for c in self.cols]
+                                 formula=None if c.formula is None else c.formula[keep_np],
+                                 unique=c.unique) for c in self.cols]  # blank rows hold no id
             self.cells = [a.filter(keep) for a in self.cells]
             self.rows = self.rows[keep_np]
         self.n = len(self.rows)
@@ -539,9 +548,7 @@ class _Checker:
 
     def duplicates(self, ids: pa.Array) -> None:
         """Every repeat of a workload_id names the row that used it first."""
-        if "workload_id" not in self.mapped or not self.n:
-            return
-        if len(pc.unique(ids)) == len(ids):
+        if "workload_id" not in self.mapped or not self.n or self.col("workload_id").unique:
             return
         s = pd.Series(ids.to_pandas().array)
         repeat = (s.duplicated(keep="first") & s.notna()).to_numpy()

@@ -638,6 +638,25 @@ def test_commit_list_load_and_identical_upload(store):
     assert latest_inventory(store)[0] == 1
 
 
+def test_checksum_is_sha256_of_the_sorted_canonical_csv():
+    """Slices hashed in parallel must equal one CSV of all rows sorted by workload_id (250,000 rows: 3 slices)."""
+    import hashlib
+
+    import pyarrow.csv as pacsv
+
+    sample = read_inventory(sample_workloads_path()).frame
+    big = sample.iloc[np.arange(250_000) % len(sample)].reset_index(drop=True)
+    big["workload_id"] = [f"id-{i:06d}" for i in range(len(big))][::-1]
+    buf = io.BytesIO()
+    pacsv.write_csv(inventory_store._arrow(big).sort_by("workload_id"), buf)
+    assert checksum(big) == hashlib.sha256(buf.getvalue()).hexdigest()
+    assert buf.getvalue().startswith(b'"workload_id","name","team","requests_per_day"')
+    assert checksum(big.iloc[::-1]) == checksum(big)  # order does not matter
+    changed = big.copy()
+    changed.loc[7, "min_quality"] = 0.5
+    assert checksum(changed) != checksum(big)
+
+
 def test_latest_inventory_falls_back_to_the_bundled_sample(store):
     version, frame = latest_inventory(store)
     assert version is None
