@@ -122,6 +122,16 @@ def roofline_frame(
     return df
 
 
+def default_stack(stacks: Sequence[ServingStack], gpu: GpuSpec, benchmarks: Iterable[Benchmark]) -> str:
+    """The stack to open the curves with: the first one with measured or claimed points on this GPU, else the first."""
+    bench = tuple(benchmarks)
+    for s in stacks:
+        for g in sorted({b.gpus_per_replica for b in bench if b.stack_id == s.stack_id}):
+            if route_points(s, gpu, g, bench)[0]:
+                return s.stack_id
+    return stacks[0].stack_id
+
+
 def perf_defaults(stack: ServingStack, gpu: GpuSpec, benchmarks: Iterable[Benchmark]) -> tuple[int, float, float]:
     """(GPUs per replica, input tokens, output tokens) to open the curves with.
 
@@ -374,6 +384,7 @@ __all__ = [
     "curve_note",
     "curve_view",
     "data_key",
+    "default_stack",
     "import_benchmarks",
     "latency_chart",
     "perf_defaults",

@@ -346,3 +346,9 @@ def test_data_key_follows_content_not_identity():
     assert ci.data_key(a, [api()]) == ci.data_key(same, [api()])
     assert ci.data_key(a, [api()]) != ci.data_key([node(usd=29.5), node("B200", 68.36)], [api()])
     assert ci.data_key(a, [api()]) != ci.data_key(a, [api(), api("other")])
+
+
+def test_default_stack_is_one_with_evidence_on_the_gpu(cat):
+    assert ci.default_stack(cat.stacks, cat.gpu("H100 SXM"), cat.benchmarks) == "llama70b-fp8"  # vendor claim at ×2
+    assert ci.default_stack(cat.stacks, cat.gpu("A100 40GB SXM"), cat.benchmarks) == "llama70b-bf16"
+    assert ci.default_stack(cat.stacks, cat.gpu("B200"), cat.benchmarks) == cat.stacks[0].stack_id  # none: the first

@@ -9,6 +9,7 @@ from core.charts_inputs import (
     benchmark_table,
     curve_view,
     data_key,
+    default_stack,
     import_benchmarks,
     latency_chart,
     perf_defaults,
@@ -80,7 +81,8 @@ except HangoverError as exc:
 st.subheader("Latency and throughput against concurrency")
 stack_ids = [s.stack_id for s in cat.stacks]
 c1, c2, c3, c4 = st.columns([2, 1, 1, 1])
-stack_id = c1.selectbox("Serving stack", stack_ids, key="perf_stack",
+first = default_stack(cat.stacks, cat.gpu(gpu_name), cat.benchmarks)
+stack_id = c1.selectbox("Serving stack", stack_ids, key="perf_stack", index=stack_ids.index(first),
                         format_func=lambda sid: next(f"{s.name} ({sid})" for s in cat.stacks if s.stack_id == sid))
 stack = next(s for s in cat.stacks if s.stack_id == stack_id)
 try:

@@ -20,21 +20,34 @@ ERROR_COLUMNS = {
     "value": st.column_config.TextColumn("value", width="small"),
     "problem": st.column_config.TextColumn("problem", width="large"),
 }
+# Pixel widths and short headers keep the contract's columns inside the ~980 px main column at 1440 px.
 WORKLOAD_COLUMNS = {
-    "workload_id": st.column_config.TextColumn("workload_id", required=True),
-    "name": st.column_config.TextColumn("name", width="medium", required=True),
-    "requests_per_day": st.column_config.NumberColumn("requests/day", format="%,.0f", min_value=0),
-    "peak_factor": st.column_config.NumberColumn("peak factor", format="%.1f", min_value=1),
-    "input_tokens": st.column_config.NumberColumn("input tokens", format="%,.0f", min_value=0),
-    "output_tokens": st.column_config.NumberColumn("output tokens", format="%,.0f", min_value=1),
-    "latency_slo_ms": st.column_config.NumberColumn("p95 SLA, ms", format="%,.0f", min_value=0),
-    "batch_window_hours": st.column_config.NumberColumn("batch window, h", format="%.1f", min_value=0, max_value=24),
-    "data_policy": st.column_config.SelectboxColumn("data policy", options=list(ENUM_VALUES["data_policy"])),
-    "task_class": st.column_config.SelectboxColumn("task class", options=list(ENUM_VALUES["task_class"])),
-    "min_quality": st.column_config.NumberColumn("quality floor", format="%.2f", min_value=0, max_value=1),
-    "cached_input_share": st.column_config.NumberColumn("cached input", format="%.2f", min_value=0, max_value=1),
-    "notes": st.column_config.TextColumn("notes", width="medium"),
+    "workload_id": st.column_config.TextColumn("workload_id", width=115, required=True),
+    "name": st.column_config.TextColumn("name", width=140, required=True),
+    "team": st.column_config.TextColumn("team", width=90),
+    "requests_per_day": st.column_config.NumberColumn("requests/day", format="%,.0f", min_value=0, width=80),
+    "peak_factor": st.column_config.NumberColumn("peak", format="%.1f", min_value=1, width=50,
+                                                 help="peak-hour rate ÷ mean rate"),
+    "input_tokens": st.column_config.NumberColumn("in tok", format="%,.0f", min_value=0, width=60),
+    "output_tokens": st.column_config.NumberColumn("out tok", format="%,.0f", min_value=1, width=55),
+    "latency_slo_ms": st.column_config.NumberColumn("SLA ms", format="%,.0f", min_value=0, width=65,
+                                                    help="p95 end-to-end target (interactive work)"),
+    "batch_window_hours": st.column_config.NumberColumn("window h", format="%.1f", min_value=0, max_value=24,
+                                                        width=65, help="hours the day's queue may take (offline work)"),
+    "data_policy": st.column_config.SelectboxColumn("data policy", options=list(ENUM_VALUES["data_policy"]), width=90),
+    "task_class": st.column_config.SelectboxColumn("task class", options=list(ENUM_VALUES["task_class"]), width=110),
+    "min_quality": st.column_config.NumberColumn("floor", format="%.2f", min_value=0, max_value=1, width=55,
+                                                 help="quality floor, 0-1 (blank = the task class default)"),
+    "cached_input_share": st.column_config.NumberColumn("cached", format="%.2f", min_value=0, max_value=1, width=60,
+                                                        help="share of input tokens served from a prompt cache"),
+    "notes": st.column_config.TextColumn("notes", width=150),
 }
+# The preview leaves out the free-text team and notes so the figures fit without sideways scrolling;
+# the editor needs every column, so it puts those two last (and scrolls to reach them).
+PREVIEW_ORDER = [c for c in WORKLOAD_COLUMNS if c not in ("team", "notes")]
+EDITOR_ORDER = [*PREVIEW_ORDER, "team", "notes"]
+# Editable headers carry a pencil icon: 22 px more per column keeps the short headers whole.
+EDITOR_COLUMNS = {name: {**config, "width": config["width"] + 22} for name, config in WORKLOAD_COLUMNS.items()}
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -95,10 +108,10 @@ upload_tab, edit_tab, history_tab = st.tabs(["Upload a file", "Edit the current 
 with upload_tab:
     st.markdown("Fill in the template (one row per kind of LLM work), then upload it. Every bad cell is listed "
                 "with its row and column; a file with any problem commits nothing.")
-    c1, c2, _ = st.columns([1, 1, 3])
-    c1.download_button("Template (CSV)", template_bytes("csv"), "workloads_template.csv", "text/csv",
+    buttons = st.container(horizontal=True)
+    buttons.download_button("Template (CSV)", template_bytes("csv"), "workloads_template.csv", "text/csv",
                        key="wl_template_csv", icon=":material/download:")
-    c2.download_button("Template (XLSX)", template_bytes("xlsx"), "workloads_template.xlsx",
+    buttons.download_button("Template (XLSX)", template_bytes("xlsx"), "workloads_template.xlsx",
                        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                        key="wl_template_xlsx", icon=":material/download:", help="With a 'Columns' sheet explaining each column.")
     up = st.file_uploader("Inventory file (CSV or XLSX)", type=["csv", "xlsx"], key="wl_upload")
@@ -107,7 +120,8 @@ with upload_tab:
         st.caption(f"{up.name}: read as {report.dialect}.")
         if _show_report(report, up.name):
             st.success(f"{len(report.frame):,} workloads read from {up.name} with no problems. Preview:")
-            st.dataframe(report.frame, width="stretch", column_config=WORKLOAD_COLUMNS, key="wl_preview")
+            st.dataframe(report.frame, width="stretch", hide_index=True, column_config=WORKLOAD_COLUMNS,
+                         column_order=PREVIEW_ORDER, placeholder="—", key="wl_preview")
             if st.button(f"Commit {up.name} as a new version", key="wl_commit", type="primary"):
                 try:
                     _committed(commit_inventory(store(), report.frame, file_name=up.name, created_by="dashboard"))
@@ -119,7 +133,8 @@ with edit_tab:
                 "first; problems name rows counted from 1 at the top of this table.")
     # The key carries the version: after a commit the editor starts again from the new version's rows.
     edited = st.data_editor(current.reset_index(drop=True), num_rows="dynamic", width="stretch", hide_index=True,
-                            column_config=WORKLOAD_COLUMNS, key=f"wl_editor_{version}")
+                            column_config=EDITOR_COLUMNS, column_order=EDITOR_ORDER, placeholder="",
+                            key=f"wl_editor_{version}")
     if st.button("Check and save as a new version", key="wl_save_edits", type="primary"):
         report = validate_frame(edited, row_numbers=range(1, len(edited) + 1))
         if _show_report(report, "Your edits"):
@@ -135,11 +150,11 @@ with history_tab:
         st.info("No version committed yet; the routing uses the bundled sample.")
     else:
         st.dataframe(
-            versions, hide_index=True, width="stretch", key="wl_versions",
+            versions, hide_index=True, width="stretch", key="wl_versions", placeholder="—",
             column_order=["version", "created_at", "file_name", "row_count", "comment", "restored_from", "is_latest"],
             column_config={
                 "version": st.column_config.NumberColumn("version", format="%d", width="small"),
-                "created_at": st.column_config.DatetimeColumn("committed (UTC)", format="YYYY-MM-DD HH:mm"),
+                "created_at": st.column_config.DatetimeColumn("committed", format="YYYY-MM-DD HH:mm"),
                 "file_name": st.column_config.TextColumn("from", width="medium"),
                 "row_count": st.column_config.NumberColumn("workloads", format="%,d"),
                 "restored_from": st.column_config.NumberColumn("restored from", format="%d"),
