@@ -1,0 +1,136 @@
+"""Browser test plumbing: a headless Streamlit server on a free port and Debian's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+VIEWPORT = {"width": 1440, "height": 900}
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_health(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+    """Poll /_stcore/health until it answers "ok"; fail early (with the server's output) if the server died."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+            raise RuntimeError(f"streamlit exited with {proc.returncode} before it was healthy:\n{out[-4000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200 and r.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    raise TimeoutError(f"streamlit at {url} was not healthy after {timeout_s:.0f} s")
+
+
+@contextlib.contextmanager
+def streamlit_server(db_path: Path, *, app: str = "dashboard/app.py") -> Iterator[str]:
+    """Run `python -m streamlit run <app>` headless on a free port with HANGOVER_DB=db_path; yield its base URL.
+
+    The server is killed (its whole process group) when the block ends, even on failure.
+    """
+    port = free_port()
+    env = {**os.environ, "HANGOVER_DB": str(db_path), "PYTHONPATH": str(REPO_ROOT)}
+    cmd = [sys.executable, "-m", "streamlit", "run", app, "--server.headless", "true", "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_health(url, proc)
+        yield url
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 15)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, 9)
+            proc.wait(timeout=5)
+        if proc.stdout:
+            proc.stdout.close()
+
+
+@contextlib.contextmanager
+def chromium_page() -> Iterator[object]:
+    """A Playwright page in headless Debian Chromium at 1440 x 900 (never a downloaded browser)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+            page = context.new_page()
+            page.set_default_timeout(30_000)
+            yield page
+        finally:
+            browser.close()
+
+
+def wait_until_idle(page, timeout_ms: int = 60_000) -> None:
+    """Wait until the app is connected and its script has stopped running (as streamlit's e2e conftest does).
+
+    The app root carries data-test-script-state ("initial", "running",
+    "notRunning", ...). A short wait first lets a just-triggered rerun start,
+    so a click is not mistaken for an idle app.
+    """
+    page.wait_for_timeout(250)
+    page.wait_for_selector('[data-testid="stApp"][data-test-connection-state="CONNECTED"]', timeout=timeout_ms,
+                           state="attached")
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=timeout_ms,
+                           state="attached")
+    page.wait_for_timeout(150)
+
+
+def screenshot_dir(default: Path) -> Path:
+    """$HANGOVER_SCREENSHOTS if set, else `default`; created."""
+    d = Path(os.environ.get("HANGOVER_SCREENSHOTS") or default)
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _content_height(page) -> int:
+    return int(page.evaluate(
+        "() => { const m = document.querySelector('[data-testid=stMain]');"
+        " const c = m && m.firstElementChild;"
+        " return Math.max(m ? m.scrollHeight : 0, c ? c.scrollHeight : 0, document.body.scrollHeight); }"))
+
+
+def full_screenshot(page, path: Path) -> Path:
+    """Screenshot the whole page: Streamlit scrolls inside its main block, so grow the viewport until it all fits.
+
+    Tables and charts draw after the script stops (canvas grids, Plotly) and
+    may grow the page, so the height is measured again until it settles.
+    """
+    height = VIEWPORT["height"]
+    for _ in range(5):
+        page.wait_for_timeout(800)
+        need = max(VIEWPORT["height"], _content_height(page) + 40)
+        if need <= height:
+            break
+        height = need
+        page.set_viewport_size({"width": VIEWPORT["width"], "height": height})
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(VIEWPORT)
+    return path

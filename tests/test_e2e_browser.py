@@ -1,0 +1,105 @@
+"""Browser end-to-end: a headless Streamlit server, Debian's Chromium through Playwright, every page by URL."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e_support import (
+    CHROMIUM,
+    REPO_ROOT,
+    chromium_page,
+    full_screenshot,
+    screenshot_dir,
+    streamlit_server,
+    wait_until_idle,
+)
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is absent (Debian's chromium package drives these tests)"),
+]
+pytest.importorskip("playwright.sync_api", reason="python playwright is not installed (pip install playwright)")
+
+SAMPLE = REPO_ROOT / "data" / "workloads_sample.csv"
+# (url path, title, screenshot name); Workloads first, so the other pages show the uploaded version.
+PAGES = [
+    ("/workloads", "Workloads", "workloads"),
+    ("/overview", "Overview", "overview"),
+    ("/routing", "Routing", "routing"),
+    ("/fleet", "Fleet sizing", "fleet"),
+    ("/pricing", "Pricing", "pricing"),
+    ("/performance", "Performance", "performance"),
+    ("/export", "Export", "export"),
+]
+
+
+def no_exception(page) -> None:
+    errors = page.locator('[data-testid="stException"]')
+    assert errors.count() == 0, errors.first.inner_text()[:2000]
+
+
+def main_text(page) -> str:
+    return page.locator('[data-testid="stMain"]').inner_text()
+
+
+def test_every_page_in_chromium(tmp_path):
+    shots = screenshot_dir(tmp_path / "screenshots")
+    print(f"\nscreenshots: {shots}")
+    t0 = time.monotonic()
+    with streamlit_server(tmp_path / "e2e.duckdb") as url, chromium_page() as page:
+        # The entry page first: on a fresh server a deep link runs without the router (see the xfail below).
+        page.goto(url + "/")
+        wait_until_idle(page)
+        no_exception(page)
+        for path, title, name in PAGES:
+            page.goto(url + path)
+            wait_until_idle(page)
+            no_exception(page)
+            assert page.get_by_role("heading", name=title, exact=True).first.is_visible()
+
+            if path == "/workloads":
+                assert "bundled sample" in main_text(page)
+                page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(SAMPLE))
+                wait_until_idle(page)
+                page.get_by_text("7 workloads read from workloads_sample.csv with no problems").wait_for()
+                page.get_by_role("button", name="Commit workloads_sample.csv as a new version").click()
+                wait_until_idle(page)
+                page.get_by_text("committed version 1: 7 workloads from workloads_sample.csv").wait_for()
+                assert "The routing uses version 1" in main_text(page)
+                no_exception(page)
+            elif path == "/routing":
+                table = page.locator('[data-testid="stDataFrame"]').first
+                table.wait_for()
+                assert table.bounding_box()["height"] > 100
+                assert "inventory version 1" in main_text(page).lower()  # the committed upload, not the sample
+            elif path == "/pricing":
+                assert "⚠ stale" in main_text(page) or page.locator('[data-testid="stDataFrame"]').count() >= 4
+            elif path == "/performance":
+                assert page.locator('[data-testid="stPlotlyChart"]').count() >= 3
+            elif path == "/export":
+                button = page.get_by_role("button", name=re.compile(r"CSV", re.I)).first
+                with page.expect_download() as info:
+                    button.click()
+                saved = Path(info.value.path())
+                assert saved.stat().st_size > 0, "the exported CSV is empty"
+                assert info.value.suggested_filename.endswith(".csv")
+                assert "workload_id" in saved.read_text(encoding="utf-8-sig").splitlines()[0]
+            full_screenshot(page, shots / f"{name}.png")
+    assert sorted(p.name for p in shots.glob("*.png")) == sorted(f"{n}.png" for _, _, n in PAGES)
+    print(f"e2e: {len(PAGES)} pages in {time.monotonic() - t0:.1f} s")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a folder named pages/ beside dashboard/app.py puts Streamlit in its old pages-directory mode until "
+    "st.navigation has run once in the process: the first deep link on a fresh server runs the page without "
+    "the router (no sidebar, no session defaults). Fix: move the page scripts out of a folder named 'pages'."))
+def test_a_deep_link_on_a_fresh_server_goes_through_the_router(tmp_path):
+    with streamlit_server(tmp_path / "deep.duckdb") as url, chromium_page() as page:
+        page.goto(url + "/pricing")
+        wait_until_idle(page)
+        no_exception(page)
+        assert page.get_by_role("heading", name="Scenario").is_visible()  # the router's sidebar
