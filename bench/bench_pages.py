@@ -1,0 +1,113 @@
+"""Times every dashboard page through AppTest on the sample data: first run, then the median of N reruns.
+
+Run by hand: python bench/bench_pages.py [--reruns 5] [--inventory N]  (not part of the test suite)
+Issue 6 target: every page under 300 ms per rerun after the first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+APP = ROOT / "dashboard" / "app.py"
+PAGES = [
+    ("Overview", "pages/overview.py"),
+    ("Routing", "pages/routing.py"),
+    ("Fleet sizing", "pages/fleet.py"),
+    ("Workloads", "pages/workloads.py"),
+    ("Pricing", "pages/pricing.py"),
+    ("Performance", "pages/performance.py"),
+    ("Export", "pages/export.py"),
+]
+TARGET_MS = 300.0
+
+
+def _keep_router() -> None:
+    """Keep st.navigation in charge: a pages/ folder beside app.py otherwise puts AppTest in v1 mode on every run."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    PagesManager.__init__ = init
+
+
+def _prepare_store(path: Path, inventory_rows: int) -> str:
+    """Seed the store and commit an inventory (the bundled sample, or a generated one of N rows)."""
+    from core.inventory import read_inventory
+    from core.inventory_store import commit_inventory
+    from core.seed import sample_workloads_path
+    from core.store import Store
+
+    store = Store(path)
+    try:
+        if inventory_rows:
+            sys.path.insert(0, str(ROOT / "bench"))
+            from gen import synthetic_inventory
+
+            frame = synthetic_inventory(inventory_rows, seed=6)
+            frame.index = range(2, len(frame) + 2)
+            label = f"generated inventory of {inventory_rows:,} workloads"
+        else:
+            frame = read_inventory(sample_workloads_path()).frame
+            label = f"bundled sample ({len(frame)} workloads)"
+        commit_inventory(store, frame, file_name="bench")
+    finally:
+        store.close()
+    return label
+
+
+def main() -> int:
+    """Print one row per page: first run, median and worst rerun, and whether the median meets the target."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reruns", type=int, default=5, help="reruns timed after the first run (default 5)")
+    parser.add_argument("--inventory", type=int, default=0, help="generated workloads to commit (default: the sample)")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as d:
+        db = Path(d) / "bench.duckdb"
+        os.environ["HANGOVER_DB"] = str(db)
+        label = _prepare_store(db, args.inventory)
+        _keep_router()
+        from streamlit.testing.v1 import AppTest
+
+        at = AppTest.from_file(str(APP), default_timeout=300)
+        t = time.perf_counter()
+        at.run()
+        start_ms = (time.perf_counter() - t) * 1e3
+        print(f"inventory: {label}; app start (imports, store, default page): {start_ms:,.0f} ms")
+        print(f"{'page':<13} {'first ms':>9} {'median ms':>10} {'max ms':>8}  target {TARGET_MS:.0f} ms")
+        worst = 0.0
+        for title, page in PAGES:
+            at.switch_page(page)
+            t = time.perf_counter()
+            at.run()
+            first = (time.perf_counter() - t) * 1e3
+            times = []
+            for _ in range(args.reruns):
+                t = time.perf_counter()
+                at.run()
+                times.append((time.perf_counter() - t) * 1e3)
+            if at.exception:
+                print(f"{title:<13} raised: {at.exception[0].value}")
+                return 1
+            med = statistics.median(times)
+            worst = max(worst, med)
+            print(f"{title:<13} {first:>9,.0f} {med:>10,.0f} {max(times):>8,.0f}  {'ok' if med < TARGET_MS else 'SLOW'}")
+        print(f"slowest median rerun: {worst:,.0f} ms ({'all pages meet' if worst < TARGET_MS else 'misses'} "
+              f"the {TARGET_MS:.0f} ms target)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
