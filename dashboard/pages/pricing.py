@@ -140,12 +140,15 @@ st.dataframe(
     column_config={
         "name": st.column_config.TextColumn("hardware", width=180),
         "capex_usd_per_node": st.column_config.NumberColumn("capex", format="$%,.0f", width=85),
-        "depreciation_years": st.column_config.NumberColumn("written off, years", format="%.1f", width=80),
-        "cost_of_capital_rate": st.column_config.NumberColumn("cost of capital", format="percent", width=75),
+        "depreciation_years": st.column_config.NumberColumn("years", format="%.1f", width=80,
+                                                            help="straight-line depreciation period"),
+        "cost_of_capital_rate": st.column_config.NumberColumn("capital %", format="percent", width=75,
+                                                              help="annual cost of capital"),
         "kw_per_node": st.column_config.NumberColumn("kW (avg)", format="%.1f", width=65),
         "pue": st.column_config.NumberColumn("PUE", format="%.2f", width=50),
         "usd_per_kwh": st.column_config.NumberColumn("$/kWh", format="$%.3f", width=65),
-        "support_usd_per_year": st.column_config.NumberColumn("support + colo, $/yr", format="$%,.0f", width=110),
+        "support_usd_per_year": st.column_config.NumberColumn("support $/yr", format="$%,.0f", width=110,
+                                                              help="support, colocation and operations per node"),
         **SOURCED,
     },
 )
