@@ -18,28 +18,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 APP = ROOT / "dashboard" / "app.py"
 PAGES = [
-    ("Overview", "pages/overview.py"),
-    ("Routing", "pages/routing.py"),
-    ("Fleet sizing", "pages/fleet.py"),
-    ("Workloads", "pages/workloads.py"),
-    ("Pricing", "pages/pricing.py"),
-    ("Performance", "pages/performance.py"),
-    ("Export", "pages/export.py"),
+    ("Overview", "screens/overview.py"),
+    ("Routing", "screens/routing.py"),
+    ("Fleet sizing", "screens/fleet.py"),
+    ("Workloads", "screens/workloads.py"),
+    ("Pricing", "screens/pricing.py"),
+    ("Performance", "screens/performance.py"),
+    ("Export", "screens/export.py"),
 ]
 TARGET_MS = 300.0
-
-
-def _keep_router() -> None:
-    """Keep st.navigation in charge: a pages/ folder beside app.py otherwise puts AppTest in v1 mode on every run."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    PagesManager.__init__ = init
 
 
 def _prepare_store(path: Path, inventory_rows: int) -> str:
@@ -78,7 +65,6 @@ def main() -> int:
         db = Path(d) / "bench.duckdb"
         os.environ["HANGOVER_DB"] = str(db)
         label = _prepare_store(db, args.inventory)
-        _keep_router()
         from streamlit.testing.v1 import AppTest
 
         at = AppTest.from_file(str(APP), default_timeout=300)

@@ -9,17 +9,17 @@ init_state()
 
 pages = {
     "The answer": [
-        st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True, url_path="overview"),
-        st.Page("pages/routing.py", title="Routing", icon=":material/alt_route:", url_path="routing"),
-        st.Page("pages/fleet.py", title="Fleet sizing", icon=":material/dns:", url_path="fleet"),
+        st.Page("screens/overview.py", title="Overview", icon=":material/dashboard:", default=True, url_path="overview"),
+        st.Page("screens/routing.py", title="Routing", icon=":material/alt_route:", url_path="routing"),
+        st.Page("screens/fleet.py", title="Fleet sizing", icon=":material/dns:", url_path="fleet"),
     ],
     "Your inputs": [
-        st.Page("pages/workloads.py", title="Workloads", icon=":material/table_view:", url_path="workloads"),
-        st.Page("pages/pricing.py", title="Pricing", icon=":material/payments:", url_path="pricing"),
-        st.Page("pages/performance.py", title="Performance", icon=":material/speed:", url_path="performance"),
+        st.Page("screens/workloads.py", title="Workloads", icon=":material/table_view:", url_path="workloads"),
+        st.Page("screens/pricing.py", title="Pricing", icon=":material/payments:", url_path="pricing"),
+        st.Page("screens/performance.py", title="Performance", icon=":material/speed:", url_path="performance"),
     ],
     "Share": [
-        st.Page("pages/export.py", title="Export", icon=":material/download:", url_path="export"),
+        st.Page("screens/export.py", title="Export", icon=":material/download:", url_path="export"),
     ],
 }
 nav = st.navigation(pages)

@@ -51,7 +51,7 @@ def test_every_page_in_chromium(tmp_path):
     print(f"\nscreenshots: {shots}")
     t0 = time.monotonic()
     with streamlit_server(tmp_path / "e2e.duckdb") as url, chromium_page() as page:
-        # The entry page first: on a fresh server a deep link runs without the router (see the xfail below).
+        # The entry page first, as a user arrives; deep links are tested on their own below.
         page.goto(url + "/")
         wait_until_idle(page)
         no_exception(page)
@@ -93,10 +93,6 @@ def test_every_page_in_chromium(tmp_path):
     print(f"e2e: {len(PAGES)} pages in {time.monotonic() - t0:.1f} s")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a folder named pages/ beside dashboard/app.py puts Streamlit in its old pages-directory mode until "
-    "st.navigation has run once in the process: the first deep link on a fresh server runs the page without "
-    "the router (no sidebar, no session defaults). Fix: move the page scripts out of a folder named 'pages'."))
 def test_a_deep_link_on_a_fresh_server_goes_through_the_router(tmp_path):
     with streamlit_server(tmp_path / "deep.duckdb") as url, chromium_page() as page:
         page.goto(url + "/pricing")

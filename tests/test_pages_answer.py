@@ -9,38 +9,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 import streamlit as st
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from core.store import Store
 
 APP = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
-PAGES = ["pages/overview.py", "pages/routing.py", "pages/fleet.py", "pages/export.py"]
-TITLES = {"pages/overview.py": "Overview", "pages/routing.py": "Routing", "pages/fleet.py": "Fleet sizing",
-          "pages/export.py": "Export"}
+PAGES = ["screens/overview.py", "screens/routing.py", "screens/fleet.py", "screens/export.py"]
+TITLES = {"screens/overview.py": "Overview", "screens/routing.py": "Routing", "screens/fleet.py": "Fleet sizing",
+          "screens/export.py": "Export"}
 
 
 @pytest.fixture
 def start(monkeypatch, tmp_path):
-    """Start the app on a store at a fresh path; `start(inventory_csv)` commits that inventory first.
-
-    A folder named pages/ beside app.py makes Streamlit start in the old
-    pages-directory mode, in which a page runs without the entrypoint (no
-    sidebar, no session defaults) until st.navigation has run once in the
-    process. AppTest resets that flag before every run, so switched pages
-    would run alone; the patch keeps the steady state a running server is in.
-    """
+    """Start the app on a store at a fresh path; `start(inventory_csv)` commits that inventory first."""
     path = tmp_path / "fresh.duckdb"
     monkeypatch.setenv("HANGOVER_DB", str(path))
     st.cache_resource.clear()  # open_store() is cached per process, not per path
     st.cache_data.clear()
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
 
     def run(inventory_csv: str | None = None) -> AppTest:
         if inventory_csv is not None:
@@ -103,7 +88,7 @@ def test_page_renders_on_a_fresh_store(app, page):
 
 
 def test_overview_shows_kpis_summary_charts_and_provenance(app):
-    at = show(app, "pages/overview.py")
+    at = show(app, "screens/overview.py")
     m = metrics(at)
     assert m["Owned nodes"] == "1"
     assert m["Utilization"].endswith("%")
@@ -121,7 +106,7 @@ def test_overview_shows_kpis_summary_charts_and_provenance(app):
 
 
 def test_more_owned_nodes_raise_the_idle_cost(app):
-    at = show(app, "pages/overview.py")
+    at = show(app, "screens/overview.py")
     before = metrics(at)
     at.number_input(key="sc_fleet_nodes").set_value(4).run()
     after = metrics(at)
@@ -131,7 +116,7 @@ def test_more_owned_nodes_raise_the_idle_cost(app):
 
 
 def test_on_demand_pricing_changes_the_node_price(app):
-    at = show(app, "pages/overview.py")
+    at = show(app, "screens/overview.py")
     before = metrics(at)
     note = [md.value.replace("\\", "") for md in at.markdown if "Node price:" in md.value][0]
     at.selectbox(key="sc_pricing").set_value("on_demand").run()
@@ -144,7 +129,7 @@ def test_on_demand_pricing_changes_the_node_price(app):
 
 
 def test_api_price_scale_doubles_what_the_all_api_option_costs(app):
-    at = show(app, "pages/fleet.py")
+    at = show(app, "screens/fleet.py")
     options = at.dataframe[-1].value.set_index("option")
     at.slider(key="sc_api_price_scale").set_value(2.0).run()
     assert not at.exception
@@ -175,7 +160,7 @@ def test_a_scenario_error_is_a_message_on_every_page(app):
 
 
 def test_routing_table_has_one_row_per_workload_and_explains_the_first(app):
-    at = show(app, "pages/routing.py")
+    at = show(app, "screens/routing.py")
     table = at.dataframe[0].value
     assert len(table) == 7 and table["workload_id"].iloc[0] == "kyc-overnight"
     text = [md.value for md in at.markdown]
@@ -189,7 +174,7 @@ def test_routing_table_has_one_row_per_workload_and_explains_the_first(app):
 
 
 def test_sla_scale_changes_the_routing_table_targets(app):
-    at = show(app, "pages/routing.py")
+    at = show(app, "screens/routing.py")
     before = at.dataframe[0].value
     at.slider(key="sc_sla_scale").set_value(2.0).run()
     after = at.dataframe[0].value
@@ -198,7 +183,7 @@ def test_sla_scale_changes_the_routing_table_targets(app):
 
 
 def test_fleet_page_sweeps_the_chosen_sla_scales(app):
-    at = show(app, "pages/fleet.py")
+    at = show(app, "screens/fleet.py")
     nodes = metrics(at)["Nodes needed"]
     charts = figures(at)
     assert any(t.startswith("GPUs held") for t in charts)
@@ -213,14 +198,14 @@ def test_fleet_page_sweeps_the_chosen_sla_scales(app):
 
 
 def test_export_offers_the_routing_csv(app):
-    at = show(app, "pages/export.py")
+    at = show(app, "screens/export.py")
     labels = [b.label for b in at.get("download_button")]
     assert "Download routing table (CSV)" in labels
 
 
 def test_export_builds_the_procurement_summary_on_demand(app):
     pytest.importorskip("core.report", reason="the procurement summary (core/report) is not in this build")
-    at = show(app, "pages/export.py")
+    at = show(app, "screens/export.py")
     assert [b.label for b in at.get("download_button")] == ["Download routing table (CSV)"]  # nothing built yet
     at.button(key="export_build").click().run()
     assert not at.exception and not at.error
@@ -241,22 +226,22 @@ def test_pages_read_a_committed_inventory_version(start):
                + "chat,Chat,Ops,20000,3,1500,300,8000,,external_ok,chat,,,\n"
                + "night,Night batch,Ops,50000,1,3000,400,,8,owned_only,extraction,,,\n")
     assert any("inventory version 1" in md.value for md in at.markdown)
-    at = show(at, "pages/routing.py")
+    at = show(at, "screens/routing.py")
     assert list(at.dataframe[0].value["workload_id"]) == ["chat", "night"]
-    show(at, "pages/fleet.py")
-    show(at, "pages/export.py")
+    show(at, "screens/fleet.py")
+    show(at, "screens/export.py")
 
 
 def test_pages_render_when_no_route_can_serve_a_workload(start):
     # A 1 ms target on data that may not leave: nothing owned is that fast and no API may take it.
     at = start(HEADER + "tick,Impossible tick,Ops,1000,2,500,50,1,,owned_only,chat,,,\n")
     assert any("no feasible route" in md.value for md in at.markdown)
-    at = show(at, "pages/routing.py")
+    at = show(at, "screens/routing.py")
     assert at.dataframe[0].value["route"].iloc[0] == "no feasible route"
     assert any("No route meets every constraint" in md.value for md in at.markdown)
-    at = show(at, "pages/fleet.py")
+    at = show(at, "screens/fleet.py")
     assert any("No workload runs on owned GPUs" in i.value for i in at.info)
-    show(at, "pages/export.py")
+    show(at, "screens/export.py")
 
 
 def test_text_from_data_is_literal_markdown():

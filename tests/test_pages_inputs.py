@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import streamlit as st
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 from core.charts_inputs import import_benchmarks
@@ -23,29 +22,15 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "dashboard" / "app.py"
 SAMPLE = ROOT / "data" / "workloads_sample.csv"
 BENCH = ROOT / "tests" / "data" / "bench"
-PAGES = {"pages/workloads.py": "Workloads", "pages/pricing.py": "Pricing", "pages/performance.py": "Performance"}
+PAGES = {"screens/workloads.py": "Workloads", "screens/pricing.py": "Pricing", "screens/performance.py": "Performance"}
 
 
 @pytest.fixture
 def app(monkeypatch, tmp_path):
-    """The app on a fresh store (seeded reference data, no inventory version), after its first run.
-
-    A folder named pages/ beside app.py puts Streamlit in its old
-    pages-directory mode until st.navigation has run once in the process;
-    AppTest resets that flag before every run, so a switched page would run
-    without the entrypoint. The patch keeps the steady state a running server
-    reaches (tests/test_pages_answer.py does the same).
-    """
+    """The app on a fresh store (seeded reference data, no inventory version), after its first run."""
     monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "fresh.duckdb"))
     st.cache_resource.clear()  # open_store() is cached per process, not per path
     st.cache_data.clear()
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.run()
     assert not at.exception
@@ -138,10 +123,10 @@ def test_page_renders_with_versions_imports_and_overrides(app, page):
 
 def test_a_scenario_without_a_node_price_is_a_message(app):
     app.selectbox(key="sc_gpu").set_value("MI325X").run()  # no 1-year plan price for it in the seed
-    at = show(app, "pages/pricing.py")
+    at = show(app, "screens/pricing.py")
     assert any("no savings_1y node price for GPU 'MI325X'" in e.value for e in at.error)
-    show(app, "pages/performance.py")
-    show(app, "pages/workloads.py")
+    show(app, "screens/performance.py")
+    show(app, "screens/workloads.py")
 
 
 # -- workloads ---------------------------------------------------------------------------
@@ -153,7 +138,7 @@ def upload(at: AppTest, name: str, data: bytes, mime="text/csv") -> AppTest:
 
 
 def test_good_upload_previews_commits_and_refuses_a_duplicate(app):
-    at = show(app, "pages/workloads.py")
+    at = show(app, "screens/workloads.py")
     assert "bundled sample" in texts(at.caption)
     assert [b.label for b in at.get("download_button")][:2] == ["Template (CSV)", "Template (XLSX)"]
     upload(at, "workloads_sample.csv", SAMPLE.read_bytes())
@@ -172,7 +157,7 @@ def test_good_upload_previews_commits_and_refuses_a_duplicate(app):
 
 
 def test_bad_upload_lists_every_problem_and_offers_no_commit(app):
-    at = show(app, "pages/workloads.py")
+    at = show(app, "screens/workloads.py")
     bad = SAMPLE.read_text().replace(",100000,1,3000,", ",lots,1,3000,").replace("owned_only,extraction,0.88,0,Customer",
                                                                                  "on_prem,extraction,0.88,0,Customer")
     upload(at, "bad.csv", bad.encode())
@@ -188,14 +173,14 @@ def test_bad_upload_lists_every_problem_and_offers_no_commit(app):
 def test_xlsx_template_round_trips_through_the_uploader(app):
     from core.inventory import template_bytes
 
-    at = show(app, "pages/workloads.py")
+    at = show(app, "screens/workloads.py")
     upload(at, "t.xlsx", template_bytes("xlsx"), "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet")
     assert "5 workloads read from t.xlsx" in texts(at.success)
     assert "XLSX" in texts(at.caption)
 
 
 def test_edits_are_validated_then_saved_as_a_new_version(app):
-    at = show(app, "pages/workloads.py")
+    at = show(app, "screens/workloads.py")
     upload(at, "workloads_sample.csv", SAMPLE.read_bytes())
     click(at, "wl_commit")
     # A bad edit: the same checks as an upload, reported by table row, nothing saved.
@@ -220,7 +205,7 @@ def test_restore_adds_the_old_version_back_as_the_newest(app):
     frame = read_inventory(SAMPLE).frame
     commit_inventory(s, frame, file_name="all.csv")
     commit_inventory(s, frame.iloc[:2], file_name="two.csv")
-    at = show(app, "pages/workloads.py")
+    at = show(app, "screens/workloads.py")
     assert "version 2" in texts(at.caption) and "(2 workloads)" in texts(at.caption)
     at.selectbox(key="wl_restore_version").set_value(1)
     click(at, "wl_restore")
@@ -238,7 +223,7 @@ def aws_1y(nodes):
 
 
 def test_pricing_shows_dated_sources_and_stale_marks(app):
-    at = show(app, "pages/pricing.py")
+    at = show(app, "screens/pricing.py")
     nodes = table(at, "price_nodes_table")
     assert nodes["gpu"].iloc[0] == "H100 SXM"  # the scenario's GPU first
     assert nodes["as_of"].notna().all() and (nodes["source"].str.len() > 0).all()
@@ -255,7 +240,7 @@ def test_pricing_shows_dated_sources_and_stale_marks(app):
 
 
 def test_saving_a_node_price_override_changes_the_shown_price(app):
-    at = show(app, "pages/pricing.py")
+    at = show(app, "screens/pricing.py")
     nodes = table(at, "price_nodes_table")
     i = next(k for k, label in enumerate(at.selectbox(key="price_node_row").options)
              if label.startswith("AWS p5.48xlarge (H100 SXM, 1-year plan"))
@@ -275,14 +260,14 @@ def test_saving_a_node_price_override_changes_the_shown_price(app):
 
 
 def test_an_override_without_a_source_is_refused(app):
-    at = show(app, "pages/pricing.py")
+    at = show(app, "screens/pricing.py")
     click(at, "price_save")
     assert any("say where the new price comes from" in e.value for e in at.error)
     assert (open_store().table("node_prices")["origin"] == "user").sum() == 0
 
 
 def test_saving_an_api_price_override(app):
-    at = show(app, "pages/pricing.py")
+    at = show(app, "screens/pricing.py")
     at.radio(key="price_kind").set_value("API price")
     run(at)
     i = next(k for k, label in enumerate(at.selectbox(key="price_api_row").options)
@@ -302,7 +287,7 @@ def test_saving_an_api_price_override(app):
 
 
 def test_performance_shows_the_roofline_and_marks_measured_points(app):
-    at = show(app, "pages/performance.py")
+    at = show(app, "screens/performance.py")
     charts = figures(at)
     (roof,) = [c for t, c in charts.items() if t.startswith("Roofline of H100 SXM")]
     assert roof["layout"]["xaxis"]["type"] == "log" and roof["layout"]["yaxis"]["type"] == "log"
@@ -320,7 +305,7 @@ def test_performance_shows_the_roofline_and_marks_measured_points(app):
 
 
 def test_benchmark_import_asks_for_what_the_file_lacks_then_adds_a_point(app):
-    at = show(app, "pages/performance.py")
+    at = show(app, "screens/performance.py")
     before = len(table(at, "perf_bench_table"))
     at.file_uploader(key="perf_upload").set_value(("vllm_new.json", (BENCH / "vllm_new.json").read_bytes(),
                                                    "application/json"))
@@ -352,11 +337,11 @@ def new_session(page: str) -> AppTest:
 
 
 def test_another_sessions_writes_reach_the_shared_figures(app):
-    first = show(app, "pages/performance.py")
+    first = show(app, "screens/performance.py")
     first.selectbox(key="perf_stack").set_value("llama70b-fp8")
     run(first)
     assert "calibrated to 1 vendor-claim point" in texts(first.caption)
-    pricing = new_session("pages/pricing.py")  # warms the break-even cache before the writes
+    pricing = new_session("screens/pricing.py")  # warms the break-even cache before the writes
     assert "at $33.02/node-hour" in texts(pricing.caption)
     # The first session imports a measured point for the same route and overrides the node price.
     first.file_uploader(key="perf_upload").set_value(("vllm_new.json", (BENCH / "vllm_new.json").read_bytes(),
@@ -373,9 +358,9 @@ def test_another_sessions_writes_reach_the_shared_figures(app):
     save_override(s, node_price_override(base, 30.0, "quote", dt.date.today()))
     st.cache_data.clear()  # what bump_data_version() does in the writing session
     # A new tab sees both, although its own data version is still 0.
-    other = new_session("pages/performance.py")
+    other = new_session("screens/performance.py")
     other.selectbox(key="perf_stack").set_value("llama70b-fp8")
     run(other)
     assert "calibrated to 1 measured and 1 vendor-claim point" in texts(other.caption)
-    again = new_session("pages/pricing.py")
+    again = new_session("screens/pricing.py")
     assert "at $30.00/node-hour" in texts(again.caption)
