@@ -73,28 +73,51 @@ def fleet_options(ev: Evaluation) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def architecture_comparison(ev: Evaluation) -> pd.DataFrame:
-    """For each interactive workload, every owned route side by side: nodes, concurrency within the SLA, p95."""
-    out = []
-    w = ev.workloads
-    for i in np.flatnonzero(w["latency_slo_ms"].notna().to_numpy()):
-        for r, route in enumerate(ev.routes):
-            if route.hosting != "owned":
-                continue
-            ok = bool(ev.a["feasible"][i, r])
-            out.append({
-                "workload_id": w["workload_id"].iloc[i],
-                "route": route.label,
-                "architecture": route.architecture,
-                "feasible": ok,
-                "nodes": float(ev.a["nodes"][i, r]) if ok else np.nan,
-                "gpus_per_replica": float(ev.a["gpus_per_replica"][i, r]) if ok else np.nan,
-                "max_concurrency_within_sla": float(ev.a["concurrency"][i, r]) if ok else np.nan,
-                "p95_latency_ms": float(ev.a["p95_ms"][i, r]) if ok else float(ev.a["best_p95_ms"][i, r]),
-                "monthly_usd": float(ev.a["monthly_usd"][i, r]) if ok else np.nan,
-                "why_not": None if ok else ev.why_not(i, r),
-            })
-    return pd.DataFrame(out)
+def architecture_comparison(ev: Evaluation, *, explain: str = "fastest") -> pd.DataFrame:
+    """For each interactive workload, every owned route side by side: nodes, concurrency within the SLA, p95.
+
+    Built from the engine's arrays without a loop over workloads. `why_not` is
+    worded only where a reader sees it: with explain="fastest", for the
+    fastest refused route of an architecture that has no feasible route for
+    that workload (what the side-by-side view shows); "all" words every
+    refusal; "none" words nothing.
+    """
+    cols = ["workload_id", "route", "architecture", "feasible", "nodes", "gpus_per_replica",
+            "max_concurrency_within_sla", "p95_latency_ms", "monthly_usd", "why_not"]
+    rows = np.flatnonzero(ev.workloads["latency_slo_ms"].notna().to_numpy())
+    owned = [r for r, route in enumerate(ev.routes) if route.hosting == "owned"]
+    if rows.size == 0 or not owned:
+        return pd.DataFrame(columns=cols)
+    ii, rr = np.repeat(rows, len(owned)), np.tile(owned, rows.size)
+    ok = ev.a["feasible"][ii, rr]
+
+    def where_ok(name):
+        return np.where(ok, ev.a[name][ii, rr], np.nan)
+
+    out = pd.DataFrame({
+        "workload_id": ev.workloads["workload_id"].to_numpy()[ii],
+        "route": np.array([ev.routes[r].label for r in owned], dtype=object)[np.tile(np.arange(len(owned)), rows.size)],
+        "architecture": np.array([ev.routes[r].architecture for r in owned], dtype=object)[
+            np.tile(np.arange(len(owned)), rows.size)],
+        "feasible": ok,
+        "nodes": where_ok("nodes"),
+        "gpus_per_replica": where_ok("gpus_per_replica"),
+        "max_concurrency_within_sla": where_ok("concurrency"),
+        "p95_latency_ms": np.where(ok, ev.a["p95_ms"][ii, rr], ev.a["best_p95_ms"][ii, rr]),
+        "monthly_usd": where_ok("monthly_usd"),
+        "why_not": None,
+    })
+    if explain == "none":
+        return out
+    refused = ~ok
+    if explain == "fastest":
+        key = out["workload_id"].astype(str) + "\x00" + out["architecture"]
+        any_ok = out.groupby(key)["feasible"].transform("any").to_numpy()
+        fastest = out.assign(_k=key, _p=out["p95_latency_ms"].fillna(np.inf)).groupby("_k")["_p"].transform("min")
+        refused &= ~any_ok & (out["p95_latency_ms"].fillna(np.inf).to_numpy() <= fastest.to_numpy())
+    for k in np.flatnonzero(refused):
+        out.at[k, "why_not"] = ev.why_not(int(ii[k]), int(rr[k]))
+    return out
 
 
 def sla_sweep(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario,

@@ -23,6 +23,25 @@ def side_by_side(scenario_json: str, data_version: int, inventory: str, _ev: Eva
     return views.architecture_side_by_side(analysis.architecture_comparison(_ev))
 
 
+@st.cache_resource(show_spinner=False, max_entries=32)
+def figures(scenario_json: str, data_version: int, inventory: str, _ev: Evaluation, _side, _sweep, scales):
+    """The page's Plotly figures, built once per scenario (building them is most of a rerun's time)."""
+    f = _ev.fleet
+    routes = views.nodes_by_route(_ev)
+    options = analysis.fleet_options(_ev)
+    top = views.costliest_interactive(_ev, CHART_WORKLOADS)
+    return {
+        "routes": routes,
+        "routes_chart": None if routes.empty else charts.gpus_by_route_chart(
+            routes, owned_gpus=f["owned_nodes"] * f["gpus_per_node"]),
+        "top": top,
+        "arch_chart": None if _side.empty else charts.architecture_chart(_side, workloads=top),
+        "sweep_chart": charts.sla_sweep_chart(_sweep, current_scale=_ev.scenario.sla_scale),
+        "options": options,
+        "options_chart": charts.fleet_options_chart(options),
+    }
+
+
 st.title("Fleet sizing")
 ev = state.evaluation()
 if ev is None:
@@ -37,13 +56,19 @@ c3.metric("For interactive work", f"{f['nodes_needed_interactive']:,}",
 c4.metric("Monthly, all in", money(f["total_monthly_usd"]),
           help="Owned nodes + new nodes at full price + API spend.")
 
+key = (ev.scenario.model_dump_json(), state.data_version(), str(f.get("inventory")))
+side = side_by_side(*key, ev)
+lo, hi = st.session_state.get("fleet_sla_scales", (SWEEP_SCALES[0], SWEEP_SCALES[-1]))
+scales = tuple(s for s in SWEEP_SCALES if lo <= s <= hi)
+sweep = sla_sweep(*key, scales, ev)
+fig = figures(*key, ev, side, sweep, scales)
+
 st.subheader("Nodes by route")
-routes = views.nodes_by_route(ev)
+routes = fig["routes"]
 if routes.empty:
     st.info("No workload runs on owned GPUs in this scenario.")
 else:
-    st.plotly_chart(charts.gpus_by_route_chart(routes, owned_gpus=f["owned_nodes"] * f["gpus_per_node"]),
-                    key="fleet_routes")
+    st.plotly_chart(fig["routes_chart"], key="fleet_routes")
     st.dataframe(routes, hide_index=True, key="fleet_routes_table", placeholder="—",
                  column_order=["route", "architecture", "gpus", "nodes", "monthly_usd"],
                  column_config={"route": text_col("Route", width=330),
@@ -57,12 +82,11 @@ else:
                f"share nodes: {f['nodes_needed']:,} in all, not the sum of the rows.")
 
 st.subheader("Architectures side by side, per interactive workload")
-side = side_by_side(ev.scenario.model_dump_json(), state.data_version(), str(f.get("inventory")), ev)
 if side.empty:
     st.info("No interactive workload in the inventory.")
 else:
-    top = views.costliest_interactive(ev, CHART_WORKLOADS)
-    st.plotly_chart(charts.architecture_chart(side, workloads=top), key="fleet_arch")
+    top = fig["top"]
+    st.plotly_chart(fig["arch_chart"], key="fleet_arch")
     if side["workload_id"].nunique() > len(top):
         st.caption(f"The chart shows the {len(top)} interactive workloads whose verdict costs most a month; "
                    "the table below lists every one.")
@@ -82,16 +106,13 @@ else:
                                                         "sentence.")})
 
 st.subheader("Nodes needed as the latency targets tighten")
-lo, hi = st.select_slider("SLA scales to sweep (× every latency target)", options=SWEEP_SCALES,
-                          value=(SWEEP_SCALES[0], SWEEP_SCALES[-1]), key="fleet_sla_scales",
-                          format_func=lambda s: f"× {s:g}")
-scales = tuple(s for s in SWEEP_SCALES if lo <= s <= hi)
-sweep = sla_sweep(ev.scenario.model_dump_json(), state.data_version(), str(f.get("inventory")), scales, ev)
-st.plotly_chart(charts.sla_sweep_chart(sweep, current_scale=ev.scenario.sla_scale), key="fleet_sweep")
+st.select_slider("SLA scales to sweep (× every latency target)", options=SWEEP_SCALES,
+                 value=(SWEEP_SCALES[0], SWEEP_SCALES[-1]), key="fleet_sla_scales", format_func=lambda s: f"× {s:g}")
+st.plotly_chart(fig["sweep_chart"], key="fleet_sweep")
 
 st.subheader("Monthly cost of each fleet option")
-options = analysis.fleet_options(ev)
-st.plotly_chart(charts.fleet_options_chart(options), key="fleet_options")
+options = fig["options"]
+st.plotly_chart(fig["options_chart"], key="fleet_options")
 st.dataframe(options, hide_index=True, key="fleet_options_table", placeholder="—",
              column_order=["option", "monthly_usd", "owned_nodes", "workloads_unserved", "unserved"],
              column_config={"option": text_col("Option", width=210),
