@@ -296,6 +296,19 @@ def route_alternatives(ev: Evaluation, i: int) -> tuple[pd.DataFrame, list[tuple
 
 # -- fleet ---------------------------------------------------------------------
 
+def fingerprint(ev: Evaluation) -> str:
+    """A short digest of an evaluation's inventory, verdicts and money, for cache keys shared across sessions."""
+    import hashlib
+
+    h = hashlib.sha256()
+    h.update(str(ev.fleet.get("inventory")).encode())
+    h.update(np.ascontiguousarray(ev.verdict).tobytes())
+    h.update(np.nan_to_num(np.ascontiguousarray(ev.a["usd_per_request"])).tobytes())
+    h.update(repr((ev.fleet["total_monthly_usd"], ev.fleet["nodes_needed"], ev.rate)).encode())
+    h.update(ev.workloads["workload_id"].astype(str).str.cat(sep="\x00").encode())
+    return h.hexdigest()[:16]
+
+
 def nodes_by_route(ev: Evaluation) -> pd.DataFrame:
     """Owned routes in use: GPUs held (offline work as its daily average), pooled nodes, monthly $."""
     f = ev.fleet

@@ -56,7 +56,8 @@ c3.metric("For interactive work", f"{f['nodes_needed_interactive']:,}",
 c4.metric("Monthly, all in", money(f["total_monthly_usd"]),
           help="Owned nodes + new nodes at full price + API spend.")
 
-key = (ev.scenario.model_dump_json(), state.data_version(), str(f.get("inventory")))
+# Keyed on the result's content too: resource caches are shared by sessions whose data versions differ.
+key = (ev.scenario.model_dump_json(), state.data_version(), views.fingerprint(ev))
 side = side_by_side(*key, ev)
 lo, hi = st.session_state.get("fleet_sla_scales", (SWEEP_SCALES[0], SWEEP_SCALES[-1]))
 scales = tuple(s for s in SWEEP_SCALES if lo <= s <= hi)
