@@ -411,6 +411,7 @@ def test_row_with_more_values_than_header_is_refused_by_row():
     report = read_inventory(data, "x.csv")
     assert report.errors.loc[0, "row"] == 0
     assert "row(s) 3 have more values than the header has columns (14)" in report.errors.loc[0, "problem"]
+    assert "thousands separator must be in quotes" in report.errors.loc[0, "problem"]
 
 
 def test_header_names_match_ignoring_case_and_spaces_and_extra_columns_go_to_notes():
@@ -515,6 +516,22 @@ def test_number_forms(text, delimiter, value):
     assert report.ok, report.error_lines()
     got = report.frame.iloc[0]["input_tokens"]
     assert got == value and math.copysign(1, got) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(cells=st.lists(st.text("0123456789,.+-eE '\u00a0", min_size=1, max_size=12).map(str.strip).filter(bool),
+                      min_size=1, max_size=30))
+def test_decimal_comma_shortcut_gives_what_the_rules_give(cells):
+    """The quick path for "0,85"-style cells must agree with the full rule cascade, cell for cell."""
+    import pyarrow as pa
+
+    from core import inventory
+
+    arr = pa.array(cells, pa.string())
+    quick_values, quick_ok = inventory._parse_careful(arr, ",")
+    rule_values, rule_ok = inventory._parse_rules(arr, ",")
+    assert quick_ok.tolist() == rule_ok.tolist()
+    np.testing.assert_array_equal(quick_values, rule_values)
 
 
 # -- hypothesis: the column checks agree with the model -------------------------------
