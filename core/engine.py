@@ -524,11 +524,14 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
                                 a["usd_per_request"] * per_month_requests[:, None])
 
     cost = np.where(a["feasible"], a["usd_per_request"], np.inf)
-    # Ties: cheaper first, then faster (lexsort on latency then cost).
-    lat = np.where(a["feasible"], a["p95_ms"], np.inf)
-    order = np.lexsort((lat, cost), axis=1) if W else np.zeros((0, R), dtype=int)
-    verdict = order[:, 0] if R else np.full(W, -1)
-    verdict = np.where(np.isfinite(cost[np.arange(W), verdict]), verdict, -1)
+    # The cheapest; among equal costs, the fastest.
+    if R:
+        cheapest = cost.min(axis=1, keepdims=True)
+        lat = np.where(a["feasible"] & (cost == cheapest), a["p95_ms"], np.inf)
+        verdict = np.argmin(np.where(np.isnan(lat), np.inf, lat), axis=1)
+        verdict = np.where(np.isfinite(cheapest[:, 0]), verdict, -1)
+    else:
+        verdict = np.full(W, -1)
 
     api_cols = ~owned_cols
     quality_ok = a["quality"] >= floor[:, None]
@@ -563,6 +566,8 @@ def _owned_subset(sub, W, stack, gpu, g, eff, n_in, n_out, slo, window_h, intera
     """_owned_option on the rows `sub` only, scattered back to W rows (others: does not fit, infinitely slow)."""
     res = _owned_option(stack, gpu, g, eff, n_in[sub], n_out[sub], slo[sub], window_h[sub], interactive[sub],
                         rpd[sub], lam_peak[sub])
+    if len(sub) == W:  # every row evaluated: nothing to scatter
+        return res
     out = {}
     for k, v in res.items():
         full = np.full(W, _DEFAULTS.get(k, np.nan), dtype=np.int8 if k == "code" else float)
