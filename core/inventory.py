@@ -805,11 +805,6 @@ def _decode(data: bytes) -> tuple[str, bytes]:
                 raise _FileProblem("cannot read the text: it is neither UTF-8 nor Windows-1252; "
                                    "save it as 'CSV UTF-8'") from None
             return "Windows-1252", text.encode("utf-8")
-    sample = body[:65536].decode("utf-8", errors="ignore")
-    controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\r\n")
-    if controls > max(8, len(sample) // 100):
-        raise _FileProblem("this is not a CSV text file (it is full of control characters; it looks binary); "
-                           "export the sheet as 'CSV UTF-8' or upload the .xlsx workbook")
     return label, body
 
 
