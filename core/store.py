@@ -21,15 +21,8 @@ from core.seed import SEED_TABLES, load_seed
 
 M = TypeVar("M", bound=BaseModel)
 
-# Table name -> model of one row. Everything the store reads back is validated again.
-TABLE_MODELS: dict[str, type[BaseModel]] = {
-    "gpus": GpuSpec,
-    "node_prices": NodePrice,
-    "owned_hardware": OwnedHardware,
-    "api_prices": ApiPrice,
-    "serving_stacks": ServingStack,
-    "benchmarks": Benchmark,
-}
+# Table name -> model of one row (the same tables the seed fills). Everything read back is validated again.
+TABLE_MODELS: dict[str, type[BaseModel]] = SEED_TABLES
 
 
 def default_db_path() -> Path:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from core.store import Store
+from tests.apptest_support import figures
 
 APP = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
 PAGES = ["screens/overview.py", "screens/routing.py", "screens/fleet.py", "screens/export.py"]
@@ -61,17 +59,6 @@ def dollars(text: str) -> float:
     return float(text.replace("$", "").replace(",", ""))
 
 
-def figures(at: AppTest) -> dict[str, dict]:
-    """Plotly charts on the page by title, as JSON with numeric arrays decoded."""
-    out = {}
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        for trace in spec["data"]:
-            for k, v in list(trace.items()):
-                if isinstance(v, dict) and "bdata" in v:
-                    trace[k] = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
-        out[spec["layout"]["title"]["text"]] = spec
-    return out
 
 
 def show(at: AppTest, page: str) -> AppTest:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
@@ -17,6 +14,7 @@ from core.inventory import read_inventory
 from core.inventory_store import commit_inventory, list_versions
 from core.pricing_views import node_price_override, save_override
 from core.store import open_store
+from tests.apptest_support import figures
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "dashboard" / "app.py"
@@ -83,17 +81,6 @@ def table(at: AppTest, name: str):
     raise AssertionError(f"no table {name} on the page")
 
 
-def figures(at: AppTest) -> dict[str, dict]:
-    """Plotly charts on the page by title, as JSON with numeric arrays decoded."""
-    out = {}
-    for chart in at.get("plotly_chart"):
-        spec = json.loads(chart.proto.spec)
-        for trace in spec["data"]:
-            for k, v in list(trace.items()):
-                if isinstance(v, dict) and "bdata" in v:
-                    trace[k] = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
-        out[spec["layout"]["title"]["text"]] = spec
-    return out
 
 
 # -- every page, two stores --------------------------------------------------------------
