@@ -171,7 +171,8 @@ class InventoryReport:
 
 def empty_frame() -> pd.DataFrame:
     """A frame with the inventory's columns and dtypes and no rows."""
-    return frame_from_arrow(pa.table({c: pa.array([], pa.float64() if c in NUMERIC_COLUMNS else pa.string()) for c in COLUMNS}), np.array([], dtype=np.int64))
+    table = pa.table({c: pa.array([], pa.float64() if c in NUMERIC_COLUMNS else pa.string()) for c in COLUMNS})
+    return frame_from_arrow(table, np.array([], dtype=np.int64))
 
 
 def frame_from_arrow(table: pa.Table, row_numbers: np.ndarray) -> pd.DataFrame:
@@ -192,14 +193,14 @@ def frame_from_arrow(table: pa.Table, row_numbers: np.ndarray) -> pd.DataFrame:
 
 
 def _errors_frame(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """All error rows, sorted by row and then by the contract's column order."""
     parts = [p for p in parts if len(p)]
     if not parts:
-        return pd.DataFrame({"row": pd.Series([], dtype=np.int64), "column": pd.Series([], dtype=object),
-                             "value": pd.Series([], dtype=object), "problem": pd.Series([], dtype=object)})
-    out = pd.concat(parts, ignore_index=True)
+        return pd.DataFrame({c: pd.Series([], dtype=np.int64 if c == "row" else object) for c in ERROR_COLUMNS})
+    out = pd.concat(parts, ignore_index=True)[list(ERROR_COLUMNS)]
     order = {c: i for i, c in enumerate(COLUMNS)}
-    out["_order"] = out["column"].map(lambda c: order.get(c.split("/")[0], len(order)))
-    out = out.sort_values(["row", "_order"], kind="stable").drop(columns="_order").reset_index(drop=True)
+    key = out["column"].astype(str).str.partition("/")[0].map(order).fillna(len(order))
+    out = out.iloc[np.lexsort((key.to_numpy(), out["row"].to_numpy()))].reset_index(drop=True)
     out["row"] = out["row"].astype(np.int64)
     return out.astype({"column": object, "value": object, "problem": object})
 
@@ -245,7 +246,10 @@ _WHITESPACE = "".join(ch for ch in map(chr, range(sys.maxunicode + 1)) if ch.iss
 def _trim(a: pa.Array) -> pa.Array:
     """Strip like str.strip(); blank cells become null."""
     t = pc.utf8_trim(a, characters=_WHITESPACE)
-    return pc.if_else(pc.equal(t, ""), pa.scalar(None, pa.string()), t)
+    empty = pc.equal(t, "")
+    if not pc.any(empty).as_py():  # the usual case: DuckDB already made empty cells null
+        return t
+    return pc.if_else(empty, pa.scalar(None, pa.string()), t)
 
 
 def _key(header: str) -> str:
@@ -735,7 +739,7 @@ def _read_bytes(data: bytes, file_name: str, sheet: str | None, path: Path | Non
     if suffix in (".xlsx", ".xlsm"):
         raise _FileProblem(f"{file_name} is named .xlsx but is not an Excel workbook; save it again from Excel")
     if sheet is not None:
-        raise _FileProblem("--sheet applies to .xlsx workbooks only; this file is CSV text")
+        raise _FileProblem(f"a sheet name ({sheet!r}) applies to .xlsx workbooks only; this file is CSV text")
     return _read_csv(data, path)
 
 

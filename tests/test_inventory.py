@@ -473,6 +473,12 @@ def test_xlsx_errors_use_spreadsheet_rows_and_unknown_sheet_lists_the_sheets():
     assert missing.errors.loc[0, "problem"] == "no sheet named 'Nope'; the workbook has: Workloads"
 
 
+def test_sheet_name_for_a_csv_file_is_refused():
+    report = read_inventory(csv_bytes([row()]), "x.csv", sheet="Workloads")
+    assert report.error_lines() == ["file: a sheet name ('Workloads') applies to .xlsx workbooks only; "
+                                    "this file is CSV text"]
+
+
 def test_xlsx_renamed_csv_is_read_as_a_workbook():
     report = read_inventory(template_bytes("xlsx"), "inventory.csv")
     assert report.ok and "Excel workbook despite its name" in " ".join(report.warnings)
