@@ -7,6 +7,8 @@ Python. Text (reasons, why-not) is produced only when asked for.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -30,6 +32,7 @@ from core.queueing import replicas_for_sla
 CONCURRENCY_GRID = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512], dtype=float)
 TP_OPTIONS = (1, 2, 4, 8)
 API_P95_OVER_TYPICAL = 1.3  # estimate: public APIs' p95 over their typical latency
+PARALLEL_ROWS = 20_000  # below this, threads cost more than they save
 SERVICE_CV2 = 0.5  # estimate: squared coefficient of variation of service time (output lengths vary)
 
 # Why a route cannot serve a workload (codes in the (W, R) `code` array).
@@ -461,21 +464,23 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     task_codes = pd.Categorical(w["task_class"], categories=list(TASK_CLASSES)).codes
 
     shape = (W, R)
-    a = {k: np.full(shape, np.nan) for k in (
+    # Column-major: each route fills one column, which is then contiguous in memory.
+    a = {k: np.full(shape, np.nan, order="F") for k in (
         "usd_per_request", "monthly_usd", "p95_ms", "concurrency", "gpus_per_replica", "replicas", "nodes",
         "gpu_hours_per_day", "service_s", "wait_budget_s", "best_p95_ms", "best_gpus")}
-    a["code"] = np.zeros(shape, dtype=np.int8)
-    a["quality"] = np.zeros(shape)
-    a["api_usd_per_mtok_blend"] = np.full(shape, np.inf)
+    a["code"] = np.zeros(shape, dtype=np.int8, order="F")
+    a["quality"] = np.zeros(shape, order="F")
+    a["api_usd_per_mtok_blend"] = np.full(shape, np.inf, order="F")
     gpu_rate = rate.usd_per_gpu_hour
     eff_labels = {}
 
-    for r, route in enumerate(routes):
+    def score(r: int, route: Route) -> None:
+        """Fill column r of every array (columns are disjoint, so routes can run side by side)."""
         qtab = np.array([route.quality(t) for t in TASK_CLASSES])
         a["quality"][:, r] = qtab[task_codes]
         if route.hosting == "api":
             _score_api(a, r, route.api, w, n_in, n_out, cached, slo, interactive, owned_only, scenario)
-            continue
+            return
         stack = route.stack
         # Rows this route cannot serve even escalating the maximum share to a perfect route
         # (q (1 - s) < Q - s) are out for quality: skip their physics.
@@ -496,7 +501,7 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
             best = cand if best is None else _better(best, cand)
         if best is None:
             a["code"][:, r] = NO_FIT
-            continue
+            return
         best["code"] = np.where(hopeless, QUALITY, best["code"]).astype(np.int8)
         for k in ("p95_ms", "concurrency", "gpus_per_replica", "replicas", "gpu_hours_per_day", "service_s",
                   "wait_budget_s", "best_p95_ms", "best_gpus"):
@@ -507,6 +512,19 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
         a["monthly_usd"][:, r] = monthly
         a["nodes"][:, r] = np.ceil(np.where(interactive, gpus_total, best["offline_gpus"]) / gpn)
         a["code"][:, r] = best["code"]
+
+    for route in routes:  # calibration first, in this thread: it is cached and not worth racing for
+        if route.stack is not None:
+            for g in TP_OPTIONS:
+                if g <= gpn:
+                    catalog.efficiency(route.stack, gpu, g)
+    if W >= PARALLEL_ROWS:
+        # numpy releases the GIL on large arrays: two threads use both cores of a small machine.
+        with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+            list(pool.map(lambda rr: score(*rr), enumerate(routes)))
+    else:
+        for r, route in enumerate(routes):
+            score(r, route)
 
     # Cost per request and per million output tokens (before quality fallback).
     per_month_requests = rpd * DAYS_PER_MONTH
