@@ -738,6 +738,24 @@ def test_failure_mid_commit_leaves_the_store_exactly_as_it_was(store, monkeypatc
     assert commit_inventory(store, changed, file_name="v2.csv").version == 2
 
 
+def test_commits_from_several_threads_get_distinct_versions(store):
+    """Streamlit runs each session in its own thread; simultaneous uploads must not collide."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = read_inventory(sample_workloads_path()).frame
+    frames = []
+    for k in range(6):
+        f = base.copy()
+        f["requests_per_day"] = float(k)
+        frames.append(f)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(lambda f: commit_inventory(store, f, file_name="t.csv"), frames))
+    assert sorted(r.version for r in results) == [1, 2, 3, 4, 5, 6]
+    assert store.frame("SELECT count(*) AS n FROM workloads").loc[0, "n"] == 6 * len(base)
+    for r, f in zip(results, frames, strict=True):
+        pd.testing.assert_frame_equal(load_version(store, r.version), f)
+
+
 def test_commit_refuses_an_empty_or_foreign_frame(store):
     before = snapshot(store)
     with pytest.raises(InputError, match="empty inventory"):
