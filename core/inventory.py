@@ -963,11 +963,6 @@ def _read_csv_python(body: bytes, header: list[str], delimiter: str, skip: int) 
 # -- template ------------------------------------------------------------------------------
 
 
-def template_frame() -> pd.DataFrame:
-    """The template's example rows as a table with the contract's columns."""
-    return pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in EXAMPLE_ROWS], columns=list(COLUMNS))
-
-
 def template_bytes(fmt: str) -> bytes:
     """The inventory template as 'csv' (UTF-8 with BOM, so Excel shows accents) or 'xlsx' bytes."""
     fmt = fmt.lower().lstrip(".")
