@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pandas as pd
@@ -10,14 +11,36 @@ from pydantic import ValidationError
 from core.catalog import Catalog
 from core.engine import Evaluation, evaluate
 from core.errors import InputError, describe_validation_error
-from core.models import Scenario
+from core.models import OwnedHardware, Scenario
 from core.seed import sample_workloads_path
 
+# The owned-hardware figures a user may enter for the "owned" pricing option.
+OWNED_INPUTS = ("capex_usd_per_node", "depreciation_years", "cost_of_capital_rate", "kw_per_node", "pue",
+                "usd_per_kwh", "support_usd_per_year")
 
-def make_scenario(**settings) -> Scenario:
-    """Build a Scenario from loose settings; a bad value becomes one readable InputError."""
+
+def owned_hardware_defaults(catalog: Catalog, gpu: str) -> dict[str, float]:
+    """Starting values for the owned-hardware inputs: the seed estimate for this GPU, else the first one."""
+    rows = [h for h in catalog.owned_hardware if h.gpu.lower() == gpu.lower()] or list(catalog.owned_hardware)
+    if not rows:
+        return {}
+    return {k: float(getattr(rows[0], k)) for k in OWNED_INPUTS}
+
+
+def make_scenario(*, owned_inputs: dict[str, float] | None = None, **settings) -> Scenario:
+    """Build a Scenario from loose settings; a bad value becomes one readable InputError.
+
+    With pricing "owned" and `owned_inputs` (capex, depreciation, cost of
+    capital, kW, PUE, $/kWh, support), those figures price the node, dated
+    today and marked as the user's own.
+    """
     clean = {k: v for k, v in settings.items() if v is not None}
     try:
+        if clean.get("pricing_option") == "owned" and owned_inputs:
+            clean["owned_hardware"] = OwnedHardware(
+                name=f"{clean.get('gpus_per_node', 8)}×{clean.get('gpu', 'H100 SXM')} node (your figures)",
+                gpu=clean.get("gpu", "H100 SXM"), gpus_per_node=clean.get("gpus_per_node", 8),
+                source="your scenario inputs", as_of=dt.date.today(), confidence="user", **owned_inputs)
         return Scenario(**clean)
     except ValidationError as exc:
         raise InputError(describe_validation_error(exc, where="scenario").replace("\n", "; ")) from None

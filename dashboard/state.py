@@ -8,7 +8,7 @@ from core.catalog import Catalog
 from core.engine import Evaluation
 from core.errors import HangoverError
 from core.models import CostBasis, PricingOption, Scenario
-from core.service import evaluate_store, make_scenario
+from core.service import OWNED_INPUTS, evaluate_store, make_scenario, owned_hardware_defaults
 from core.store import Store, open_store
 
 # Scenario widget keys live in session state under this prefix; every page reads the same values.
@@ -46,6 +46,8 @@ def init_state() -> None:
     for key, value in SCENARIO_DEFAULTS.items():
         st.session_state.setdefault(key, value)
     st.session_state.setdefault("data_version", 0)
+    for key, value in owned_hardware_defaults(catalog(0), SCENARIO_DEFAULTS["sc_gpu"]).items():
+        st.session_state.setdefault(f"sc_own_{key}", value)
 
 
 @st.cache_data(show_spinner=False)
@@ -66,6 +68,7 @@ def scenario() -> Scenario:
         api_price_scale=float(s["sc_api_price_scale"]),
         sla_scale=float(s["sc_sla_scale"]),
         max_fallback_share=float(s["sc_max_fallback_share"]),
+        owned_inputs={k: float(s[f"sc_own_{k}"]) for k in OWNED_INPUTS if f"sc_own_{k}" in s} or None,
     )
 
 
@@ -95,6 +98,21 @@ def scenario_sidebar() -> None:
         st.selectbox("Pricing", [o.value for o in PricingOption], key="sc_pricing",
                      format_func=lambda v: {"on_demand": "On-demand", "savings_1y": "1-year savings plan",
                                             "savings_3y": "3-year savings plan", "owned": "Owned hardware"}[v])
+        if st.session_state["sc_pricing"] == PricingOption.OWNED.value:
+            with st.expander("Owned hardware: your figures", expanded=True):
+                st.caption("Prefilled with the seed estimate (an assumption): enter your own.")
+                st.number_input("Capex per node, $", min_value=1.0, step=10_000.0, format="%.0f",
+                                key="sc_own_capex_usd_per_node")
+                st.number_input("Depreciation, years", min_value=0.5, max_value=15.0, step=0.5,
+                                key="sc_own_depreciation_years")
+                st.number_input("Cost of capital, per year", min_value=0.0, max_value=1.0, step=0.01,
+                                format="%.2f", key="sc_own_cost_of_capital_rate")
+                st.number_input("Power per node, kW", min_value=0.1, step=0.5, key="sc_own_kw_per_node")
+                st.number_input("PUE", min_value=1.0, max_value=3.0, step=0.05, key="sc_own_pue")
+                st.number_input("Electricity, $/kWh", min_value=0.0, step=0.01, format="%.3f",
+                                key="sc_own_usd_per_kwh")
+                st.number_input("Support and colocation, $/year per node", min_value=0.0, step=1_000.0,
+                                format="%.0f", key="sc_own_support_usd_per_year")
         st.radio("Cost basis", [c.value for c in CostBasis], key="sc_cost_basis", horizontal=True,
                  format_func=lambda v: "Full allocation" if v == "full" else "Marginal",
                  help="Full: every hour of a node is paid for, idle or not. Marginal: hardware already paid for.")
