@@ -137,12 +137,11 @@ def test_zero_owned_nodes_render_every_page(app):
 
 
 def test_a_scenario_error_is_a_message_on_every_page(app):
-    # No owned-hardware figures exist for the PCIe card: the engine refuses with an InputError.
-    app.selectbox(key="sc_pricing").set_value("owned").run()
-    app.selectbox(key="sc_gpu").set_value("H100 PCIe").run()
+    # No 1-year savings-plan price exists for the L40S: the engine refuses with an InputError.
+    app.selectbox(key="sc_gpu").set_value("L40S").run()
     for page in PAGES:
         at = show(app, page)
-        assert any("owned-hardware" in e.value for e in at.error)
+        assert any("no savings_1y node price for GPU 'L40S'" in e.value for e in at.error)
         assert not at.metric
 
 
