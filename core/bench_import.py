@@ -621,7 +621,7 @@ def import_benchmark_file(store, data: bytes, file_name: str, **kw) -> ImportRes
     """
     # Imported lazily: the store imports the seed, which is heavier than parsing needs.
     from core.calibration import check_fits
-    from core.store import _insert
+    from core.store import insert_rows
 
     import_id = file_sha256(data)
     name = _name(file_name)
@@ -642,7 +642,7 @@ def import_benchmark_file(store, data: bytes, file_name: str, **kw) -> ImportRes
         n = cur.execute("SELECT count(*) FROM benchmarks WHERE import_id = ?", [import_id]).fetchall()[0][0]
         if n:
             return 0, n
-        return _insert(cur, "benchmarks", points, origin="user", import_id=import_id), 0
+        return insert_rows(cur, "benchmarks", points, origin="user", import_id=import_id), 0
 
     added, existing = store.write(work)
     if existing:

@@ -201,7 +201,7 @@ class Store:
             return 0
 
         def work(cur: duckdb.DuckDBPyConnection) -> int:
-            return _insert(cur, table, rows, origin=origin, import_id=import_id)
+            return insert_rows(cur, table, rows, origin=origin, import_id=import_id)
 
         return self.write(work)
 
@@ -222,7 +222,7 @@ class Store:
             counts = {}
             for table in SEED_TABLES:
                 cur.execute(f"DELETE FROM {table} WHERE origin = 'seed'")
-                counts[table] = _insert(cur, table, seeds[table], origin="seed")
+                counts[table] = insert_rows(cur, table, seeds[table], origin="seed")
             return counts
 
         return self.write(work)
@@ -233,7 +233,8 @@ def _check_table(name: str) -> None:
         raise StoreError(f"unknown table {name!r}")
 
 
-def _insert(cur: duckdb.DuckDBPyConnection, table: str, rows: Sequence[BaseModel], *, origin: str, import_id: str | None = None) -> int:
+def insert_rows(cur: duckdb.DuckDBPyConnection, table: str, rows: Sequence[BaseModel], *, origin: str, import_id: str | None = None) -> int:
+    """Append validated rows inside the caller's transaction (for a check and its insert in one unit of work)."""
     _check_table(table)
     df = pd.DataFrame([r.model_dump(mode="json") for r in rows])
     df["origin"] = origin

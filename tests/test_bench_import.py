@@ -290,13 +290,13 @@ def test_a_failed_import_leaves_the_store_as_it_was(bench_store, monkeypatch):
     assert user_rows(bench_store) == 0
 
     # A failure half-way through the insert is rolled back too.
-    real = core.store._insert
+    real = core.store.insert_rows
 
     def insert_then_fail(cur, *a, **k):
         real(cur, *a, **k)
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(core.store, "_insert", insert_then_fail)
+    monkeypatch.setattr(core.store, "insert_rows", insert_then_fail)
     with pytest.raises(RuntimeError):
         bi.import_benchmark_file(bench_store, read("guidellm_report.json"), "g.json", stack_id="llama8b-bf16", gpu="H100 SXM")
     assert user_rows(bench_store) == 0
