@@ -90,3 +90,15 @@ def test_empty_inventory_is_rejected(capsys, tmp_path):
     f.write_text(sample_workloads_path().read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
     code, _, err = _run(capsys, "evaluate", "--workloads", str(f))
     assert code == 2 and err.strip().count("\n") <= 1
+
+
+def test_owned_hardware_flags_price_the_node(capsys):
+    """Seed 8xH100: full $14.3962/h; capex 300k -> 600k adds (75,000 + 12,000)/8,760 = $9.9315/h -> $24.3277/h."""
+    _, seed, _ = _run(capsys, "evaluate", "--format", "json", "--pricing", "owned")
+    _, dear, _ = _run(capsys, "evaluate", "--format", "json", "--pricing", "owned", "--capex-usd-per-node", "600000")
+    assert json.loads(seed)["scenario"]["node_price"]["usd_per_node_hour"] == pytest.approx(14.3962, abs=1e-3)
+    node = json.loads(dear)["scenario"]["node_price"]
+    assert node["usd_per_node_hour"] == pytest.approx(24.3277, abs=1e-3)
+    assert node["source"] == "your scenario inputs" and node["confidence"] == "user"
+    code, _, err = _run(capsys, "evaluate", "--pricing", "owned", "--pue", "0.5")
+    assert code == 2 and "pue" in err

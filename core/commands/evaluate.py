@@ -22,13 +22,34 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-price-scale", type=float, help="multiply every API price (e.g. 0.5, 2)")
     p.add_argument("--sla-scale", type=float, help="multiply every latency target")
     p.add_argument("--max-fallback-share", type=float, help="largest share of outputs escalated for quality (default 0.2)")
+    owned = p.add_argument_group("owned hardware (with --pricing owned; unset figures keep the seed estimate)")
+    for name, help_text in OWNED_FLAGS.items():
+        owned.add_argument(f"--{name.replace('_', '-')}", type=float, dest=f"own_{name}", help=help_text)
+
+
+OWNED_FLAGS = {
+    "capex_usd_per_node": "purchase price of one node, $",
+    "depreciation_years": "straight-line depreciation, years",
+    "cost_of_capital_rate": "annual cost of capital, e.g. 0.08",
+    "kw_per_node": "average power draw of one node, kW",
+    "pue": "data-centre PUE (>= 1)",
+    "usd_per_kwh": "electricity price, $/kWh",
+    "support_usd_per_year": "support, colocation and operations per node, $/year",
+}
 
 
 def scenario_and_workloads(args: argparse.Namespace, store):
     """Resolve the scenario and the inventory from parsed flags (shared with `report`)."""
-    from core.service import make_scenario, read_workloads_file
+    from core.catalog import Catalog
+    from core.service import make_scenario, owned_hardware_defaults, read_workloads_file
 
+    given = {k: getattr(args, f"own_{k}", None) for k in OWNED_FLAGS}
+    owned_inputs = None
+    if any(v is not None for v in given.values()):
+        base = owned_hardware_defaults(Catalog.from_store(store), args.gpu or "H100 SXM")
+        owned_inputs = {**base, **{k: v for k, v in given.items() if v is not None}}
     scenario = make_scenario(
+        owned_inputs=owned_inputs,
         gpu=args.gpu, fleet_nodes=args.fleet_nodes, pricing_option=args.pricing, cost_basis=args.cost_basis,
         node_usd_per_hour=args.node_usd_per_hour, api_price_scale=args.api_price_scale, sla_scale=args.sla_scale,
         max_fallback_share=args.max_fallback_share,
