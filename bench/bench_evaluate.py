@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen import synthetic_inventory  # noqa: E402
 
 from core.catalog import Catalog  # noqa: E402
-from core.engine import evaluate  # noqa: E402
+from core.decision.engine import evaluate  # noqa: E402
 from core.models import Scenario  # noqa: E402
 from core.store import Store  # noqa: E402
 

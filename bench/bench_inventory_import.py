@@ -27,7 +27,7 @@ import duckdb  # noqa: E402
 import pyarrow  # noqa: E402
 
 from core.inventory import read_inventory  # noqa: E402
-from core.inventory_store import commit_inventory  # noqa: E402
+from core.inventory.versions import commit_inventory  # noqa: E402
 from core.store import Store  # noqa: E402
 
 

@@ -32,9 +32,9 @@ TARGET_MS = 300.0
 def _prepare_store(path: Path, inventory_rows: int) -> str:
     """Seed the store and commit an inventory (the bundled sample, or a generated one of N rows)."""
     from core.inventory import read_inventory
-    from core.inventory_store import commit_inventory
-    from core.seed import sample_workloads_path
+    from core.inventory.versions import commit_inventory
     from core.store import Store
+    from core.store.seed import sample_workloads_path
 
     store = Store(path)
     try:

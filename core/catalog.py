@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from core.errors import InputError
 from core.models import ApiPrice, Benchmark, GpuSpec, NodePrice, OwnedHardware, ServingStack
-from core.physics import Efficiency
+from core.performance.physics import Efficiency
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Catalog:
 
 def _calibrate(stack: ServingStack, gpu: GpuSpec, gpus: int, benchmarks) -> tuple[Efficiency, str]:
     """Fit the roofline's efficiency to this route's measured/vendor points; the label says which basis."""
-    from core.calibration import calibrate
+    from core.performance.calibration import calibrate
 
     cal = calibrate(stack, gpu, gpus, benchmarks)
     return cal.efficiency, cal.estimated_label

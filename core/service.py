@@ -9,10 +9,10 @@ import pandas as pd
 from pydantic import ValidationError
 
 from core.catalog import Catalog
-from core.engine import Evaluation, evaluate
+from core.decision.engine import Evaluation, evaluate
 from core.errors import InputError, describe_validation_error
 from core.models import OwnedHardware, Scenario
-from core.seed import sample_workloads_path
+from core.store.seed import sample_workloads_path
 
 # The owned-hardware figures a user may enter for the "owned" pricing option.
 OWNED_INPUTS = ("capex_usd_per_node", "depreciation_years", "cost_of_capital_rate", "kw_per_node", "pue",
@@ -64,7 +64,7 @@ def read_workloads_file(path: str | Path, sheet: str | None = None) -> pd.DataFr
 def inventory(store, version: int | None = None) -> tuple[str, pd.DataFrame]:
     """(label, frame): a stored version, the latest one, or the bundled sample when the store has none."""
     try:
-        from core.inventory_store import latest_inventory, load_version
+        from core.inventory.versions import latest_inventory, load_version
     except ImportError:  # inventory versions not available yet: the bundled sample
         return "bundled sample", pd.read_csv(sample_workloads_path())
     if version is not None:

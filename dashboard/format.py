@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.views import duration_ms, money, percent, thousands
+from core.presentation.views import duration_ms, money, percent, thousands
 
 __all__ = [
     "badge", "count_col", "md", "duration_ms", "money", "money_col", "ms_col", "number_col", "percent",

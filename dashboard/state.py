@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.catalog import Catalog
-from core.engine import Evaluation
+from core.decision.engine import Evaluation
 from core.errors import HangoverError
 from core.models import CostBasis, PricingOption, Scenario
 from core.service import OWNED_INPUTS, evaluate_store, make_scenario, owned_hardware_defaults

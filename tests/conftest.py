@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import core.seed
+import core.store.seed
 from core.store import Store
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -35,12 +35,12 @@ def store(tmp_path):
 def data_copy(tmp_path, monkeypatch):
     """A writable copy of data/, used as HANGOVER_DATA_DIR; edit its CSVs to test bad seed data.
 
-    The seed loader caches per folder (core.seed._load is lru_cached), so the
+    The seed loader caches per folder (core.store.seed._load is lru_cached), so the
     cache is cleared before and after.
     """
     target = tmp_path / "data"
     shutil.copytree(DATA_DIR, target)
     monkeypatch.setenv("HANGOVER_DATA_DIR", str(target))
-    core.seed._load.cache_clear()
+    core.store.seed._load.cache_clear()
     yield target
-    core.seed._load.cache_clear()
+    core.store.seed._load.cache_clear()

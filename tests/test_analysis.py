@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from core import analysis
-from core.engine import evaluate
+from core.decision import analysis
+from core.decision.engine import evaluate
 from core.models import HOURS_PER_MONTH, Scenario
-from core.seed import sample_workloads_path
+from core.store.seed import sample_workloads_path
 from tests.test_engine import _seed_catalog
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import core.store
-from core import bench_import as bi
-from core import calibration as cb
 from core.cli import main
 from core.errors import InputError
+from core.performance import bench_import as bi
+from core.performance import calibration as cb
 from core.store import Store
 
 BENCH = Path(__file__).parent / "data" / "bench"

@@ -10,14 +10,14 @@ import time
 import numpy as np
 import pytest
 
-from core import calibration as cb
-from core import physics
 from core.cli import main
 from core.errors import InputError
 from core.models import Benchmark, GpuSpec, Provenance, ServingStack
-from core.physics import DEFAULT_EFFICIENCY, Efficiency
-from core.seed import load_seed
+from core.performance import calibration as cb
+from core.performance import physics
+from core.performance.physics import DEFAULT_EFFICIENCY, Efficiency
 from core.store import Store
+from core.store.seed import load_seed
 
 QUALITY = dict.fromkeys(
     ("quality_extraction", "quality_code_completion", "quality_chat", "quality_agentic_step", "quality_reasoning"), 0.8

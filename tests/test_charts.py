@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import charts
+from core.presentation import charts
 
 
 def _list(values) -> list:

@@ -1,4 +1,4 @@
-"""Frames and figures of the input pages (core.charts_inputs) and the pricing views (core.pricing_views)."""
+"""Frames and figures of the input pages (core.presentation.charts_inputs) and the pricing views (core.presentation.pricing_views)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core import charts_inputs as ci
-from core import pricing_views as pv
 from core.catalog import Catalog
-from core.economics import NodeRate
+from core.decision.economics import NodeRate
 from core.errors import InputError
 from core.models import ApiPrice, NodePrice, OwnedHardware, Scenario
-from core.seed import load_seed
+from core.presentation import charts_inputs as ci
+from core.presentation import pricing_views as pv
+from core.store.seed import load_seed
 
 TODAY = dt.date(2026, 11, 30)
 BENCH_DIR = Path(__file__).parent / "data" / "bench"

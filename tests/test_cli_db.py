@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from core.cli import main
-from core.seed import SEED_TABLES
+from core.store.seed import SEED_TABLES
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 

@@ -44,7 +44,7 @@ def test_override_node_price_moves_cost(capsys):
 
 def test_workloads_file_flag(capsys, tmp_path):
     src = (tmp_path.parent / "x.csv")
-    from core.seed import sample_workloads_path
+    from core.store.seed import sample_workloads_path
 
     src.write_text(sample_workloads_path().read_text(encoding="utf-8").splitlines()[0] + "\n"
                    + "w1,One,ops,1000,2,500,100,2000,,external_ok,chat,0.8,0,\n", encoding="utf-8")
@@ -74,7 +74,7 @@ def test_unknown_pricing_option_is_refused(capsys):
 
 
 def test_zero_sla_in_inventory_is_rejected(capsys, tmp_path):
-    from core.seed import sample_workloads_path
+    from core.store.seed import sample_workloads_path
 
     header = sample_workloads_path().read_text(encoding="utf-8").splitlines()[0]
     f = tmp_path / "bad.csv"
@@ -84,7 +84,7 @@ def test_zero_sla_in_inventory_is_rejected(capsys, tmp_path):
 
 
 def test_empty_inventory_is_rejected(capsys, tmp_path):
-    from core.seed import sample_workloads_path
+    from core.store.seed import sample_workloads_path
 
     f = tmp_path / "empty.csv"
     f.write_text(sample_workloads_path().read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Golden numbers and properties for the money formulas (core.economics)."""
+"""Golden numbers and properties for the money formulas (core.decision.economics)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.economics import (
+from core.decision.economics import (
     api_usd_per_request,
     break_even_utilization,
     effective_usd_per_mtok,

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.catalog import Catalog
-from core.engine import evaluate
+from core.decision.engine import evaluate
 from core.errors import InputError
 from core.models import HOURS_PER_MONTH, Scenario
-from core.seed import sample_workloads_path
+from core.store.seed import sample_workloads_path
 
 _CATALOG: list[Catalog] = []
 

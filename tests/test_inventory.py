@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-import core.inventory_store as inventory_store
+import core.inventory.versions as inventory_store
 from core.errors import InputError
 from core.inventory import (
     COLUMNS,
@@ -28,7 +28,7 @@ from core.inventory import (
     validate_frame,
     write_template,
 )
-from core.inventory_store import (
+from core.inventory.versions import (
     checksum,
     commit_inventory,
     diff_versions,
@@ -38,8 +38,8 @@ from core.inventory_store import (
     restore_version,
 )
 from core.models import TASK_CLASSES, Workload
-from core.seed import sample_workloads_path
 from core.store import Store
+from core.store.seed import sample_workloads_path
 from core.textsafety import is_formula_like, neutralise, neutralise_series
 
 HEADER = list(COLUMNS)
@@ -385,7 +385,7 @@ def test_quoted_line_breaks_keep_spreadsheet_row_numbers():
 
 def test_fast_and_careful_csv_readers_agree():
     """DuckDB's reader (fast path) and Python's csv module (fallback) see the same cells on the same rows."""
-    from core import inventory
+    from core.inventory import reader as inventory
 
     rows = [row(workload_id="a", notes='say "hi"\r\nthen, go'), row(workload_id="b", name=" padded ")]
     body = csv_bytes(rows) + b"\r\n" + b"c,short\r\n" + b"\r\n"
@@ -531,7 +531,7 @@ def test_decimal_comma_shortcut_gives_what_the_rules_give(cells):
     """The quick path for "0,85"-style cells must agree with the full rule cascade, cell for cell."""
     import pyarrow as pa
 
-    from core import inventory
+    from core.inventory import reader as inventory
 
     arr = pa.array(cells, pa.string())
     quick_values, quick_ok = inventory._parse_careful(arr, ",")

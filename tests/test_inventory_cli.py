@@ -9,7 +9,7 @@ import openpyxl
 import pytest
 
 from core.cli import main
-from core.inventory_store import list_versions, load_version
+from core.inventory.versions import list_versions, load_version
 from core.store import Store
 
 

@@ -28,7 +28,7 @@ def start(monkeypatch, tmp_path):
     def run(inventory_csv: str | None = None) -> AppTest:
         if inventory_csv is not None:
             from core.inventory import read_inventory
-            from core.inventory_store import commit_inventory
+            from core.inventory.versions import commit_inventory
 
             report = read_inventory(inventory_csv.encode(), file_name="inventory.csv")
             assert report.ok, report.errors
@@ -190,7 +190,7 @@ def test_export_offers_the_routing_csv(app):
 
 
 def test_export_builds_the_procurement_summary_on_demand(app):
-    pytest.importorskip("core.report", reason="the procurement summary (core/report) is not in this build")
+    pytest.importorskip("core.presentation.report", reason="the procurement summary (core/report) is not in this build")
     at = show(app, "screens/export.py")
     assert [b.label for b in at.get("download_button")] == ["Download routing table (CSV)"]  # nothing built yet
     at.button(key="export_build").click().run()

@@ -9,10 +9,10 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from core.charts_inputs import import_benchmarks
 from core.inventory import read_inventory
-from core.inventory_store import commit_inventory, list_versions
-from core.pricing_views import node_price_override, save_override
+from core.inventory.versions import commit_inventory, list_versions
+from core.presentation.charts_inputs import import_benchmarks
+from core.presentation.pricing_views import node_price_override, save_override
 from core.store import open_store
 from tests.apptest_support import figures
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import physics
 from core.models import GpuSpec, ServingStack
-from core.physics import DEFAULT_EFFICIENCY, Efficiency
+from core.performance import physics
+from core.performance.physics import DEFAULT_EFFICIENCY, Efficiency
 
 # Stacks and GPUs are spelled out here (not read from data/) so the hand arithmetic stays true
 # whatever the seed files say later.

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.queueing import erlang_c, p_wait_exceeds, replicas_for_sla
+from core.decision.queueing import erlang_c, p_wait_exceeds, replicas_for_sla
 
 
 def test_erlang_c_table_values():

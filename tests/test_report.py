@@ -15,12 +15,12 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from core.analysis import fleet_options
 from core.cli import main
-from core.economics import NodeRate
-from core.engine import Evaluation, Route
+from core.decision.analysis import fleet_options
+from core.decision.economics import NodeRate
+from core.decision.engine import Evaluation, Route
 from core.models import Scenario
-from core.report import (
+from core.presentation.report import (
     FORMATS,
     build_html,
     build_markdown,
@@ -30,12 +30,12 @@ from core.report import (
     recommended_changes,
     report_format,
 )
-from core.report.charts import cost_by_route_figure, hourly_utilization_figure
-from core.report.content import _owned_cost
-from core.report.markdown import md_text
-from core.seed import sample_workloads_path
+from core.presentation.report.charts import cost_by_route_figure, hourly_utilization_figure
+from core.presentation.report.content import _owned_cost
+from core.presentation.report.markdown import md_text
 from core.service import evaluate_store, make_scenario
 from core.store import Store
+from core.store.seed import sample_workloads_path
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = dt.datetime(2026, 3, 2, 9, 30, tzinfo=dt.UTC)

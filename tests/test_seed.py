@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import core.seed
+import core.store.seed
 from core.errors import InputError
 from core.models import Confidence
-from core.seed import SEED_TABLES, load_seed
 from core.store import Store
+from core.store.seed import SEED_TABLES, load_seed
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
@@ -84,7 +84,7 @@ def test_bad_reseed_leaves_the_store_as_it_was(data_copy, tmp_path):
     store = Store(tmp_path / "ok.duckdb")
     before = store.info()["rows"].tolist()
     _set_cell(data_copy / "gpus.csv", 2, "tdp_w", "lots")
-    core.seed._load.cache_clear()  # the good copy was cached when the store opened
+    core.store.seed._load.cache_clear()  # the good copy was cached when the store opened
     with pytest.raises(InputError, match="gpus.csv row 2, column 'tdp_w'"):
         store.seed()
     assert store.info()["rows"].tolist() == before

@@ -9,11 +9,10 @@ import threading
 import duckdb
 import pytest
 
-from core import migrations
 from core.errors import StoreError
 from core.models import GpuSpec, NodePrice
-from core.seed import SEED_TABLES, load_seed
-from core.store import TABLE_MODELS, Store, default_db_path, open_store
+from core.store import TABLE_MODELS, Store, default_db_path, migrations, open_store
+from core.store.seed import SEED_TABLES, load_seed
 
 ALL_MIGRATIONS = [m.__name__ for m in migrations.MIGRATIONS]
 ALL_TABLES = {*TABLE_MODELS, "inventory_versions", "workloads", "_migrations"}

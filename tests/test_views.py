@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import analysis, views
+from core.decision import analysis
+from core.presentation import views
 from core.service import evaluate_store, make_scenario
 
 

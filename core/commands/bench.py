@@ -7,9 +7,9 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from core.bench_import import import_benchmark_file
-from core.calibration import error_report
 from core.errors import InputError
+from core.performance.bench_import import import_benchmark_file
+from core.performance.calibration import error_report
 from core.store import Store, default_db_path
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-from core import physics
-from core.calibration import check_fits, performance_curve, route_points
 from core.errors import InputError
+from core.performance import physics
+from core.performance.calibration import check_fits, performance_curve, route_points
 from core.store import Store, default_db_path
 
 DEFAULT_CONCURRENCY = "1,2,4,8,16,32,64,128,256"

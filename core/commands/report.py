@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Evaluate, build the summary once, write it; print one line saying what was written."""
-    from core.report import report_format, write_report
+    from core.presentation.report import report_format, write_report
     from core.service import evaluate_store
     from core.store import Store, default_db_path
 

@@ -66,7 +66,7 @@ def cmd_template(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     """Validate; print every error and exit 2, or commit (unless --dry-run)."""
     from core.inventory import read_inventory
-    from core.inventory_store import commit_inventory
+    from core.inventory.versions import commit_inventory
 
     path = Path(args.file)
     report = read_inventory(path, sheet=args.sheet)
@@ -92,7 +92,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     """One line per version; * marks the latest (the one the dashboard uses)."""
-    from core.inventory_store import list_versions
+    from core.inventory.versions import list_versions
 
     df = list_versions(_open(args))
     if df.empty:
@@ -109,7 +109,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     """Lines of '+ added', '- removed', '~ changed: fields', then the counts."""
-    from core.inventory_store import diff_versions
+    from core.inventory.versions import diff_versions
 
     df = diff_versions(_open(args), args.a, args.b)
     sign = {"added": "+", "removed": "-", "changed": "~"}
@@ -124,7 +124,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def cmd_restore(args: argparse.Namespace) -> int:
     """Restore version N as a new version."""
-    from core.inventory_store import restore_version
+    from core.inventory.versions import restore_version
 
     print(restore_version(_open(args), args.n, created_by=_who(args)).message)
     return 0

@@ -1,13 +1,13 @@
-"""Export page: the routing table as CSV and, where core.report is installed, the procurement summary files."""
+"""Export page: the routing table as CSV and, where core.presentation.report is installed, the procurement summary files."""
 
 import streamlit as st
 
-from core import views
+from core.presentation import views
 from dashboard import state
 from dashboard.format import md
 
 try:  # the procurement summary lands with its own issue; until then the CSV is the export
-    from core.report import build_html, build_markdown, build_summary, build_xlsx
+    from core.presentation.report import build_html, build_markdown, build_summary, build_xlsx
 except ImportError:
     build_html = build_markdown = build_summary = build_xlsx = None
 

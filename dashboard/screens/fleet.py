@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from core import analysis, charts, views
-from core.engine import Evaluation
+from core.decision import analysis
+from core.decision.engine import Evaluation
+from core.presentation import charts, views
 from dashboard import state
 from dashboard.format import count_col, money, money_col, ms_col, number_col, text_col
 

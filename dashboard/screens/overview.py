@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from core import charts, views
+from core.presentation import charts, views
 from dashboard import state
 from dashboard.format import badge, md, money, percent
 

@@ -4,7 +4,8 @@ import datetime as dt
 
 import streamlit as st
 
-from core.charts_inputs import (
+from core.errors import HangoverError
+from core.presentation.charts_inputs import (
     TP_OPTIONS,
     benchmark_table,
     curve_view,
@@ -17,7 +18,6 @@ from core.charts_inputs import (
     roofline_frame,
     throughput_chart,
 )
-from core.errors import HangoverError
 from dashboard.state import bump_data_version, catalog, data_version, store
 
 FROM_FILE = "(as the file says)"

@@ -4,10 +4,10 @@ import datetime as dt
 
 import streamlit as st
 
-from core.charts_inputs import break_even_chart, data_key
 from core.errors import HangoverError
 from core.models import Scenario
-from core.pricing_views import (
+from core.presentation.charts_inputs import break_even_chart, data_key
+from core.presentation.pricing_views import (
     STALE_AFTER_DAYS,
     api_price_label,
     api_price_override,

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from core import charts, views
+from core.presentation import charts, views
 from dashboard import state
 from dashboard.format import count_col, md, money_col, ms_col, number_col, share_bar_col, text_col
 

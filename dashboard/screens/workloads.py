@@ -4,7 +4,7 @@ import streamlit as st
 
 from core.errors import HangoverError
 from core.inventory import ENUM_VALUES, read_inventory, template_bytes, validate_frame
-from core.inventory_store import (
+from core.inventory.versions import (
     commit_inventory,
     diff_versions,
     latest_inventory,

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from core.catalog import Catalog
-from core.engine import Evaluation, evaluate
+from core.decision.engine import Evaluation, evaluate
 from core.models import HOURS_PER_MONTH, Scenario
 
 # Fleet options a procurement reader compares: which routes each may use.

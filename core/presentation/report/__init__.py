@@ -10,9 +10,9 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from core.engine import Evaluation
+from core.decision.engine import Evaluation
 from core.errors import InputError
-from core.report.content import (
+from core.presentation.report.content import (
     Change,
     Figure,
     ProcurementSummary,
@@ -20,7 +20,7 @@ from core.report.content import (
     build_summary,
     recommended_changes,
 )
-from core.report.numbers import FORMATS, fmt
+from core.presentation.report.numbers import FORMATS, fmt
 
 # File extension -> report format.
 REPORT_FORMATS = {".xlsx": "xlsx", ".html": "html", ".htm": "html", ".md": "markdown"}
@@ -50,7 +50,7 @@ def _summary(ev: Evaluation, summary: ProcurementSummary | None, generated: dt.d
 def build_xlsx(ev: Evaluation, *, summary: ProcurementSummary | None = None,
                generated: dt.datetime | None = None) -> bytes:
     """The workbook (Summary, Workloads, Fleet, Assumptions, Sensitivity) as .xlsx bytes."""
-    from core.report.xlsx import build_workbook_bytes
+    from core.presentation.report.xlsx import build_workbook_bytes
 
     return build_workbook_bytes(_summary(ev, summary, generated))
 
@@ -58,7 +58,7 @@ def build_xlsx(ev: Evaluation, *, summary: ProcurementSummary | None = None,
 def build_html(ev: Evaluation, *, summary: ProcurementSummary | None = None,
                generated: dt.datetime | None = None) -> str:
     """The one-pager as a self-contained HTML document (plotly.js inline; opens and prints offline)."""
-    from core.report.html import build_html_text
+    from core.presentation.report.html import build_html_text
 
     return build_html_text(_summary(ev, summary, generated))
 
@@ -66,7 +66,7 @@ def build_html(ev: Evaluation, *, summary: ProcurementSummary | None = None,
 def build_markdown(ev: Evaluation, *, summary: ProcurementSummary | None = None,
                    generated: dt.datetime | None = None) -> str:
     """The brief as Markdown, for a ticket or a wiki page."""
-    from core.report.markdown import build_markdown_text
+    from core.presentation.report.markdown import build_markdown_text
 
     return build_markdown_text(_summary(ev, summary, generated))
 

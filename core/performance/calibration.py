@@ -30,10 +30,10 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from core import physics
 from core.errors import InputError
 from core.models import Benchmark, GpuSpec, Provenance, ServingStack
-from core.physics import DEFAULT_EFFICIENCY, Efficiency
+from core.performance import physics
+from core.performance.physics import DEFAULT_EFFICIENCY, Efficiency
 
 # Measured field -> estimate key it is compared with. TTFT p95 is used only when
 # the file has no median (the model's TTFT has no queueing tail of its own).

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import html
 
-from core.report.charts import cost_by_route_figure, hourly_utilization_figure
-from core.report.content import (
+from core.presentation.report.charts import cost_by_route_figure, hourly_utilization_figure
+from core.presentation.report.content import (
     ProcurementSummary,
     Table,
     api_prices_table,
@@ -13,7 +13,7 @@ from core.report.content import (
     headline_table,
     stacks_table,
 )
-from core.report.numbers import NUMERIC_KINDS, fmt
+from core.presentation.report.numbers import NUMERIC_KINDS, fmt
 from core.textsafety import neutralise
 
 # The one-pager lists the costliest workloads; the workbook always has all of them.

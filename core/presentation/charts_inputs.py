@@ -11,13 +11,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core import physics
-from core.bench_import import ImportResult, import_benchmark_file
-from core.calibration import Calibration, calibrate, performance_curve, route_points
-from core.engine import CONCURRENCY_GRID, TP_OPTIONS
+from core.decision.engine import CONCURRENCY_GRID, TP_OPTIONS
 from core.errors import InputError
 from core.models import Benchmark, GpuSpec, ServingStack
-from core.pricing_views import stale_marks
+from core.performance import physics
+from core.performance.bench_import import ImportResult, import_benchmark_file
+from core.performance.calibration import Calibration, calibrate, performance_curve, route_points
+from core.presentation.pricing_views import stale_marks
 
 ARCH_COLORS: dict[str, str] = {
     "autoregressive": "#1f77b4",
@@ -207,7 +207,7 @@ IMPORT_FIELDS = {
 def import_benchmarks(store, data: bytes, file_name: str, *, stack_id: str | None = None, gpu: str | None = None,
                       gpus_per_replica: int | None = None, concurrency: float | None = None,
                       input_tokens: float | None = None, output_tokens: float | None = None) -> ImportResult:
-    """Import one benchmark file (core.bench_import) with the page's settings; None means "as the file says".
+    """Import one benchmark file (core.performance.bench_import) with the page's settings; None means "as the file says".
 
     InputError messages are reworded to name the page's fields instead of CLI flags.
     """

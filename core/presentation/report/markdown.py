@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from core.report.content import (
+from core.presentation.report.content import (
     ProcurementSummary,
     Table,
     api_prices_table,
@@ -12,7 +12,7 @@ from core.report.content import (
     headline_table,
     stacks_table,
 )
-from core.report.numbers import NUMERIC_KINDS, fmt
+from core.presentation.report.numbers import NUMERIC_KINDS, fmt
 from core.textsafety import neutralise
 
 MAX_ROUTING_ROWS = 30

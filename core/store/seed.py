@@ -25,7 +25,7 @@ SEED_TABLES: dict[str, type[BaseModel]] = {
 def data_dir() -> Path:
     """`HANGOVER_DATA_DIR`, else the repository's `data/` folder."""
     env = os.environ.get("HANGOVER_DATA_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / "data"
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "data"
 
 
 def sample_workloads_path() -> Path:

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from core.analysis import fleet_options, sensitivity
-from core.engine import API_P95_OVER_TYPICAL, Evaluation
+from core.decision.analysis import fleet_options, sensitivity
+from core.decision.engine import API_P95_OVER_TYPICAL, Evaluation
 from core.models import DEFAULT_MIN_QUALITY, HOURS_PER_MONTH, TASK_CLASSES, CostBasis, PricingOption
-from core.report.numbers import fmt
+from core.presentation.report.numbers import fmt
 
 TITLE = "GPU Hangover — procurement summary"
 # Moves listed one by one; the rest are summed in one line (inventories can hold thousands).

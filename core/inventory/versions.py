@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from core.errors import InputError
-from core.inventory import COLUMNS, frame_from_arrow, read_inventory
-from core.seed import sample_workloads_path
+from core.inventory.reader import COLUMNS, frame_from_arrow, read_inventory
 from core.store import Store
+from core.store.seed import sample_workloads_path
 
 _COLLIST = ", ".join(COLUMNS)  # our own column names, never user text
 

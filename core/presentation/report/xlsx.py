@@ -7,9 +7,14 @@ import io
 
 import xlsxwriter
 
-from core.report.charts import COLORS
-from core.report.content import ProcurementSummary, Table, changes_table, headline_table
-from core.report.numbers import FORMATS, fmt, is_missing
+from core.presentation.report.charts import COLORS
+from core.presentation.report.content import (
+    ProcurementSummary,
+    Table,
+    changes_table,
+    headline_table,
+)
+from core.presentation.report.numbers import FORMATS, fmt, is_missing
 
 # Never let a cell's text turn into a formula, link or number: user text (workload names, notes,
 # sources) is written as the literal string it is (issue 7; OWASP "CSV injection").

@@ -620,7 +620,7 @@ def import_benchmark_file(store, data: bytes, file_name: str, **kw) -> ImportRes
     --gpus-per-replica).
     """
     # Imported lazily: the store imports the seed, which is heavier than parsing needs.
-    from core.calibration import check_fits
+    from core.performance.calibration import check_fits
     from core.store import insert_rows
 
     import_id = file_sha256(data)

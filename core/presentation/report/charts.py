@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from core.report.numbers import fmt
+from core.presentation.report.numbers import fmt
 
 # Sized for the printable width of A4 and Letter (about 180 mm at 96 px/inch) so print never cuts them.
 WIDTH_PX = 680

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from core.engine import Evaluation
+from core.decision.engine import Evaluation
 
 ARCHITECTURE_ORDER = ("autoregressive", "speculative", "moe", "diffusion")
 ARCHITECTURE_LABELS = {"autoregressive": "Autoregressive", "speculative": "Speculative", "moe": "MoE",

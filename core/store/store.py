@@ -14,10 +14,10 @@ import duckdb
 import pandas as pd
 from pydantic import BaseModel
 
-from core import migrations
 from core.errors import StoreError
 from core.models import ApiPrice, Benchmark, GpuSpec, NodePrice, OwnedHardware, ServingStack
-from core.seed import SEED_TABLES, load_seed
+from core.store import migrations
+from core.store.seed import SEED_TABLES, load_seed
 
 M = TypeVar("M", bound=BaseModel)
 

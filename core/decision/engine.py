@@ -14,9 +14,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from core import physics
 from core.catalog import Catalog
-from core.economics import DAYS_PER_MONTH, HOURS_PER_MONTH, NodeRate, api_usd_per_request, node_rate
+from core.decision.economics import (
+    DAYS_PER_MONTH,
+    HOURS_PER_MONTH,
+    NodeRate,
+    api_usd_per_request,
+    node_rate,
+)
+from core.decision.queueing import replicas_for_sla
 from core.errors import InputError
 from core.models import (
     DEFAULT_MIN_QUALITY,
@@ -26,7 +32,7 @@ from core.models import (
     Scenario,
     ServingStack,
 )
-from core.queueing import replicas_for_sla
+from core.performance import physics
 
 # Concurrency grid per replica (continuous batching slots).
 CONCURRENCY_GRID = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512], dtype=float)

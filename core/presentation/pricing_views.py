@@ -10,16 +10,14 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ValidationError
 
-from core import physics
-from core.calibration import performance_curve
-from core.economics import (
+from core.decision.economics import (
     NodeRate,
     api_usd_per_request,
     break_even_utilization,
     effective_usd_per_mtok,
     node_rate,
 )
-from core.engine import CONCURRENCY_GRID, TP_OPTIONS
+from core.decision.engine import CONCURRENCY_GRID, TP_OPTIONS
 from core.errors import InputError, describe_validation_error
 from core.models import (
     ApiPrice,
@@ -31,6 +29,8 @@ from core.models import (
     Scenario,
     ServingStack,
 )
+from core.performance import physics
+from core.performance.calibration import performance_curve
 
 # A snapshot older than this is flagged: list prices and discounts move within half a year.
 STALE_AFTER_DAYS = 180
@@ -229,7 +229,7 @@ def break_even_table(
     price) divided by its output tokens gives an all-in $ per million output
     tokens, the unit the owned node's throughput is counted in. Break-even
     utilization u = node $/hour / (node output tok/s x 3,600 x API $/token)
-    (core.economics.break_even_utilization); above 100 % the node cannot match
+    (core.decision.economics.break_even_utilization); above 100 % the node cannot match
     the API even when busy every hour.
     """
     tps = ref.tokens_per_s_per_node

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.views import ARCHITECTURE_LABELS, ARCHITECTURE_ORDER, NO_ROUTE, group_label
+from core.presentation.views import ARCHITECTURE_LABELS, ARCHITECTURE_ORDER, NO_ROUTE, group_label
 
 # One colour per verdict group, on every chart: owned routes saturated, API routes a lighter shade of the same hue.
 GROUP_COLORS: dict[str, str] = {
