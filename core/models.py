@@ -71,6 +71,14 @@ class DataPolicy(StrEnum):
     OWNED_ONLY = "owned_only"
 
 
+class Weights(StrEnum):
+    """Who may run a model's weights: decides whether it can be an owned route at all."""
+
+    OPEN = "open"  # open weights: self-host freely
+    LICENSED = "licensed"  # self-host under a licence fee (unknown until the user enters it)
+    API_ONLY = "api_only"  # never an owned route; it appears only as its API
+
+
 class ApiTier(StrEnum):
     """Rough price/quality band of a public API model."""
 
@@ -213,6 +221,8 @@ class ApiPrice(Sourced, Quality):
     usd_per_mtok_out: NonNegative = Field(description="US$ per million output tokens.")
     ttft_ms: Positive = Field(description="Typical time to first token, ms.")
     output_tokens_per_s: Positive = Field(description="Typical per-stream output speed, tokens/s.")
+    hidden_tokens_per_output_token: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] = Field(
+        default=0.0, description="Reasoning models: hidden thinking tokens billed per visible output token.")
 
     @property
     def route_id(self) -> str:
@@ -237,6 +247,9 @@ class ServingStack(Sourced, Quality):
     spec_draft_tokens: int | None = Field(default=None, ge=1, description="Speculative: draft length k.")
     spec_acceptance: Share | None = Field(default=None, description="Speculative: per-token acceptance rate alpha.")
     spec_draft_params_b: NonNegative | None = Field(default=None, description="Speculative: draft model parameters, billions.")
+    weights: Weights = Field(default=Weights.OPEN, description="open, licensed or api_only: who may host the weights.")
+    licence_usd_per_gpu_month: NonNegative | None = Field(
+        default=None, description="Licensed weights: fee per GPU per month, US$; empty while unknown.")
 
     @field_validator("params_active_b")
     @classmethod
@@ -286,6 +299,7 @@ class Benchmark(Sourced):
     e2e_ms_p95: Positive | None = Field(default=None, description="End-to-end latency, p95, ms.")
     provenance: Provenance = Field(description="measured, vendor_claim or estimated.")
     tool: str = Field(default="", description="Benchmark tool, e.g. 'vllm bench serve'.")
+    via_api: bool = Field(default=False, description="Measured through a vendor's API, not on hardware the user could buy.")
 
     @model_validator(mode="after")
     def _some_throughput(self) -> Benchmark:

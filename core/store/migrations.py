@@ -122,6 +122,14 @@ def m003_inventory_versions(cur: duckdb.DuckDBPyConnection) -> None:
         )""")
 
 
+def m004_hosting_rights(cur: duckdb.DuckDBPyConnection) -> None:
+    """Who may host a stack's weights and at what licence fee; API reasoning tokens; benchmarks taken via an API."""
+    cur.execute("ALTER TABLE serving_stacks ADD COLUMN weights VARCHAR DEFAULT 'open'")
+    cur.execute("ALTER TABLE serving_stacks ADD COLUMN licence_usd_per_gpu_month DOUBLE")
+    cur.execute("ALTER TABLE api_prices ADD COLUMN hidden_tokens_per_output_token DOUBLE DEFAULT 0")
+    cur.execute("ALTER TABLE benchmarks ADD COLUMN via_api BOOLEAN DEFAULT false")
+
+
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
 
 # Append only: never reorder or edit a released migration (simonw/llm's habit).
@@ -129,6 +137,7 @@ MIGRATIONS: list[Migration] = [
     m001_reference_tables,
     m002_benchmarks,
     m003_inventory_versions,
+    m004_hosting_rights,
 ]
 
 

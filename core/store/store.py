@@ -51,13 +51,14 @@ class Store:
         self._con = self._connect()
         with self.cursor() as cur:
             try:
-                migrations.migrate(cur, upto=migrate_upto)
+                ran = migrations.migrate(cur, upto=migrate_upto)
             except ValueError as exc:
                 self._con.close()
                 raise StoreError(str(exc)) from None
         if seed and migrate_upto is None:
             try:
-                self.seed(only_if_empty=True)
+                # A migration may add columns the bundled rows fill: reload them (user rows are kept).
+                self.seed(only_if_empty=not ran)
             except BaseException:
                 self._con.close()  # a bad seed file stops start-up; do not leak the connection
                 raise
