@@ -316,11 +316,18 @@ class Workload(BaseModel):
     workload_id: str = Field(min_length=1, description="Unique id within the inventory.")
     name: str = Field(min_length=1, description="What the work is.")
     team: str | None = Field(default=None, description="Owning team.")
-    requests_per_day: NonNegative = Field(description="Requests per day.")
-    peak_factor: Annotated[float, Field(ge=1.0, allow_inf_nan=False)] = Field(default=3.0, description="Peak-hour rate / mean rate (>= 1).")
-    input_tokens: NonNegative = Field(description="Mean input tokens per request.")
-    output_tokens: Annotated[float, Field(ge=1, allow_inf_nan=False)] = Field(description="Mean output tokens per request.")
-    latency_slo_ms: Positive | None = Field(default=None, description="p95 end-to-end target, ms (interactive work).")
+    # Upper bounds (issue 16): plausible maxima, so a typo such as 1e25 is refused rather than
+    # overflowing the evaluation. requests_per_day: 1e10 (~116,000/s) is four times all of ChatGPT's
+    # reported traffic (2.5 billion prompts a day, OpenAI to Axios, 2025-07-21). peak_factor: a peak
+    # hour holds at most the whole day, so peak/mean <= 24 exactly. input_tokens: 1e7 is the longest
+    # context window offered (Llama 4 Scout, 10M tokens, Meta, 2025-04-05). output_tokens: 1e6 is ~8x
+    # the longest output an API allows (128,000 tokens, OpenAI GPT-5, 2025-08-07). latency_slo_ms: one
+    # day (86,400,000 ms); slower work is offline work with a batch window.
+    requests_per_day: Annotated[float, Field(ge=0.0, le=1e10, allow_inf_nan=False)] = Field(description="Requests per day.")
+    peak_factor: Annotated[float, Field(ge=1.0, le=24.0, allow_inf_nan=False)] = Field(default=3.0, description="Peak-hour rate / mean rate (>= 1, <= 24).")
+    input_tokens: Annotated[float, Field(ge=0.0, le=1e7, allow_inf_nan=False)] = Field(description="Mean input tokens per request.")
+    output_tokens: Annotated[float, Field(ge=1, le=1e6, allow_inf_nan=False)] = Field(description="Mean output tokens per request.")
+    latency_slo_ms: Annotated[float, Field(gt=0.0, le=86_400_000.0, allow_inf_nan=False)] | None = Field(default=None, description="p95 end-to-end target, ms (interactive work).")
     batch_window_hours: Annotated[float, Field(gt=0, le=24)] | None = Field(default=None, description="Hours the day's queue may take (offline work).")
     data_policy: DataPolicy = Field(description="external_ok or owned_only.")
     task_class: TaskClass = Field(description="extraction, code_completion, chat, agentic_step or reasoning.")
