@@ -8,6 +8,7 @@ also accepts the evaluation alone and builds the summary itself.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 from core.decision.engine import Evaluation
@@ -38,13 +39,32 @@ __all__ = [
     "build_xlsx",
     "fmt",
     "recommended_changes",
+    "report_clock",
     "report_format",
     "write_report",
 ]
 
 
+def report_clock() -> dt.datetime | None:
+    """The time a report says it was made: SOURCE_DATE_EPOCH when set (reproducible files), else None (now).
+
+    SOURCE_DATE_EPOCH is the reproducible-builds convention (seconds since
+    1970, UTC); the golden files (tests/golden/regen.py) set it so the dates
+    inside the reports do not move from one run to the next.
+    """
+    raw = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not raw:
+        return None
+    try:
+        return dt.datetime.fromtimestamp(int(raw), dt.UTC)
+    except (ValueError, OverflowError, OSError):
+        raise InputError(f"SOURCE_DATE_EPOCH must be whole seconds since 1970 (got {raw!r})") from None
+
+
 def _summary(ev: Evaluation, summary: ProcurementSummary | None, generated: dt.datetime | None) -> ProcurementSummary:
-    return summary if summary is not None else build_summary(ev, generated=generated)
+    if summary is not None:
+        return summary
+    return build_summary(ev, generated=generated or report_clock())
 
 
 def build_xlsx(ev: Evaluation, *, summary: ProcurementSummary | None = None,
