@@ -1,0 +1,386 @@
+"""Discrete-event simulation of continuous batching on one pooled deployment at the peak hour.
+
+What it simulates (the checks the analytic model in `core.decision.latency` must pass):
+
+- Poisson arrivals per workload at its peak rate; output lengths drawn from the
+  workload's lognormal (the same distribution the analytic model uses);
+- one shared FIFO queue in front of `replicas` replicas of `concurrency_cap`
+  slots each (the pooled M/G/c of the analytic model): an arrival that finds a
+  free slot joins the least-loaded replica; otherwise it waits in the queue, and
+  the head of the queue takes the first slot that frees, on that replica;
+- each replica runs steps: a decode step advances every running request by one
+  decode step and lasts step_ms(b) for the b requests running; a request admitted
+  while a step runs starts at the next step boundary with its prefill, and a
+  prefill occupies the replica's step (the running requests pause; prefills
+  admitted at the same boundary run together, their times added);
+- a request's time in system runs from arrival to its last decode step, plus the
+  fallback's extra latency for an escalated request (drawn with its share).
+
+Between two events (an admission or a completion) a replica's batch is fixed, so
+the loop jumps from event to event (a heap of the next event per replica) instead
+of stepping: O(requests log replicas), about 1 s per 100k requests.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from core.decision import latency
+
+# Requests discarded at the start while the empty deployment fills (share of all simulated).
+WARMUP_SHARE = 0.05
+# Sections for the confidence interval of a percentile (Asmussen & Glynn's sectioning):
+# the run is cut into this many consecutive sections and the spread of the
+# sections' p95 gives the interval around the whole run's p95.
+SECTIONS = 20
+_T_975_19 = 2.093  # Student t, 97.5 %, 19 degrees of freedom
+MIN_REQUESTS = 20_000
+
+
+@dataclass(frozen=True)
+class WorkloadLoad:
+    """One workload's traffic on a deployment at the peak hour."""
+
+    workload_id: str
+    arrival_rate_per_s: float
+    prefill_ms: float
+    output_mean_tokens: float
+    slo_ms: float
+    output_p95_tokens: float | None = None  # None: latency.DEFAULT_OUTPUT_CV
+    escalated_share: float = 0.0
+    escalated_extra_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class DeploymentLoad:
+    """One owned deployment: replicas x concurrency cap slots, the step-time curve, and its workloads.
+
+    step_ms[b - 1] is one decode step with b requests running (b = 1..cap), from
+    physics; steps_per_token is decode steps per output token (1 for AR).
+    """
+
+    replicas: int
+    concurrency_cap: int
+    step_ms: tuple[float, ...]
+    workloads: tuple[WorkloadLoad, ...]
+    steps_per_token: float = 1.0
+    deployment_id: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "step_ms", tuple(float(s) for s in self.step_ms))
+        object.__setattr__(self, "workloads", tuple(self.workloads))
+        problems = []
+        if self.replicas < 0:
+            problems.append(f"replicas {self.replicas} < 0")
+        if self.concurrency_cap < 1:
+            problems.append(f"concurrency_cap {self.concurrency_cap} < 1")
+        if len(self.step_ms) < self.concurrency_cap:
+            problems.append(f"step_ms has {len(self.step_ms)} entries, concurrency_cap is {self.concurrency_cap}")
+        if any(not (s > 0 and math.isfinite(s)) for s in self.step_ms[: self.concurrency_cap]):
+            problems.append("step_ms must be positive and finite")
+        if not self.workloads:
+            problems.append("no workloads")
+        for w in self.workloads:
+            if not (w.arrival_rate_per_s >= 0 and w.prefill_ms >= 0 and w.output_mean_tokens > 0 and w.slo_ms > 0
+                    and 0 <= w.escalated_share <= 1 and w.escalated_extra_ms >= 0):
+                problems.append(f"workload {w.workload_id!r}: a rate, time, length or share out of range")
+        if problems:
+            raise ValueError(f"deployment {self.deployment_id!r}: " + "; ".join(problems))
+
+    @property
+    def arrival_rate_per_s(self) -> float:
+        return float(sum(w.arrival_rate_per_s for w in self.workloads))
+
+    def with_replicas(self, replicas: int) -> DeploymentLoad:
+        return DeploymentLoad(replicas, self.concurrency_cap, self.step_ms, self.workloads, self.steps_per_token,
+                              self.deployment_id)
+
+    def pooled(self) -> latency.PooledDeployments:
+        """The same deployment as one configuration of the analytic model."""
+        ws = self.workloads
+        return latency.PooledDeployments.build(
+            row=np.zeros(len(ws), dtype=np.int64),
+            arrival_rate_per_s=[w.arrival_rate_per_s for w in ws],
+            prefill_ms=[w.prefill_ms for w in ws],
+            output_mean_tokens=[w.output_mean_tokens for w in ws],
+            output_p95_tokens=[np.nan if w.output_p95_tokens is None else w.output_p95_tokens for w in ws],
+            slo_ms=[w.slo_ms for w in ws],
+            escalated_share=[w.escalated_share for w in ws],
+            escalated_extra_ms=[w.escalated_extra_ms for w in ws],
+            step_ms=np.asarray(self.step_ms[: self.concurrency_cap])[None, :],
+            concurrency_cap=self.concurrency_cap,
+            steps_per_token=self.steps_per_token,
+        )
+
+
+@dataclass(frozen=True)
+class WorkloadSimulation:
+    """Simulated and analytic latency of one workload on its deployment."""
+
+    workload_id: str
+    slo_ms: float
+    analytic_p95_ms: float
+    simulated_p50_ms: float
+    simulated_p95_ms: float
+    simulated_p99_ms: float
+    simulated_p95_ci_ms: tuple[float, float]
+    share_within_slo: float
+    share_within_slo_one_replica_fewer: float
+    requests: int
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """One deployment simulated at its peak hour, and again with one replica fewer (is the plan tight?)."""
+
+    deployment_id: str
+    replicas: int
+    concurrency_cap: int
+    workloads: tuple[WorkloadSimulation, ...]
+    share_within_slo: float  # the worst workload's
+    share_within_slo_one_replica_fewer: float  # the worst workload's (0 when there is only one replica)
+    simulated_p_wait: float  # share of requests that queued for a slot
+    analytic_p_wait: float
+    requests: int
+    seed: int
+    seconds: float = field(compare=False)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RawRun:
+    """Per-request output of one simulation run (after the warm-up is dropped)."""
+
+    workload: np.ndarray  # index into the deployment's workloads
+    latency_ms: np.ndarray
+    waited: np.ndarray  # queued for a slot
+
+
+def draw_requests(deployment: DeploymentLoad, requests: int, seed: int, output_distribution: str = "lognormal"):
+    """Arrival times (ms), workload index, decode steps and prefill ms of `requests` Poisson arrivals.
+
+    output_distribution "exponential" draws output lengths from an exponential of the
+    same mean instead (the M/M/c check: constant step time, exponential service).
+    """
+    rng = np.random.default_rng(seed)
+    rates = np.array([w.arrival_rate_per_s for w in deployment.workloads])
+    lam = rates.sum()
+    if lam <= 0:
+        raise ValueError(f"deployment {deployment.deployment_id!r}: no traffic to simulate")
+    arrival = np.cumsum(rng.exponential(1000.0 / lam, requests))
+    which = rng.choice(len(rates), size=requests, p=rates / lam)
+    means = np.array([w.output_mean_tokens for w in deployment.workloads])
+    if output_distribution == "exponential":
+        tokens = rng.exponential(means[which])
+    elif output_distribution == "lognormal":
+        p95 = np.array([np.nan if w.output_p95_tokens is None else w.output_p95_tokens for w in deployment.workloads])
+        mu, sigma = latency.output_lognormal(means, p95)
+        tokens = np.maximum(np.rint(np.exp(mu[which] + sigma[which] * rng.standard_normal(requests))), 1.0)
+    else:
+        raise ValueError(f"output_distribution must be 'lognormal' or 'exponential', not {output_distribution!r}")
+    steps = np.maximum(np.ceil(tokens * deployment.steps_per_token - 1e-9), 1).astype(np.int64)
+    prefill = np.array([w.prefill_ms for w in deployment.workloads])[which]
+    escalated = rng.random(requests) < np.array([w.escalated_share for w in deployment.workloads])[which]
+    extra = np.where(escalated, np.array([w.escalated_extra_ms for w in deployment.workloads])[which], 0.0)
+    return arrival, which, steps, prefill, extra
+
+
+def run_requests(step_ms, concurrency_cap: int, replicas: int, arrival, steps, prefill):
+    """The event loop: completion time (ms) and whether it queued, for every request (arrival-ordered input).
+
+    Per replica: `run` is a heap of (decode-step count at which a request finishes,
+    request), `k0`/`t0` the step count and time at the start of the current segment
+    (a stretch of decode steps at a fixed batch, or one prefill step).
+    """
+    n_req = len(arrival)
+    done = [math.nan] * n_req
+    waited = [False] * n_req
+    if replicas <= 0:
+        return np.full(n_req, np.inf), np.ones(n_req, dtype=bool)
+    cap = int(concurrency_cap)
+    step = [0.0] + [float(s) for s in step_ms[:cap]]  # step[b] for b = 1..cap
+    arr = arrival.tolist()
+    nsteps = steps.tolist()
+    pre = prefill.tolist()
+    R = int(replicas)
+    run = [[] for _ in range(R)]
+    pending = [[] for _ in range(R)]
+    prefilling = [[] for _ in range(R)]
+    load = [0] * R
+    mode = [0] * R  # 0 idle, 1 decoding, 2 prefilling
+    k0 = [0] * R
+    t0 = [0.0] * R
+    nxt = [math.inf] * R
+    ver = [0] * R
+    events: list = []  # (time, version, replica)
+    queue: deque = deque()
+    free_total = R * cap
+    heappush, heappop = heapq.heappush, heapq.heappop
+
+    def schedule(r, t):
+        ver[r] += 1
+        nxt[r] = t
+        heappush(events, (t, ver[r], r))
+
+    def boundary(r, t):
+        """Replica r is at a step boundary at time t: finish, admit, start the next segment."""
+        nonlocal free_total
+        rr = run[r]
+        if mode[r] == 2:
+            k = k0[r]
+            for q in prefilling[r]:
+                heappush(rr, (k + nsteps[q], q))
+            prefilling[r] = []
+        elif mode[r] == 1:
+            k = k0[r] + int(round((t - t0[r]) / step[len(rr)]))
+            while rr and rr[0][0] <= k:
+                q = heappop(rr)[1]
+                done[q] = t
+                load[r] -= 1
+                free_total += 1
+        else:
+            k = k0[r]
+        pend = pending[r]
+        while queue and load[r] < cap:
+            pend.append(queue.popleft())
+            load[r] += 1
+            free_total -= 1
+        k0[r] = k
+        if pend:
+            mode[r] = 2
+            prefilling[r] = pend
+            pending[r] = []
+            dur = 0.0
+            for q in pend:
+                dur += pre[q]
+            t0[r] = t + dur
+            schedule(r, t + dur)
+        elif rr:
+            mode[r] = 1
+            t0[r] = t
+            schedule(r, t + (rr[0][0] - k) * step[len(rr)])
+        else:
+            mode[r] = 0
+            nxt[r] = math.inf
+
+    i = 0
+    while i < n_req or events:
+        t_arr = arr[i] if i < n_req else math.inf
+        if events and events[0][0] <= t_arr:
+            t, v, r = heappop(events)
+            if v == ver[r]:
+                boundary(r, t)
+            continue
+        q, t = i, t_arr
+        i += 1
+        if free_total > 0:
+            r = min(range(R), key=load.__getitem__) if R > 1 else 0
+            load[r] += 1
+            free_total -= 1
+            pending[r].append(q)
+            if mode[r] == 0:
+                boundary(r, t)
+            elif mode[r] == 1 and len(pending[r]) == 1:
+                s = step[len(run[r])]
+                tb = t0[r] + math.ceil((t - t0[r]) / s - 1e-9) * s
+                if tb < nxt[r]:
+                    schedule(r, tb)
+            # prefilling: the pending request is admitted when the prefill step ends
+        else:
+            waited[q] = True
+            queue.append(q)
+    return np.asarray(done), np.asarray(waited)
+
+
+def simulate_latencies(deployment: DeploymentLoad, requests: int, seed: int, replicas: int | None = None,
+                       output_distribution: str = "lognormal") -> RawRun:
+    """Time in system of every request after the warm-up (escalations' extra latency included)."""
+    arrival, which, steps, prefill, extra = draw_requests(deployment, requests, seed, output_distribution)
+    n = deployment.replicas if replicas is None else replicas
+    done, waited = run_requests(deployment.step_ms, deployment.concurrency_cap, n, arrival, steps, prefill)
+    keep = slice(int(requests * WARMUP_SHARE), None)
+    return RawRun(which[keep], (done - arrival + extra)[keep], waited[keep])
+
+
+def percentile_ci(values: np.ndarray, q: float = 95.0, sections: int = SECTIONS) -> tuple[float, float, float]:
+    """(estimate, lo, hi): the q-th percentile of the whole run, with a 95 % interval by sectioning.
+
+    The run (in arrival order) is cut into `sections` consecutive parts; the spread
+    of the parts' percentiles over sqrt(sections), times Student's t, is the
+    half-width. Consecutive sections of a long run are nearly independent, which is
+    what makes this valid for queueing output, where single requests are not.
+    """
+    if values.size == 0:
+        return math.nan, math.nan, math.nan
+    est = float(np.percentile(values, q))
+    if values.size < 20 * sections:
+        return est, math.nan, math.nan
+    parts = np.array([np.percentile(p, q) for p in np.array_split(values, sections)])
+    if not np.isfinite(parts).all():
+        return est, math.nan, math.nan
+    half = _T_975_19 * parts.std(ddof=1) / math.sqrt(sections)
+    return est, est - half, est + half
+
+
+def analytic_p95(deployment: DeploymentLoad, replicas: int | None = None) -> np.ndarray:
+    """The analytic p95 of time in system (ms) of each workload, in the deployment's workload order."""
+    n = deployment.replicas if replicas is None else replicas
+    return latency.p95_ms(deployment.pooled(), np.array([float(n)]))
+
+
+def simulate_deployment(deployment: DeploymentLoad, requests: int | None = None, seed: int = 0,
+                        one_replica_fewer: bool = True) -> SimulationResult:
+    """Simulate the deployment's peak hour (default: that hour's arrivals, at least MIN_REQUESTS) and compare.
+
+    Per workload: simulated p50/p95/p99 with a 95 % interval on the p95, share within
+    its target, the analytic p95; per deployment: the worst share within target with
+    the planned replicas and with one replica fewer (same seed: the same requests).
+    """
+    started = time.perf_counter()
+    if requests is None:
+        requests = max(int(round(deployment.arrival_rate_per_s * 3600.0)), MIN_REQUESTS)
+    if requests < 1:
+        raise ValueError(f"requests must be at least 1, not {requests}")
+    raw = simulate_latencies(deployment, requests, seed)
+    fewer = None
+    if one_replica_fewer and deployment.replicas > 1:
+        fewer = simulate_latencies(deployment, requests, seed, replicas=deployment.replicas - 1)
+    pooled = deployment.pooled()
+    state = latency.pooled_state(pooled, np.array([float(deployment.replicas)]))
+    analytic = latency.p95_ms(pooled, state.replicas, state)
+    rows = []
+    for j, w in enumerate(deployment.workloads):
+        lat = raw.latency_ms[raw.workload == j]
+        p95, lo, hi = percentile_ci(lat)
+        if fewer is not None:
+            lat_f = fewer.latency_ms[fewer.workload == j]
+            share_f = float(np.mean(lat_f <= w.slo_ms)) if lat_f.size else math.nan
+        else:
+            share_f = 0.0 if one_replica_fewer else math.nan
+        rows.append(WorkloadSimulation(
+            workload_id=w.workload_id, slo_ms=w.slo_ms, analytic_p95_ms=float(analytic[j]),
+            simulated_p50_ms=float(np.percentile(lat, 50)) if lat.size else math.nan,
+            simulated_p95_ms=p95, simulated_p99_ms=float(np.percentile(lat, 99)) if lat.size else math.nan,
+            simulated_p95_ci_ms=(lo, hi),
+            share_within_slo=float(np.mean(lat <= w.slo_ms)) if lat.size else math.nan,
+            share_within_slo_one_replica_fewer=share_f, requests=int(lat.size),
+        ))
+    shares = [x.share_within_slo for x in rows if not math.isnan(x.share_within_slo)]
+    shares_f = [x.share_within_slo_one_replica_fewer for x in rows
+                if not math.isnan(x.share_within_slo_one_replica_fewer)]
+    return SimulationResult(
+        deployment_id=deployment.deployment_id, replicas=deployment.replicas,
+        concurrency_cap=deployment.concurrency_cap, workloads=tuple(rows),
+        share_within_slo=min(shares) if shares else math.nan,
+        share_within_slo_one_replica_fewer=min(shares_f) if shares_f else math.nan,
+        simulated_p_wait=float(raw.waited.mean()), analytic_p_wait=float(state.p_wait[0]),
+        requests=requests, seed=seed, seconds=time.perf_counter() - started,
+    )
