@@ -36,39 +36,38 @@ def restricted_choice(ev: Evaluation, allowed: np.ndarray) -> np.ndarray:
 
 
 def fleet_options(ev: Evaluation) -> pd.DataFrame:
-    """Monthly cost and owned nodes of each fleet option, with the workloads it cannot serve.
+    """The cash bill of each fleet option, planned with the same search and priced by the same rule as the plan.
 
-    Owned GPUs are summed per option and packed into nodes (replicas of 1, 2,
-    4 or 8 GPUs fill 8-GPU nodes without gaps): interactive routes hold their
-    replicas all month, offline work adds its average GPUs over the day. Owned
-    cost is nodes x $/node-hour x hours a month; API cost is per request.
+    Each option may use only some routes; its plan is optimised over those
+    routes and priced exactly (whole nodes, owned nodes at their full rate
+    whatever the basis, new nodes bought, API spend, licence fees). Workloads
+    an option cannot serve are counted and named, never silently dropped.
     """
+    from core.decision.fleet import restrict
+    from core.decision.plan import Planner
+
     rows = []
-    W = len(ev.workloads)
-    idx = np.arange(W)
-    gpn = ev.scenario.gpus_per_node
-    interactive = ev.workloads["latency_slo_ms"].notna().to_numpy()
+    ids = ev.workloads["workload_id"].to_numpy()
+    inp = ev.plan_inputs
     for name, kinds in FLEET_OPTIONS.items():
-        pick = restricted_choice(ev, _allowed(ev, kinds))
-        has = pick >= 0
-        safe = np.where(has, pick, 0)
-        monthly = np.where(has, ev.a["monthly_usd"][idx, safe], 0.0)  # API rows only, below
-        owned = has & np.array([ev.routes[k].hosting == "owned" for k in safe])
-        gpus = np.where(owned & interactive, ev.a["replicas"][idx, safe] * ev.a["gpus_per_replica"][idx, safe], 0.0)
-        offline_gpus = np.where(owned & ~interactive, ev.a["gpu_hours_per_day"][idx, safe] / 24.0, 0.0)
-        nodes = int(np.ceil((np.nansum(gpus) + np.nansum(offline_gpus)) / gpn - 1e-9))
-        api = has & ~owned
-        owned_monthly = nodes * ev.rate.usd_per_node_hour * HOURS_PER_MONTH
-        api_monthly = float(np.nansum(np.where(api, monthly, 0.0)))
+        if name == "Recommended mix":
+            plan = ev.plan
+        else:
+            plan = Planner(restrict(inp, _allowed(ev, kinds))).optimise()
+        has = plan.assignment >= 0
+        owned_monthly = max(plan.nodes_needed, ev.scenario.fleet_nodes) * inp.full_usd_per_node_hour * HOURS_PER_MONTH
         rows.append({
             "option": name,
-            "monthly_usd": owned_monthly + api_monthly,
+            "monthly_usd": plan.bill,
             "owned_monthly_usd": owned_monthly,
-            "api_monthly_usd": api_monthly,
-            "owned_nodes": nodes,
+            "api_monthly_usd": plan.api_monthly,
+            "licence_monthly_usd": plan.licence_monthly,
+            "nodes_needed": int(plan.nodes_needed),
+            "owned_nodes": int(max(plan.nodes_needed, ev.scenario.fleet_nodes)),
             "workloads_served": int(has.sum()),
             "workloads_unserved": int((~has).sum()),
-            "unserved": ", ".join(ev.workloads["workload_id"].to_numpy()[~has][:10].astype(str)),
+            "unserved": ", ".join(ids[~has][:10].astype(str)) + (f" and {int((~has).sum()) - 10} more"
+                                                                   if (~has).sum() > 10 else ""),
         })
     return pd.DataFrame(rows)
 

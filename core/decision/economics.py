@@ -35,14 +35,18 @@ def effective_usd_per_mtok(usd_per_hour, tokens_per_s, utilization):
 
 
 def api_usd_per_request(api: ApiPrice, input_tokens, output_tokens, cached_input_share=0.0, scale: float = 1.0):
-    """API cost of one request: input x $/M in (cached share at the cached price, where offered) + output x $/M out."""
+    """API cost of one request: input x $/M in (cached share at the cached price) + output x (1 + hidden) x $/M out.
+
+    Reasoning models bill their hidden thinking tokens as output: `hidden_tokens_per_output_token`
+    visible-output multiples of them (0 for other models).
+    """
     n_in = np.asarray(input_tokens, dtype=float)
     cached = np.nan_to_num(np.asarray(cached_input_share, dtype=float), nan=0.0)
     cached_price = api.usd_per_mtok_cached_in if api.usd_per_mtok_cached_in is not None else api.usd_per_mtok_in
     usd = (
         n_in * (1.0 - cached) * api.usd_per_mtok_in
         + n_in * cached * cached_price
-        + np.asarray(output_tokens, dtype=float) * api.usd_per_mtok_out
+        + np.asarray(output_tokens, dtype=float) * (1.0 + api.hidden_tokens_per_output_token) * api.usd_per_mtok_out
     ) / 1e6
     return usd * scale
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from core.catalog import Catalog
+from core.decision import fleet as planning
 from core.decision.economics import (
     DAYS_PER_MONTH,
     HOURS_PER_MONTH,
@@ -22,6 +24,7 @@ from core.decision.economics import (
     api_usd_per_request,
     node_rate,
 )
+from core.decision.plan import SERVICE_CV2
 from core.decision.queueing import replicas_for_sla
 from core.errors import InputError
 from core.models import (
@@ -31,6 +34,7 @@ from core.models import (
     Architecture,
     Scenario,
     ServingStack,
+    Weights,
 )
 from core.performance import physics
 
@@ -39,17 +43,11 @@ CONCURRENCY_GRID = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512], dtype=float
 TP_OPTIONS = (1, 2, 4, 8)
 API_P95_OVER_TYPICAL = 1.3  # estimate: public APIs' p95 over their typical latency
 PARALLEL_ROWS = 20_000  # below this, threads cost more than they save
-SERVICE_CV2 = 0.5  # estimate: squared coefficient of variation of service time (output lengths vary)
 
 # Why a route cannot serve a workload (codes in the (W, R) `code` array).
 OK, DATA_POLICY, LATENCY, QUALITY, WINDOW, NO_FIT, NO_TRAFFIC = 0, 1, 2, 3, 4, 5, 6
 CODE_NAMES = {OK: "feasible", DATA_POLICY: "data_policy", LATENCY: "latency", QUALITY: "quality",
               WINDOW: "batch_window", NO_FIT: "does_not_fit", NO_TRAFFIC: "no_traffic"}
-
-# Office-hours shape of interactive traffic (local time), 0..1; scaled per workload to its peak factor.
-_OFFICE = np.array([0.05, 0.03, 0.02, 0.02, 0.03, 0.08, 0.2, 0.45, 0.75, 0.95, 1.0, 1.0,
-                    0.9, 0.95, 1.0, 0.95, 0.85, 0.65, 0.4, 0.25, 0.18, 0.12, 0.08, 0.06])
-
 
 @dataclass(frozen=True)
 class Route:
@@ -68,20 +66,6 @@ class Route:
         return src.quality_for(task_class)
 
 
-def hourly_profile(peak_factor) -> np.ndarray:
-    """(W, 24) multipliers of the mean rate: mean 1, maximum = peak factor (office-hours shape).
-
-    p(h) = a + b s(h) with mean(p) = 1 and max(p) = peak; where a would go
-    negative the shape is clipped at 0 and renormalised to mean 1.
-    """
-    pf = np.asarray(peak_factor, dtype=float)[:, None]
-    s = _OFFICE[None, :]
-    b = (pf - 1.0) / (1.0 - s.mean())
-    a = pf - b
-    p = np.maximum(a + b * s, 0.0)
-    return p / p.mean(axis=1, keepdims=True)
-
-
 @dataclass
 class Evaluation:
     """Everything the engine decided, as arrays over (workloads, routes) plus fleet figures."""
@@ -97,6 +81,9 @@ class Evaluation:
     fleet: dict
     catalog: Catalog = field(repr=False)
     efficiency_labels: dict = field(default_factory=dict)
+    plan: Any = field(default=None, repr=False)  # plan.PlanCost: the chosen assignment, priced exactly
+    plan_inputs: Any = field(default=None, repr=False)  # plan.PlanInputs: what the search read
+    planner: Any = field(default=None, repr=False)  # plan.Planner: prices other assignments (options, drivers)
 
     # -- tables -----------------------------------------------------------
     def verdicts_frame(self) -> pd.DataFrame:
@@ -220,7 +207,7 @@ class Evaluation:
                 out.append(f"{self.routes[r].label}: {self.why_not(i, int(r))}")
             return out
         route = self.routes[v]
-        a = {k: arr[i, v] for k, arr in self.a.items()}
+        a = {k: arr[i, v] for k, arr in self.a.items() if arr.ndim == 2}
         target = (f"the {slo * self.scenario.sla_scale:,.0f} ms p95 target" if pd.notna(slo)
                   else f"the {w['batch_window_hours']:g} h batch window")
         if route.hosting == "owned":
@@ -381,7 +368,8 @@ def _money(x: float) -> str:
 
 def build_routes(catalog: Catalog) -> list[Route]:
     """Owned stacks first, then APIs (stable order = stable route indices)."""
-    routes = [Route(f"owned:{s.stack_id}", s.name, "owned", s.architecture.value, stack=s) for s in catalog.stacks]
+    routes = [Route(f"owned:{s.stack_id}", s.name, "owned", s.architecture.value, stack=s) for s in catalog.stacks
+              if s.weights is not Weights.API_ONLY]
     routes += [Route(a.route_id, f"{a.provider} {a.model} (API)", "api", a.architecture.value, api=a) for a in catalog.apis]
     return routes
 
@@ -410,44 +398,16 @@ def prepare_workloads(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario) -> Evaluation:
-    """Score every workload on every route and size the fleet (see DESIGN.md: Economics, Routing, Fleet sizing).
+    """Score every workload on every route, then plan the fleet (see DESIGN.md: Fleet plan).
 
-    Under the marginal basis only the owned nodes are cheap; nodes beyond them
-    must be bought at the full price. If pricing owned capacity at its marginal
-    rate would need more nodes than are owned, the owned nodes are rationed by
-    price: owned routes are priced at the lowest rate between marginal and full
-    (its shadow price, found by bisection: more expensive nodes never pull work
-    in) at which the work routed to them fits the owned fleet; if even the full
-    price does not fit, new nodes are needed and everything is at full price.
+    The plan minimises the monthly cash bill, in which owned nodes are paid
+    for whatever runs on them and a new node costs its full price; the cost
+    basis changes only how that bill is attributed to workloads.
     """
     w = prepare_workloads(workloads)
     catalog.gpu(scenario.gpu)  # an unknown GPU is named before any price is looked up
     rate = node_rate(scenario, list(catalog.node_prices), list(catalog.owned_hardware))
-    ev = _evaluate(catalog, w, scenario, rate)
-    marginal, full, owned = rate.usd_per_node_hour, rate.full_usd_per_node_hour, scenario.fleet_nodes
-    if marginal >= full or ev.fleet["nodes_needed"] <= owned:
-        return ev
-
-    def at(r: float, note: str) -> Evaluation:
-        return _evaluate(catalog, w, scenario, replace(rate, usd_per_node_hour=r, basis_note=note,
-                                                       fleet_usd_per_node_hour=marginal))
-
-    top = at(full, f"marginal basis, but the work needs new nodes even at the full ${full:,.2f} per node-hour, "
-                   "so owned routes are priced in full")
-    if top.fleet["nodes_needed"] > owned:
-        return top
-    lo, hi, best = marginal, full, top
-    for _ in range(8):  # ~0.4 % of the price range: finer changes no verdict worth reporting
-        mid = (lo + hi) / 2
-        cand = at(mid, "")
-        if cand.fleet["nodes_needed"] <= owned:
-            hi, best = mid, cand
-        else:
-            lo = mid
-    best.rate = replace(best.rate, basis_note=(
-        f"marginal basis: the {owned} owned node(s) are rationed to the work that saves most, at a shadow "
-        f"price of ${hi:,.2f} per node-hour (marginal ${marginal:,.2f}, full ${full:,.2f})"))
-    return best
+    return _evaluate(catalog, w, scenario, rate)
 
 
 def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate) -> Evaluation:
@@ -540,6 +500,7 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     a["usd_per_request"] = np.where(owned_cols[None, :], owned_per_req, a["usd_per_request"])
     a["usd_per_request"] = np.where(rpd[:, None] > 0, a["usd_per_request"], 0.0)
 
+    a["base_usd_per_request"] = a["usd_per_request"].copy()  # before escalation costs are folded in
     _apply_quality(a, floor, owned_only, interactive, slo, scenario)
     a["feasible"] = a["code"] == OK
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -547,33 +508,28 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     a["monthly_usd"] = np.where(owned_cols[None, :] & (a["fallback_share"] == 0), a["monthly_usd"],
                                 a["usd_per_request"] * per_month_requests[:, None])
 
-    cost = np.where(a["feasible"], a["usd_per_request"], np.inf)
-    # The cheapest; among equal costs, the fastest.
-    if R:
-        cheapest = cost.min(axis=1, keepdims=True)
-        lat = np.where(a["feasible"] & (cost == cheapest), a["p95_ms"], np.inf)
-        verdict = np.argmin(np.where(np.isnan(lat), np.inf, lat), axis=1)
-        verdict = np.where(np.isfinite(cheapest[:, 0]), verdict, -1)
-    else:
-        verdict = np.full(W, -1)
-
+    # Token value: the cheapest API meeting the quality floor and the latency target (data policy aside).
     api_cols = ~owned_cols
-    quality_ok = a["quality"] >= floor[:, None]
-    api_cost = np.where(api_cols[None, :] & quality_ok, a["api_usd_per_mtok_blend"], np.inf)
+    quality_ok = a["quality"] >= floor[:, None] - 1e-12
+    fast_enough = ~interactive[:, None] | (a["best_p95_ms"] <= slo[:, None])
+    api_cost = np.where(api_cols[None, :] & quality_ok & fast_enough, a["api_usd_per_mtok_blend"], np.inf)
     value = api_cost.min(axis=1) if R else np.full(W, np.nan)
     value = np.where(np.isfinite(value), value, np.nan)
 
     ev = Evaluation(scenario=scenario, rate=rate, gpu_name=gpu.name, workloads=w, routes=routes, a=a,
-                    verdict=verdict, value_usd_per_mtok=value, fleet={}, catalog=catalog,
+                    verdict=np.full(W, -1), value_usd_per_mtok=value, fleet={}, catalog=catalog,
                     efficiency_labels=eff_labels)
-    ev.fleet = size_fleet(ev, lam_peak, pf, rpd, n_out, interactive, window_h)
+    planning.plan_evaluation(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf,
+                             grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS)
     return ev
 
 
 def _score_api(a, r, api: ApiPrice, w, n_in, n_out, cached, slo, interactive, owned_only, scenario):
     per_req = api_usd_per_request(api, n_in, n_out, cached, scale=scenario.api_price_scale)
     a["usd_per_request"][:, r] = per_req
-    p95 = (api.ttft_ms + n_out / api.output_tokens_per_s * 1e3) * API_P95_OVER_TYPICAL
+    # Hidden thinking tokens are generated (and billed) before the visible answer.
+    p95 = (api.ttft_ms + n_out * (1.0 + api.hidden_tokens_per_output_token) / api.output_tokens_per_s * 1e3
+           ) * API_P95_OVER_TYPICAL
     a["p95_ms"][:, r] = p95
     a["best_p95_ms"][:, r] = p95
     a["concurrency"][:, r] = 1.0
@@ -676,7 +632,8 @@ def _owned_option(stack, gpu, g, eff, n_in, n_out, slo, window_h, interactive, r
     with np.errstate(divide="ignore", invalid="ignore"):
         rps_off = b_off / off_e2e * 1e3
         gpu_hours = rpd / rps_off / 3600.0 * g
-        reps_off = np.ceil(rpd / (rps_off * win * 3600.0))
+        # A window over a day spreads the queue over every day in it: per day, win/24 days of work.
+        reps_off = np.ceil(rpd * np.maximum(win, 24.0) / 24.0 / (rps_off * win * 3600.0))
     off_ok = ~interactive & fits & (off_e2e * tail <= win * 3.6e6)
 
     code = np.where(~fits, NO_FIT, np.where(interactive, np.where(inter_ok, OK, LATENCY),
@@ -743,136 +700,7 @@ def _apply_quality(a, floor, owned_only, interactive, slo, scenario):
     late = in_tail & interactive[:, None] & (a["p95_ms"] > slo[:, None])
     a["code"] = np.where(late, LATENCY, a["code"]).astype(np.int8)
     a["fallback_share"] = np.where(use, f, 0.0)
-
-
-def size_fleet(ev: Evaluation, lam_peak, pf, rpd, n_out, interactive, window_h) -> dict:
-    """Pooled nodes per owned route, hourly utilization with and without batch fill, idle cost."""
-    sc = ev.scenario
-    gpn = sc.gpus_per_node
-    v = ev.verdict
-    W = len(v)
-    rows = np.arange(W)
-    has = v >= 0
-    safe = np.where(has, v, 0)
-    owned_route = np.array([r.hosting == "owned" for r in ev.routes] + [False])
-    on_owned = has & owned_route[np.where(has, v, len(ev.routes))]
-    g = ev.a["gpus_per_replica"][rows, safe]
-    b = ev.a["concurrency"][rows, safe]
-    svc = ev.a["service_s"][rows, safe]
-    budget = ev.a["wait_budget_s"][rows, safe]
-    gpu_hours_day = ev.a["gpu_hours_per_day"][rows, safe]
-
-    # Interactive: pool workloads that share a route and a GPU count (Erlang C on the summed rate,
-    # with the rate-weighted service time, the smallest slot count and the tightest wait budget).
-    inter = on_owned & interactive
-    nodes_by_route: dict[str, int] = {}
-    gpus_by_route: dict[str, float] = {}
-    if inter.any():
-        df = pd.DataFrame({"route": v[inter], "g": g[inter], "lam": lam_peak[inter], "svc": svc[inter],
-                           "b": b[inter], "budget": budget[inter]})
-        df["lam_svc"] = df["lam"] * df["svc"]
-        grp = df.groupby(["route", "g"], sort=True).agg(lam=("lam", "sum"), lam_svc=("lam_svc", "sum"),
-                                                         b=("b", "min"), budget=("budget", "min"),
-                                                         n=("lam", "size")).reset_index()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            grp["svc"] = np.where(grp["lam"] > 0, grp["lam_svc"] / grp["lam"], 1.0)
-        reps = replicas_for_sla(grp["lam"].to_numpy(), grp["svc"].to_numpy(), grp["b"].to_numpy(),
-                                grp["budget"].to_numpy(), tail=1.0 - sc.sla_percentile, service_cv2=SERVICE_CV2)
-        grp["replicas"] = np.maximum(reps, 1)
-        grp["gpus"] = grp["replicas"] * grp["g"]
-        for rid, gpus in grp.groupby("route")["gpus"].sum().items():
-            key = ev.routes[int(rid)].route_id
-            gpus_by_route[key] = float(gpus)
-            nodes_by_route[key] = int(np.ceil(gpus / gpn))
-    # Replicas of 1, 2, 4 or 8 GPUs pack 8-GPU nodes without gaps, so routes share nodes.
-    interactive_nodes = int(np.ceil(sum(gpus_by_route.values()) / gpn - 1e-9))
-
-    # Busy GPUs per hour from interactive load: rate(h) x GPU-seconds per request at the operating point.
-    prof = hourly_profile(pf[inter]) if inter.any() else np.zeros((0, 24))
-    lam_mean = rpd[inter] / 86400.0
-    gpu_s_per_req = g[inter] * svc[inter] / b[inter]
-    busy = (lam_mean[:, None] * prof * gpu_s_per_req[:, None]).sum(axis=0) if inter.any() else np.zeros(24)
-
-    offline = on_owned & ~interactive
-    offline_gpu_hours = float(np.nansum(gpu_hours_day[offline]))
-    offline_min_gpus = float(np.nansum(ev.a["replicas"][rows, safe][offline] * g[offline])) if offline.any() else 0.0
-    for r_idx in np.unique(v[offline]):
-        key = ev.routes[int(r_idx)].route_id
-        sel = offline & (v == r_idx)
-        gpus_by_route[key] = gpus_by_route.get(key, 0.0) + float(np.nansum(gpu_hours_day[sel])) / 24.0
-
-    owned_gpus = sc.fleet_nodes * gpn
-    capacity_gpus = max(owned_gpus, interactive_nodes * gpn)
-    fill = _fill_idle(busy, capacity_gpus, offline_gpu_hours)
-    leftover = max(offline_gpu_hours - float(fill.sum()), 0.0)
-    extra_nodes = int(np.ceil(leftover / (gpn * 24.0))) if leftover > 1e-9 else 0
-    nodes_needed = max(interactive_nodes + extra_nodes, int(np.ceil(offline_min_gpus / gpn)))
-
-    denom = owned_gpus if owned_gpus > 0 else np.nan
-    util_without = np.minimum(busy / denom, 1.0) if owned_gpus else np.zeros(24)
-    util_with = np.minimum((busy + fill) / denom, 1.0) if owned_gpus else np.zeros(24)
-    utilization = float(np.mean(util_with)) if owned_gpus else 0.0
-    rate = ev.rate
-    owned_monthly = sc.fleet_nodes * rate.owned_fleet_usd_per_node_hour * HOURS_PER_MONTH
-    # Idle hours are priced in full whatever the basis: it is what the idle capacity costs the company.
-    idle_month = owned_gpus * HOURS_PER_MONTH * rate.full_usd_per_node_hour / gpn * (1.0 - utilization)
-
-    monthly = ev.a["monthly_usd"][rows, safe]
-    by_route: dict[str, float] = {}
-    for r_idx in np.unique(v[has]):
-        key = ev.routes[int(r_idx)].route_id
-        by_route[key] = float(np.nansum(monthly[has & (v == r_idx)]))
-    api_monthly = float(sum(val for k, val in by_route.items() if k.startswith("api:")))
-    owned_tokens_month = float(np.nansum((rpd * n_out)[on_owned])) * DAYS_PER_MONTH
-    eff_mtok = owned_monthly / owned_tokens_month * 1e6 if owned_tokens_month > 0 and owned_monthly > 0 else None
-    extra_monthly = max(nodes_needed - sc.fleet_nodes, 0) * rate.full_usd_per_node_hour * HOURS_PER_MONTH
-    return {
-        "gpu": ev.gpu_name,
-        "gpus_per_node": gpn,
-        "owned_nodes": sc.fleet_nodes,
-        "nodes_needed": nodes_needed,
-        "nodes_needed_interactive": interactive_nodes,
-        "nodes_needed_offline_extra": extra_nodes,
-        "nodes_by_route": nodes_by_route,
-        "gpus_by_route": gpus_by_route,
-        "utilization": utilization,
-        "hourly_utilization": [float(x) for x in util_with],
-        "hourly_utilization_without_batch": [float(x) for x in util_without],
-        "offline_gpu_hours_per_day": offline_gpu_hours,
-        "usd_per_node_hour": rate.usd_per_node_hour,
-        "usd_per_gpu_hour": rate.usd_per_gpu_hour,
-        "owned_monthly_usd": owned_monthly,
-        "idle_usd_per_month": idle_month,
-        "extra_nodes_monthly_usd": extra_monthly,
-        "api_monthly_usd": api_monthly,
-        "total_monthly_usd": owned_monthly + extra_monthly + api_monthly,
-        "owned_usd_per_mtok_out": eff_mtok,
-        "monthly_usd_by_route": by_route,
-        "verdict_mix": {k: int(n) for k, n in pd.Series(
-            [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
-             else "no feasible route" for i in v]).value_counts().items()},
-    }
-
-
-def _fill_idle(busy: np.ndarray, capacity: float, gpu_hours: float) -> np.ndarray:
-    """Water-fill offline GPU-hours into the quietest hours: raise them to a common level, never above capacity.
-
-    This spreads an overnight queue over the night instead of piling it into one
-    hour; what does not fit below capacity is left over (it needs more nodes).
-    """
-    room = np.maximum(capacity - busy, 0.0)
-    if gpu_hours <= 0 or room.sum() <= 0:
-        return np.zeros_like(busy)
-    if gpu_hours >= room.sum():
-        return room
-    lo, hi = float(busy.min()), float(capacity)
-    for _ in range(60):  # bisection on the level; 60 halvings is far below float resolution
-        level = (lo + hi) / 2
-        if np.clip(level - busy, 0.0, room).sum() < gpu_hours:
-            lo = level
-        else:
-            hi = level
-    return np.clip(hi - busy, 0.0, room)
+    a["fallback_route"] = np.where(has_fb, fb, -1)
 
 
 # Architectures a stack can have, for grouping in the UI.

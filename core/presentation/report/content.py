@@ -14,7 +14,7 @@ import pandas as pd
 
 from core.decision.analysis import fleet_options, sensitivity
 from core.decision.engine import API_P95_OVER_TYPICAL, Evaluation
-from core.models import DEFAULT_MIN_QUALITY, HOURS_PER_MONTH, TASK_CLASSES, CostBasis, PricingOption
+from core.models import DEFAULT_MIN_QUALITY, HOURS_PER_MONTH, TASK_CLASSES, PricingOption
 from core.presentation.report.numbers import fmt
 
 TITLE = "GPU Hangover — procurement summary"
@@ -137,18 +137,6 @@ def _node_words(ev: Evaluation) -> str:
     return f"{ev.scenario.gpus_per_node}×{ev.gpu_name}"
 
 
-def _owned_cost(ev: Evaluation, nodes: int) -> float:
-    """Monthly cost of running `nodes` owned nodes: owned ones at the scenario's rate, new ones at full price.
-
-    Same rule as the engine's fleet total (new nodes are always bought at full
-    price); analysis.fleet_options charges every node at the scenario rate,
-    which under the marginal basis would make new nodes look free.
-    """
-    have = ev.scenario.fleet_nodes
-    return (min(nodes, have) * ev.rate.usd_per_node_hour
-            + max(nodes - have, 0) * ev.rate.full_usd_per_node_hour) * HOURS_PER_MONTH
-
-
 def _ids(values, limit: int = 10) -> str:
     values = [str(v) for v in values]
     more = len(values) - limit
@@ -179,17 +167,16 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
             "Buy nodes",
             f"Buy {n} more {node} node{'s' if n != 1 else ''}: the recommended routing needs {needed}, "
             f"you own {owned}; about {fmt(f['extra_nodes_monthly_usd'], 'usd')}/month at "
-            f"{fmt(ev.rate.full_usd_per_node_hour, 'usd_2')}/node-hour.",
+            f"{fmt(ev.rate.full_usd_per_node_hour, 'usd_2')}/node-hour." + _driver_words(f),
             float(f["extra_nodes_monthly_usd"])))
     elif needed < owned:
         n = owned - needed
-        saving = n * ev.rate.usd_per_node_hour * HOURS_PER_MONTH
+        saving = n * ev.rate.full_usd_per_node_hour * HOURS_PER_MONTH
         verb = {PricingOption.ON_DEMAND: f"Release {n} idle {node} node{'s' if n != 1 else ''}",
                 PricingOption.OWNED: f"Repurpose or sell {n} idle {node} node{'s' if n != 1 else ''}"}.get(
             sc.pricing_option, f"Do not renew {n} idle reserved {node} node{'s' if n != 1 else ''}")
-        tail = (f"saves {fmt(saving, 'usd')}/month at {fmt(ev.rate.usd_per_node_hour, 'usd_2')}/node-hour"
-                if saving > 0 else "under the marginal basis they cost nothing more while committed, "
-                "so the saving comes when the commitment ends")
+        tail = (f"saves {fmt(saving, 'usd')}/month at {fmt(ev.rate.full_usd_per_node_hour, 'usd_2')}/node-hour"
+                + ("" if sc.pricing_option is PricingOption.ON_DEMAND else " once the commitment ends"))
         out.append(Change("Release nodes", f"{verb} (or give them other work): the recommended routing needs "
                           f"{needed} of the {owned} owned; {tail}.", -saving if saving > 0 else None))
 
@@ -203,57 +190,84 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
     return out
 
 
+def _driver_words(f: dict) -> str:
+    """What forces the purchase, and what relaxing each cause would save (fleet.node_drivers)."""
+    parts = []
+    for d in f.get("node_drivers", [])[:3]:
+        best = max((r for r in d["relaxations"] if r.get("saves_usd_per_month")),
+                   key=lambda r: r["saves_usd_per_month"], default=None)
+        target = (f"its {fmt(d['latency_slo_ms'], 'int')} ms target" if d.get("latency_slo_ms") is not None
+                  else f"its {fmt(d.get('batch_window_hours'), 'num_1')} h window")
+        if best is not None and best["saves_usd_per_month"] > 0.5:
+            parts.append(f"{d['workload_id']} ({target}): {best['change']} saves "
+                         f"{fmt(best['saves_usd_per_month'], 'usd')}/month")
+        else:
+            parts.append(f"{d['workload_id']} ({target})")
+    return (" What forces it: " + "; ".join(parts) + ".") if parts else ""
+
+
 def _moves(ev: Evaluation) -> list[Change]:
+    """Where each workload goes, and what the cash bill would do if it went to its best route of another kind.
+
+    The alternative is re-priced exactly with the plan's own pricing (pooled
+    deployments, whole nodes): a workload riding on nodes the plan needs anyway
+    costs nothing extra there, and sending it elsewhere saves nothing, whatever
+    its attributed share. Exact re-pricing is done for the costliest workloads
+    (by attributed share); the rest are counted in one line.
+    """
     v = ev.verdict
     has = np.flatnonzero(v >= 0)
-    if not len(has):
+    if not len(has) or ev.planner is None:
         return []
     kinds = _route_kinds(ev)
     monthly = ev.a["monthly_usd"]
-    cost = np.where(ev.a["feasible"], monthly, np.inf)
-    vk = kinds[v[has]]
-    other = kinds[None, :] != vk[:, None]
-    alt_cost = np.where(other, cost[has], np.inf)
-    alt = np.argmin(alt_cost, axis=1)
-    alt_usd = alt_cost[np.arange(len(has)), alt]
+    allowed = ev.plan_inputs.allowed
+    cost = np.where(allowed, monthly, np.inf)
     own_usd = monthly[has, v[has]]
-    saving = np.where(np.isfinite(alt_usd), alt_usd - own_usd, np.nan)
-
+    order = has[np.argsort(-np.nan_to_num(own_usd))]
     ids = ev.workloads["workload_id"].to_numpy()
+    bill = ev.plan.bill
     items = []
-    for j, i in enumerate(has):
+    for i in order[:MAX_MOVES]:
         route = ev.routes[int(v[i])]
         where = (f"owned {_ARCH_WORDS.get(route.architecture, route.architecture)} — {route.label}"
                  if route.hosting == "owned" else route.label)
-        verb = "Move" if route.hosting == "owned" else "Send"
-        if np.isfinite(saving[j]):
-            k = int(alt[j])
+        verb = "Keep" if route.hosting == "owned" and ev.scenario.fleet_nodes > 0 else \
+            ("Run" if route.hosting == "owned" else "Send")
+        prep = "to" if verb == "Send" else "on"
+        share = float(monthly[i, v[i]])
+        alt_cost = np.where(kinds != kinds[v[i]], cost[i], np.inf)
+        k = int(np.argmin(alt_cost))
+        if np.isfinite(alt_cost[k]):
+            moved = ev.plan.assignment.copy()
+            moved[i] = k
+            alt = ev.planner.price(moved)
             a = ev.routes[k]
             alt_words = a.label if a.hosting == "api" else f"owned {a.label}"
-            if fmt(saving[j], "usd") in ("$0", "-$0"):
-                # A tie on cost: the engine then prefers the faster route, so say that instead of "saves $0".
-                p95, alt_p95 = ev.a["p95_ms"][i, v[i]], ev.a["p95_ms"][i, k]
-                faster = (f" with a lower p95 latency ({fmt(p95, 'int')} ms against {fmt(alt_p95, 'int')} ms, "
-                          "estimates)" if p95 < alt_p95 else "")
-                text = f"{verb} {ids[i]} to {where}: same cost as {alt_words} ({fmt(own_usd[j], 'usd')}/month){faster}."
+            if not alt.feasible:
+                text = f"{verb} {ids[i]} {prep} {where} ({fmt(share, 'usd')}/month attributed)."
+                items.append(Change(f"{verb} {ids[i]}", text, None))
+                continue
+            delta = alt.bill - bill
+            if abs(delta) < 0.5:
+                text = (f"{verb} {ids[i]} {prep} {where} ({fmt(share, 'usd')}/month attributed): moving it to "
+                        f"{alt_words} would leave the cash bill unchanged (it rides on capacity the plan holds "
+                        "anyway, or costs the same).")
             else:
-                text = (f"{verb} {ids[i]} to {where}: saves {fmt(saving[j], 'usd')}/month vs {alt_words} "
-                        f"({fmt(own_usd[j], 'usd')} against {fmt(alt_usd[j], 'usd')} a month).")
-            items.append((0, -saving[j], Change(f"{verb} {ids[i]}", text, -float(saving[j]))))
+                text = (f"{verb} {ids[i]} {prep} {where} ({fmt(share, 'usd')}/month attributed): moving it to "
+                        f"{alt_words} would {'raise' if delta > 0 else 'cut'} the cash bill by "
+                        f"{fmt(abs(delta), 'usd')}/month.")
+            items.append(Change(f"{verb} {ids[i]}", text, -float(delta)))
         else:
-            missing = " or ".join(_KIND_WORDS[k] for k in (_API, _OWNED_AR, _OWNED_DIFFUSION) if k != vk[j])
-            text = (f"{verb} {ids[i]} to {where}: {fmt(own_usd[j], 'usd')}/month; no {missing} route "
-                    "meets its targets.")
-            items.append((1, -own_usd[j], Change(f"{verb} {ids[i]}", text, None)))
-    items.sort(key=lambda t: (t[0], t[1]))
-    shown = [c for _, _, c in items[:MAX_MOVES]]
-    rest = [c for _, _, c in items[MAX_MOVES:]]
-    if rest:
-        total = sum(c.usd_per_month for c in rest if c.usd_per_month is not None)
-        shown.append(Change("More moves", f"…and {_plural(len(rest), 'more workload')} routed as the routing table shows "
-                            f"(together {fmt(-total, 'usd')}/month saved vs their best alternatives); "
-                            "see the routing table.", total or None))
-    return shown
+            missing = " or ".join(_KIND_WORDS[x] for x in (_API, _OWNED_AR, _OWNED_DIFFUSION) if x != kinds[v[i]])
+            text = (f"{verb} {ids[i]} {prep} {where} ({fmt(share, 'usd')}/month attributed); no {missing} route "
+                    "meets its targets and policy.")
+            items.append(Change(f"{verb} {ids[i]}", text, None))
+    rest = len(order) - MAX_MOVES
+    if rest > 0:
+        items.append(Change("More workloads", f"…and {_plural(rest, 'more workload')} routed as the routing "
+                            "table shows.", None))
+    return items
 
 
 # ---------------------------------------------------------------------------
@@ -265,9 +279,9 @@ def _options(ev: Evaluation) -> tuple[Table, dict[str, dict]]:
     rows = []
     n = len(ev.workloads)
     for r in opts.itertuples(index=False):
-        owned = _owned_cost(ev, int(r.owned_nodes))
-        rows.append({"option": r.option, "monthly_usd": owned + float(r.api_monthly_usd),
-                     "owned_nodes": int(r.owned_nodes), "owned_monthly_usd": owned,
+        # The option's cash bill exactly as analysis.fleet_options prices it (the Fleet page shows the same).
+        rows.append({"option": r.option, "monthly_usd": float(r.monthly_usd),
+                     "owned_nodes": int(r.owned_nodes), "owned_monthly_usd": float(r.owned_monthly_usd),
                      "api_monthly_usd": float(r.api_monthly_usd), "served": f"{r.workloads_served} of {n}",
                      "workloads_unserved": int(r.workloads_unserved), "unserved": r.unserved or ""})
     base = next((row["monthly_usd"] for row in rows if row["option"] == "Recommended mix"), np.nan)
@@ -284,8 +298,9 @@ def _options(ev: Evaluation) -> tuple[Table, dict[str, dict]]:
         Column("api_monthly_usd", "APIs $/month", "usd"),
         Column("served", "Workloads served", "text"),
     ]
-    note = ("Each option is sized to the nodes it needs (nodes beyond that released; new nodes at the full "
-            "price). An option that leaves workloads unserved is cheaper only because it drops them.")
+    note = ("Each option is planned on its own routes and priced as a cash bill: the nodes it holds (at least "
+            "those owned) at the full node price, new nodes bought whole, API spend and licence fees. An option "
+            "that leaves workloads unserved is cheaper only because it drops them.")
     return Table("Options", "Fleet options compared", cols, rows, note), {r["option"]: r for r in rows}
 
 
@@ -300,17 +315,10 @@ def _cost_by_route(ev: Evaluation, vf: pd.DataFrame) -> Table:
         rows.append({"route": route.label, "hosting": route.hosting,
                      "architecture": _ARCH_WORDS.get(route.architecture, route.architecture),
                      "workloads": _ids(ids), "monthly_usd": float(usd)})
-    owned_total = float(f["owned_monthly_usd"] + f["extra_nodes_monthly_usd"])
-    allocated = sum(usd for rid, usd in by_route.items() if labels[rid].hosting == "owned")
-    gap = owned_total - allocated
-    if abs(gap) >= 0.5:
-        if gap < 0:
-            label = "Owned nodes: saved by pooling workloads on shared replicas"
-        elif ev.scenario.cost_basis is CostBasis.MARGINAL and f["extra_nodes_monthly_usd"] > 0:
-            label = "Owned nodes: new nodes at full price (routes carry only the marginal rate)"
-        else:
-            label = "Owned nodes: capacity not allocated to a workload (idle GPUs, whole-node rounding)"
-        rows.append({"route": label, "hosting": "owned", "architecture": "", "workloads": "", "monthly_usd": gap})
+    gap = float(f["unallocated_usd_per_month"])
+    if abs(gap) >= 0.005:
+        rows.append({"route": "Not attributed: idle GPUs, idle hours, whole-node rounding", "hosting": "owned",
+                     "architecture": "", "workloads": "", "monthly_usd": gap})
     total = sum(r["monthly_usd"] for r in rows)
     for r in rows:
         r["share"] = r["monthly_usd"] / total if total else np.nan
@@ -322,8 +330,9 @@ def _cost_by_route(ev: Evaluation, vf: pd.DataFrame) -> Table:
         Column("architecture", "Architecture", "text"),
         Column("share", "Share", "pct"),
     ]
-    note = ("Owned routes carry the GPUs their workloads hold (allocated cost, estimate); the last line "
-            "reconciles them with the whole owned fleet, so the column adds up to the monthly total.")
+    note = ("Each route carries its workloads' attributed shares (interactive: share of the deployment's "
+            "reserved GPUs at peak; batch: GPU-hours used; estimates); the last line is what no workload is "
+            "charged for, so the column adds up to the cash bill exactly.")
     return Table("CostByRoute", "Monthly cost by route", cols, rows, note)
 
 
@@ -633,17 +642,21 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
         Figure("nodes_needed", "Nodes needed for the recommended routing", int(f["nodes_needed"]), "int",
                f"{f['nodes_needed_interactive']} to hold the latency targets at peak + "
                f"{f['nodes_needed_offline_extra']} more for batch work (estimate)"),
-        Figure("utilization", "Average utilization of the owned fleet", float(f["utilization"]), "pct",
+        Figure("utilization", "Average utilization of the nodes in the plan", float(f["utilization"]), "pct",
                f"{fmt(float(np.mean(f['hourly_utilization_without_batch'])), 'pct')} from interactive work alone; "
                "batch work fills idle hours (estimate)"),
-        Figure("idle_usd_per_month", "Idle owned capacity, $/month", float(f["idle_usd_per_month"]), "usd",
-               "owned GPU-hours × $/GPU-hour × (1 − utilization)"),
-        Figure("total_monthly_usd", "Total, $/month (recommended routing)", float(f["total_monthly_usd"]), "usd",
+        Figure("idle_usd_per_month", "Idle capacity, $/month", float(f["idle_usd_per_month"]), "usd",
+               "GPU-hours of every node in the plan × full $/GPU-hour × (1 − utilization)"),
+        Figure("total_monthly_usd", "Cash bill, $/month (recommended plan)", float(f["total_monthly_usd"]), "usd",
                f"owned nodes {fmt(f['owned_monthly_usd'], 'usd')} + new nodes "
-               f"{fmt(f['extra_nodes_monthly_usd'], 'usd')} + APIs {fmt(f['api_monthly_usd'], 'usd')}"),
+               f"{fmt(f['extra_nodes_monthly_usd'], 'usd')} + APIs {fmt(f['api_monthly_usd'], 'usd')}"
+               f" + licences {fmt(f.get('licence_monthly_usd', 0.0), 'usd')}; the same under either cost basis"),
+        Figure("unallocated_usd_per_month", "Not attributed to a workload, $/month",
+               float(f["unallocated_usd_per_month"]), "usd",
+               "idle GPUs, idle hours and whole-node rounding; workloads' shares + this = the cash bill"),
         Figure("owned_monthly_usd", "Owned nodes, $/month", float(f["owned_monthly_usd"]), "usd",
-               f"{f['owned_nodes']} × {fmt(rate.usd_per_node_hour, 'usd_2')}/node-hour × {HOURS_PER_MONTH:g} h; "
-               f"{rate.basis_note}"),
+               f"{f['owned_nodes']} × {fmt(rate.full_usd_per_node_hour, 'usd_2')}/node-hour × {HOURS_PER_MONTH:g} h "
+               f"(paid whatever runs on them); attribution: {rate.basis_note}"),
         Figure("extra_nodes_monthly_usd", "New nodes, $/month", float(f["extra_nodes_monthly_usd"]), "usd",
                f"{max(int(f['nodes_needed']) - int(f['owned_nodes']), 0)} × "
                f"{fmt(rate.full_usd_per_node_hour, 'usd_2')}/node-hour (full price)"),

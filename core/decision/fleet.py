@@ -1,0 +1,387 @@
+"""From the engine's per-route scores to the fleet plan: plan inputs, attribution, drivers, the fleet record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
+from core.decision.plan import OwnedRoute, PlanCost, PlanInputs, Planner
+from core.models import CostBasis, Weights
+from core.performance import physics
+
+if TYPE_CHECKING:
+    from core.decision.engine import Evaluation
+
+# Office-hours shape of interactive traffic (local time), 0..1; scaled per workload to its peak factor.
+OFFICE_HOURS = np.array([0.05, 0.03, 0.02, 0.02, 0.03, 0.08, 0.2, 0.45, 0.75, 0.95, 1.0, 1.0,
+                         0.9, 0.95, 1.0, 0.95, 0.85, 0.65, 0.4, 0.25, 0.18, 0.12, 0.08, 0.06])
+MAX_DRIVERS = 5  # workloads examined as the cause of each purchase (each costs one exact re-pricing per change)
+BREAK_EVEN_REFINE_ROWS = 5000  # above this, the break-even licence fee is the one-step estimate
+
+
+def hourly_profile(peak_factor) -> np.ndarray:
+    """(W, 24) multipliers of the mean rate: mean 1, maximum = peak factor (office-hours shape).
+
+    p(h) = a + b s(h) with mean(p) = 1 and max(p) = peak; where a would go
+    negative the shape is clipped at 0 and renormalised to mean 1.
+    """
+    pf = np.asarray(peak_factor, dtype=float)[:, None]
+    s = OFFICE_HOURS[None, :]
+    b = (pf - 1.0) / (1.0 - s.mean())
+    a = pf - b
+    p = np.maximum(a + b * s, 0.0)
+    return p / p.mean(axis=1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class LicensedRoute:
+    """A self-hostable stack under a licence whose fee the user has not entered yet."""
+
+    route_id: str
+    label: str
+    licence_usd_per_gpu_month: float | None
+    break_even_usd_per_gpu_month: float | None  # highest fee at which a plan using it still beats the best without
+    gpus_in_plan: int  # GPUs the plan with it (at a zero fee) runs it on
+    saves_usd_per_month_at_zero_fee: float
+
+
+def route_permitted(route) -> bool:
+    """Whether a route may carry work in the plan (licensed weights need a known fee)."""
+    st = route.stack
+    return st is None or not (st.weights is Weights.LICENSED and st.licence_usd_per_gpu_month is None)
+
+
+def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
+                 grid: np.ndarray, tp_options: tuple[int, ...], zero_fee_for: set[str] | None = None) -> PlanInputs:
+    """Everything the plan search needs, computed once per scenario (physics on the concurrency grid)."""
+    a, sc, rate = ev.a, ev.scenario, ev.rate
+    W, R = a["code"].shape
+    rows_all = np.arange(W)
+    zero_fee_for = zero_fee_for or set()
+    permitted = np.array([route_permitted(r) or r.route_id in zero_fee_for for r in ev.routes], dtype=bool)
+    allowed = a["feasible"] & permitted[None, :] & (rpd[:, None] >= 0)
+    per_month = rpd * DAYS_PER_MONTH
+    base = a["base_usd_per_request"]
+    api_cols = np.array([r.hosting == "api" for r in ev.routes], dtype=bool)
+    api_monthly = np.where(api_cols[None, :], base * per_month[:, None], np.inf)
+    fb = a["fallback_route"].astype(int)
+    fb_safe = np.where(fb >= 0, fb, 0)
+    fb_is_api = (fb >= 0) & api_cols[fb_safe] if R else np.zeros(W, bool)
+    fallback_api = np.where(fb_is_api, base[rows_all, fb_safe] * per_month, 0.0) if R else np.zeros(W)
+
+    owned: list[OwnedRoute] = []
+    gpn = sc.gpus_per_node
+    for r, route in enumerate(ev.routes):
+        if route.hosting != "owned":
+            continue
+        stack = route.stack
+        opts = tuple(g for g in tp_options if g <= gpn and physics.max_concurrency(stack, gpu, g, 1024.0) >= 1)
+        svc = np.full((W, max(len(opts), 1), len(grid)), np.nan, dtype=np.float32)
+        tail = np.ones(max(len(opts), 1))
+        rows = np.flatnonzero(allowed[:, r] & interactive)
+        for k, g in enumerate(opts):
+            eff, _ = ev.catalog.efficiency(stack, gpu, g)
+            tail[k] = eff.p95_over_mean
+            if not rows.size:
+                continue
+            pre = physics.prefill_ms(stack, gpu, g, n_in[rows], eff)
+            maxc = physics.max_concurrency(stack, gpu, g, n_in[rows] + n_out[rows], eff)
+            for j, b in enumerate(grid):
+                fits = b <= maxc
+                if not fits.any():
+                    break
+                lat = physics.e2e_ms(stack, gpu, g, b, n_in[rows], n_out[rows], eff, prefill=pre) / 1e3
+                svc[rows, k, j] = np.where(fits, lat, np.nan)
+        fee = stack.licence_usd_per_gpu_month
+        if route.route_id in zero_fee_for:
+            fee = 0.0
+        owned.append(OwnedRoute(r, route.route_id, route.label, route.architecture, opts or (1,),
+                                float(fee or 0.0), svc, tail))
+    attribution_rate = rate.owned_fleet_usd_per_node_hour if sc.cost_basis is CostBasis.MARGINAL \
+        else rate.full_usd_per_node_hour
+    return PlanInputs(
+        workload_ids=ev.workloads["workload_id"].to_numpy(), interactive=interactive, lam_peak=lam_peak,
+        lam_mean=rpd / 86400.0, profile=hourly_profile(pf), slo_ms=slo, allowed=allowed,
+        api_monthly=api_monthly, gpu_hours_day=np.nan_to_num(a["gpu_hours_per_day"], nan=0.0),
+        offline_min_gpus=np.nan_to_num(a["replicas"] * a["gpus_per_replica"], nan=0.0),
+        offline_gpus_per_replica=a["gpus_per_replica"], fallback_share=np.nan_to_num(a["fallback_share"]),
+        fallback_route=fb, fallback_api_monthly=fallback_api, latency_ms=a["p95_ms"], owned=tuple(owned),
+        n_routes=R, gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
+        full_usd_per_node_hour=rate.full_usd_per_node_hour, attribution_usd_per_node_hour=attribution_rate,
+        concurrency_grid=np.asarray(grid, dtype=float), sla_tail=1.0 - sc.sla_percentile)
+
+
+def restrict(inp: PlanInputs, route_mask: np.ndarray) -> PlanInputs:
+    """The same inputs with only some routes allowed (fleet options)."""
+    return replace(inp, allowed=inp.allowed & route_mask[None, :])
+
+
+def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
+                    grid, tp_options) -> None:
+    """Plan the fleet for an evaluation and write the verdicts, attributed costs and fleet record into it."""
+    inp = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid, tp_options=tp_options)
+    planner = Planner(inp)
+    best = planner.optimise()
+    ev.plan_inputs = inp
+    ev.plan = best
+    ev.planner = planner
+    licensed = _licensed_routes(ev, best, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf,
+                                grid=grid, tp_options=tp_options)
+    _apply(ev, planner, best, rpd, n_out, licensed)
+
+
+def _licensed_routes(ev, best: PlanCost, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
+                     grid, tp_options) -> list[LicensedRoute]:
+    """Break-even licence fee of every licensed stack whose fee is unknown."""
+    out = []
+    for route in ev.routes:
+        if route.stack is None or route_permitted(route):
+            continue
+        inp = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid,
+                           tp_options=tp_options, zero_fee_for={route.route_id})
+        with_it = Planner(inp).optimise()
+        pos = next(k for k, o in enumerate(inp.owned) if o.route_id == route.route_id)
+        gpus = _route_gpus(inp, with_it, pos)
+        saves = best.bill - with_it.bill
+        fee = None
+        if gpus > 0 and saves > 0:
+            fee = saves / gpus
+            if len(inp.workload_ids) <= BREAK_EVEN_REFINE_ROWS:
+                # The bill with a fee f is concave in f (a minimum of lines); Newton steps from the estimate.
+                for _ in range(3):
+                    owned = list(inp.owned)
+                    owned[pos] = replace(owned[pos], licence_usd_per_gpu_month=fee)
+                    at_fee = Planner(replace(inp, owned=tuple(owned))).optimise()
+                    g2 = _route_gpus(inp, at_fee, pos)
+                    gap = best.bill - at_fee.bill
+                    if g2 <= 0 or gap <= 0.01:
+                        break
+                    fee += gap / g2
+        out.append(LicensedRoute(route.route_id, route.label, route.stack.licence_usd_per_gpu_month, fee,
+                                 int(gpus), float(max(saves, 0.0))))
+    return out
+
+
+def _route_gpus(inp: PlanInputs, plan: PlanCost, pos: int) -> int:
+    r = inp.owned[pos].index
+    d = plan.sizes.get(pos)
+    inter = d.gpus if d is not None and d.feasible else 0
+    off = plan.assignment == r
+    hours = float(np.nansum(inp.gpu_hours_day[off & ~inp.interactive, r]))
+    return int(inter + np.ceil(hours / 24.0 - 1e-9))
+
+
+def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, licensed: list[LicensedRoute]) -> None:
+    inp, a, sc, rate = planner.inp, ev.a, ev.scenario, ev.rate
+    W = len(inp.workload_ids)
+    rows_all = np.arange(W)
+    gpn = inp.gpus_per_node
+    v = best.assignment.astype(int)
+    ev.verdict = v
+    has = v >= 0
+    safe = np.where(has, v, 0)
+    total_nodes = max(sc.fleet_nodes, best.nodes_needed)
+    # Attribution rate per GPU-hour: under the marginal basis owned nodes count at their marginal rate and
+    # new nodes at full; under the full basis every node at full.
+    new_nodes = max(best.nodes_needed - sc.fleet_nodes, 0)
+    if total_nodes:
+        node_rate = (min(sc.fleet_nodes, total_nodes) * inp.attribution_usd_per_node_hour
+                     + new_nodes * inp.full_usd_per_node_hour) / total_nodes
+    else:
+        node_rate = inp.full_usd_per_node_hour
+    gpu_rate = node_rate / gpn
+
+    attributed = np.zeros(W)
+    # API spend, primary and escalated.
+    attributed += np.where(has, np.nan_to_num(inp.api_monthly[rows_all, safe], posinf=0.0), 0.0)
+    f = np.where(has, inp.fallback_share[rows_all, safe], 0.0)
+    fb = inp.fallback_route
+    owned_idx = {o.index for o in inp.owned}
+    fb_owned = np.array([k in owned_idx for k in fb], dtype=bool) if W else np.zeros(0, bool)
+    esc = has & (f > 0) & (fb >= 0)
+    attributed += np.where(esc & ~fb_owned, f * inp.fallback_api_monthly, 0.0)
+
+    deployments = []
+    nodes_by_route: dict[str, int] = {}
+    gpus_by_route: dict[str, float] = {}
+    for pos, route in enumerate(inp.owned):
+        r = route.index
+        prim = has & (v == r)
+        extra = esc & fb_owned & (fb == r)
+        if not prim.any() and not extra.any():
+            continue
+        d = best.sizes.get(pos)
+        inter_gpus = 0
+        if d is not None and d.feasible:
+            inter_gpus = d.gpus
+            n_prim = int((prim & inp.interactive).sum())
+            p_rows = d.rows[:n_prim]
+            for key, val in (("p95_ms", d.p95_ms[:n_prim]), ("service_s", d.service_s[:n_prim])):
+                a[key][p_rows, r] = val
+            a["concurrency"][p_rows, r] = d.concurrency
+            a["gpus_per_replica"][p_rows, r] = d.gpus_per_replica
+            a["replicas"][p_rows, r] = d.replicas
+            a["wait_budget_s"][p_rows, r] = d.wait_budget_s
+            load = inp.lam_peak[d.rows] * d.shares * d.service_s
+            share = load / load.sum() if load.sum() > 0 else np.zeros(len(d.rows))
+            cost = d.gpus * gpu_rate * HOURS_PER_MONTH + route.licence_usd_per_gpu_month * d.gpus
+            np.add.at(attributed, d.rows, share * cost)
+        off = np.flatnonzero((prim | extra) & ~inp.interactive)
+        off_share = np.where(prim[off], 1.0, f[off])
+        hours = inp.gpu_hours_day[off, r] * off_share
+        off_hours = float(hours.sum())
+        lic_gpus_off = np.ceil(off_hours / 24.0 - 1e-9)
+        if off.size:
+            lic = route.licence_usd_per_gpu_month * lic_gpus_off
+            np.add.at(attributed, off, hours * DAYS_PER_MONTH * gpu_rate
+                      + (hours / off_hours * lic if off_hours > 0 else 0.0))
+        off_min = int(np.nanmax(inp.offline_min_gpus[off, r], initial=0.0)) if off.size else 0
+        members = inp.workload_ids[np.flatnonzero(prim)]
+        dep = {
+            "route_id": route.route_id, "label": route.label, "architecture": route.architecture,
+            "workloads": [str(x) for x in members],
+            "escalated_from": [str(x) for x in inp.workload_ids[np.flatnonzero(extra)]],
+            "gpus_per_replica": int(d.gpus_per_replica) if d is not None and d.feasible else
+            int(np.nanmax(inp.offline_gpus_per_replica[off, r], initial=1.0)) if off.size else 1,
+            "concurrency_cap": int(d.concurrency) if d is not None and d.feasible else None,
+            "replicas": int(d.replicas) if d is not None and d.feasible else 0,
+            "interactive_gpus": int(inter_gpus),
+            "offline_gpu_hours_per_day": off_hours,
+            "offline_min_gpus": off_min,
+            "gpus": int(max(inter_gpus, off_min)),
+            "nodes": int(np.ceil(max(inter_gpus, off_min) / gpn - 1e-9)),
+            "licence_usd_per_month": float(route.licence_usd_per_gpu_month * (inter_gpus + lic_gpus_off)),
+        }
+        deployments.append(dep)
+        gpus_by_route[route.route_id] = inter_gpus + off_hours / 24.0
+        if dep["nodes"]:
+            nodes_by_route[route.route_id] = dep["nodes"]
+
+    # Owned offline rows report their own operating point; the verdict cell carries the attributed share.
+    verdict_monthly = attributed
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_req = np.where(rpd > 0, verdict_monthly / (rpd * DAYS_PER_MONTH), 0.0)
+    # The owned columns' standalone costs: the pooled, linear view at the full rate (what the search compares).
+    gh = planner._gpu_hours_month
+    for o in inp.owned:
+        col = gh[:, o.index] * (inp.full_usd_per_gpu_hour + o.licence_usd_per_gpu_month / HOURS_PER_MONTH)
+        fb_cost = a["fallback_share"][:, o.index] * inp.fallback_api_monthly
+        col = np.where(np.isfinite(col), col + fb_cost, np.nan)
+        a["monthly_usd"][:, o.index] = col
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a["usd_per_request"][:, o.index] = np.where(rpd > 0, col / (rpd * DAYS_PER_MONTH), 0.0)
+    a["monthly_usd"][rows_all[has], v[has]] = verdict_monthly[has]
+    a["usd_per_request"][rows_all[has], v[has]] = per_req[has]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a["usd_per_mtok_out"] = a["usd_per_request"] / n_out[:, None] * 1e6
+    for dep in deployments:  # nodes column: the deployment's whole nodes, for every member
+        r = next(o.index for o in inp.owned if o.route_id == dep["route_id"])
+        a["nodes"][has & (v == r), r] = dep["nodes"]
+
+    full_node = inp.full_usd_per_node_hour
+    owned_monthly = sc.fleet_nodes * full_node * HOURS_PER_MONTH
+    extra_monthly = new_nodes * full_node * HOURS_PER_MONTH
+    total = owned_monthly + extra_monthly + best.api_monthly + best.licence_monthly
+    unallocated = total - float(attributed.sum())
+
+    cap = total_nodes * gpn
+    busy, fill = best.busy, best.fill
+    util_without = np.minimum(busy / cap, 1.0) if cap else np.zeros(24)
+    util_with = np.minimum((busy + fill) / cap, 1.0) if cap else np.zeros(24)
+    utilization = float(np.mean(util_with)) if cap else 0.0
+    idle_month = cap * HOURS_PER_MONTH * full_node / gpn * (1.0 - utilization)
+    on_owned = has & np.isin(v, list(owned_idx))
+    owned_tokens_month = float(np.nansum((rpd * n_out)[on_owned])) * DAYS_PER_MONTH
+    owned_cash = owned_monthly + extra_monthly + best.licence_monthly
+    eff_mtok = owned_cash / owned_tokens_month * 1e6 if owned_tokens_month > 0 and owned_cash > 0 else None
+
+    by_route: dict[str, float] = {}
+    for r_idx in np.unique(v[has]):
+        key = ev.routes[int(r_idx)].route_id
+        by_route[key] = float(attributed[has & (v == r_idx)].sum())
+    drivers = node_drivers(ev, planner, best) if best.nodes_needed > sc.fleet_nodes else []
+    ev.fleet = {
+        "gpu": ev.gpu_name,
+        "gpus_per_node": gpn,
+        "owned_nodes": sc.fleet_nodes,
+        "nodes_needed": int(best.nodes_needed),
+        "nodes_in_plan": int(total_nodes),
+        "nodes_needed_interactive": int(best.nodes_interactive),
+        "nodes_needed_offline_extra": int(best.nodes_offline_extra),
+        "nodes_by_route": nodes_by_route,
+        "gpus_by_route": gpus_by_route,
+        "utilization": utilization,
+        "hourly_utilization": [float(x) for x in util_with],
+        "hourly_utilization_without_batch": [float(x) for x in util_without],
+        "offline_gpu_hours_per_day": float(best.offline_gpu_hours_per_day),
+        "usd_per_node_hour": rate.usd_per_node_hour,
+        "full_usd_per_node_hour": full_node,
+        "usd_per_gpu_hour": rate.usd_per_gpu_hour,
+        "attribution_usd_per_gpu_hour": gpu_rate,
+        "owned_monthly_usd": owned_monthly,
+        "idle_usd_per_month": idle_month,
+        "extra_nodes_monthly_usd": extra_monthly,
+        "api_monthly_usd": float(best.api_monthly),
+        "licence_monthly_usd": float(best.licence_monthly),
+        "total_monthly_usd": total,
+        "attributed_usd_per_month": float(attributed.sum()),
+        "unallocated_usd_per_month": unallocated,
+        "owned_usd_per_mtok_out": eff_mtok,
+        "monthly_usd_by_route": by_route,
+        "deployments": deployments,
+        "node_drivers": drivers,
+        "licensed_routes": [vars(x) if not hasattr(x, "__dataclass_fields__") else
+                            {k: getattr(x, k) for k in x.__dataclass_fields__} for x in licensed],
+        "verdict_mix": {k: int(n) for k, n in pd.Series(
+            [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
+             else "no feasible route" for i in v]).value_counts().items()},
+    }
+
+
+def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]:
+    """For the nodes beyond those owned: the workloads and targets that force them, and what relaxing each saves."""
+    inp = planner.inp
+    v = best.assignment
+    owned_idx = {o.index: o for o in inp.owned}
+    on_owned = np.array([k in owned_idx for k in v], dtype=bool)
+    # Weight: GPUs held at the peak (interactive) or GPU-hours a day / 24 (offline), on the standalone view.
+    gh = planner._gpu_hours_month
+    weight = np.where(on_owned, gh[np.arange(len(v)), np.where(v >= 0, v, 0)], 0.0)
+    order = [int(i) for i in np.argsort(-np.nan_to_num(weight)) if on_owned[i] and weight[i] > 0][:MAX_DRIVERS]
+    w = ev.workloads
+    out = []
+    for i in order:
+        relax = []
+        if inp.interactive[i]:
+            slo = float(inp.slo_ms[i])
+            cand = planner.price(v, slo_override=(i, slo * 2.0))
+            if cand.feasible:
+                relax.append({"change": f"target {slo:,.0f} ms -> {slo * 2:,.0f} ms",
+                              "kind": "target_x2", "saves_usd_per_month": float(best.bill - cand.bill),
+                              "nodes_needed": int(cand.nodes_needed)})
+            target = {"latency_slo_ms": slo}
+        else:
+            target = {"batch_window_hours": float(w["batch_window_hours"].iloc[i])}
+        api = np.flatnonzero(inp.allowed[i] & np.isfinite(inp.api_monthly[i]))
+        if api.size:
+            k = int(api[np.argmin(inp.api_monthly[i, api])])
+            moved = v.copy()
+            moved[i] = k
+            cand = planner.price(moved)
+            if cand.feasible:
+                relax.append({"change": f"move to {ev.routes[k].label}", "kind": "to_api",
+                              "route_id": ev.routes[k].route_id,
+                              "saves_usd_per_month": float(best.bill - cand.bill),
+                              "nodes_needed": int(cand.nodes_needed)})
+        elif w["data_policy"].iloc[i] == "owned_only":
+            relax.append({"change": "move to an API: not allowed (owned_only data)", "kind": "to_api",
+                          "saves_usd_per_month": None, "nodes_needed": None})
+        out.append({"workload_id": str(inp.workload_ids[i]), "route_id": ev.routes[int(v[i])].route_id,
+                    "route": ev.routes[int(v[i])].label, **target,
+                    "gpu_hours_per_month": float(weight[i]), "relaxations": relax})
+    out.sort(key=lambda d: -max([x["saves_usd_per_month"] or 0.0 for x in d["relaxations"]] or [0.0]))
+    return out

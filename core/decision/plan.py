@@ -1,0 +1,420 @@
+"""The fleet plan: workloads pooled into deployments, replicas packed onto whole nodes, one cash bill.
+
+DESIGN.md "Fleet plan". The engine scores every workload on every route
+(feasibility, standalone operating points); this module decides the
+assignment that minimises the monthly cash bill and prices it exactly:
+
+- one deployment per owned route; every workload assigned to it shares its
+  replicas (one pooled queue, one concurrency cap, the GPUs per replica that
+  need the fewest GPUs while every workload keeps its own p95 target);
+- replicas are packed onto whole nodes; offline work fills the idle GPU-hours
+  first and asks for nodes only for what does not fit;
+- cash bill = max(owned, needed) nodes x full $/node-hour x 730 + API spend +
+  licence fees; the cost basis changes attribution only, never the bill;
+- attribution: interactive work pays its share of its deployment's reserved
+  GPUs (by offered load at the peak), offline work its GPU-hours; the rest is
+  unallocated, so attributed + unallocated = bill exactly.
+
+The search: for a ladder of shadow prices per GPU-hour, every workload picks
+its cheapest route at that price (a linear, pooled view of capacity); each
+candidate is priced exactly; the best one is improved by moving single
+workloads (small inventories) or whole deployments (large ones) while the
+exact bill falls. Deployment sizings are cached on (route, members), so a move
+re-prices only the two deployments it touches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
+from core.decision.queueing import replicas_for_sla
+
+SERVICE_CV2 = 0.5  # estimate: squared coefficient of variation of service time (output lengths vary)
+# Shadow prices tried, as multiples of the full $/GPU-hour: 0 fills owned nodes, 1 makes a node pay for itself.
+SHADOW_PRICES = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0, 1.25, 1.6, 2.0, 3.0)
+SINGLE_MOVE_ROWS = 400  # up to this many workloads the search also tries moving each one alone
+MAX_PASSES = 6
+
+
+@dataclass(frozen=True)
+class OwnedRoute:
+    """What the plan needs to size one owned route's deployment."""
+
+    index: int  # column in the engine's (W, R) arrays
+    route_id: str
+    label: str
+    architecture: str
+    tp_options: tuple[int, ...]  # GPUs per replica it may use
+    licence_usd_per_gpu_month: float  # 0 for open weights
+    # (W, G, B) mean service seconds per request at GPUs-per-replica option g and concurrency grid b
+    # (NaN where the workload does not fit), and the p95 / mean tail factor per option.
+    service_s: np.ndarray = field(repr=False)
+    tail: np.ndarray = field(repr=False)  # (G,)
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """Everything the search reads: per-workload demand, per-route costs and owned-route physics."""
+
+    workload_ids: np.ndarray
+    interactive: np.ndarray  # (W,) bool
+    lam_peak: np.ndarray  # requests/s at the peak hour
+    lam_mean: np.ndarray  # requests/s on average
+    profile: np.ndarray  # (W, 24) hourly multipliers of the mean rate
+    slo_ms: np.ndarray  # (W,) p95 target (NaN for offline work)
+    allowed: np.ndarray  # (W, R) bool: feasible and permitted
+    api_monthly: np.ndarray  # (W, R) monthly API spend when the workload goes there (inf for owned)
+    gpu_hours_day: np.ndarray  # (W, R) offline GPU-hours per day on an owned route
+    offline_min_gpus: np.ndarray  # (W, R) GPUs the offline work needs at once to finish inside its window
+    offline_gpus_per_replica: np.ndarray  # (W, R)
+    fallback_share: np.ndarray  # (W, R) share of outputs escalated
+    fallback_route: np.ndarray  # (W,) route escalated to (-1: none)
+    fallback_api_monthly: np.ndarray  # (W,) monthly API spend if all requests went to the fallback route
+    latency_ms: np.ndarray  # (W, R) standalone p95 (tie-break)
+    owned: tuple[OwnedRoute, ...]
+    n_routes: int
+    gpus_per_node: int
+    owned_nodes: int
+    full_usd_per_node_hour: float
+    attribution_usd_per_node_hour: float  # the owned nodes' rate under the cost basis
+    concurrency_grid: np.ndarray
+    sla_tail: float = 0.05
+
+    @property
+    def full_usd_per_gpu_hour(self) -> float:
+        """Full $/GPU-hour: what a new node costs per GPU."""
+        return self.full_usd_per_node_hour / self.gpus_per_node
+
+
+@dataclass(frozen=True)
+class DeploymentSize:
+    """One owned route's deployment for a set of members (cached by the search)."""
+
+    route: int  # position in PlanInputs.owned
+    rows: np.ndarray  # interactive member rows (primary and escalated)
+    shares: np.ndarray  # share of each row's rate (1 primary, f escalated)
+    feasible: bool
+    gpus_per_replica: int
+    concurrency: int
+    replicas: int
+    service_s: np.ndarray  # (len(rows),) mean service at the chosen point
+    p95_ms: np.ndarray  # (len(rows),) service p95 at the chosen point
+    wait_budget_s: float
+
+    @property
+    def gpus(self) -> int:
+        """GPUs reserved for the interactive pool."""
+        return self.replicas * self.gpus_per_replica
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One running owned deployment in the plan (the JSON's fleet.deployments[])."""
+
+    route_id: str
+    label: str
+    architecture: str
+    workloads: tuple[str, ...]
+    gpus_per_replica: int
+    concurrency_cap: int
+    replicas: int
+    interactive_gpus: int
+    offline_gpu_hours_per_day: float
+    offline_min_gpus: int
+    licence_usd_per_month: float
+
+    @property
+    def gpus(self) -> int:
+        """GPUs this deployment holds at its busiest (interactive replicas, or the offline minimum)."""
+        return max(self.interactive_gpus, self.offline_min_gpus)
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """The exact price of one assignment."""
+
+    assignment: np.ndarray
+    feasible: bool
+    bill: float
+    gpu_hours_per_day: float
+    mean_latency_ms: float
+    nodes_needed: int
+    nodes_interactive: int
+    nodes_offline_extra: int
+    api_monthly: float
+    licence_monthly: float
+    sizes: dict[int, DeploymentSize]
+    busy: np.ndarray  # (24,) GPUs busy with interactive work
+    fill: np.ndarray  # (24,) GPUs filled with offline work
+    offline_gpu_hours_per_day: float
+
+    @property
+    def key(self) -> tuple[float, float, float]:
+        """What the search minimises: the bill, then GPU-hours, then latency."""
+        return (round(self.bill, 2), round(self.gpu_hours_per_day, 6), round(self.mean_latency_ms, 3))
+
+
+class Planner:
+    """Prices assignments exactly (with a cache of deployment sizings) and searches for the cheapest."""
+
+    def __init__(self, inp: PlanInputs):
+        self.inp = inp
+        self._owned_pos = {o.index: k for k, o in enumerate(inp.owned)}
+        self._cache: dict[tuple, DeploymentSize] = {}
+        w = len(inp.workload_ids)
+        self._rows = np.arange(w)
+
+    # -- exact pricing --------------------------------------------------------
+    def size(self, pos: int, rows: np.ndarray, shares: np.ndarray, slo_ms: np.ndarray | None = None) -> DeploymentSize:
+        """Size one deployment: the (GPUs per replica, concurrency) needing the fewest GPUs that holds every target."""
+        key = (pos, rows.tobytes(), shares.tobytes(), None if slo_ms is None else slo_ms.tobytes())
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        inp, route = self.inp, self.inp.owned[pos]
+        slo = inp.slo_ms[rows] if slo_ms is None else slo_ms
+        lam = inp.lam_peak[rows] * shares
+        svc = route.service_s[rows]  # (n, G, B)
+        p95 = svc * 1e3 * route.tail[None, :, None]
+        ok = np.all(np.isfinite(svc) & (p95 <= slo[:, None, None] + 1e-9), axis=0)  # (G, B)
+        total = lam.sum()
+        best = None
+        if total <= 0:
+            # No traffic: nothing to reserve (the route still reports an operating point).
+            gi = int(np.argmax(ok.any(axis=1))) if ok.any() else 0
+            bi = int(np.flatnonzero(ok[gi])[-1]) if ok[gi].any() else 0
+            best = (gi, bi, 0, np.inf)
+        elif ok.any():
+            gg, bb = np.nonzero(ok)
+            s = svc[:, gg, bb]  # (n, K)
+            pool = (lam[:, None] * s).sum(axis=0) / total
+            budget = np.min(slo[:, None] - p95[:, gg, bb], axis=0) / 1e3
+            slots = inp.concurrency_grid[bb]
+            n = replicas_for_sla(np.full(len(gg), total), pool, slots, budget, tail=inp.sla_tail,
+                                 service_cv2=SERVICE_CV2).astype(float)
+            n = np.where(n < 0, np.inf, np.maximum(n, 1.0))
+            gpus = n * np.array(route.tp_options)[gg]
+            lat = (lam[:, None] * p95[:, gg, bb]).sum(axis=0) / total
+            if np.isfinite(gpus).any():
+                k = int(np.lexsort((lat, gpus))[0])
+                best = (int(gg[k]), int(bb[k]), int(n[k]), float(budget[k]))
+        if best is None:
+            res = DeploymentSize(pos, rows, shares, False, 0, 0, 0, np.full(len(rows), np.nan),
+                                 np.full(len(rows), np.nan), np.nan)
+        else:
+            gi, bi, n, budget = best
+            res = DeploymentSize(pos, rows, shares, True, route.tp_options[gi], int(inp.concurrency_grid[bi]), n,
+                                 svc[:, gi, bi], svc[:, gi, bi] * 1e3 * route.tail[gi], budget)
+        self._cache[key] = res
+        return res
+
+    def price(self, assign: np.ndarray, slo_override: tuple[int, float] | None = None) -> PlanCost:
+        """The exact monthly cash bill of an assignment (route index per workload, -1 unserved)."""
+        inp = self.inp
+        rows_all = self._rows
+        has = assign >= 0
+        safe = np.where(has, assign, 0)
+        on_api = inp.api_monthly[rows_all, safe]
+        api_monthly = float(np.sum(np.where(has & np.isfinite(on_api), on_api, 0.0)))
+        # Escalated shares: an owned fallback takes f of the load; an API fallback is paid per request.
+        f = np.where(has, inp.fallback_share[rows_all, safe], 0.0)
+        fb = inp.fallback_route
+        fb_owned = np.array([(k in self._owned_pos) for k in fb]) if len(fb) else np.zeros(0, bool)
+        esc = has & (f > 0) & (fb >= 0)
+        api_monthly += float(np.sum(np.where(esc & ~fb_owned, f * inp.fallback_api_monthly, 0.0)))
+
+        sizes: dict[int, DeploymentSize] = {}
+        busy = np.zeros(24)
+        feasible = True
+        licence = 0.0
+        interactive_gpus: list[tuple[int, int]] = []  # (replica size, count)
+        offline_hours = 0.0
+        offline_min = 0.0
+        lat_sum, lat_w = 0.0, 0.0
+        for pos, route in enumerate(inp.owned):
+            r = route.index
+            prim = has & (assign == r)
+            extra = esc & fb_owned & (fb == r)
+            if not prim.any() and not extra.any():
+                continue
+            inter_rows = np.concatenate([np.flatnonzero(prim & inp.interactive), np.flatnonzero(extra & inp.interactive)])
+            shares = np.concatenate([np.ones(int((prim & inp.interactive).sum())), f[extra & inp.interactive]])
+            slo = None
+            if slo_override is not None and slo_override[0] in inter_rows:
+                slo = inp.slo_ms[inter_rows].copy()
+                slo[inter_rows == slo_override[0]] = slo_override[1]
+            d_gpus = 0
+            if len(inter_rows):
+                d = self.size(pos, inter_rows, shares, slo)
+                sizes[pos] = d
+                if not d.feasible:
+                    feasible = False
+                    continue
+                d_gpus = d.gpus
+                interactive_gpus.append((d.gpus_per_replica, d.replicas))
+                gpu_s_per_req = d.gpus_per_replica * d.service_s / d.concurrency
+                busy += ((inp.lam_mean[inter_rows] * shares)[:, None] * inp.profile[inter_rows]
+                         * gpu_s_per_req[:, None]).sum(axis=0)
+                lam = inp.lam_peak[inter_rows] * shares
+                lat_sum += float((lam * d.p95_ms).sum())
+                lat_w += float(lam.sum())
+            off = np.flatnonzero((prim | extra) & ~inp.interactive)
+            off_share = np.where(prim[off], 1.0, f[off])
+            off_hours = float(np.nansum(inp.gpu_hours_day[off, r] * off_share))
+            off_min = float(np.nanmax(inp.offline_min_gpus[off, r], initial=0.0)) if off.size else 0.0
+            offline_hours += off_hours
+            offline_min = max(offline_min, off_min)
+            licence += route.licence_usd_per_gpu_month * (d_gpus + np.ceil(off_hours / 24.0 - 1e-9))
+        if not feasible:
+            return PlanCost(assign, False, np.inf, np.inf, np.inf, 0, 0, 0, api_monthly, licence, sizes,
+                            busy, np.zeros(24), offline_hours)
+        gpn = inp.gpus_per_node
+        nodes_i = pack_nodes(interactive_gpus, gpn)
+        capacity = max(inp.owned_nodes, nodes_i) * gpn
+        fill = fill_idle(busy, capacity, offline_hours)
+        leftover = max(offline_hours - float(fill.sum()), 0.0)
+        extra_nodes = int(np.ceil(leftover / (gpn * 24.0) - 1e-9)) if leftover > 1e-9 else 0
+        if extra_nodes:
+            fill = fill_idle(busy, (max(inp.owned_nodes, nodes_i) + extra_nodes) * gpn, offline_hours)
+        needed = max(nodes_i + extra_nodes, int(np.ceil(offline_min / gpn - 1e-9)))
+        bill = (max(inp.owned_nodes, needed) * inp.full_usd_per_node_hour * HOURS_PER_MONTH
+                + api_monthly + licence)
+        gpu_hours = sum(g * n for g, n in interactive_gpus) * 24.0 + offline_hours
+        return PlanCost(assign, True, bill, gpu_hours, lat_sum / lat_w if lat_w else 0.0, needed, nodes_i,
+                        extra_nodes, api_monthly, licence, sizes, busy, fill, offline_hours)
+
+    # -- search -------------------------------------------------------------
+    def _linear_cost(self, p_gpu_hour: float) -> np.ndarray:
+        """(W, R) monthly cost of each route at a shadow price per GPU-hour (pooled, linear view)."""
+        inp = self.inp
+        cost = inp.api_monthly.copy()
+        for route in inp.owned:
+            r = route.index
+            res = np.nan_to_num(self._gpu_hours_month[:, r], nan=np.inf)
+            cost[:, r] = res * (p_gpu_hour + route.licence_usd_per_gpu_month / HOURS_PER_MONTH)
+            cost[:, r] = np.where(np.isfinite(res), cost[:, r], np.inf)
+        fb_cost = inp.fallback_share * inp.fallback_api_monthly[:, None]
+        return np.where(inp.allowed, cost + np.nan_to_num(fb_cost), np.inf)
+
+    def optimise(self) -> PlanCost:
+        """The cheapest plan found: shadow-price candidates, then improving moves."""
+        inp = self.inp
+        W, R = inp.allowed.shape
+        self._gpu_hours_month = self._standalone_gpu_hours()
+        if W == 0 or R == 0:
+            return self.price(np.full(W, -1))
+        tie = np.nan_to_num(self._gpu_hours_month, nan=0.0) * 1e-9 + np.nan_to_num(inp.latency_ms, nan=0.0) * 1e-12
+        best: PlanCost | None = None
+        seen = set()
+        for mult in SHADOW_PRICES:
+            cost = self._linear_cost(mult * inp.full_usd_per_gpu_hour) + tie
+            assign = np.where(np.isfinite(cost).any(axis=1), np.argmin(cost, axis=1), -1)
+            k = assign.tobytes()
+            if k in seen:
+                continue
+            seen.add(k)
+            cand = self.price(assign)
+            if cand.feasible and (best is None or cand.key < best.key):
+                best = cand
+        if best is None:  # every candidate failed to size (should not happen): serve what can be served
+            best = self.price(np.where(inp.allowed.any(axis=1), np.argmax(inp.allowed, axis=1), -1))
+        return self._improve(best)
+
+    def _standalone_gpu_hours(self) -> np.ndarray:
+        """(W, R) GPU-hours a month each workload would hold on each owned route, alone on its pool."""
+        inp = self.inp
+        W = len(inp.workload_ids)
+        out = np.full((W, inp.n_routes), np.nan)
+        for route in inp.owned:
+            r = route.index
+            svc = route.service_s  # (W, G, B)
+            p95 = svc * 1e3 * route.tail[None, :, None]
+            ok = np.isfinite(svc) & (p95 <= inp.slo_ms[:, None, None])
+            # Interactive: GPU-seconds per request at the cheapest point meeting the target, at the peak rate
+            # (capacity is reserved for the peak all month); offline: GPU-hours used.
+            g = np.array(route.tp_options, dtype=float)[None, :, None]
+            b = inp.concurrency_grid[None, None, :]
+            gpu_s = np.where(ok, svc * g / b, np.inf).reshape(W, -1).min(axis=1)
+            inter = inp.lam_peak * gpu_s * HOURS_PER_MONTH  # GPUs busy at the peak, held every hour
+            out[:, r] = np.where(inp.interactive, inter, inp.gpu_hours_day[:, r] * DAYS_PER_MONTH)
+        return out
+
+    def _improve(self, best: PlanCost) -> PlanCost:
+        inp = self.inp
+        W = len(inp.workload_ids)
+        allowed = inp.allowed
+        for _ in range(MAX_PASSES):
+            improved = False
+            # Whole deployments: move every member of one owned route to its next-best route.
+            for route in inp.owned:
+                members = np.flatnonzero(best.assignment == route.index)
+                if not members.size:
+                    continue
+                cost = self._linear_cost(inp.full_usd_per_gpu_hour)
+                cost[:, route.index] = np.inf
+                alt = np.argmin(cost[members], axis=1)
+                okm = np.isfinite(cost[members, alt])
+                if not okm.all():
+                    continue
+                cand_assign = best.assignment.copy()
+                cand_assign[members] = alt
+                cand = self.price(cand_assign)
+                if cand.feasible and cand.key < best.key:
+                    best, improved = cand, True
+            # Single workloads (small inventories): every allowed route, first improvement.
+            if W <= SINGLE_MOVE_ROWS:
+                for i in range(W):
+                    for r in np.flatnonzero(allowed[i]):
+                        if r == best.assignment[i]:
+                            continue
+                        cand_assign = best.assignment.copy()
+                        cand_assign[i] = r
+                        cand = self.price(cand_assign)
+                        if cand.feasible and cand.key < best.key:
+                            best, improved = cand, True
+            if not improved:
+                break
+        return best
+
+
+def pack_nodes(replicas: list[tuple[int, int]], gpus_per_node: int) -> int:
+    """Whole nodes holding every replica: first-fit decreasing (exact when replica sizes divide the node)."""
+    sizes = sorted(((g, n) for g, n in replicas if n > 0), reverse=True)
+    if not sizes:
+        return 0
+    if all(gpus_per_node % g == 0 for g, _ in sizes):
+        return int(np.ceil(sum(g * n for g, n in sizes) / gpus_per_node - 1e-9))
+    free: list[int] = []
+    for g, n in sizes:
+        for _ in range(int(n)):
+            for k, room in enumerate(free):
+                if room >= g:
+                    free[k] -= g
+                    break
+            else:
+                free.append(gpus_per_node - g)
+    return len(free)
+
+
+def fill_idle(busy: np.ndarray, capacity: float, gpu_hours: float) -> np.ndarray:
+    """Water-fill offline GPU-hours into the quietest hours: raise them to a common level, never above capacity.
+
+    This spreads an overnight queue over the night instead of piling it into one
+    hour; what does not fit below capacity is left over (it needs more nodes).
+    """
+    room = np.maximum(capacity - busy, 0.0)
+    if gpu_hours <= 0 or room.sum() <= 0:
+        return np.zeros_like(busy)
+    if gpu_hours >= room.sum():
+        return room
+    lo, hi = float(busy.min()), float(capacity)
+    for _ in range(60):  # bisection on the level; 60 halvings is far below float resolution
+        level = (lo + hi) / 2
+        if np.clip(level - busy, 0.0, room).sum() < gpu_hours:
+            lo = level
+        else:
+            hi = level
+    return np.clip(hi - busy, 0.0, room)
