@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from core.errors import InputError
 from core.models import ApiPrice, Benchmark, GpuSpec, NodePrice, OwnedHardware, ServingStack
 from core.performance.physics import Efficiency
+
+if TYPE_CHECKING:
+    from core.performance.calibration import EfficiencyBounds
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,20 @@ class Catalog:
         key = (stack.stack_id, gpu.name, gpus)
         if key not in self._eff_cache:
             self._eff_cache[key] = _calibrate(stack, gpu, gpus, self.benchmarks)
+        return self._eff_cache[key]
+
+    def efficiency_bounds(self, stack: ServingStack, gpu: GpuSpec, gpus: int) -> EfficiencyBounds:
+        """(low, central, high) Efficiency for a route (low = slower), with `.driver`: the assumption that dominates.
+
+        Unpacks as three: `low, central, high = catalog.efficiency_bounds(...)`.
+        Calibrated routes take their range from the fit's error at their own points;
+        estimated routes from the stated uncertainty of each assumption (docs/performance-model.md).
+        """
+        key = ("bounds", stack.stack_id, gpu.name, gpus)
+        if key not in self._eff_cache:
+            from core.performance.calibration import efficiency_bounds
+
+            self._eff_cache[key] = efficiency_bounds(stack, gpu, gpus, self.benchmarks)
         return self._eff_cache[key]
 
 

@@ -79,6 +79,22 @@ class Weights(StrEnum):
     API_ONLY = "api_only"  # never an owned route; it appears only as its API
 
 
+class Engine(StrEnum):
+    """Serving engine a stack runs on: sets its per-step overhead and running-batch cap (issue 13)."""
+
+    VLLM = "vllm"
+    SGLANG = "sglang"
+    TRTLLM = "trtllm"
+
+
+class SpecMethod(StrEnum):
+    """How a speculative stack drafts: a separate draft model, Medusa heads or an EAGLE head (issue 13)."""
+
+    DRAFT = "draft"
+    MEDUSA = "medusa"
+    EAGLE = "eagle"
+
+
 class ApiTier(StrEnum):
     """Rough price/quality band of a public API model."""
 
@@ -145,6 +161,9 @@ class GpuSpec(Sourced):
     bf16_tflops: Positive = Field(description="Dense BF16 peak, TFLOP/s.")
     fp8_tflops: Positive | None = Field(default=None, description="Dense FP8 peak, TFLOP/s; empty if unsupported.")
     tdp_w: Positive = Field(description="Board power, W.")
+    fp4_tflops: Positive | None = Field(default=None, description="Dense FP4 peak, TFLOP/s; empty if unsupported.")
+    link_gb_per_s: Positive | None = Field(
+        default=None, description="GPU-to-GPU link bandwidth per GPU, GB/s, both directions (NVLink, Infinity Fabric, PCIe).")
 
 
 class NodePrice(Sourced):
@@ -250,6 +269,17 @@ class ServingStack(Sourced, Quality):
     weights: Weights = Field(default=Weights.OPEN, description="open, licensed or api_only: who may host the weights.")
     licence_usd_per_gpu_month: NonNegative | None = Field(
         default=None, description="Licensed weights: fee per GPU per month, US$; empty while unknown.")
+    n_layers: int | None = Field(default=None, ge=1, description="Transformer layers (TP all-reduces and attention FLOPs).")
+    hidden_size: int | None = Field(default=None, ge=1, description="Hidden size (bytes each all-reduce moves per token).")
+    engine: Engine = Field(default=Engine.VLLM, description="vllm, sglang or trtllm: per-step overhead and batch cap.")
+    max_running_seqs: int | None = Field(
+        default=None, ge=1, description="Largest running batch the engine admits; empty: the engine's default.")
+    spec_method: SpecMethod | None = Field(default=None, description="Speculative: draft, medusa or eagle (empty: draft).")
+    spec_draft_layers: int | None = Field(default=None, ge=1, description="Speculative: layers of the draft model or head.")
+    spec_verify_tokens: int | None = Field(
+        default=None, ge=1, description="Speculative: positions the target verifies per step (tree size); empty: k + 1.")
+    diffusion_positions_per_pass: int | None = Field(
+        default=None, ge=1, description="Diffusion: positions one pass computes (empty: the block, i.e. cached prefix).")
 
     @field_validator("params_active_b")
     @classmethod

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from core.errors import InputError
 from core.performance.bench_import import import_benchmark_file
-from core.performance.calibration import error_report
+from core.performance.calibration import error_by_regime, error_report
 from core.store import Store, default_db_path
 
 
@@ -45,9 +45,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     err = bsub.add_parser(
         "errors",
-        help="the model's error at every benchmark point: uncalibrated, calibrated, and predicting a held-out point",
+        help="the model's error at every benchmark point and per regime (batch-1, concurrency, speculative, MoE, "
+             "diffusion): default physics, calibrated, and predicting a held-out point",
     )
     err.add_argument("--json", action="store_true", help="print JSON records instead of a table")
+    err.add_argument("--summary", action="store_true", help="only the median and worst error per regime")
     err.set_defaults(func=cmd_errors)
 
 
@@ -134,28 +136,42 @@ def _pct(v: float) -> str:
 
 
 def cmd_errors(args: argparse.Namespace) -> int:
-    """Print the error table (what docs/performance-model.md quotes for the seed data)."""
+    """Print the error table and its summary by regime (what docs/performance-model.md quotes for the seed data)."""
     store = _open(args)
     df = error_report(store.serving_stacks(), store.gpus(), store.benchmarks())
-    if args.json:
-        print(json.dumps(json.loads(df.to_json(orient="records")), indent=2))
+    by_regime = error_by_regime(df) if not df.empty else None
+    if args.json:  # one record per figure (each with its regime), or with --summary one per regime
+        table = (by_regime if by_regime is not None else df.iloc[0:0]) if args.summary else df
+        print(json.dumps(json.loads(table.to_json(orient="records")), indent=2))
         return 0
     if df.empty:
         print("no measured or vendor-claim benchmark points in the store")
         return 0
-    print(f"{'stack':<18} {'gpu':<14} {'g':>2} {'conc':>5} {'metric':<31} {'measured':>9} {'default':>8} {'fitted':>8} {'held out':>8}  provenance")
-    for r in df.itertuples(index=False):
-        print(
-            f"{r.stack_id:<18} {r.gpu:<14} {r.gpus_per_replica:>2} {r.concurrency:>5g} {r.metric:<31} "
-            f"{r.measured:>9,.1f} {_pct(r.default_error):>8} {_pct(r.fit_error):>8} {_pct(r.holdout_error):>8}  {r.provenance}"
-        )
+    if not args.summary:
+        print(f"{'stack':<18} {'gpu':<14} {'g':>2} {'conc':>5} {'metric':<31} {'measured':>9} {'default':>8} {'fitted':>8} {'held out':>8}  {'regime':<16} provenance")
+        for r in df.itertuples(index=False):
+            print(
+                f"{r.stack_id:<18} {r.gpu:<14} {r.gpus_per_replica:>2} {r.concurrency:>5g} {r.metric:<31} "
+                f"{r.measured:>9,.1f} {_pct(r.default_error):>8} {_pct(r.fit_error):>8} {_pct(r.holdout_error):>8}  "
+                f"{r.regime:<16} {r.provenance}"
+            )
+        print()
+    print("|error| by regime (median / worst):")
+    print(f"{'regime':<17} {'figures':>7} {'default physics':>17} {'calibrated':>17} {'held out':>17} {'default bias':>13}")
+    for r in by_regime.itertuples(index=False):
+        def pair(m: float, w: float) -> str:
+            return "-" if m != m else f"{m:.1%} / {w:.1%}"
+        print(f"{r.regime:<17} {r.figures:>7} {pair(r.default_median, r.default_worst):>17} "
+              f"{pair(r.calibrated_median, r.calibrated_worst):>17} {pair(r.held_out_median, r.held_out_worst):>17} "
+              f"{r.default_bias:>12.2f}x")
     held = df["holdout_error"].abs().dropna()
     print(
-        f"|error| over {len(df)} figures: default roofline mean {df['default_error'].abs().mean():.1%}, "
-        f"max {df['default_error'].abs().max():.1%}; calibrated mean {df['fit_error'].abs().mean():.1%}, "
-        f"max {df['fit_error'].abs().max():.1%}"
-        + (f"; held out mean {held.mean():.1%}, max {held.max():.1%} ({len(held)} figures)" if len(held) else "")
+        f"all {len(df)} figures: default physics median {df['default_error'].abs().median():.1%}, "
+        f"worst {df['default_error'].abs().max():.1%}; calibrated median {df['fit_error'].abs().median():.1%}, "
+        f"worst {df['fit_error'].abs().max():.1%}"
+        + (f"; held out median {held.median():.1%}, worst {held.max():.1%} ({len(held)} figures)" if len(held) else "")
     )
-    print("default = roofline with default efficiency; fitted = calibrated to the route's points; "
-          "held out = calibrated to the route's other points, predicting this one")
+    print("default = roofline with default efficiency; calibrated = fitted to the route's points; "
+          "held out = fitted to the route's other points, predicting this one; bias = model / measured "
+          "(geometric mean; above 1 = optimistic)")
     return 0

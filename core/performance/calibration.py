@@ -31,7 +31,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from core.errors import InputError
-from core.models import Benchmark, GpuSpec, Provenance, ServingStack
+from core.models import Architecture, Benchmark, GpuSpec, Provenance, ServingStack
 from core.performance import physics
 from core.performance.physics import DEFAULT_EFFICIENCY, Efficiency
 
@@ -78,7 +78,10 @@ LENGTH_TOLERANCE = 0.25
 # Fitted factors: (Efficiency field, lower bound, upper bound). Shares of a peak cannot exceed 1;
 # the fixed per-step costs (overhead, all-reduce, MoE routing) scale together.
 _BOUNDS = {"mem": (0.02, 1.0), "compute": (0.02, 1.0), "prefill_compute": (0.02, 1.0), "overhead": (1e-3, 1e3)}
-_OVERHEAD_FIELDS = ("step_overhead_ms", "comm_ms_per_doubling", "moe_overhead_ms")
+_OVERHEAD_FIELDS = (
+    "step_overhead_ms", "comm_ms_per_doubling", "moe_overhead_ms", "allreduce_us_per_doubling",
+    "alltoall_us_per_doubling", "moe_layer_overhead_us", "draft_step_overhead_ms",
+)
 # Weight of the pull towards the defaults, per log-unit of change (small: data wins).
 _PRIOR_WEIGHT = 0.03
 
@@ -264,13 +267,14 @@ def _describe_counts(measured: int, vendor: int) -> str:
 # -- fitting ---------------------------------------------------------------------------
 
 
-def _with_factors(base: Efficiency, x: np.ndarray) -> Efficiency:
+def _with_factors(base: Efficiency, x: np.ndarray, fixed: Efficiency) -> Efficiency:
+    """base with the fitted shares, and every fixed cost of `fixed` (the stack's defaults) times one scale."""
     mem, comp, pre, over = np.exp(x)
     return base.scaled(
         mem=float(mem),
         compute=float(comp),
         prefill_compute=float(pre),
-        **{f: getattr(DEFAULT_EFFICIENCY, f) * float(over) for f in _OVERHEAD_FIELDS},
+        **{f: getattr(fixed, f) * float(over) for f in _OVERHEAD_FIELDS},
     )
 
 
@@ -327,7 +331,7 @@ def _fit_cached(stack: ServingStack, gpu: GpuSpec, gpus: int, used: tuple[Benchm
     keys = [o[2] for o in obs]
     measured = np.array([o[3] for o in obs])
 
-    base = DEFAULT_EFFICIENCY
+    base = DEFAULT_EFFICIENCY.for_stack(stack)
     ratio = _p95_ratio(used)
     if ratio is not None:
         base = base.scaled(p95_over_mean=ratio)
@@ -337,7 +341,7 @@ def _fit_cached(stack: ServingStack, gpu: GpuSpec, gpus: int, used: tuple[Benchm
     hi = np.log([_BOUNDS[k][1] for k in ("mem", "compute", "prefill_compute", "overhead")])
 
     def predicted(x: np.ndarray) -> np.ndarray:
-        est = _predict(stack, gpu, gpus, b, n_in, n_out, _with_factors(base, x))
+        est = _predict(stack, gpu, gpus, b, n_in, n_out, _with_factors(base, x, base))
         return np.array([est[k][i] for k, i in zip(keys, idx, strict=True)])
 
     def residuals(x: np.ndarray) -> np.ndarray:
@@ -353,7 +357,7 @@ def _fit_cached(stack: ServingStack, gpu: GpuSpec, gpus: int, used: tuple[Benchm
             best = res
         if np.max(np.abs(res.fun[: len(obs)])) < 0.01:
             break
-    eff = _with_factors(base, best.x)
+    eff = _with_factors(base, best.x, base)
 
     fitted = predicted(best.x)
     default_est = _predict(stack, gpu, gpus, b, n_in, n_out, DEFAULT_EFFICIENCY)
@@ -528,6 +532,88 @@ def measured_corrections(cal: Calibration, concurrency, input_tokens, output_tok
     return out
 
 
+# -- ranges ----------------------------------------------------------------------------
+
+# Least uncertainty a calibrated route keeps however well it fits: a measured point
+# repeats within a few per cent; a vendor's claim is its best case.
+MEASURED_FLOOR = 0.05
+VENDOR_CLAIM_FLOOR = 0.10
+# Reference operating points the range driver is judged at (batch 1 and a busy batch).
+_REF_TOKENS = (1000.0, 256.0)
+_REF_CONCURRENCY = (1.0, 64.0)
+
+
+@dataclass(frozen=True)
+class EfficiencyBounds:
+    """Pessimistic, central and optimistic efficiency for one route; unpacks as (low, central, high).
+
+    low is the slower end. `driver` names the assumption that moves the figures
+    most (one line for reasons and exports); `basis` says where the range came from.
+    """
+
+    low: Efficiency
+    central: Efficiency
+    high: Efficiency
+    driver: str
+    basis: str
+
+    def __iter__(self):
+        return iter((self.low, self.central, self.high))
+
+
+def _ref_throughput(stack, gpu, gpus, eff) -> np.ndarray:
+    n_in, n_out = _REF_TOKENS
+    cap = float(physics.max_concurrency(stack, gpu, gpus, n_in + n_out, eff))
+    b = np.array([min(c, max(cap, 1.0)) for c in _REF_CONCURRENCY])
+    return physics.estimate(stack, gpu, gpus, b, n_in, n_out, eff)["output_tokens_per_s_total"]
+
+
+def range_driver(stack: ServingStack, gpu: GpuSpec, gpus: int, eff: Efficiency = DEFAULT_EFFICIENCY) -> str:
+    """The assumption whose stated range, alone, moves throughput most (at batch 1 and at 64, 1000/256 tokens)."""
+    best, spread = "", -1.0
+    for a in physics.applicable_assumptions(stack, gpus):
+        lo = np.log(_ref_throughput(stack, gpu, gpus, physics.shifted(eff, stack, (a,), "slow")))
+        hi = np.log(_ref_throughput(stack, gpu, gpus, physics.shifted(eff, stack, (a,), "fast")))
+        d = float(np.max(hi - lo))
+        if d > spread + 1e-12:
+            best, spread = a.name, d
+    return best
+
+
+def efficiency_bounds(stack: ServingStack, gpu: GpuSpec, gpus: int, benchmarks: Iterable[Benchmark] = ()) -> EfficiencyBounds:
+    """(low, central, high) Efficiency for a route.
+
+    - No measured or vendor-claim points: every assumption that applies to the
+      stack at its stated slow / fast end (physics.ASSUMPTIONS; the reasons are in
+      docs/performance-model.md).
+    - Calibrated route: the fitted efficiency, every speed factor scaled down / up
+      together by the fit's worst error at its own points, but never less than
+      5 % (measured) or 10 % (vendor claim only); the driver is then the fit's
+      residual error.
+    """
+    cal = calibrate(stack, gpu, gpus, benchmarks)
+    central = cal.efficiency.for_stack(stack)
+    if cal.fit is None:
+        assumptions = physics.applicable_assumptions(stack, gpus)
+        return EfficiencyBounds(
+            low=physics.shifted(central, stack, assumptions, "slow"),
+            central=central,
+            high=physics.shifted(central, stack, assumptions, "fast"),
+            driver=range_driver(stack, gpu, gpus, central),
+            basis="estimated: every assumption at the end of its stated range",
+        )
+    fit = cal.fit
+    floor = MEASURED_FLOOR if fit.n_measured else VENDOR_CLAIM_FLOOR
+    u = float(min(max(fit.max_abs_error, floor), 0.5))
+    return EfficiencyBounds(
+        low=physics.scaled_speed(central, stack, 1.0 - u),
+        central=central,
+        high=physics.scaled_speed(central, stack, 1.0 / (1.0 - u)),
+        driver=f"calibration error at {fit.basis} (±{u:.0%})",
+        basis=f"calibrated to {fit.basis}",
+    )
+
+
 # -- curves ----------------------------------------------------------------------------
 
 
@@ -645,6 +731,29 @@ def performance_curve(
 # -- known error -----------------------------------------------------------------------
 
 
+# Held-out errors: each route's points are split into at most this many folds, and each fold
+# is predicted by a fit to the others: leave-one-out for small routes, and linear in the
+# number of points for large ones (leave-one-out refits n times on n - 1 points: quadratic).
+HOLDOUT_FOLDS = 5
+
+REGIMES = ("batch-1", "mid concurrency", "high concurrency", "speculative", "MoE", "diffusion")
+# At or above this many requests in flight a point counts as high concurrency.
+HIGH_CONCURRENCY = 32
+
+
+def regime(stack: ServingStack, concurrency: float) -> str:
+    """Which part of the model a point tests: diffusion, speculative, MoE, else batch-1 / mid / high concurrency."""
+    if stack.architecture is Architecture.DIFFUSION:
+        return "diffusion"
+    if stack.architecture is Architecture.SPECULATIVE:
+        return "speculative"
+    if stack.n_experts:
+        return "MoE"
+    if concurrency <= 1.5:
+        return "batch-1"
+    return "high concurrency" if concurrency >= HIGH_CONCURRENCY else "mid concurrency"
+
+
 def error_report(stacks: Iterable[ServingStack], gpus: Iterable[GpuSpec], benchmarks: Iterable[Benchmark]) -> pd.DataFrame:
     """The model's error at every measured / vendor-claimed figure, route by route.
 
@@ -653,36 +762,69 @@ def error_report(stacks: Iterable[ServingStack], gpus: Iterable[GpuSpec], benchm
       any measurement gets);
     - fit_error: the roofline calibrated to all of its route's points (in-sample);
     - holdout_error: calibrated to the route's other points only, then asked to
-      predict this one (NaN when the route has a single point).
-    Points whose stack or GPU is unknown are skipped.
+      predict this one: leave-one-out up to HOLDOUT_FOLDS points, K-fold beyond
+      (NaN when the route has a single point).
+    Each figure also carries its `regime`. Points whose stack or GPU is unknown are
+    skipped. Cost: at most 1 + HOLDOUT_FOLDS fits per route, each linear in its points.
     """
     by_stack = {s.stack_id: s for s in stacks}
     by_gpu = {g.name.lower(): g for g in gpus}
-    points = [b for b in benchmarks if b.provenance is not Provenance.ESTIMATED]
-    routes = sorted({(b.stack_id, b.gpu.lower(), b.gpus_per_replica) for b in points})
+    groups: dict[tuple, list[Benchmark]] = {}
+    for b in benchmarks:
+        if b.provenance is not Provenance.ESTIMATED:
+            groups.setdefault((b.stack_id, b.gpu.lower(), b.gpus_per_replica), []).append(b)
     frames = []
-    for sid, gname, g in routes:
+    for (sid, gname, g), used in sorted(groups.items(), key=lambda kv: kv[0]):
         stack, gpu = by_stack.get(sid), by_gpu.get(gname)
         if stack is None or gpu is None:
             continue
-        used, _ = route_points(stack, gpu, g, points)
-        df = fit_efficiency(stack, gpu, g, used).frame()
-        holdout = []
-        for i, p in enumerate(used):
-            rest = used[:i] + used[i + 1 :]
-            if not rest:
-                holdout.extend([np.nan] * len(_observations([p])))
-                continue
-            eff = fit_efficiency(stack, gpu, g, rest).efficiency
-            est = _predict(stack, gpu, g, p.concurrency, p.input_tokens, p.output_tokens, eff)
-            holdout.extend(float(est[key]) / v - 1.0 for _, _, key, v in _observations([p]))
+        df = _fit_cached(stack, gpu, g, tuple(used), ()).frame()
+        holdout = np.full(len(df), np.nan)
+        obs = [_observations([p]) for p in used]
+        starts = np.concatenate([[0], np.cumsum([len(o) for o in obs])]).astype(int)
+        k = min(len(used), HOLDOUT_FOLDS)
+        if k > 1:
+            fold = np.arange(len(used)) % k
+            for f in range(k):
+                rest = tuple(p for p, q in zip(used, fold, strict=True) if q != f)
+                eff = _fit_cached(stack, gpu, g, rest, ()).efficiency
+                idx = np.flatnonzero(fold == f)
+                est = _predict(stack, gpu, g, np.array([used[i].concurrency for i in idx], dtype=float),
+                               np.array([used[i].input_tokens for i in idx], dtype=float),
+                               np.array([used[i].output_tokens for i in idx], dtype=float), eff)
+                for j, i in enumerate(idx):
+                    for m, (_, _, key, v) in enumerate(obs[i]):
+                        holdout[starts[i] + m] = float(np.asarray(est[key]).reshape(-1)[j]) / v - 1.0
         df.insert(0, "gpus_per_replica", g)
         df.insert(0, "gpu", gpu.name)
         df.insert(0, "stack_id", sid)
         df["holdout_error"] = holdout
+        df["regime"] = [regime(stack, c) for c in df["concurrency"]]
         frames.append(df)
     cols = ["stack_id", "gpu", "gpus_per_replica", "concurrency", "input_tokens", "output_tokens", "metric",
-            "measured", "default", "default_error", "fitted", "fit_error", "holdout_error", "provenance", "source"]
+            "measured", "default", "default_error", "fitted", "fit_error", "holdout_error", "provenance", "source",
+            "regime"]
     if not frames:
         return pd.DataFrame(columns=cols)
     return pd.concat(frames, ignore_index=True)[cols]
+
+
+def error_by_regime(report: pd.DataFrame) -> pd.DataFrame:
+    """Median and worst |error| per regime: default physics, calibrated (in sample) and held out.
+
+    `default_bias` is the geometric mean of default model / measured: above 1 the
+    uncalibrated model is optimistic in that regime.
+    """
+    rows = []
+    for name in REGIMES:
+        part = report[report["regime"] == name]
+        if part.empty:
+            continue
+        row = {"regime": name, "figures": len(part)}
+        for col, label in (("default_error", "default"), ("fit_error", "calibrated"), ("holdout_error", "held_out")):
+            v = part[col].astype(float).abs().dropna()
+            row[f"{label}_median"] = float(v.median()) if len(v) else np.nan
+            row[f"{label}_worst"] = float(v.max()) if len(v) else np.nan
+        row["default_bias"] = float(np.exp(np.log1p(part["default_error"].astype(float)).mean()))
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -2,32 +2,93 @@
 
 Every function is plain numpy and broadcasts: pass concurrency as shape (1, B)
 and token lengths as shape (W, 1) to evaluate W workloads at B concurrencies at
-once. See docs/performance-model.md for the model and its known error.
+once. See docs/performance-model.md for the model, the source of every default
+and its known error.
+
+A decode step is a sequence of kernels, each bound by memory or by compute on
+its own (they do not overlap one another):
+
+    step = roofline(dense GEMMs) + roofline(expert GEMMs, at their own efficiency)
+         + roofline(attention: KV read) + tensor-parallel all-reduces / all-to-alls
+         + engine step overhead (+ MoE routing per layer) (+ speculative draft steps)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from core.models import Architecture, GpuSpec, ServingStack
+from core.models import Architecture, Engine, GpuSpec, ServingStack, SpecMethod
+
+# Activations travel between GPUs in BF16 (vLLM, SGLang and TensorRT-LLM all-reduce in the model dtype).
+ACTIVATION_BYTES = 2.0
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """What a serving engine adds per decode step and how many sequences it runs at once (estimates, sourced in the docs)."""
+
+    step_overhead_ms: float  # scheduling, sampling, kernel launches per step at small batch
+    max_running_seqs: int  # default cap on the running batch (max_num_seqs and alike)
+    source: str
+
+
+ENGINES: dict[Engine, EngineProfile] = {
+    Engine.VLLM: EngineProfile(
+        1.0, 256, "vLLM engine arguments: max_num_seqs default 256; step overhead an estimate (Python scheduler, "
+        "sampler and detokeniser between CUDA-graph replays)"),
+    Engine.SGLANG: EngineProfile(
+        0.5, 1024, "SGLang server arguments (max_running_requests derived from the KV pool; 1,024 is an estimate); "
+        "overhead an estimate (overlap scheduler hides most CPU work)"),
+    Engine.TRTLLM: EngineProfile(
+        0.4, 2048, "TensorRT-LLM LLM API max_batch_size default 2,048; overhead an estimate (C++ runtime)"),
+}
+
+
+@dataclass(frozen=True)
+class SpecDefaults:
+    """Defaults per speculative method, used when a stack is added without its own figures (estimates)."""
+
+    draft_tokens: int  # k
+    acceptance: float  # per-token acceptance alpha
+    verify_tokens: int | None  # positions verified per step; None = k + 1 (a chain)
+    draft_layers: int  # layers of the drafter when the config does not say
+    source: str
+
+
+SPEC_DEFAULTS: dict[SpecMethod, SpecDefaults] = {
+    SpecMethod.DRAFT: SpecDefaults(4, 0.70, None, 16, "Leviathan et al. 2023 (alpha 0.5-0.8 by task and draft)"),
+    SpecMethod.MEDUSA: SpecDefaults(4, 0.60, 64, 1, "Medusa arXiv:2401.10774 (Medusa-1 ~2.2x, 63-node tree)"),
+    SpecMethod.EAGLE: SpecDefaults(5, 0.75, None, 1, "EAGLE arXiv:2401.15077 / EAGLE-2 (3-4 tokens per step at T=0; "
+                                   "serving engines draft a chain)"),
+}
 
 
 @dataclass(frozen=True)
 class Efficiency:
     """Share of the datasheet peaks a real serving engine reaches, plus fixed costs.
 
-    Defaults are estimates (typical of vLLM/TensorRT-LLM on Hopper); calibration
-    against measured benchmarks replaces them per (stack, GPU, GPUs per replica).
+    Defaults are estimates (docs/performance-model.md gives the reason for each);
+    calibration against measured benchmarks replaces them per (stack, GPU, GPUs
+    per replica). `step_overhead_ms=None` means "the stack's engine default".
     """
 
     mem: float = 0.80  # share of HBM bandwidth reached while streaming weights and KV
-    compute: float = 0.60  # share of dense peak reached by decode GEMMs
+    compute: float = 0.50  # share of dense peak reached by decode GEMMs
     prefill_compute: float = 0.50  # share of dense peak reached by prefill
-    step_overhead_ms: float = 0.30  # kernel launches, sampling, scheduler, per step
-    comm_ms_per_doubling: float = 0.40  # tensor-parallel all-reduces per step, per doubling of GPUs
-    moe_overhead_ms: float = 2.50  # MoE routing and grouped-GEMM launches per step (estimate)
+    step_overhead_ms: float | None = None  # kernel launches, sampling, scheduler, per step (None: engine default)
+    comm_ms_per_doubling: float = 0.40  # TP cost per step per doubling, only for stacks without layers/hidden size
+    moe_overhead_ms: float = 1.0  # MoE routing per step, only for stacks without a layer count
+    link: float = 0.80  # share of one direction of the GPU link an all-reduce reaches (bus bandwidth)
+    allreduce_us_per_doubling: float = 6.0  # latency of one small all-reduce, per doubling of GPUs
+    alltoall_us_per_doubling: float = 10.0  # latency of one MoE dispatch or combine, per doubling of GPUs
+    moe_expert: float = 0.90  # expert GEMMs' best share of the dense GEMM efficiency
+    moe_expert_half_mparams: float = 10.0  # expert size (M params) at which that share halves
+    moe_layer_overhead_us: float = 15.0  # router, top-k and token permutation per MoE layer per step
+    draft_step_overhead_ms: float = 0.15  # launches of one draft-model or draft-head step
+    spec_acceptance_scale: float = 1.0  # multiplies the stack's acceptance (ranges: task and temperature)
+    diffusion_progress_scale: float = 1.0  # multiplies tokens committed per pass (ranges)
     p95_over_mean: float = 1.15  # tail of end-to-end latency over its mean (no measured p95)
     memory_headroom: float = 0.90  # share of HBM usable for weights + KV (activations, fragmentation)
 
@@ -35,41 +96,79 @@ class Efficiency:
         """A copy with some factors changed (used by calibration)."""
         return replace(self, **changes)
 
+    def for_stack(self, stack: ServingStack) -> Efficiency:
+        """The same factors with the engine's step overhead filled in where it was left to the engine."""
+        if self.step_overhead_ms is not None:
+            return self
+        return replace(self, step_overhead_ms=ENGINES[stack.engine].step_overhead_ms)
+
 
 DEFAULT_EFFICIENCY = Efficiency()
 
 
+def _eff(eff: Efficiency, stack: ServingStack) -> Efficiency:
+    return eff.for_stack(stack)
+
+
+# -- precision and sizes ----------------------------------------------------------------
+
+
 def peak_flops(stack: ServingStack, gpu: GpuSpec) -> float:
-    """Dense FLOP/s of one GPU at the stack's precision (FP8 weights use FP8 tensor cores if present)."""
+    """Dense FLOP/s of one GPU at the stack's precision: FP4 weights on FP4 tensor cores, FP8 on FP8, where present."""
+    if stack.bytes_per_param <= 0.5 and gpu.fp4_tflops:
+        return gpu.fp4_tflops * 1e12
     if stack.bytes_per_param <= 1.0 and gpu.fp8_tflops:
         return gpu.fp8_tflops * 1e12
     return gpu.bf16_tflops * 1e12
 
 
+def attention_peak_flops(stack: ServingStack, gpu: GpuSpec) -> float:
+    """Attention runs at BF16, or FP8 for FP8/FP4 stacks where the GPU has it; never on FP4 tensor cores."""
+    if stack.bytes_per_param <= 1.0 and gpu.fp8_tflops:
+        return gpu.fp8_tflops * 1e12
+    return gpu.bf16_tflops * 1e12
+
+
+def spec_method(stack: ServingStack) -> SpecMethod:
+    """The stack's speculative method (a stack stored before methods existed drafts with a model)."""
+    return stack.spec_method or SpecMethod.DRAFT
+
+
 def tokens_computed_per_step(stack: ServingStack) -> float:
     """Token positions one stream runs through the model per step.
 
-    AR: 1. Speculative: the k drafted tokens plus one are verified together.
-    Diffusion: the whole block of L positions is refined every pass.
+    AR: 1. Speculative: the positions verified together (k + 1 for a chain, the
+    tree size for Medusa-style trees). Diffusion: the positions one pass
+    computes (the block of L with a cached prefix; more without a cache).
     """
     if stack.architecture is Architecture.SPECULATIVE:
-        return float(stack.spec_draft_tokens + 1)
+        if stack.spec_verify_tokens:
+            return float(stack.spec_verify_tokens)
+        default = SPEC_DEFAULTS[spec_method(stack)].verify_tokens
+        return float(default if default and stack.spec_method else stack.spec_draft_tokens + 1)
     if stack.architecture is Architecture.DIFFUSION:
-        return float(stack.diffusion_block_tokens)
+        return float(stack.diffusion_positions_per_pass or stack.diffusion_block_tokens)
     return 1.0
 
 
-def tokens_committed_per_step(stack: ServingStack) -> float:
+def acceptance(stack: ServingStack, eff: Efficiency = DEFAULT_EFFICIENCY) -> float:
+    """Per-token acceptance of drafted tokens, after the range scale (kept below 1)."""
+    return float(min(stack.spec_acceptance * eff.spec_acceptance_scale, 0.999))
+
+
+def tokens_committed_per_step(stack: ServingStack, eff: Efficiency = DEFAULT_EFFICIENCY) -> float:
     """Output tokens one stream gains per step.
 
     Speculative: expected accepted tokens (1 - a^(k+1)) / (1 - a) (Leviathan et al.).
-    Diffusion: L / S tokens per denoising pass.
+    Diffusion: L / S tokens per denoising pass (times the range scale).
     """
     if stack.architecture is Architecture.SPECULATIVE:
-        a, k = stack.spec_acceptance, stack.spec_draft_tokens
-        return float(k + 1) if a >= 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
+        a, k = acceptance(stack, eff), stack.spec_draft_tokens
+        if stack.spec_acceptance >= 1.0 and eff.spec_acceptance_scale >= 1.0:
+            return float(k + 1)
+        return (1.0 - a ** (k + 1)) / (1.0 - a)
     if stack.architecture is Architecture.DIFFUSION:
-        return stack.diffusion_block_tokens / stack.diffusion_steps_per_block
+        return stack.diffusion_block_tokens / stack.diffusion_steps_per_block * eff.diffusion_progress_scale
     return 1.0
 
 
@@ -86,6 +185,11 @@ def _expert_split(stack: ServingStack) -> tuple[float, float]:
     return total - experts, experts
 
 
+def _touched_share(stack: ServingStack, tokens) -> np.ndarray:
+    share = stack.experts_per_token / stack.n_experts
+    return 1.0 - np.power(1.0 - share, np.asarray(tokens, dtype=float))
+
+
 def weight_bytes_read(stack: ServingStack, tokens_per_step: np.ndarray | float) -> np.ndarray:
     """Weight bytes streamed from HBM per step when `tokens_per_step` tokens pass through.
 
@@ -96,72 +200,211 @@ def weight_bytes_read(stack: ServingStack, tokens_per_step: np.ndarray | float) 
     dense, experts = _expert_split(stack)
     if experts == 0.0:
         return np.full_like(t, stack.params_total_b * 1e9 * stack.bytes_per_param)
-    share = stack.experts_per_token / stack.n_experts
-    touched = 1.0 - np.power(1.0 - share, t)
-    return (dense + experts * touched) * stack.bytes_per_param
+    return (dense + experts * _touched_share(stack, t)) * stack.bytes_per_param
+
+
+def expert_efficiency(stack: ServingStack, eff: Efficiency = DEFAULT_EFFICIENCY) -> float:
+    """Share of the dense GEMM efficiency an expert GEMM reaches: moe_expert x p / (p + p_half).
+
+    p is one expert's size (all its matrices in one layer). Small experts (a few
+    M params, as in Qwen3's 128-expert layers) are dominated by per-tile and
+    per-expert fixed costs of grouped GEMMs; Mixtral-sized experts (176 M) are
+    not. Without a layer count the size is unknown and the ceiling alone applies.
+    """
+    _, experts = _expert_split(stack)
+    if experts == 0.0:
+        return 1.0
+    if not stack.n_layers:
+        return eff.moe_expert
+    p_m = experts / (stack.n_experts * stack.n_layers) / 1e6
+    return eff.moe_expert * p_m / (p_m + eff.moe_expert_half_mparams)
 
 
 def resident_weight_bytes(stack: ServingStack) -> float:
-    """Weight bytes that must sit in HBM: the model, plus the draft model for speculative decoding."""
+    """Weight bytes that must sit in HBM: the model, plus the draft model or heads for speculative decoding."""
     draft = (stack.spec_draft_params_b or 0.0) if stack.architecture is Architecture.SPECULATIVE else 0.0
     return stack.weight_bytes + draft * 1e9 * stack.bytes_per_param
 
 
+def engine_batch_cap(stack: ServingStack) -> int:
+    """Largest running batch the stack's engine admits (the stack's own cap, else the engine default)."""
+    return int(stack.max_running_seqs or ENGINES[stack.engine].max_running_seqs)
+
+
 def max_concurrency(stack: ServingStack, gpu: GpuSpec, gpus: int, context_tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
-    """Largest number of sequences whose KV cache fits beside the weights (0 if the weights alone do not fit)."""
+    """Largest number of sequences whose KV cache fits beside the weights, at most the engine's batch cap (0 if the weights alone do not fit)."""
     usable = gpus * gpu.hbm_gb * 1e9 * eff.memory_headroom - resident_weight_bytes(stack)
     per_seq = np.maximum(np.asarray(context_tokens, dtype=float), 1.0) * max(stack.kv_bytes_per_token, 1.0)
-    return np.floor(np.maximum(usable, 0.0) / per_seq)
+    return np.minimum(np.floor(np.maximum(usable, 0.0) / per_seq), engine_batch_cap(stack))
 
 
-def _comm_ms(gpus: int, eff: Efficiency) -> float:
-    return eff.comm_ms_per_doubling * np.log2(gpus) if gpus > 1 else 0.0
+# -- communication ----------------------------------------------------------------------
+
+
+def _link_bytes_per_s(gpu: GpuSpec, eff: Efficiency) -> float | None:
+    """One direction of the GPU's link, at the all-reduce share (datasheets quote both directions)."""
+    return gpu.link_gb_per_s * 1e9 / 2.0 * eff.link if gpu.link_gb_per_s else None
+
+
+def allreduce_ms(gpu: GpuSpec, gpus: int, nbytes, eff: Efficiency = DEFAULT_EFFICIENCY):
+    """One ring all-reduce of `nbytes` over g GPUs: alpha + 2 (g - 1) / g x bytes / link bandwidth (ms).
+
+    alpha grows with log2(g) (tree-like latency of NCCL/custom all-reduce kernels).
+    """
+    if gpus <= 1:
+        return np.zeros_like(np.asarray(nbytes, dtype=float))
+    bw = _link_bytes_per_s(gpu, eff)
+    alpha = eff.allreduce_us_per_doubling * np.log2(gpus) * 1e-3
+    return alpha + 2.0 * (gpus - 1) / gpus * np.asarray(nbytes, dtype=float) / bw * 1e3
+
+
+def tp_comm_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
+    """Tensor-parallel communication of one forward pass over `tokens` token positions (ms).
+
+    Dense layer: two all-reduces (after attention, after the MLP) of tokens x
+    hidden x 2 bytes. MoE layer: the attention all-reduce plus a dispatch and a
+    combine all-to-all, each sending every token's hidden state to the k experts'
+    GPUs: per GPU tokens x k x hidden x 2 x (g - 1) / g^2 bytes. Stacks without a
+    layer count or hidden size, or GPUs without a link figure, fall back to a
+    fixed cost per doubling of GPUs.
+    """
+    t = np.asarray(tokens, dtype=float)
+    if gpus <= 1:
+        return np.zeros_like(t)
+    bw = _link_bytes_per_s(gpu, eff)
+    if not (stack.n_layers and stack.hidden_size and bw):
+        return np.full_like(t, eff.comm_ms_per_doubling * np.log2(gpus))
+    per_layer = t * stack.hidden_size * ACTIVATION_BYTES
+    _, experts = _expert_split(stack)
+    if experts == 0.0:
+        return 2.0 * stack.n_layers * allreduce_ms(gpu, gpus, per_layer, eff)
+    a2a_alpha = eff.alltoall_us_per_doubling * np.log2(gpus) * 1e-3
+    a2a_bytes = per_layer * stack.experts_per_token * (gpus - 1) / gpus**2
+    a2a = 2.0 * (a2a_alpha + a2a_bytes / bw * 1e3)
+    return stack.n_layers * (allreduce_ms(gpu, gpus, per_layer, eff) + a2a)
+
+
+def _moe_overhead_ms(stack: ServingStack, eff: Efficiency) -> float:
+    if not stack.n_experts:
+        return 0.0
+    if stack.n_layers:
+        return stack.n_layers * eff.moe_layer_overhead_us * 1e-3
+    return eff.moe_overhead_ms
+
+
+def _attention_flops(stack: ServingStack, context, positions):
+    """QK^T and AV over the context: 4 x layers x hidden x context FLOPs per position (0 when sizes are unknown)."""
+    if not (stack.n_layers and stack.hidden_size):
+        return 0.0
+    return 4.0 * stack.n_layers * stack.hidden_size * np.asarray(context, dtype=float) * positions
+
+
+# -- prefill and decode -----------------------------------------------------------------
 
 
 def prefill_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
-    """Prefill of one request: compute-bound 2 * P_active * n_in, but never faster than one weight read."""
+    """Prefill of one request (ms).
+
+    Compute: 2 x P_dense x n + 2 x P_expert_active x n / expert efficiency +
+    causal attention 2 x layers x hidden x n^2, at the prefill share of peak;
+    never faster than one read of the weights; plus the all-reduces of n tokens
+    per layer, the engine's step overhead and MoE routing.
+    """
+    eff = _eff(eff, stack)
     n = np.asarray(input_tokens, dtype=float)
-    flops = 2.0 * stack.params_active_b * 1e9 * n
+    dense, experts = _expert_split(stack)
+    active_experts = stack.params_active_b * 1e9 - dense
+    flops = 2.0 * dense * n + 2.0 * active_experts * n / expert_efficiency(stack, eff)
     t_cmp = flops / (gpus * peak_flops(stack, gpu) * eff.prefill_compute)
+    if stack.n_layers and stack.hidden_size:
+        attn = 2.0 * stack.n_layers * stack.hidden_size * n * n
+        t_cmp = t_cmp + attn / (gpus * attention_peak_flops(stack, gpu) * eff.prefill_compute)
     t_mem = weight_bytes_read(stack, np.maximum(n, 1.0)) / (gpus * gpu.hbm_tb_per_s * 1e12 * eff.mem)
-    return np.maximum(t_cmp, t_mem) * 1e3 + eff.step_overhead_ms + _comm_ms(gpus, eff)
+    return (np.maximum(t_cmp, t_mem) * 1e3 + eff.step_overhead_ms + tp_comm_ms(stack, gpu, gpus, n, eff)
+            + _moe_overhead_ms(stack, eff))
+
+
+def _draft_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, b, bw: float, fl: float, eff: Efficiency):
+    """Drafting per verify step: (ms, FLOPs, bytes).
+
+    Draft model / EAGLE head: k sequential steps of the drafter (its weights, its
+    FLOPs for b streams, its own all-reduces and launch overhead). Medusa: the
+    heads run inside the target's forward, once per step.
+    """
+    pd = (stack.spec_draft_params_b or 0.0) * 1e9
+    if pd == 0.0:
+        return 0.0, 0.0, 0.0
+    method = spec_method(stack)
+    nbytes = pd * stack.bytes_per_param
+    flops = 2.0 * pd * b
+    one = np.maximum(nbytes / bw, flops / fl) * 1e3
+    if method is SpecMethod.MEDUSA:
+        return one, flops, nbytes
+    layers = stack.spec_draft_layers or SPEC_DEFAULTS[method].draft_layers
+    comm = 0.0
+    if gpus > 1 and stack.hidden_size and gpu.link_gb_per_s:
+        comm = 2.0 * layers * allreduce_ms(gpu, gpus, b * stack.hidden_size * ACTIVATION_BYTES, eff)
+    elif gpus > 1:
+        comm = eff.comm_ms_per_doubling * np.log2(gpus)
+    k = stack.spec_draft_tokens
+    return k * (one + comm + eff.draft_step_overhead_ms), k * flops, k * nbytes
 
 
 def decode_step(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, context_tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
     """One decode step for `concurrency` streams: (step_ms, flops, bytes, memory_bound).
 
-    step = max((W + KV) / (g * BW * eta_mem), FLOPs / (g * F * eta_cmp)) + overhead,
-    plus, for speculative decoding, k sequential draft-model steps.
+    step = roofline(dense weights) + roofline(experts touched, at the expert
+    efficiency) + roofline(KV read, attention FLOPs) + TP communication +
+    engine overhead (+ MoE routing per layer) (+ drafting, for speculative).
+    memory_bound says whether the bytes, at full bandwidth share, outweigh the FLOPs.
     """
+    eff = _eff(eff, stack)
     b = np.asarray(concurrency, dtype=float)
     ctx = np.asarray(context_tokens, dtype=float)
     per_stream = tokens_computed_per_step(stack)
-    weights = weight_bytes_read(stack, b * per_stream)
-    kv = b * ctx * stack.kv_bytes_per_token
-    moved = weights + kv
-    flops = 2.0 * stack.params_active_b * 1e9 * b * per_stream
+    tokens = b * per_stream
     bw = gpus * gpu.hbm_tb_per_s * 1e12 * eff.mem
     fl = gpus * peak_flops(stack, gpu) * eff.compute
-    t_mem, t_cmp = moved / bw, flops / fl
-    step_ms = np.maximum(t_mem, t_cmp) * 1e3 + eff.step_overhead_ms + _comm_ms(gpus, eff)
-    if stack.n_experts:
-        step_ms = step_ms + eff.moe_overhead_ms
-    if stack.architecture is Architecture.SPECULATIVE and stack.spec_draft_params_b:
-        draft_bytes = stack.spec_draft_params_b * 1e9 * stack.bytes_per_param
-        draft_flops = 2.0 * stack.spec_draft_params_b * 1e9 * b
-        one = np.maximum(draft_bytes / bw, draft_flops / fl) * 1e3 + eff.step_overhead_ms
-        step_ms = step_ms + stack.spec_draft_tokens * one
-        flops = flops + stack.spec_draft_tokens * draft_flops
-        moved = moved + stack.spec_draft_tokens * draft_bytes
+
+    dense, experts = _expert_split(stack)
+    dense_bytes = dense * stack.bytes_per_param
+    dense_flops = 2.0 * dense * tokens
+    t_dense = np.maximum(dense_bytes / bw, dense_flops / fl)
+    moved = dense_bytes + 0.0 * tokens
+    flops = dense_flops
+    t_mem, t_cmp = dense_bytes / bw, dense_flops / fl
+    if experts:
+        ee = expert_efficiency(stack, eff)
+        exp_bytes = experts * _touched_share(stack, tokens) * stack.bytes_per_param
+        exp_flops = 2.0 * (stack.params_active_b * 1e9 - dense) * tokens
+        t_dense = t_dense + np.maximum(exp_bytes / (bw * ee), exp_flops / (fl * ee))
+        moved = moved + exp_bytes
+        flops = flops + exp_flops
+        t_mem, t_cmp = t_mem + exp_bytes / (bw * ee), t_cmp + exp_flops / (fl * ee)
+    kv = b * ctx * stack.kv_bytes_per_token
+    attn = _attention_flops(stack, ctx, tokens)
+    fl_attn = gpus * attention_peak_flops(stack, gpu) * eff.compute
+    t_attn = np.maximum(kv / bw, attn / fl_attn)
+    moved = moved + kv
+    flops = flops + attn
+    t_mem, t_cmp = t_mem + kv / bw, t_cmp + attn / fl_attn
+
+    step_ms = ((t_dense + t_attn) * 1e3 + eff.step_overhead_ms + tp_comm_ms(stack, gpu, gpus, tokens, eff)
+               + _moe_overhead_ms(stack, eff))
+    if stack.architecture is Architecture.SPECULATIVE:
+        d_ms, d_flops, d_bytes = _draft_ms(stack, gpu, gpus, b, bw, fl, eff)
+        step_ms = step_ms + d_ms
+        flops = flops + d_flops
+        moved = moved + d_bytes
     return step_ms, flops, moved, t_mem >= t_cmp
 
 
-def decode_steps(stack: ServingStack, output_tokens):
+def decode_steps(stack: ServingStack, output_tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
     """Decode steps to produce n_out tokens: n_out / tokens committed per step; diffusion runs whole blocks."""
     n_out = np.asarray(output_tokens, dtype=float)
     if stack.architecture is Architecture.DIFFUSION:
-        return np.ceil(n_out / stack.diffusion_block_tokens) * stack.diffusion_steps_per_block
-    return n_out / tokens_committed_per_step(stack)
+        return np.ceil(n_out / stack.diffusion_block_tokens) * stack.diffusion_steps_per_block / eff.diffusion_progress_scale
+    return n_out / tokens_committed_per_step(stack, eff)
 
 
 def _timeline(stack, gpu, gpus, b, n_in, n_out, eff, pre=None):
@@ -170,7 +413,7 @@ def _timeline(stack, gpu, gpus, b, n_in, n_out, eff, pre=None):
     if pre is None:
         pre = prefill_ms(stack, gpu, gpus, n_in, eff)
     joined = pre + 0.5 * step_ms
-    e2e = joined + decode_steps(stack, n_out) * step_ms + np.maximum(b - 1.0, 0.0) * pre
+    e2e = joined + decode_steps(stack, n_out, eff) * step_ms + np.maximum(b - 1.0, 0.0) * pre
     return step_ms, flops, moved, mem_bound, pre, joined, e2e
 
 
@@ -206,7 +449,8 @@ def estimate(
       other b - 1 requests, which steal the GPU during this request's life (in
       steady state b requests start per request lifetime);
     - per-stream speed: output tokens over the time from joining to the end;
-    - diffusion commits L/S tokens per pass, in whole blocks.
+    - diffusion commits L/S tokens per pass, in whole blocks;
+    - `fits`: the weights, the KV cache of b sequences and the engine's batch cap allow b.
     """
     b = np.asarray(concurrency, dtype=float)
     n_in = np.asarray(input_tokens, dtype=float)
@@ -214,7 +458,7 @@ def estimate(
     step_ms, flops, moved, mem_bound, pre, joined, e2e = _timeline(stack, gpu, gpus, b, n_in, n_out, eff)
     ttft = joined
     if stack.architecture is Architecture.DIFFUSION:
-        ttft = joined + stack.diffusion_steps_per_block * step_ms
+        ttft = joined + stack.diffusion_steps_per_block / eff.diffusion_progress_scale * step_ms
     fits = b <= max_concurrency(stack, gpu, gpus, n_in + n_out, eff)
     per_stream = n_out / (e2e - joined) * 1e3
     return {
@@ -246,3 +490,79 @@ def min_gpus_to_fit(stack: ServingStack, gpu: GpuSpec, context_tokens: float = 4
             return g
         g *= 2
     return None
+
+
+# -- ranges -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """One estimated factor and its stated uncertainty, as multipliers on its central value."""
+
+    name: str  # what a reader is told dominates the range
+    fields: tuple[str, ...]  # Efficiency fields it moves
+    slow: float  # multiplier giving the pessimistic end
+    fast: float  # multiplier giving the optimistic end
+    applies: str  # "all", "tp" (g > 1), "moe", "moe_tp", "speculative", "diffusion"
+
+
+# Shares of a peak never exceed 1 (checked in _bounded). Sources and reasons: docs/performance-model.md.
+ASSUMPTIONS: tuple[Assumption, ...] = (
+    Assumption("HBM bandwidth share", ("mem",), 0.85, 1.10, "all"),
+    Assumption("GEMM compute efficiency", ("compute",), 0.75, 1.25, "all"),
+    Assumption("prefill compute efficiency", ("prefill_compute",), 0.75, 1.25, "all"),
+    Assumption("engine step overhead", ("step_overhead_ms", "draft_step_overhead_ms"), 2.0, 0.6, "all"),
+    Assumption("tensor-parallel all-reduce cost", ("allreduce_us_per_doubling",), 2.0, 0.6, "tp"),
+    Assumption("GPU link bandwidth share", ("link",), 0.6, 1.15, "tp"),
+    Assumption("MoE expert-GEMM efficiency", ("moe_expert",), 0.6, 1.1, "moe"),
+    Assumption("MoE routing overhead", ("moe_layer_overhead_us", "moe_overhead_ms"), 2.0, 0.5, "moe"),
+    Assumption("MoE all-to-all latency", ("alltoall_us_per_doubling",), 2.0, 0.6, "moe_tp"),
+    Assumption("speculative acceptance rate", ("spec_acceptance_scale",), 0.85, 1.08, "speculative"),
+    Assumption("diffusion tokens committed per pass", ("diffusion_progress_scale",), 0.75, 1.2, "diffusion"),
+)
+_CAPPED = {"mem", "compute", "prefill_compute", "link", "moe_expert"}
+
+
+def applicable_assumptions(stack: ServingStack, gpus: int) -> tuple[Assumption, ...]:
+    """The assumptions that move this stack's figures on g GPUs."""
+    moe = bool(stack.n_experts and stack.experts_per_token)
+    ok = {
+        "all": True, "tp": gpus > 1, "moe": moe, "moe_tp": moe and gpus > 1,
+        "speculative": stack.architecture is Architecture.SPECULATIVE,
+        "diffusion": stack.architecture is Architecture.DIFFUSION,
+    }
+    return tuple(a for a in ASSUMPTIONS if ok[a.applies])
+
+
+def _bounded(eff: Efficiency, changes: dict[str, float]) -> Efficiency:
+    out = {}
+    for k, v in changes.items():
+        out[k] = min(v, 0.98) if k in _CAPPED else v
+    return replace(eff, **out)
+
+
+def shifted(eff: Efficiency, stack: ServingStack, assumptions, end: str) -> Efficiency:
+    """`eff` with each assumption moved to its 'slow' or 'fast' end."""
+    eff = eff.for_stack(stack)
+    changes: dict[str, float] = {}
+    for a in assumptions:
+        m = a.slow if end == "slow" else a.fast
+        for f in a.fields:
+            changes[f] = changes.get(f, getattr(eff, f)) * m
+    return _bounded(eff, changes)
+
+
+def scaled_speed(eff: Efficiency, stack: ServingStack, factor: float) -> Efficiency:
+    """Every speed factor times `factor` and every fixed cost divided by it (factor < 1: slower).
+
+    Used for the range of a calibrated route, whose factors were fitted together.
+    """
+    eff = eff.for_stack(stack)
+    speeds = {f: getattr(eff, f) * factor for f in ("mem", "compute", "prefill_compute", "link", "moe_expert")}
+    costs = {f: getattr(eff, f) / factor for f in (
+        "step_overhead_ms", "comm_ms_per_doubling", "moe_overhead_ms", "allreduce_us_per_doubling",
+        "alltoall_us_per_doubling", "moe_layer_overhead_us", "draft_step_overhead_ms")}
+    return _bounded(eff, {**speeds, **costs})
+
+
+EFFICIENCY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Efficiency))

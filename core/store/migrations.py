@@ -130,6 +130,18 @@ def m004_hosting_rights(cur: duckdb.DuckDBPyConnection) -> None:
     cur.execute("ALTER TABLE benchmarks ADD COLUMN via_api BOOLEAN DEFAULT false")
 
 
+def m005_performance_v2(cur: duckdb.DuckDBPyConnection) -> None:
+    """Performance model v2 (issue 13): GPU link bandwidth and FP4 peak; stack layers, engine, speculative method, diffusion positions."""
+    cur.execute("ALTER TABLE gpus ADD COLUMN fp4_tflops DOUBLE")
+    cur.execute("ALTER TABLE gpus ADD COLUMN link_gb_per_s DOUBLE")
+    for col, typ in (
+        ("n_layers", "INTEGER"), ("hidden_size", "INTEGER"), ("engine", "VARCHAR DEFAULT 'vllm'"),
+        ("max_running_seqs", "INTEGER"), ("spec_method", "VARCHAR"), ("spec_draft_layers", "INTEGER"),
+        ("spec_verify_tokens", "INTEGER"), ("diffusion_positions_per_pass", "INTEGER"),
+    ):
+        cur.execute(f"ALTER TABLE serving_stacks ADD COLUMN {col} {typ}")
+
+
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
 
 # Append only: never reorder or edit a released migration (simonw/llm's habit).
@@ -138,6 +150,7 @@ MIGRATIONS: list[Migration] = [
     m002_benchmarks,
     m003_inventory_versions,
     m004_hosting_rights,
+    m005_performance_v2,
 ]
 
 
