@@ -1,0 +1,193 @@
+"""The fleet plan (issue 11): pooled deployments, whole nodes, one cash bill that reconciles."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.catalog import Catalog
+from core.decision.analysis import fleet_options
+from core.decision.engine import evaluate
+from core.decision.fleet import restrict
+from core.decision.plan import Planner, pack_nodes
+from core.models import HOURS_PER_MONTH, Scenario
+from core.store.seed import load_seed, sample_workloads_path
+
+NODE_MONTH = 33.02 * HOURS_PER_MONTH  # AWS p5.48xlarge, 1-year savings plan, per node-month (seed)
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    s = load_seed()
+    return Catalog(gpus=s["gpus"], stacks=s["serving_stacks"], apis=s["api_prices"], node_prices=s["node_prices"],
+                   owned_hardware=s["owned_hardware"], benchmarks=s["benchmarks"])
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return pd.read_csv(sample_workloads_path())
+
+
+def _ids(ev):
+    return [ev.routes[k].route_id if k >= 0 else "" for k in ev.verdict]
+
+
+@pytest.mark.parametrize("settings", [{}, {"cost_basis": "marginal"}, {"fleet_nodes": 2, "cost_basis": "marginal"},
+                                      {"fleet_nodes": 0}, {"fleet_nodes": 6, "pricing_option": "on_demand"}])
+def test_attributed_plus_unallocated_is_the_bill_to_the_cent(catalog, bank, settings):
+    ev = evaluate(catalog, bank, Scenario(**settings))
+    f = ev.fleet
+    vf = ev.verdicts_frame()
+    assert round(float(vf["monthly_usd"].sum()) + f["unallocated_usd_per_month"], 2) == round(f["total_monthly_usd"], 2)
+    assert sum(f["monthly_usd_by_route"].values()) + f["unallocated_usd_per_month"] == pytest.approx(
+        f["total_monthly_usd"], abs=0.01)
+    # The bill: max(owned, needed) nodes at the full price + APIs + licences.
+    nodes = max(f["owned_nodes"], f["nodes_needed"])
+    assert f["total_monthly_usd"] == pytest.approx(nodes * f["full_usd_per_node_hour"] * HOURS_PER_MONTH
+                                                   + f["api_monthly_usd"] + f["licence_monthly_usd"])
+
+
+def test_cost_basis_changes_attribution_never_the_bill(catalog, bank):
+    full = evaluate(catalog, bank, Scenario(fleet_nodes=2))
+    marginal = evaluate(catalog, bank, Scenario(fleet_nodes=2, cost_basis="marginal"))
+    assert marginal.fleet["total_monthly_usd"] == pytest.approx(full.fleet["total_monthly_usd"])
+    assert marginal.fleet["nodes_needed"] == full.fleet["nodes_needed"]
+    assert _ids(marginal) == _ids(full)
+    # Reserved nodes are already committed: under the marginal basis more of the bill is unattributed.
+    assert marginal.fleet["unallocated_usd_per_month"] >= full.fleet["unallocated_usd_per_month"] - 0.01
+
+
+def test_licensed_stack_with_unknown_fee_is_not_planned_but_priced(catalog, bank):
+    """mercury-class is licensed with no fee entered: scored, never in the plan, its break-even fee shown."""
+    ev = evaluate(catalog, bank, Scenario())
+    assert "owned:mercury-class" not in _ids(ev)
+    r = next(k for k, route in enumerate(ev.routes) if route.route_id == "owned:mercury-class")
+    assert ev.a["feasible"][:, r].any()  # still scored and shown
+    lic = {x["route_id"]: x for x in ev.fleet["licensed_routes"]}["owned:mercury-class"]
+    assert lic["licence_usd_per_gpu_month"] is None
+    # It would save money at a zero fee, so a positive break-even fee exists.
+    assert lic["saves_usd_per_month_at_zero_fee"] > 0 and lic["break_even_usd_per_gpu_month"] > 0
+
+
+def test_kyc_may_leave_zero_owned_nodes_goes_to_the_api(catalog):
+    """Overnight KYC allowed to use an API, on a fleet of zero owned nodes.
+
+    Owned Qwen3-30B would use ~1.6 GPU-hours a day (about $205 a month of GPU time at $4.13/GPU-hour), but
+    a node is bought whole: 1 x $33.02 x 730 = $24,104.60 a month, against ~$1,400 a month on the
+    cheapest API meeting the 0.85 extraction floor. The plan must send it to the API and buy nothing.
+    """
+    kyc = pd.read_csv(sample_workloads_path()).iloc[[0]].assign(data_policy="external_ok")
+    ev = evaluate(catalog, kyc, Scenario(fleet_nodes=0))
+    assert ev.routes[ev.verdict[0]].hosting == "api"
+    assert ev.fleet["nodes_needed"] == 0
+    assert ev.fleet["total_monthly_usd"] == pytest.approx(ev.fleet["api_monthly_usd"])
+    assert ev.fleet["total_monthly_usd"] < NODE_MONTH / 10
+
+
+def test_kyc_fills_an_owned_node_that_is_mostly_idle(catalog):
+    """The same KYC queue with one owned node and nothing else on it: the node is paid for anyway, so the
+    queue runs there (bill = the node, $24,104.60, no API spend) rather than adding ~$1,400 of API spend."""
+    kyc = pd.read_csv(sample_workloads_path()).iloc[[0]].assign(data_policy="external_ok")
+    ev = evaluate(catalog, kyc, Scenario(fleet_nodes=1))
+    assert ev.routes[ev.verdict[0]].hosting == "owned"
+    assert ev.fleet["nodes_needed"] <= 1
+    assert ev.fleet["total_monthly_usd"] == pytest.approx(NODE_MONTH)
+
+
+def test_zero_traffic_needs_no_capacity(catalog, bank):
+    ev = evaluate(catalog, bank.assign(requests_per_day=0.0), Scenario(fleet_nodes=0))
+    assert ev.fleet["nodes_needed"] == 0
+    assert ev.fleet["total_monthly_usd"] == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("k", [2, 5, 10])
+def test_splitting_workloads_keeps_nodes_and_bill(catalog, bank, k):
+    """Every sample workload split into k with the same total traffic: pooled, so within 1 %."""
+    base = evaluate(catalog, bank, Scenario())
+    parts = []
+    for j in range(k):
+        p = bank.copy()
+        p["workload_id"] = p["workload_id"] + f"-{j}"
+        p["requests_per_day"] = p["requests_per_day"] / k
+        parts.append(p)
+    split = evaluate(catalog, pd.concat(parts, ignore_index=True), Scenario())
+    assert split.fleet["nodes_needed"] == base.fleet["nodes_needed"]
+    assert split.fleet["total_monthly_usd"] == pytest.approx(base.fleet["total_monthly_usd"], rel=0.01)
+
+
+def test_higher_api_prices_never_move_work_off_owned_gpus(catalog, bank):
+    owned_counts = []
+    for scale in (0.25, 1.0, 4.0):
+        ev = evaluate(catalog, bank, Scenario(api_price_scale=scale))
+        owned_counts.append(sum(ev.routes[k].hosting == "owned" for k in ev.verdict if k >= 0))
+    assert owned_counts == sorted(owned_counts)
+
+
+def test_tighter_targets_never_need_fewer_nodes(catalog, bank):
+    nodes = [evaluate(catalog, bank, Scenario(sla_scale=s)).fleet["nodes_needed"] for s in (4.0, 2.0, 1.0)]
+    assert nodes == sorted(nodes)
+
+
+def test_an_extra_owned_node_never_raises_the_bill_by_more_than_its_price(catalog, bank):
+    bills = [evaluate(catalog, bank, Scenario(fleet_nodes=n)).fleet["total_monthly_usd"] for n in range(0, 5)]
+    for a, b in itertools.pairwise(bills):
+        assert b - a <= NODE_MONTH + 0.01
+
+
+def test_node_drivers_say_what_forces_a_purchase(catalog, bank):
+    ev = evaluate(catalog, bank, Scenario(fleet_nodes=1))
+    f = ev.fleet
+    assert f["nodes_needed"] > f["owned_nodes"]
+    drivers = f["node_drivers"]
+    assert drivers and all(d["relaxations"] for d in drivers)
+    best = max(r["saves_usd_per_month"] or 0.0 for d in drivers for r in d["relaxations"])
+    assert best >= NODE_MONTH - 1  # relaxing one target saves at least one whole node
+
+
+def test_fleet_options_are_cash_bills_of_their_own_plans(catalog, bank):
+    ev = evaluate(catalog, bank, Scenario(fleet_nodes=2, cost_basis="marginal"))
+    opts = fleet_options(ev).set_index("option")
+    assert opts.loc["Recommended mix", "monthly_usd"] == pytest.approx(ev.fleet["total_monthly_usd"])
+    for name, row in opts.iterrows():
+        assert row["monthly_usd"] == pytest.approx(row["owned_nodes"] * NODE_MONTH + row["api_monthly_usd"]
+                                                   + row["licence_monthly_usd"]), name
+        assert row["owned_nodes"] >= 2  # owned nodes are paid for in every option
+        assert row["workloads_served"] + row["workloads_unserved"] == len(bank), name
+    assert opts.loc["All on public APIs", "workloads_unserved"] == 5  # five may not leave the bank
+
+
+def test_pack_nodes_whole():
+    """Replicas of 8 + 2 + 8 GPUs on 8-GPU nodes: 18 GPUs -> 3 nodes; sizes 4 on 6-GPU nodes: one each."""
+    assert pack_nodes([(8, 1), (2, 1), (8, 1)], 8) == 3
+    assert pack_nodes([(4, 3)], 6) == 3
+    assert pack_nodes([], 8) == 0
+
+
+def _brute_force(planner: Planner) -> float:
+    inp = planner.inp
+    choices = [list(np.flatnonzero(inp.allowed[i])) or [-1] for i in range(len(inp.workload_ids))]
+    best = np.inf
+    for combo in itertools.product(*choices):
+        cost = planner.price(np.array(combo))
+        if cost.feasible:
+            best = min(best, cost.bill)
+    return best
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_search_is_within_one_percent_of_brute_force(catalog, bank, seed):
+    """Up to 6 workloads x 5 routes (<= 15,625 assignments), every one priced exactly."""
+    rng = np.random.default_rng(seed)
+    w = bank.sample(n=5, random_state=seed).reset_index(drop=True)
+    w["requests_per_day"] = w["requests_per_day"] * rng.uniform(0.2, 2.0, len(w))
+    w["data_policy"] = rng.choice(["external_ok", "owned_only"], len(w))
+    ev = evaluate(catalog, w, Scenario(fleet_nodes=int(rng.integers(0, 3))))
+    allowed_routes = np.zeros(len(ev.routes), dtype=bool)
+    feasible_cols = np.flatnonzero(ev.plan_inputs.allowed.any(axis=0))
+    allowed_routes[rng.permutation(feasible_cols)[:5]] = True
+    planner = Planner(restrict(ev.plan_inputs, allowed_routes))
+    found = planner.optimise()
+    assert found.bill <= _brute_force(planner) * 1.01 + 1e-6
