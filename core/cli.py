@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "core.commands.perf",
     "core.commands.workloads",
     "core.commands.report",
+    "core.commands.scenario",
 ]
 
 

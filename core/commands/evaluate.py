@@ -14,6 +14,8 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workloads", metavar="FILE", help="inventory CSV/XLSX (default: latest stored version, else the bundled sample)")
     p.add_argument("--sheet", help="sheet name when --workloads is an .xlsx")
     p.add_argument("--version", type=int, help="stored inventory version to evaluate")
+    p.add_argument("--scenario", metavar="NAME",
+                   help="start from a saved scenario (and the inventory it was saved on); other flags override it")
     p.add_argument("--fleet-nodes", type=int, help="owned or reserved nodes (default 1)")
     p.add_argument("--gpu", help="GPU of the owned fleet (default 'H100 SXM')")
     p.add_argument("--pricing", choices=[o.value for o in PricingOption], help="how the fleet is paid for (default savings_1y)")
@@ -43,19 +45,49 @@ def scenario_and_workloads(args: argparse.Namespace, store):
     from core.catalog import Catalog
     from core.service import make_scenario, owned_hardware_defaults, read_workloads_file
 
+    saved = _saved_scenario(args, store)
     given = {k: getattr(args, f"own_{k}", None) for k in OWNED_FLAGS}
     owned_inputs = None
     if any(v is not None for v in given.values()):
-        base = owned_hardware_defaults(Catalog.from_store(store), args.gpu or "H100 SXM")
+        if saved is not None and saved.owned_hardware is not None:  # a saved scenario's own figures, not the seed's
+            base = {k: float(getattr(saved.owned_hardware, k)) for k in OWNED_FLAGS}
+        else:
+            base = owned_hardware_defaults(Catalog.from_store(store), args.gpu or (saved.gpu if saved else "H100 SXM"))
         owned_inputs = {**base, **{k: v for k, v in given.items() if v is not None}}
-    scenario = make_scenario(
-        owned_inputs=owned_inputs,
+    flags = dict(
         gpu=args.gpu, fleet_nodes=args.fleet_nodes, pricing_option=args.pricing, cost_basis=args.cost_basis,
         node_usd_per_hour=args.node_usd_per_hour, api_price_scale=args.api_price_scale, sla_scale=args.sla_scale,
         max_fallback_share=args.max_fallback_share,
     )
+    if saved is not None:  # the saved inputs, each flag given on top
+        flags = {**saved.model_dump(exclude={"owned_hardware"}),
+                 **({} if owned_inputs else {"owned_hardware": saved.owned_hardware}),
+                 **{k: v for k, v in flags.items() if v is not None}}
+    scenario = make_scenario(owned_inputs=owned_inputs, **flags)
     workloads = read_workloads_file(args.workloads, args.sheet) if args.workloads else None
     return scenario, workloads
+
+
+def _saved_scenario(args: argparse.Namespace, store):
+    """The Scenario saved under --scenario NAME (None without the flag).
+
+    Unless --workloads or --version says otherwise, the evaluation runs on the
+    inventory the scenario was saved on: its stored version, or the bundled
+    sample file when it was saved before any inventory was committed.
+    """
+    name = getattr(args, "scenario", None)
+    if not name:
+        return None
+    from core.scenarios import load_scenario
+    from core.store.seed import sample_workloads_path
+
+    saved = load_scenario(store, name)
+    if args.workloads is None and args.version is None:
+        if saved.inventory_version is not None:
+            args.version = saved.inventory_version
+        else:
+            args.workloads = str(sample_workloads_path())
+    return saved.scenario
 
 
 def register(sub: argparse._SubParsersAction) -> None:
