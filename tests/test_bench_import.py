@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import core.store
+import core.store.store
 from core.cli import main
 from core.errors import InputError
 from core.performance import bench_import as bi
@@ -290,23 +291,27 @@ def test_a_failed_import_leaves_the_store_as_it_was(bench_store, monkeypatch):
     assert user_rows(bench_store) == 0
 
     # A failure half-way through the insert is rolled back too.
-    real = core.store.insert_rows
+    real = core.store.store.insert_rows
 
     def insert_then_fail(cur, *a, **k):
         real(cur, *a, **k)
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(core.store, "insert_rows", insert_then_fail)
+    monkeypatch.setattr(core.store.store, "insert_rows", insert_then_fail)
     with pytest.raises(RuntimeError):
         bi.import_benchmark_file(bench_store, read("guidellm_report.json"), "g.json", stack_id="llama8b-bf16", gpu="H100 SXM")
     assert user_rows(bench_store) == 0
 
 
 def test_a_model_too_large_for_the_gpus_is_refused(bench_store):
+    """The file measured an 8 B model (1,384 tok/s at 16 streams): as a 70 B model it needs 4 H100s to be
+    plausible (on 2, the roofline allows at most ~1,087 tok/s even at 4x its perfect-efficiency bound)."""
     with pytest.raises(InputError, match=r"llama70b-bf16 does not fit on 1 x H100 SXM: it needs weights of 141\.2 GB.*--gpus-per-replica"):
         bi.import_benchmark_file(bench_store, read("vllm_new.json"), "vllm_new.json", stack_id="llama70b-bf16", gpu="H100 SXM")
     assert user_rows(bench_store) == 0
-    res = bi.import_benchmark_file(bench_store, read("vllm_new.json"), "vllm_new.json", stack_id="llama70b-bf16", gpu="H100 SXM", gpus_per_replica=2)
+    with pytest.raises(InputError, match=r"output_tokens_per_s_total 1,383.64 is above 1,087 tok/s \(4 x the roofline"):
+        bi.import_benchmark_file(bench_store, read("vllm_new.json"), "vllm_new.json", stack_id="llama70b-bf16", gpu="H100 SXM", gpus_per_replica=2)
+    res = bi.import_benchmark_file(bench_store, read("vllm_new.json"), "vllm_new.json", stack_id="llama70b-bf16", gpu="H100 SXM", gpus_per_replica=4)
     assert res.rows_added == 1
 
 

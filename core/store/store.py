@@ -14,15 +14,115 @@ import duckdb
 import pandas as pd
 from pydantic import BaseModel
 
+from core.errorlog import log_error
 from core.errors import StoreError
 from core.models import ApiPrice, Benchmark, GpuSpec, NodePrice, OwnedHardware, ServingStack
 from core.store import migrations
+from core.store.integrity import check_store_file, file_signature
 from core.store.seed import SEED_TABLES, load_seed
 
 M = TypeVar("M", bound=BaseModel)
 
 # Table name -> model of one row (the same tables the seed fills). Everything read back is validated again.
 TABLE_MODELS: dict[str, type[BaseModel]] = SEED_TABLES
+
+
+# Seconds a command waits for another process (the dashboard, another command) to let go of the file.
+LOCK_WAIT_S = 10.0
+
+
+class StoreBusy(StoreError):
+    """Another process held the store file for longer than the wait allowed."""
+
+
+class StoreConflict(StoreError):
+    """Another session changed the same rows in the same moment (DuckDB's optimistic concurrency); retried."""
+
+
+def _lock_wait_default() -> float:
+    try:
+        return max(0.0, float(os.environ.get("HANGOVER_LOCK_WAIT_S", LOCK_WAIT_S)))
+    except ValueError:
+        return LOCK_WAIT_S
+
+
+def _close_quietly(con) -> None:
+    with contextlib.suppress(Exception):
+        con.close()
+
+
+def _store_error(exc: BaseException, path: Path, *, opening: bool = False, waited_s: float = 0.0) -> StoreError:
+    """A driver error as the product's own one-line error; the driver's text (which names the interpreter,
+    its PID and internal paths) goes to the log only."""
+    text = str(exc)
+    low = text.lower()
+    if "could not set lock" in low or "conflicting lock" in low:
+        return StoreBusy(
+            f"the store {path} is in use by another program (a `hangover` command or a dashboard busy writing); "
+            f"waited {waited_s:g} s. Try again when it has finished"
+        )
+    if isinstance(exc, duckdb.TransactionException) or "conflict" in low:
+        return StoreConflict("another session changed the same rows at the same moment; nothing was written, try again")
+    if "no space left" in low or "disk is full" in low or "disk full" in low:
+        kind = "the disk holding the store is full"
+        advice = "free some space and try again"
+    elif "corrupt" in low or "checksum" in low or "could not read enough bytes" in low:
+        kind = "the store file is damaged"
+        advice = "restore it from a backup, or move it aside and run `hangover db init` to start a new one"
+    elif "not a valid duckdb database" in low or "unable to open database" in low or "not a duckdb" in low:
+        kind = "it is not a GPU Hangover store (not a DuckDB database file)"
+        advice = "choose another --db or HANGOVER_DB"
+    elif isinstance(exc, duckdb.OutOfMemoryException) or "out of memory" in low:
+        kind = "the store ran out of memory"
+        advice = "close other programs or work on a smaller file"
+    elif "permission denied" in low or "read-only file system" in low:
+        kind = "permission denied"
+        advice = "choose another --db or HANGOVER_DB"
+    else:
+        kind = f"the database failed ({type(exc).__name__})"
+        advice = "nothing was changed by this step"
+    log = log_error(f"store {path}: {kind}: {text}", exc, store_path=path)
+    where = f"; details in {log}" if log else ""
+    verb = "cannot open the store at" if opening else "the store at"
+    return StoreError(f"{verb} {path}: {kind}; {advice}{where}")
+
+
+class GuardedCursor:
+    """A DuckDB cursor (or relation) whose every call turns a driver error into a one-line StoreError.
+
+    One wrapper for the whole product (issue 10): a DuckDB error raised mid-query
+    used to reach the CLI as a traceback. Calls that return the cursor itself
+    return the wrapper, and relations (`cur.sql(...)`) come back wrapped too, so
+    `.df()`, `.fetchall()` and `.to_arrow_table()` are guarded as well.
+    """
+
+    __slots__ = ("_obj", "_path")
+
+    def __init__(self, obj, path: Path):
+        self._obj = obj
+        self._path = path
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._obj, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args, **kwargs):
+            try:
+                out = attr(*args, **kwargs)
+            except duckdb.Error as exc:
+                raise _store_error(exc, self._path) from None
+            if out is self._obj:
+                return self
+            if isinstance(out, duckdb.DuckDBPyRelation):
+                return GuardedCursor(out, self._path)
+            return out
+
+        call.__name__ = name
+        return call
+
+    def __iter__(self):
+        return iter(self.fetchall())
 
 
 def default_db_path() -> Path:
@@ -35,35 +135,41 @@ def default_db_path() -> Path:
 
 
 class Store:
-    """One DuckDB connection per file; each unit of work takes its own cursor.
+    """One DuckDB file; each unit of work takes its own cursor, and the file is held only while work runs.
 
     DuckDB refuses a connection used from two threads at once ("connection is
     busy"); cursors are independent connections to the same database instance,
     so each Streamlit session (thread) can read and write at the same time.
+    DuckDB also locks the file per process: the connection is opened when the
+    first unit of work starts and closed when the last one ends (issue 16: a
+    dashboard holding the file for its lifetime locked every `hangover` command
+    out). Opening waits up to `lock_wait_s` for another process to let go.
+    Every driver error surfaces as a one-line StoreError (details in the log).
     """
 
-    def __init__(self, path: Path | str, *, seed: bool = True, migrate_upto: int | None = None):
+    def __init__(self, path: Path | str, *, seed: bool = True, migrate_upto: int | None = None,
+                 lock_wait_s: float | None = None):
         self.path = Path(path).expanduser()
+        self.lock_wait_s = _lock_wait_default() if lock_wait_s is None else float(lock_wait_s)
         self._lock = threading.Lock()
         # Serialises write() within this process: two sessions re-seeding at once
         # otherwise conflict ("Conflict on tuple deletion") past any short retry.
         self._write_lock = threading.RLock()
-        self._con = self._connect()
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._users = 0
+        self._verified: tuple[int, int, int] | None = None
+        self._check_path()
         with self.cursor() as cur:
+            self._verify()  # migrations and the seed write: never onto a damaged file
             try:
                 ran = migrations.migrate(cur, upto=migrate_upto)
             except ValueError as exc:
-                self._con.close()
                 raise StoreError(str(exc)) from None
         if seed and migrate_upto is None:
-            try:
-                # A migration may add columns the bundled rows fill: reload them (user rows are kept).
-                self.seed(only_if_empty=not ran)
-            except BaseException:
-                self._con.close()  # a bad seed file stops start-up; do not leak the connection
-                raise
+            # A migration may add columns the bundled rows fill: reload them (user rows are kept).
+            self.seed(only_if_empty=not ran)
 
-    def _connect(self) -> duckdb.DuckDBPyConnection:
+    def _check_path(self) -> None:
         if self.path.exists() and self.path.is_dir():
             raise StoreError(f"cannot open the store at {self.path}: it is a folder, not a file")
         blocker = next((p for p in self.path.parents if p.exists() and not p.is_dir()), None)
@@ -78,25 +184,77 @@ class Store:
             raise StoreError(f"cannot create the folder for the store {self.path}: {exc.strerror or exc}") from None
         if not os.access(self.path.parent, os.W_OK) or (self.path.exists() and not os.access(self.path, os.W_OK)):
             raise StoreError(f"cannot write the store at {self.path}: permission denied (choose another --db or HANGOVER_DB)")
-        try:
-            return duckdb.connect(str(self.path))
-        except duckdb.Error as exc:
-            raise StoreError(f"cannot open the store at {self.path}: {exc}") from None
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        """Open the file, waiting (bounded) while another process holds it."""
+        self._check_path()
+        deadline = time.monotonic() + self.lock_wait_s
+        delay = 0.05
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.Error as exc:
+                text = str(exc)
+                if "lock" in text.lower() and time.monotonic() < deadline:
+                    time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+                    delay = min(delay * 2, 0.5)
+                    continue
+                raise _store_error(exc, self.path, opening=True, waited_s=self.lock_wait_s) from None
+
+    def _verify(self) -> None:
+        """Refuse a file that fails the integrity check; re-read only when the file changed since."""
+        sig = file_signature(self.path)
+        if sig is None or sig == self._verified:
+            return
+        problem = check_store_file(self.path)
+        if problem:
+            log_error(f"store {self.path} failed its integrity check: {problem}", store_path=self.path)
+            raise StoreError(
+                f"the store {self.path} is damaged: {problem}; nothing was written. Restore it from a backup, "
+                "or move it aside and run `hangover db init` to start a new one"
+            )
+        self._verified = sig
 
     def close(self) -> None:
-        """Close the connection (cursors die with it)."""
-        self._con.close()
+        """Let go of the file now if no unit of work is running (the next one opens it again)."""
+        with self._lock:
+            if self._users == 0 and self._con is not None:
+                con, self._con = self._con, None
+                _close_quietly(con)
 
     # -- units of work -------------------------------------------------------
+    def _acquire(self) -> duckdb.DuckDBPyConnection:
+        with self._lock:  # opening, and creating a cursor, touch the shared connection
+            if self._con is None:
+                self._con = self._connect()
+            try:
+                raw = self._con.cursor()
+            except duckdb.Error as exc:
+                raise _store_error(exc, self.path) from None
+            self._users += 1
+            return raw
+
+    def _release(self, raw: duckdb.DuckDBPyConnection) -> None:
+        with self._lock:
+            _close_quietly(raw)
+            self._users -= 1
+            if self._users == 0 and self._con is not None:
+                # The last unit of work: close, so another process (CLI or dashboard) can open the file.
+                con, self._con = self._con, None
+                _close_quietly(con)
+
     @contextlib.contextmanager
     def cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A fresh cursor for one unit of work, closed afterwards."""
-        with self._lock:  # creating a cursor touches the shared connection
-            cur = self._con.cursor()
+        """A fresh cursor for one unit of work, closed afterwards.
+
+        It is a guarded proxy with the cursor's interface: every DuckDB error it
+        raises becomes a StoreError (typed as the cursor for readers and checkers).
+        """
+        raw = self._acquire()
         try:
-            yield cur
+            yield GuardedCursor(raw, self.path)  # type: ignore[misc]
         finally:
-            cur.close()
+            self._release(raw)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -106,17 +264,19 @@ class Store:
             try:
                 yield cur
             except BaseException:
-                cur.execute("ROLLBACK")
+                with contextlib.suppress(Exception):  # a dead connection has nothing left to roll back
+                    cur.execute("ROLLBACK")
                 raise
             cur.execute("COMMIT")
 
     def write(self, work, *, attempts: int = 5):
-        """Run `work(cursor)` in a transaction, retrying DuckDB's optimistic-concurrency conflicts."""
+        """Run `work(cursor)` in a transaction after the integrity check, retrying DuckDB's write conflicts."""
         for attempt in range(attempts):
             try:
                 with self._write_lock, self.transaction() as cur:
+                    self._verify()
                     return work(cur)
-            except duckdb.TransactionException:
+            except StoreConflict:
                 if attempt == attempts - 1:
                     raise
                 time.sleep(0.01 * (2**attempt))
@@ -170,8 +330,15 @@ class Store:
         return _latest(self.models("serving_stacks"), key=lambda s: s.stack_id)
 
     def benchmarks(self) -> list[Benchmark]:
-        """Every benchmark point (seed and imported)."""
-        return list(self.models("benchmarks"))
+        """Every benchmark point (seed and imported) that is valid and finite.
+
+        A row no longer valid (stored by an older version that let NaN, infinity
+        or an absurd figure through) is skipped and logged, never raised: one bad
+        file must not break every page for everyone (issue 16).
+        """
+        from core.store.benchmarks import readable_benchmarks
+
+        return readable_benchmarks(self, self.table("benchmarks"))
 
     def info(self) -> pd.DataFrame:
         """Per table: row count, user rows and the oldest `as_of` (what `hangover db info` prints)."""

@@ -1,0 +1,62 @@
+"""The error log: full details of unexpected errors go to a file next to the store, the user sees one line.
+
+A user reads one line naming what failed and where the details are; whoever
+debugs it reads the log (traceback, driver text, time). The log lives in the
+folder of the store (the user's data directory by default), is capped at
+about 1 MB (the previous log is kept as `.1`), and never holds more than a
+truncated copy of any value from a user's file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import tempfile
+import threading
+import traceback
+from pathlib import Path
+
+LOG_NAME = "hangover-errors.log"
+_MAX_BYTES = 1_000_000
+_LOCK = threading.Lock()
+
+# Longest echo of a user's value in any message (a 32 MB cell must not become a 32 MB line).
+MAX_ECHO = 200
+
+
+def shorten(text: object, limit: int = MAX_ECHO) -> str:
+    """`text` as a string of at most `limit` characters, the cut said with an ellipsis and the full length."""
+    s = str(text)
+    if len(s) <= limit:
+        return s
+    return f"{s[:limit]}… ({len(s):,} characters)"
+
+
+def log_dir(store_path: Path | str | None = None) -> Path:
+    """The store's folder (default: where the default store lives)."""
+    if store_path is None:
+        from core.store.store import default_db_path
+
+        store_path = default_db_path()
+    return Path(store_path).expanduser().parent
+
+
+def log_error(summary: str, exc: BaseException | None = None, *, store_path: Path | str | None = None) -> Path | None:
+    """Append one entry (time, summary, traceback) to the log; returns its path, or None if no log can be written."""
+    entry = [f"--- {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')} pid {os.getpid()}", summary]
+    if exc is not None:
+        entry.append("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip())
+    text = "\n".join(entry) + "\n"
+    for folder in (log_dir(store_path), Path(tempfile.gettempdir())):
+        path = folder / LOG_NAME
+        try:
+            with _LOCK:
+                folder.mkdir(parents=True, exist_ok=True)
+                if path.exists() and path.stat().st_size > _MAX_BYTES:
+                    os.replace(path, path.with_name(LOG_NAME + ".1"))
+                with open(path, "a", encoding="utf-8", errors="replace") as f:
+                    f.write(text)
+            return path
+        except (OSError, RecursionError, MemoryError):
+            continue
+    return None
