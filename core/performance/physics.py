@@ -100,7 +100,7 @@ class Efficiency:
         """The same factors with the engine's step overhead filled in where it was left to the engine."""
         if self.step_overhead_ms is not None:
             return self
-        return replace(self, step_overhead_ms=ENGINES[stack.engine].step_overhead_ms)
+        return replace(self, step_overhead_ms=ENGINES[Engine(stack.engine)].step_overhead_ms)
 
 
 DEFAULT_EFFICIENCY = Efficiency()
@@ -131,7 +131,7 @@ def attention_peak_flops(stack: ServingStack, gpu: GpuSpec) -> float:
 
 def spec_method(stack: ServingStack) -> SpecMethod:
     """The stack's speculative method (a stack stored before methods existed drafts with a model)."""
-    return stack.spec_method or SpecMethod.DRAFT
+    return SpecMethod(stack.spec_method) if stack.spec_method else SpecMethod.DRAFT
 
 
 def tokens_computed_per_step(stack: ServingStack) -> float:
@@ -228,7 +228,7 @@ def resident_weight_bytes(stack: ServingStack) -> float:
 
 def engine_batch_cap(stack: ServingStack) -> int:
     """Largest running batch the stack's engine admits (the stack's own cap, else the engine default)."""
-    return int(stack.max_running_seqs or ENGINES[stack.engine].max_running_seqs)
+    return int(stack.max_running_seqs or ENGINES[Engine(stack.engine)].max_running_seqs)
 
 
 def max_concurrency(stack: ServingStack, gpu: GpuSpec, gpus: int, context_tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
