@@ -23,15 +23,16 @@ def ev(bank):
 
 
 def test_fleet_options_price_nodes_at_the_node_rate(ev):
-    """Owned cost of an option = its nodes x $33.02 x 730 h; API cost = the per-request sum."""
+    """Owned cost of an option = max(its nodes, owned) x $33.02 x 730 h; its bill adds API spend and licences."""
     opts = analysis.fleet_options(ev).set_index("option")
     for name, row in opts.iterrows():
         assert row["owned_monthly_usd"] == pytest.approx(row["owned_nodes"] * 33.02 * HOURS_PER_MONTH)
-        assert row["monthly_usd"] == pytest.approx(row["owned_monthly_usd"] + row["api_monthly_usd"])
+        assert row["monthly_usd"] == pytest.approx(row["owned_monthly_usd"] + row["api_monthly_usd"]
+                                                   + row["licence_monthly_usd"])
         assert row["workloads_served"] + row["workloads_unserved"] == len(ev.workloads), name
     # Five of the seven sample workloads may not leave the bank: all-API cannot serve them.
     assert opts.loc["All on public APIs", "workloads_unserved"] == 5
-    assert opts.loc["All on public APIs", "owned_nodes"] == 0
+    assert opts.loc["All on public APIs", "nodes_needed"] == 0
     assert opts.loc["Recommended mix", "workloads_unserved"] == 0
 
 
