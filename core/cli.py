@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "core.commands.evaluate",
     "core.commands.bench",
     "core.commands.perf",
+    "core.commands.stacks",
     "core.commands.workloads",
     "core.commands.report",
     "core.commands.scenario",
