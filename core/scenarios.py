@@ -541,6 +541,11 @@ def download_stem(scenario: Scenario, inventory: str, *, saved_name: str | None 
     return "_".join(parts)
 
 
+def comparison_stem(names: Sequence[str]) -> str:
+    """File name stem of a comparison: 'gpu-hangover_compare_plan-a_vs_plan-b'."""
+    return "gpu-hangover_compare_" + "_vs_".join(_slug(n) or "scenario" for n in names)
+
+
 def price_problem(catalog, scenario: Scenario) -> str | None:
     """Why the scenario has no node price (and how to fix it), or None when it has one."""
     from core.decision.economics import node_rate

@@ -2,25 +2,47 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
 
 from core.catalog import Catalog
 from core.decision.engine import Evaluation
 from core.errors import HangoverError
-from core.models import CostBasis, PricingOption, Scenario
-from core.service import OWNED_INPUTS, evaluate_store, make_scenario, owned_hardware_defaults
+from core.models import PricingOption, Scenario
+from core.scenarios import (
+    BASIS_LABELS,
+    DEFAULT_INPUTS,
+    OWNED_INPUT_FIELDS,
+    PRICING_LABELS,
+    SAMPLE_LABEL,
+    SavedScenario,
+    inputs_from_scenario,
+    inventory_provenance,
+    owned_input_defaults,
+    price_problem,
+    scenario_from_inputs,
+    settings_the_sidebar_lacks,
+    url_notes,
+)
+from core.service import evaluate_store
 from core.store import Store, open_store
+from dashboard.format import md
 
 # Scenario widget keys live in session state under this prefix; every page reads the same values.
-SCENARIO_DEFAULTS = {
-    "sc_gpu": "H100 SXM",
-    "sc_fleet_nodes": 1,
-    "sc_pricing": PricingOption.SAVINGS_1Y.value,
-    "sc_cost_basis": CostBasis.FULL.value,
-    "sc_node_usd_per_hour": 0.0,  # 0 = use the dated price snapshot
-    "sc_api_price_scale": 1.0,
-    "sc_sla_scale": 1.0,
-    "sc_max_fallback_share": 0.20,
+# Each widget is bound to the URL's query string under its key (st.query_params), so a refresh keeps
+# the scenario and a copied link reproduces it; values equal to these defaults stay out of the URL.
+SCENARIO_DEFAULTS = {f"sc_{k}": v for k, v in DEFAULT_INPUTS.items()}
+URL_BIND = "query-params"
+# (min, max) of the bounded sidebar widgets: a saved scenario outside them can be compared but not loaded.
+SIDEBAR_BOUNDS = {
+    "fleet_nodes": (0, 10_000),
+    "api_price_scale": (0.25, 4.0),
+    "sla_scale": (0.25, 4.0),
+    "max_fallback_pct": (0.0, 50.0),
+    "own_depreciation_years": (0.5, 15.0),
+    "own_cost_of_capital_pct": (0.0, 100.0),
+    "own_pue": (1.0, 3.0),
 }
 
 
@@ -42,12 +64,17 @@ def bump_data_version() -> None:
 
 
 def init_state() -> None:
-    """Session defaults, set once per session (STYLE.md: setdefault in the entrypoint)."""
-    for key, value in SCENARIO_DEFAULTS.items():
-        st.session_state.setdefault(key, value)
+    """Session defaults, set once per session (STYLE.md: setdefault in the entrypoint).
+
+    The scenario widgets take their defaults from SCENARIO_DEFAULTS in the
+    sidebar itself (a URL-bound widget compares its value with its own default),
+    so only the link the session arrived with is remembered here, to say what
+    in it could not be used.
+    """
     st.session_state.setdefault("data_version", 0)
-    for key, value in owned_hardware_defaults(catalog(0), SCENARIO_DEFAULTS["sc_gpu"]).items():
-        st.session_state.setdefault(f"sc_own_{key}", value)
+    if "sc_link_read" not in st.session_state:
+        st.session_state["sc_link_read"] = True
+        st.session_state["sc_link"] = st.query_params.to_dict()
 
 
 @st.cache_data(show_spinner=False)
@@ -56,20 +83,69 @@ def catalog(_version: int) -> Catalog:
     return Catalog.from_store(store())
 
 
+@st.cache_data(show_spinner=False, max_entries=4)
+def _provenance(_version: int) -> str:
+    return inventory_provenance(store())
+
+
+def whose_figures() -> str:
+    """Markdown saying at once whose figures the pages show: the bundled sample or the user's own inventory."""
+    label = _provenance(data_version())
+    mark = ":orange-badge[sample data]" if label.startswith(SAMPLE_LABEL) else ":green-badge[your data]"
+    return f"{mark} **{md(label)}**"
+
+
+def sidebar_inputs() -> dict[str, object]:
+    """The sidebar's values by input name (core.scenarios units: shares in percent)."""
+    s = st.session_state
+    names = [*DEFAULT_INPUTS, *OWNED_INPUT_FIELDS]
+    return {name: s[f"sc_{name}"] for name in names if f"sc_{name}" in s}
+
+
 def scenario() -> Scenario:
     """The scenario the sidebar widgets describe."""
-    s = st.session_state
-    return make_scenario(
-        gpu=s["sc_gpu"],
-        fleet_nodes=int(s["sc_fleet_nodes"]),
-        pricing_option=s["sc_pricing"],
-        cost_basis=s["sc_cost_basis"],
-        node_usd_per_hour=float(s["sc_node_usd_per_hour"]) or None,
-        api_price_scale=float(s["sc_api_price_scale"]),
-        sla_scale=float(s["sc_sla_scale"]),
-        max_fallback_share=float(s["sc_max_fallback_share"]),
-        owned_inputs={k: float(s[f"sc_own_{k}"]) for k in OWNED_INPUTS if f"sc_own_{k}" in s} or None,
-    )
+    return scenario_from_inputs(sidebar_inputs())
+
+
+def saved_name() -> str | None:
+    """The saved scenario the sidebar shows, if it was loaded or saved and not changed since."""
+    loaded = st.session_state.get("sc_saved")
+    if not loaded:
+        return None
+    name, inputs = loaded
+    current = sidebar_inputs()
+    return name if all(current.get(k) == v for k, v in inputs.items()) else None
+
+
+def remember_saved(saved: SavedScenario) -> None:
+    """Mark the sidebar as showing this saved scenario (for file names and the Scenarios page)."""
+    st.session_state["sc_saved"] = (saved.name, inputs_from_scenario(saved.scenario))
+
+
+def load_into_sidebar(saved: SavedScenario) -> None:
+    """Put a saved scenario's inputs into the sidebar; call from a widget callback (before the sidebar draws).
+
+    Leaves a message in `sc_flash` for the page to show; a scenario the
+    sidebar cannot show (an unknown GPU, a value beyond a widget's bounds) is
+    refused with the reason and nothing is changed.
+    """
+    values = inputs_from_scenario(saved.scenario)
+    gpus = [g.name for g in catalog(data_version()).gpus]
+    problems = [] if values["gpu"] in gpus else [f"GPU {values['gpu']!r} is not in the GPU table"]
+    for name, (lo, hi) in SIDEBAR_BOUNDS.items():
+        if name in values and not lo <= float(values[name]) <= hi:
+            problems.append(f"{name.replace('_', ' ')} {values[name]:g} is outside the sidebar's {lo:g} to {hi:g}")
+    if problems:
+        st.session_state["sc_flash"] = ("error", f"Cannot load {saved.name!r} into the sidebar: "
+                                                 f"{'; '.join(problems)}. It can still be compared.")
+        return
+    for name, value in values.items():
+        st.session_state[f"sc_{name}"] = value
+    remember_saved(saved)
+    lacks = settings_the_sidebar_lacks(saved.scenario)
+    extra = f" The sidebar has no control for {', '.join(lacks)}: the pages use the default." if lacks else ""
+    st.session_state["sc_flash"] = ("success", f"Loaded {saved.name!r} into the sidebar "
+                                               f"(saved on the {saved.inventory_label} inventory).{extra}")
 
 
 @st.cache_data(show_spinner="Routing every workload…", max_entries=32)
@@ -79,48 +155,137 @@ def _evaluate(scenario_json: str, _version: int, inventory_version: int | None) 
 
 
 def evaluation() -> Evaluation | None:
-    """The evaluation for the current scenario (cached on the scenario's value); None with a message on error."""
+    """The evaluation for the current scenario (cached on the scenario's value); None with a message on error.
+
+    A scenario without a node price is explained once, in the sidebar; the page
+    that needs the price says so in one line instead of repeating the error.
+    """
     try:
         sc = scenario()
+        if st.session_state.get("sc_price_problem"):
+            st.info("This page needs a node price for the sidebar's scenario: see the warning in the sidebar. "
+                    "Workloads, Pricing, Performance and Scenarios work without it.")
+            return None
         return _evaluate(sc.model_dump_json(), data_version(), st.session_state.get("inventory_version"))
     except HangoverError as exc:
         st.error(str(exc))
         return None
 
 
+def _index(options: list, value) -> int:
+    return options.index(value) if value in options else 0
+
+
 def scenario_sidebar() -> None:
-    """Scenario controls shared by every page (widgets only; values live in session state)."""
+    """Scenario controls shared by every page (widgets only; values live in session state and the URL)."""
     cat = catalog(data_version())
+    d = SCENARIO_DEFAULTS
+    gpus = [g.name for g in cat.gpus]
+    pricing = list(PRICING_LABELS)
     with st.sidebar:
         st.header("Scenario")
-        st.selectbox("GPU", [g.name for g in cat.gpus], key="sc_gpu")
-        st.number_input("Owned or reserved nodes", min_value=0, max_value=10_000, step=1, key="sc_fleet_nodes")
-        st.selectbox("Pricing", [o.value for o in PricingOption], key="sc_pricing",
-                     format_func=lambda v: {"on_demand": "On-demand", "savings_1y": "1-year savings plan",
-                                            "savings_3y": "3-year savings plan", "owned": "Owned hardware"}[v])
+        st.selectbox("GPU", gpus, index=_index(gpus, d["sc_gpu"]), key="sc_gpu", bind=URL_BIND)
+        st.number_input("Owned or reserved nodes", min_value=0, max_value=10_000, step=1, value=d["sc_fleet_nodes"],
+                        key="sc_fleet_nodes", bind=URL_BIND)
+        st.selectbox("Pricing", pricing, index=_index(pricing, d["sc_pricing"]), key="sc_pricing",
+                     format_func=PRICING_LABELS.get, bind=URL_BIND)
         if st.session_state["sc_pricing"] == PricingOption.OWNED.value:
+            seed = owned_input_defaults(cat, st.session_state["sc_gpu"])
             with st.expander("Owned hardware: your figures", expanded=True):
                 st.caption("Prefilled with the seed estimate (an assumption): enter your own.")
                 st.number_input("Capex per node, $", min_value=1.0, step=10_000.0, format="%.0f",
-                                key="sc_own_capex_usd_per_node")
+                                value=seed["own_capex_usd_per_node"], key="sc_own_capex_usd_per_node", bind=URL_BIND)
                 st.number_input("Depreciation, years", min_value=0.5, max_value=15.0, step=0.5,
-                                key="sc_own_depreciation_years")
-                st.number_input("Cost of capital, per year", min_value=0.0, max_value=1.0, step=0.01,
-                                format="%.2f", key="sc_own_cost_of_capital_rate")
-                st.number_input("Power per node, kW", min_value=0.1, step=0.5, key="sc_own_kw_per_node")
-                st.number_input("PUE", min_value=1.0, max_value=3.0, step=0.05, key="sc_own_pue")
+                                value=seed["own_depreciation_years"], key="sc_own_depreciation_years", bind=URL_BIND)
+                # Typed in percent, so 8 means 8 % (core.scenarios converts it to the model's 0.08).
+                st.number_input("Cost of capital, % a year", min_value=0.0, max_value=100.0, step=0.5, format="%.1f",
+                                value=seed["own_cost_of_capital_pct"], key="sc_own_cost_of_capital_pct",
+                                bind=URL_BIND, help="8 means 8 % a year.")
+                st.number_input("Power per node, kW", min_value=0.1, step=0.5, value=seed["own_kw_per_node"],
+                                key="sc_own_kw_per_node", bind=URL_BIND)
+                st.number_input("PUE", min_value=1.0, max_value=3.0, step=0.05, value=seed["own_pue"],
+                                key="sc_own_pue", bind=URL_BIND)
                 st.number_input("Electricity, $/kWh", min_value=0.0, step=0.01, format="%.3f",
-                                key="sc_own_usd_per_kwh")
+                                value=seed["own_usd_per_kwh"], key="sc_own_usd_per_kwh", bind=URL_BIND)
                 st.number_input("Support and colocation, $/year per node", min_value=0.0, step=1_000.0,
-                                format="%.0f", key="sc_own_support_usd_per_year")
-        st.radio("Cost basis", [c.value for c in CostBasis], key="sc_cost_basis", horizontal=True,
-                 format_func=lambda v: "Full allocation" if v == "full" else "Marginal",
+                                format="%.0f", value=seed["own_support_usd_per_year"],
+                                key="sc_own_support_usd_per_year", bind=URL_BIND)
+        basis = list(BASIS_LABELS)
+        st.radio("Cost basis", basis, index=_index(basis, d["sc_cost_basis"]), key="sc_cost_basis", horizontal=True,
+                 format_func=BASIS_LABELS.get, bind=URL_BIND,
                  help="Full: every hour of a node is paid for, idle or not. Marginal: hardware already paid for.")
         st.number_input("Node price override, $/hour (0 = dated snapshot)", min_value=0.0, step=1.0,
-                        key="sc_node_usd_per_hour")
-        st.slider("API price scale", 0.25, 4.0, step=0.25, key="sc_api_price_scale",
-                  help="Multiplies every API list price.")
-        st.slider("SLA scale", 0.25, 4.0, step=0.25, key="sc_sla_scale",
+                        value=d["sc_node_usd_per_hour"], key="sc_node_usd_per_hour", bind=URL_BIND)
+        st.slider("API price scale", 0.25, 4.0, value=d["sc_api_price_scale"], step=0.25, key="sc_api_price_scale",
+                  bind=URL_BIND, help="Multiplies every API list price.")
+        st.slider("SLA scale", 0.25, 4.0, value=d["sc_sla_scale"], step=0.25, key="sc_sla_scale", bind=URL_BIND,
                   help="Multiplies every workload's latency target (below 1 = tighter).")
-        st.slider("Max fallback share", 0.0, 0.5, step=0.05, key="sc_max_fallback_share",
-                  help="Largest share of outputs a cheaper route may escalate to a stronger one to meet a quality floor.")
+        # A percent widget: 20 means 20 % (core.scenarios converts it to the model's share 0.20).
+        st.number_input("Max fallback share, %", min_value=0.0, max_value=50.0, step=5.0, format="%.0f",
+                        value=d["sc_max_fallback_pct"], key="sc_max_fallback_pct", bind=URL_BIND,
+                        help="Largest share of outputs a cheaper route may escalate to a stronger one to meet a "
+                             "quality floor; 20 means 20 %.")
+        _link_notes()
+        _price_warning(cat)
+
+
+def _shown(key: str) -> str:
+    """A sidebar value as the URL spells it (choices by their label)."""
+    value = st.session_state[key]
+    if key == "sc_pricing":
+        return PRICING_LABELS[value]
+    if key == "sc_cost_basis":
+        return BASIS_LABELS[value]
+    return str(value)
+
+
+def _link_notes() -> None:
+    """On the first run of a session: say which of the link's settings could not be used (never a traceback)."""
+    link = st.session_state.pop("sc_link", None)
+    if link:
+        shown = {k: _shown(k) for k in st.session_state if isinstance(k, str) and k.startswith("sc_")
+                 and (k in SCENARIO_DEFAULTS or k.startswith("sc_own_"))}
+        # An owned-hardware setting in a link that does not choose owned pricing is simply not shown.
+        if st.session_state.get("sc_pricing") != PricingOption.OWNED.value:
+            link = {k: v for k, v in link.items() if not k.startswith("sc_own_")}
+        st.session_state["sc_link_notes"] = url_notes(link, shown)
+    notes = st.session_state.get("sc_link_notes")
+    if notes:
+        st.warning("Some settings in this link could not be used, so the sidebar shows defaults for them:\n\n"
+                   + "\n".join(f"- {n}" for n in notes))
+        if st.button("Dismiss", key="sc_link_dismiss"):
+            st.session_state["sc_link_notes"] = []
+            st.rerun()
+
+
+def _price_warning(cat: Catalog) -> None:
+    """One clear warning when the scenario has no node price; pages that need it point here."""
+    try:
+        problem = price_problem(cat, scenario())
+    except HangoverError:
+        problem = None  # a bad input is reported by the page that evaluates it
+    st.session_state["sc_price_problem"] = problem
+    if problem:
+        st.warning(problem, icon=":material/price_change:")
+
+
+def _switch_to(page: st.Page) -> None:
+    st.switch_page(page)  # the URL-bound sidebar writes its settings back into the new URL
+
+
+def redirect_pages(targets: list[st.Page]) -> list[st.Page]:
+    """Hidden pages at other spellings of each page's path (/overview, /Routing, /EXPORT) that switch to it.
+
+    Streamlit matches a URL path exactly, and serves the default page at "/"
+    whatever its url_path; without these, such links open "Page not found".
+    """
+    aliases = []
+    taken = {t.url_path for t in targets}
+    for t in targets:
+        base = t.url_path or t.title.lower()  # the default page's public path is ""
+        for variant in dict.fromkeys([base, base.capitalize(), base.upper()]):
+            if variant and variant not in taken:
+                taken.add(variant)
+                aliases.append(st.Page(partial(_switch_to, t), title=f"{t.title} ({variant})", url_path=variant,
+                                       visibility="hidden"))
+    return aliases

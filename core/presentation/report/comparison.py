@@ -6,6 +6,7 @@ import datetime as dt
 import io
 from pathlib import Path
 
+import pandas as pd
 import xlsxwriter
 
 from core.errors import InputError
@@ -45,6 +46,14 @@ def figures_table(cmp: Comparison) -> Table:
     return Table("ScenarioFigures", "Scenarios side by side", cols, rows,
                  note=f"Cash bill = what is paid a month (owned and new nodes, API spend, licences); "
                       f"'routed differently' counts workloads whose verdict differs from {cmp.names[0]!r}.")
+
+
+def figures_display(cmp: Comparison) -> pd.DataFrame:
+    """The figures side by side as text (one formatter for every figure): 'Figure', then one column per scenario."""
+    t = figures_table(cmp)
+    rows = [{"Figure": r["label"], **{s.name: fmt(r[f"s{i}"], t.kind_of(r, t.columns[i + 1]))
+                                       for i, s in enumerate(cmp.scenarios)}} for r in t.rows]
+    return pd.DataFrame(rows, columns=["Figure", *cmp.names])
 
 
 def verdicts_table(cmp: Comparison, *, only_changed: bool = False) -> Table:
