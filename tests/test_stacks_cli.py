@@ -111,3 +111,35 @@ def test_bundled_stacks_cannot_be_removed_and_unknown_ids_are_named(tmp_path, ca
     assert rc == 2 and "bundled stack" in err
     rc, _, err = run(db, "stacks", "show", "nope", capsys=capsys)
     assert rc == 2 and "no stack 'nope'" in err
+
+
+def test_performance_page_adds_a_stack_from_a_pasted_config(monkeypatch, tmp_path):
+    """The Performance page's form: paste a config.json, name the stack, add it; it joins the stack list."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "page.duckdb"))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    try:
+        at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py"), default_timeout=60)
+        at.run()
+        at.switch_page("screens/performance.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        at.text_area(key="perf_cfg_text").set_value((CONFIGS / "mixtral-8x7b.json").read_text())
+        at.text_input(key="perf_cfg_id").set_value("my-mixtral")
+        at.selectbox(key="perf_cfg_quality").set_value("llama70b-fp8")
+        at.run()
+        at.button(key="perf_cfg_add").click()
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        flashes = [s.value.replace("\\", "") for s in at.success]  # the page escapes Markdown
+        assert any("Added my-mixtral: moe, 46.70 B parameters (12.88 B active)" in f for f in flashes), flashes
+        assert any(o.endswith("(my-mixtral)") for o in at.selectbox(key="perf_stack").options)
+        # The same id again: one clear error, nothing added.
+        at.button(key="perf_cfg_add").click()
+        at.run()
+        assert any("already in the store" in e.value.replace("\\", "") for e in at.error)
+    finally:
+        st.cache_resource.clear()
+        st.cache_data.clear()

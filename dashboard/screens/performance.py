@@ -5,6 +5,7 @@ import datetime as dt
 import streamlit as st
 
 from core.errors import HangoverError
+from core.performance.hf_config import PRECISIONS, add_stack_from_config
 from core.presentation.charts_inputs import (
     TP_OPTIONS,
     benchmark_table,
@@ -120,6 +121,33 @@ try:
         )
 except HangoverError as exc:
     st.error(str(exc))
+
+# -- your own model ----------------------------------------------------------------------
+with st.expander("Add your own model from its config.json", expanded=False):
+    st.caption("Upload or paste a Hugging Face config.json (Llama, Qwen2/3, Mistral/Mixtral, DeepSeek). Its layers, "
+               "hidden size, attention heads and experts give total and active parameters and KV bytes per token. "
+               "Quality per task class is copied from the stack you name and labelled an estimate. The stack is "
+               "stored as your own row and kept when the bundled data is reloaded (`hangover stacks` does the same).")
+    cfg_up = st.file_uploader("config.json", type=["json"], key="perf_cfg_upload")
+    cfg_text = st.text_area("…or paste it", key="perf_cfg_text", height=120)
+    c1, c2, c3, c4 = st.columns(4)
+    cfg_id = c1.text_input("Stack id", key="perf_cfg_id", placeholder="qwen25-72b-fp8")
+    cfg_precision = c2.selectbox("Precision", list(PRECISIONS), index=1, key="perf_cfg_precision")
+    cfg_engine = c3.selectbox("Engine", ["vllm", "sglang", "trtllm"], key="perf_cfg_engine")
+    cfg_quality = c4.selectbox("Quality copied from", stack_ids, key="perf_cfg_quality")
+    if st.button("Add stack", key="perf_cfg_add", disabled=not ((cfg_up or cfg_text.strip()) and cfg_id.strip())):
+        try:
+            added = add_stack_from_config(
+                store(), cfg_up.getvalue() if cfg_up else cfg_text, stack_id=cfg_id, precision=cfg_precision,
+                engine=cfg_engine, quality_from=cfg_quality,
+                config_name=cfg_up.name if cfg_up else "pasted config.json")
+            st.session_state["perf_flash"] = (
+                f"Added {added.stack_id}: {added.architecture.value}, {added.params_total_b:,.2f} B parameters "
+                f"({added.params_active_b:,.2f} B active), {added.kv_bytes_per_token:,.0f} KV bytes per token.")
+            bump_data_version()
+            st.rerun()
+        except HangoverError as exc:
+            st.error(str(exc))
 
 # -- benchmarks --------------------------------------------------------------------------
 st.subheader("Benchmarks")
