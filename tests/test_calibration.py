@@ -285,7 +285,9 @@ def test_perf_json_is_records_of_the_curve(tmp_path, capsys):
                "--concurrency", "1,2", "--input-tokens", "500", "--output-tokens", "100", "--json"])
     rows = json.loads(capsys.readouterr().out)
     assert rc == 0 and [r["concurrency"] for r in rows] == [1.0, 2.0]
-    assert set(rows[0]) == set(cb.CURVE_COLUMNS)
+    ranges = {f"{c}_{end}" for c in ("output_tokens_per_s_total", "e2e_ms") for end in ("low", "high")}
+    assert set(rows[0]) == set(cb.CURVE_COLUMNS) | ranges
+    assert rows[0]["output_tokens_per_s_total_low"] < rows[0]["output_tokens_per_s_total"] < rows[0]["output_tokens_per_s_total_high"]
     assert rows[0]["provenance"] == "estimated"
 
 
@@ -385,13 +387,20 @@ def test_error_by_regime_gives_median_and_worst_per_regime():
 
 
 def test_bounds_of_an_estimated_route_come_from_the_stated_assumptions():
-    """No points: low = every applicable assumption at its slow end; the driver is named; low < central < high."""
+    """No points: every applicable assumption moves towards its slow / fast end; the driver is named; low < central < high.
+
+    Each moves by the same share of its range so that together they shift throughput by the root-sum-square of
+    their separate effects: less than all at their worst at once, more than the largest alone.
+    """
     low, central, high = bounds = cb.efficiency_bounds(L8, H100, 1, [])
     assert low.mem < central.mem < high.mem and low.step_overhead_ms > central.step_overhead_ms > high.step_overhead_ms
     assert central.step_overhead_ms == 1.0  # vLLM's default, filled in
     assert bounds.basis.startswith("estimated") and bounds.driver
-    est = [physics.estimate(L8, H100, 1, 16, 1000, 256, e)["output_tokens_per_s_total"] for e in bounds]
-    assert float(est[0]) < float(est[1]) < float(est[2])
+    est = [float(physics.estimate(L8, H100, 1, 16, 1000, 256, e)["output_tokens_per_s_total"]) for e in bounds]
+    assert est[0] < est[1] < est[2]
+    every = physics.applicable_assumptions(L8, 1)
+    worst = float(physics.estimate(L8, H100, 1, 16, 1000, 256, physics.shifted(central, L8, every, "slow"))["output_tokens_per_s_total"])
+    assert worst < est[0]
     moe = ServingStack(
         stack_id="moe", name="small experts", architecture="moe", params_total_b=30.5, params_active_b=3.3,
         bytes_per_param=1, kv_bytes_per_token=49152, n_experts=128, experts_per_token=8, n_layers=48,

@@ -7,7 +7,12 @@ import json
 
 from core.errors import InputError
 from core.performance import physics
-from core.performance.calibration import check_fits, performance_curve, route_points
+from core.performance.calibration import (
+    check_fits,
+    efficiency_bounds,
+    performance_curve,
+    route_points,
+)
 from core.store import Store, default_db_path
 
 DEFAULT_CONCURRENCY = "1,2,4,8,16,32,64,128,256"
@@ -90,11 +95,19 @@ def cmd_perf(args: argparse.Namespace) -> int:
 
     df = performance_curve(stack, gpu, gpus, concurrency, n_in, n_out, benchmarks)
     cal = df.attrs["calibration"]
+    # The range: the curve times how far the pessimistic / optimistic efficiency moves the roofline.
+    bounds = efficiency_bounds(stack, gpu, gpus, benchmarks)
+    b = df["concurrency"].to_numpy(dtype=float)
+    low, mid, high = (physics.estimate(stack, gpu, gpus, b, n_in, n_out, e) for e in bounds)
+    for col in ("output_tokens_per_s_total", "e2e_ms"):
+        df[f"{col}_low"] = df[col] * low[col] / mid[col]
+        df[f"{col}_high"] = df[col] * high[col] / mid[col]
     if args.json:
         print(json.dumps(json.loads(df.to_json(orient="records")), indent=2))
         return 0
 
     print(f"{stack.stack_id} ({stack.architecture.value}) on {gpus} x {gpu.name}, {n_in:g} input / {n_out:g} output tokens")
+
     ridge = physics.ridge_point(stack, gpu)
     print(f"ridge point {ridge:.0f} FLOP/byte: below it a decode step waits on memory, above it on compute")
     if cal.fit:
@@ -102,18 +115,23 @@ def cmd_perf(args: argparse.Namespace) -> int:
     else:
         print("no measured or vendor-claim points for this route: default efficiency (estimate)")
     print()
-    print(f"{'conc':>6} {'TTFT ms':>9} {'e2e ms':>10} {'e2e p95':>10} {'tok/s total':>12} {'tok/s/stream':>12} {'FLOP/byte':>10} {'fits':>4}  provenance")
+    print(f"range ({bounds.basis}); widest for: {bounds.driver}")
+    print(f"{'conc':>6} {'TTFT ms':>9} {'e2e ms':>10} {'e2e p95':>10} {'tok/s total':>12} {'(low - high)':>19} "
+          f"{'tok/s/stream':>12} {'FLOP/byte':>10} {'fits':>4}  provenance")
     for r in df.itertuples(index=False):
+        span = f"{r.output_tokens_per_s_total_low:,.0f} - {r.output_tokens_per_s_total_high:,.0f}"
         print(
             f"{r.concurrency:>6g} {r.ttft_ms:>9,.0f} {r.e2e_ms:>10,.0f} {r.e2e_ms_p95:>10,.0f} "
-            f"{r.output_tokens_per_s_total:>12,.1f} {r.output_tokens_per_s_per_stream:>12,.1f} "
+            f"{r.output_tokens_per_s_total:>12,.1f} {span:>19} {r.output_tokens_per_s_per_stream:>12,.1f} "
             f"{r.arithmetic_intensity:>10,.1f} {'yes' if r.fits else 'NO':>4}  {r.provenance}"
         )
     measured = df[df["measured_fields"] != ""]
     for r in measured.itertuples(index=False):
         print(f"  at {r.concurrency:g}: measured {r.measured_fields} from {r.source}")
     if not df["fits"].all():
-        print("  fits = NO: weights plus KV cache for that many sequences exceed the GPUs' memory (90 % usable)")
+        cap = physics.engine_batch_cap(stack)
+        print(f"  fits = NO: weights plus KV cache for that many sequences exceed the GPUs' memory (90 % usable), "
+              f"or the engine's running-batch cap ({stack.engine.value}: {cap:,} sequences)")
     for n in [*notes, *cal.notes]:
         print(f"  note: {n}")
     return 0

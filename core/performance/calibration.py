@@ -568,24 +568,43 @@ def _ref_throughput(stack, gpu, gpus, eff) -> np.ndarray:
     return physics.estimate(stack, gpu, gpus, b, n_in, n_out, eff)["output_tokens_per_s_total"]
 
 
-def range_driver(stack: ServingStack, gpu: GpuSpec, gpus: int, eff: Efficiency = DEFAULT_EFFICIENCY) -> str:
-    """The assumption whose stated range, alone, moves throughput most (at batch 1 and at 64, 1000/256 tokens)."""
-    best, spread = "", -1.0
+def _effects(stack, gpu, gpus, eff) -> list[tuple[str, float, float]]:
+    """(assumption, log throughput lost at its slow end, gained at its fast end), each alone, at the reference points."""
+    base = np.log(_ref_throughput(stack, gpu, gpus, eff))
+    out = []
     for a in physics.applicable_assumptions(stack, gpus):
         lo = np.log(_ref_throughput(stack, gpu, gpus, physics.shifted(eff, stack, (a,), "slow")))
         hi = np.log(_ref_throughput(stack, gpu, gpus, physics.shifted(eff, stack, (a,), "fast")))
-        d = float(np.max(hi - lo))
-        if d > spread + 1e-12:
-            best, spread = a.name, d
-    return best
+        out.append((a.name, float(np.max(base - lo)), float(np.max(hi - base))))
+    return out
+
+
+def range_driver(stack: ServingStack, gpu: GpuSpec, gpus: int, eff: Efficiency = DEFAULT_EFFICIENCY) -> str:
+    """The assumption whose stated range, alone, moves throughput most (at batch 1 and at 64, 1000/256 tokens)."""
+    effects = _effects(stack, gpu, gpus, eff)
+    return max(effects, key=lambda e: e[1] + e[2])[0] if effects else ""
+
+
+def _rss_power(effects: list[tuple[str, float, float]], k: int) -> float:
+    """Share of the way to move every assumption so the combined shift equals the root-sum-square of their effects.
+
+    Independent uncertainties do not all sit at their worst at once: moving each
+    one by the same share s of its log range gives about s x (sum of effects);
+    s = sqrt(sum effect^2) / sum effect makes that the root-sum-square.
+    """
+    d = np.array([abs(e[k]) for e in effects])
+    return float(np.sqrt(np.sum(d**2)) / np.sum(d)) if d.sum() > 0 else 1.0
 
 
 def efficiency_bounds(stack: ServingStack, gpu: GpuSpec, gpus: int, benchmarks: Iterable[Benchmark] = ()) -> EfficiencyBounds:
     """(low, central, high) Efficiency for a route.
 
     - No measured or vendor-claim points: every assumption that applies to the
-      stack at its stated slow / fast end (physics.ASSUMPTIONS; the reasons are in
-      docs/performance-model.md).
+      stack moved towards its stated slow / fast end (physics.ASSUMPTIONS; the
+      reasons are in docs/performance-model.md), each by the same share of its
+      range, so that together they move throughput by the root-sum-square of
+      their separate effects (independent uncertainties are not all at their
+      worst at once).
     - Calibrated route: the fitted efficiency, every speed factor scaled down / up
       together by the fit's worst error at its own points, but never less than
       5 % (measured) or 10 % (vendor claim only); the driver is then the fit's
@@ -595,12 +614,13 @@ def efficiency_bounds(stack: ServingStack, gpu: GpuSpec, gpus: int, benchmarks: 
     central = cal.efficiency.for_stack(stack)
     if cal.fit is None:
         assumptions = physics.applicable_assumptions(stack, gpus)
+        effects = _effects(stack, gpu, gpus, central)
         return EfficiencyBounds(
-            low=physics.shifted(central, stack, assumptions, "slow"),
+            low=physics.shifted(central, stack, assumptions, "slow", _rss_power(effects, 1)),
             central=central,
-            high=physics.shifted(central, stack, assumptions, "fast"),
-            driver=range_driver(stack, gpu, gpus, central),
-            basis="estimated: every assumption at the end of its stated range",
+            high=physics.shifted(central, stack, assumptions, "fast", _rss_power(effects, 2)),
+            driver=max(effects, key=lambda e: e[1] + e[2])[0] if effects else "",
+            basis="estimated: the stated range of each assumption, combined as independent (root-sum-square)",
         )
     fit = cal.fit
     floor = MEASURED_FLOOR if fit.n_measured else VENDOR_CLAIM_FLOOR

@@ -541,12 +541,12 @@ def _bounded(eff: Efficiency, changes: dict[str, float]) -> Efficiency:
     return replace(eff, **out)
 
 
-def shifted(eff: Efficiency, stack: ServingStack, assumptions, end: str) -> Efficiency:
-    """`eff` with each assumption moved to its 'slow' or 'fast' end."""
+def shifted(eff: Efficiency, stack: ServingStack, assumptions, end: str, power: float = 1.0) -> Efficiency:
+    """`eff` with each assumption moved towards its 'slow' or 'fast' end (power 1: all the way; 0.5: half, in log terms)."""
     eff = eff.for_stack(stack)
     changes: dict[str, float] = {}
     for a in assumptions:
-        m = a.slow if end == "slow" else a.fast
+        m = (a.slow if end == "slow" else a.fast) ** power
         for f in a.fields:
             changes[f] = changes.get(f, getattr(eff, f)) * m
     return _bounded(eff, changes)
