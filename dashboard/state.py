@@ -154,6 +154,15 @@ def _evaluate(scenario_json: str, _version: int, inventory_version: int | None) 
     return evaluate_store(store(), sc, version=inventory_version, catalog=catalog(_version))
 
 
+def lacks_price(what: str) -> bool:
+    """True, after one line pointing at the sidebar's warning, when the scenario has no node price."""
+    if not st.session_state.get("sc_price_problem"):
+        return False
+    st.info(f"{what} needs a node price for the sidebar's scenario: see the warning in the sidebar. "
+            "Workloads, Pricing, Performance and Scenarios work without it.")
+    return True
+
+
 def evaluation() -> Evaluation | None:
     """The evaluation for the current scenario (cached on the scenario's value); None with a message on error.
 
@@ -162,9 +171,7 @@ def evaluation() -> Evaluation | None:
     """
     try:
         sc = scenario()
-        if st.session_state.get("sc_price_problem"):
-            st.info("This page needs a node price for the sidebar's scenario: see the warning in the sidebar. "
-                    "Workloads, Pricing, Performance and Scenarios work without it.")
+        if lacks_price("This page"):
             return None
         return _evaluate(sc.model_dump_json(), data_version(), st.session_state.get("inventory_version"))
     except HangoverError as exc:
@@ -249,6 +256,9 @@ def _link_notes() -> None:
         if st.session_state.get("sc_pricing") != PricingOption.OWNED.value:
             link = {k: v for k, v in link.items() if not k.startswith("sc_own_")}
         st.session_state["sc_link_notes"] = url_notes(link, shown)
+        for key in link:  # unknown scenario settings leave the link (the bound ones tidy themselves)
+            if key.startswith("sc_") and key not in shown and key in st.query_params:
+                del st.query_params[key]
     notes = st.session_state.get("sc_link_notes")
     if notes:
         st.warning("Some settings in this link could not be used, so the sidebar shows defaults for them:\n\n"
