@@ -11,7 +11,6 @@ import pytest
 from core.catalog import Catalog
 from core.decision.analysis import fleet_options
 from core.decision.engine import evaluate
-from core.decision.fleet import restrict
 from core.decision.plan import Planner, pack_nodes
 from core.models import HOURS_PER_MONTH, Scenario
 from core.store.seed import load_seed, sample_workloads_path
@@ -42,6 +41,7 @@ def test_attributed_plus_unallocated_is_the_bill_to_the_cent(catalog, bank, sett
     f = ev.fleet
     vf = ev.verdicts_frame()
     assert round(float(vf["monthly_usd"].sum()) + f["unallocated_usd_per_month"], 2) == round(f["total_monthly_usd"], 2)
+    assert f["unallocated_usd_per_month"] >= -0.01  # nothing is attributed twice
     assert sum(f["monthly_usd_by_route"].values()) + f["unallocated_usd_per_month"] == pytest.approx(
         f["total_monthly_usd"], abs=0.01)
     # The bill: max(owned, needed) nodes at the full price + APIs + licences.
@@ -68,8 +68,11 @@ def test_licensed_stack_with_unknown_fee_is_not_planned_but_priced(catalog, bank
     assert ev.a["feasible"][:, r].any()  # still scored and shown
     lic = {x["route_id"]: x for x in ev.fleet["licensed_routes"]}["owned:mercury-class"]
     assert lic["licence_usd_per_gpu_month"] is None
-    # It would save money at a zero fee, so a positive break-even fee exists.
-    assert lic["saves_usd_per_month_at_zero_fee"] > 0 and lic["break_even_usd_per_gpu_month"] > 0
+    # Where it would save money at a zero fee, a positive break-even fee is stated; otherwise none.
+    if lic["saves_usd_per_month_at_zero_fee"] > 0.5:
+        assert lic["break_even_usd_per_gpu_month"] > 0
+    else:
+        assert lic["break_even_usd_per_gpu_month"] is None
 
 
 def test_kyc_may_leave_zero_owned_nodes_goes_to_the_api(catalog):
@@ -179,15 +182,18 @@ def _brute_force(planner: Planner) -> float:
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_search_is_within_one_percent_of_brute_force(catalog, bank, seed):
-    """Up to 6 workloads x 5 routes (<= 15,625 assignments), every one priced exactly."""
+    """5 workloads x 5 routes (a route of the plan is an API or a stack at one GPU count), every assignment
+    (at most 6^5 = 7,776 with 'unserved') priced exactly."""
     rng = np.random.default_rng(seed)
     w = bank.sample(n=5, random_state=seed).reset_index(drop=True)
     w["requests_per_day"] = w["requests_per_day"] * rng.uniform(0.2, 2.0, len(w))
     w["data_policy"] = rng.choice(["external_ok", "owned_only"], len(w))
     ev = evaluate(catalog, w, Scenario(fleet_nodes=int(rng.integers(0, 3))))
-    allowed_routes = np.zeros(len(ev.routes), dtype=bool)
-    feasible_cols = np.flatnonzero(ev.plan_inputs.allowed.any(axis=0))
-    allowed_routes[rng.permutation(feasible_cols)[:5]] = True
-    planner = Planner(restrict(ev.plan_inputs, allowed_routes))
+    inp = ev.plan_inputs
+    cols = rng.permutation(np.flatnonzero(inp.allowed.any(axis=0)))[:5]
+    keep = np.zeros(inp.allowed.shape[1], dtype=bool)
+    keep[cols] = True
+    from dataclasses import replace
+    planner = Planner(replace(inp, allowed=inp.allowed & keep[None, :]))
     found = planner.optimise()
     assert found.bill <= _brute_force(planner) * 1.01 + 1e-6

@@ -501,7 +501,9 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     a["usd_per_request"] = np.where(rpd[:, None] > 0, a["usd_per_request"], 0.0)
 
     a["base_usd_per_request"] = a["usd_per_request"].copy()  # before escalation costs are folded in
-    _apply_quality(a, floor, owned_only, interactive, slo, scenario)
+    # Escalation goes only where the plan may send work (not to licensed weights with no fee entered).
+    _apply_quality(a, floor, owned_only, interactive, slo, scenario,
+                   np.array([planning.route_permitted(rt) for rt in routes], dtype=bool))
     a["feasible"] = a["code"] == OK
     with np.errstate(divide="ignore", invalid="ignore"):
         a["usd_per_mtok_out"] = a["usd_per_request"] / n_out[:, None] * 1e6
@@ -673,12 +675,12 @@ def _better(prev: dict, cand: dict) -> dict:
     return out
 
 
-def _apply_quality(a, floor, owned_only, interactive, slo, scenario):
+def _apply_quality(a, floor, owned_only, interactive, slo, scenario, permitted):
     """Quality fallback: f = (Q - q) / (q_fb - q) of outputs escalated to the cheapest route meeting the floor."""
     W, R = a["code"].shape
     q = a["quality"]
     meets = q >= floor[:, None] - 1e-12
-    pure_ok = (a["code"] == OK) & meets
+    pure_ok = (a["code"] == OK) & meets & permitted[None, :]
     fb_cost = np.where(pure_ok, a["usd_per_request"], np.inf)
     fb = np.argmin(fb_cost, axis=1)
     rows = np.arange(W)

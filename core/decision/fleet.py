@@ -57,37 +57,50 @@ def route_permitted(route) -> bool:
 
 def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
                  grid: np.ndarray, tp_options: tuple[int, ...], zero_fee_for: set[str] | None = None) -> PlanInputs:
-    """Everything the plan search needs, computed once per scenario (physics on the concurrency grid)."""
+    """Everything the plan search needs, computed once per scenario (physics on the concurrency grid).
+
+    A route of the plan is an API, or an owned stack with a fixed number of GPUs per replica (DESIGN.md:
+    stack x GPU x g); each gets a plan column. With g fixed, a pool of workloads that each meet their
+    target alone at that g can always be served (at worst one request per slot), so the search never
+    builds a deployment nobody could run.
+    """
     a, sc, rate = ev.a, ev.scenario, ev.rate
     W, R = a["code"].shape
     rows_all = np.arange(W)
     zero_fee_for = zero_fee_for or set()
     permitted = np.array([route_permitted(r) or r.route_id in zero_fee_for for r in ev.routes], dtype=bool)
-    allowed = a["feasible"] & permitted[None, :] & (rpd[:, None] >= 0)
+    allowed_r = a["feasible"] & permitted[None, :]
     per_month = rpd * DAYS_PER_MONTH
     base = a["base_usd_per_request"]
     api_cols = np.array([r.hosting == "api" for r in ev.routes], dtype=bool)
-    api_monthly = np.where(api_cols[None, :], base * per_month[:, None], np.inf)
-    fb = a["fallback_route"].astype(int)
-    fb_safe = np.where(fb >= 0, fb, 0)
-    fb_is_api = (fb >= 0) & api_cols[fb_safe] if R else np.zeros(W, bool)
-    fallback_api = np.where(fb_is_api, base[rows_all, fb_safe] * per_month, 0.0) if R else np.zeros(W)
-
-    owned: list[OwnedRoute] = []
     gpn = sc.gpus_per_node
+
+    cols: list[tuple[int, int]] = []  # (engine route, GPUs per replica; 0 for an API)
+    owned_spec = []
     for r, route in enumerate(ev.routes):
         if route.hosting != "owned":
+            cols.append((r, 0))
             continue
         stack = route.stack
-        opts = tuple(g for g in tp_options if g <= gpn and physics.max_concurrency(stack, gpu, g, 1024.0) >= 1)
-        svc = np.full((W, max(len(opts), 1), len(grid)), np.nan, dtype=np.float32)
-        tail = np.ones(max(len(opts), 1))
-        rows = np.flatnonzero(allowed[:, r] & interactive)
-        for k, g in enumerate(opts):
-            eff, _ = ev.catalog.efficiency(stack, gpu, g)
-            tail[k] = eff.p95_over_mean
-            if not rows.size:
-                continue
+        for g in tp_options:
+            if g <= gpn and physics.max_concurrency(stack, gpu, g, 1024.0) >= 1:
+                owned_spec.append((len(cols), r, g))
+                cols.append((r, g))
+    col_route = np.array([c[0] for c in cols], dtype=int)
+    col_g = np.array([c[1] for c in cols], dtype=int)
+    C = len(cols)
+    allowed = allowed_r[:, col_route] if C else np.zeros((W, 0), bool)
+    best_g = np.nan_to_num(a["gpus_per_replica"], nan=0.0).astype(int)
+
+    owned: list[OwnedRoute] = []
+    for c, r, g in owned_spec:
+        route = ev.routes[r]
+        stack = route.stack
+        svc = np.full((W, 1, len(grid)), np.nan, dtype=np.float32)
+        eff, _ = ev.catalog.efficiency(stack, gpu, g)
+        tail = np.array([eff.p95_over_mean])
+        rows = np.flatnonzero(allowed[:, c] & interactive)
+        if rows.size:
             pre = physics.prefill_ms(stack, gpu, g, n_in[rows], eff)
             maxc = physics.max_concurrency(stack, gpu, g, n_in[rows] + n_out[rows], eff)
             for j, b in enumerate(grid):
@@ -95,29 +108,40 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
                 if not fits.any():
                     break
                 lat = physics.e2e_ms(stack, gpu, g, b, n_in[rows], n_out[rows], eff, prefill=pre) / 1e3
-                svc[rows, k, j] = np.where(fits, lat, np.nan)
-        fee = stack.licence_usd_per_gpu_month
-        if route.route_id in zero_fee_for:
-            fee = 0.0
-        owned.append(OwnedRoute(r, route.route_id, route.label, route.architecture, opts or (1,),
-                                float(fee or 0.0), svc, tail))
+                svc[rows, 0, j] = np.where(fits, lat, np.nan)
+        alone_ok = np.isfinite(svc[:, 0, 0]) & (svc[:, 0, 0] * 1e3 * tail[0] <= slo)
+        # Interactive work may use any g where it meets its target alone; offline work the g the engine sized.
+        allowed[:, c] &= np.where(interactive, alone_ok, best_g[:, r] == g)
+        fee = 0.0 if route.route_id in zero_fee_for else (stack.licence_usd_per_gpu_month or 0.0)
+        owned.append(OwnedRoute(c, r, route.route_id, route.label, route.architecture, (g,), float(fee), svc, tail))
+
+    api_monthly = np.where(api_cols[col_route][None, :], base[:, col_route] * per_month[:, None], np.inf)
+    fb = a["fallback_route"].astype(int)
+    fb_safe = np.where(fb >= 0, fb, 0)
+    fb_is_api = (fb >= 0) & api_cols[fb_safe] if R else np.zeros(W, bool)
+    fallback_api = np.where(fb_is_api, base[rows_all, fb_safe] * per_month, 0.0) if R else np.zeros(W)
+    # The escalated share lands on the fallback's column: its API, or its stack at the GPU count the engine sized.
+    col_of = {(r, g): k for k, (r, g) in enumerate(cols)}
+    fb_col = np.array([col_of.get((int(f), 0 if api_cols[int(f)] else int(best_g[i, int(f)])), -1) if f >= 0 else -1
+                       for i, f in enumerate(fb)], dtype=int) if np.any(fb >= 0) else np.full(W, -1)
     attribution_rate = rate.owned_fleet_usd_per_node_hour if sc.cost_basis is CostBasis.MARGINAL \
         else rate.full_usd_per_node_hour
     return PlanInputs(
         workload_ids=ev.workloads["workload_id"].to_numpy(), interactive=interactive, lam_peak=lam_peak,
         lam_mean=rpd / 86400.0, profile=hourly_profile(pf), slo_ms=slo, allowed=allowed,
-        api_monthly=api_monthly, gpu_hours_day=np.nan_to_num(a["gpu_hours_per_day"], nan=0.0),
-        offline_min_gpus=np.nan_to_num(a["replicas"] * a["gpus_per_replica"], nan=0.0),
-        offline_gpus_per_replica=a["gpus_per_replica"], fallback_share=np.nan_to_num(a["fallback_share"]),
-        fallback_route=fb, fallback_api_monthly=fallback_api, latency_ms=a["p95_ms"], owned=tuple(owned),
-        n_routes=R, gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
+        api_monthly=api_monthly, gpu_hours_day=np.nan_to_num(a["gpu_hours_per_day"], nan=0.0)[:, col_route],
+        offline_min_gpus=np.nan_to_num(a["replicas"] * a["gpus_per_replica"], nan=0.0)[:, col_route],
+        offline_gpus_per_replica=np.where(col_g > 0, col_g, 1)[None, :].repeat(W, axis=0),
+        fallback_share=np.nan_to_num(a["fallback_share"])[:, col_route],
+        fallback_route=fb_col, fallback_api_monthly=fallback_api, latency_ms=a["p95_ms"][:, col_route],
+        owned=tuple(owned), n_routes=C, col_route=col_route, gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
         full_usd_per_node_hour=rate.full_usd_per_node_hour, attribution_usd_per_node_hour=attribution_rate,
         concurrency_grid=np.asarray(grid, dtype=float), sla_tail=1.0 - sc.sla_percentile)
 
 
 def restrict(inp: PlanInputs, route_mask: np.ndarray) -> PlanInputs:
-    """The same inputs with only some routes allowed (fleet options)."""
-    return replace(inp, allowed=inp.allowed & route_mask[None, :])
+    """The same inputs with only some engine routes allowed (fleet options)."""
+    return replace(inp, allowed=inp.allowed & np.asarray(route_mask, dtype=bool)[inp.col_route][None, :])
 
 
 def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
@@ -144,8 +168,8 @@ def _licensed_routes(ev, best: PlanCost, gpu, lam_peak, rpd, n_in, n_out, slo, i
         inp = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid,
                            tp_options=tp_options, zero_fee_for={route.route_id})
         with_it = Planner(inp).optimise()
-        pos = next(k for k, o in enumerate(inp.owned) if o.route_id == route.route_id)
-        gpus = _route_gpus(inp, with_it, pos)
+        positions = [k for k, o in enumerate(inp.owned) if o.route_id == route.route_id]
+        gpus = _route_gpus(inp, with_it, positions)
         saves = best.bill - with_it.bill
         fee = None
         if gpus > 0 and saves > 0:
@@ -153,10 +177,10 @@ def _licensed_routes(ev, best: PlanCost, gpu, lam_peak, rpd, n_in, n_out, slo, i
             if len(inp.workload_ids) <= BREAK_EVEN_REFINE_ROWS:
                 # The bill with a fee f is concave in f (a minimum of lines); Newton steps from the estimate.
                 for _ in range(3):
-                    owned = list(inp.owned)
-                    owned[pos] = replace(owned[pos], licence_usd_per_gpu_month=fee)
+                    owned = [replace(o, licence_usd_per_gpu_month=fee) if k in positions else o
+                             for k, o in enumerate(inp.owned)]
                     at_fee = Planner(replace(inp, owned=tuple(owned))).optimise()
-                    g2 = _route_gpus(inp, at_fee, pos)
+                    g2 = _route_gpus(inp, at_fee, positions)
                     gap = best.bill - at_fee.bill
                     if g2 <= 0 or gap <= 0.01:
                         break
@@ -166,13 +190,16 @@ def _licensed_routes(ev, best: PlanCost, gpu, lam_peak, rpd, n_in, n_out, slo, i
     return out
 
 
-def _route_gpus(inp: PlanInputs, plan: PlanCost, pos: int) -> int:
-    r = inp.owned[pos].index
-    d = plan.sizes.get(pos)
-    inter = d.gpus if d is not None and d.feasible else 0
-    off = plan.assignment == r
-    hours = float(np.nansum(inp.gpu_hours_day[off & ~inp.interactive, r]))
-    return int(inter + np.ceil(hours / 24.0 - 1e-9))
+def _route_gpus(inp: PlanInputs, plan: PlanCost, positions: list[int]) -> int:
+    """GPUs a plan runs one stack on (every GPU-count column of it)."""
+    total = 0
+    for pos in positions:
+        c = inp.owned[pos].index
+        d = plan.sizes.get(pos)
+        inter = d.gpus if d is not None and d.feasible else 0
+        hours = float(np.nansum(inp.gpu_hours_day[(plan.assignment == c) & ~inp.interactive, c]))
+        total += int(inter + np.ceil(hours / 24.0 - 1e-9))
+    return total
 
 
 def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, licensed: list[LicensedRoute]) -> None:
@@ -180,10 +207,10 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
     W = len(inp.workload_ids)
     rows_all = np.arange(W)
     gpn = inp.gpus_per_node
-    v = best.assignment.astype(int)
-    ev.verdict = v
+    v = best.assignment.astype(int)  # plan columns
     has = v >= 0
     safe = np.where(has, v, 0)
+    ev.verdict = np.where(has, inp.col_route[safe], -1)  # engine routes
     total_nodes = max(sc.fleet_nodes, best.nodes_needed)
     # Attribution rate per GPU-hour: under the marginal basis owned nodes count at their marginal rate and
     # new nodes at full; under the full basis every node at full.
@@ -200,16 +227,17 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
     attributed += np.where(has, np.nan_to_num(inp.api_monthly[rows_all, safe], posinf=0.0), 0.0)
     f = np.where(has, inp.fallback_share[rows_all, safe], 0.0)
     fb = inp.fallback_route
-    owned_idx = {o.index for o in inp.owned}
-    fb_owned = np.array([k in owned_idx for k in fb], dtype=bool) if W else np.zeros(0, bool)
+    fb_owned = planner._fb_owned
     esc = has & (f > 0) & (fb >= 0)
     attributed += np.where(esc & ~fb_owned, f * inp.fallback_api_monthly, 0.0)
 
     deployments = []
+    batch: list[tuple[np.ndarray, np.ndarray]] = []  # offline rows and their GPU-hours a day
     nodes_by_route: dict[str, int] = {}
     gpus_by_route: dict[str, float] = {}
     for pos, route in enumerate(inp.owned):
-        r = route.index
+        r = route.index  # plan column
+        er = route.route_index  # engine route
         prim = has & (v == r)
         extra = esc & fb_owned & (fb == r)
         if not prim.any() and not extra.any():
@@ -221,11 +249,11 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
             n_prim = int((prim & inp.interactive).sum())
             p_rows = d.rows[:n_prim]
             for key, val in (("p95_ms", d.p95_ms[:n_prim]), ("service_s", d.service_s[:n_prim])):
-                a[key][p_rows, r] = val
-            a["concurrency"][p_rows, r] = d.concurrency
-            a["gpus_per_replica"][p_rows, r] = d.gpus_per_replica
-            a["replicas"][p_rows, r] = d.replicas
-            a["wait_budget_s"][p_rows, r] = d.wait_budget_s
+                a[key][p_rows, er] = val
+            a["concurrency"][p_rows, er] = d.concurrency
+            a["gpus_per_replica"][p_rows, er] = d.gpus_per_replica
+            a["replicas"][p_rows, er] = d.replicas
+            a["wait_budget_s"][p_rows, er] = d.wait_budget_s
             load = inp.lam_peak[d.rows] * d.shares * d.service_s
             share = load / load.sum() if load.sum() > 0 else np.zeros(len(d.rows))
             cost = d.gpus * gpu_rate * HOURS_PER_MONTH + route.licence_usd_per_gpu_month * d.gpus
@@ -237,16 +265,16 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
         lic_gpus_off = np.ceil(off_hours / 24.0 - 1e-9)
         if off.size:
             lic = route.licence_usd_per_gpu_month * lic_gpus_off
-            np.add.at(attributed, off, hours * DAYS_PER_MONTH * gpu_rate
-                      + (hours / off_hours * lic if off_hours > 0 else 0.0))
+            if off_hours > 0:
+                np.add.at(attributed, off, hours / off_hours * lic)
+            batch.append((off, hours))
         off_min = int(np.nanmax(inp.offline_min_gpus[off, r], initial=0.0)) if off.size else 0
         members = inp.workload_ids[np.flatnonzero(prim)]
         dep = {
             "route_id": route.route_id, "label": route.label, "architecture": route.architecture,
             "workloads": [str(x) for x in members],
             "escalated_from": [str(x) for x in inp.workload_ids[np.flatnonzero(extra)]],
-            "gpus_per_replica": int(d.gpus_per_replica) if d is not None and d.feasible else
-            int(np.nanmax(inp.offline_gpus_per_replica[off, r], initial=1.0)) if off.size else 1,
+            "gpus_per_replica": int(route.tp_options[0]),
             "concurrency_cap": int(d.concurrency) if d is not None and d.feasible else None,
             "replicas": int(d.replicas) if d is not None and d.feasible else 0,
             "interactive_gpus": int(inter_gpus),
@@ -257,30 +285,44 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
             "licence_usd_per_month": float(route.licence_usd_per_gpu_month * (inter_gpus + lic_gpus_off)),
         }
         deployments.append(dep)
-        gpus_by_route[route.route_id] = inter_gpus + off_hours / 24.0
+        gpus_by_route[route.route_id] = gpus_by_route.get(route.route_id, 0.0) + inter_gpus + off_hours / 24.0
         if dep["nodes"]:
-            nodes_by_route[route.route_id] = dep["nodes"]
+            nodes_by_route[route.route_id] = nodes_by_route.get(route.route_id, 0) + dep["nodes"]
+        a["nodes"][np.flatnonzero(prim), er] = dep["nodes"]
 
+    # Offline work pays for its GPU-hours, but only those beyond the interactive reservations: hours it takes
+    # from GPUs already reserved (and charged) for interactive work cost nothing more, and charging them
+    # twice would attribute more than the bill.
+    reserved = sum(d["interactive_gpus"] for d in deployments)
+    total_hours = sum(float(h.sum()) for _, h in batch)
+    if total_hours > 0:
+        slack = max(total_nodes * gpn - reserved, 0) * 24.0
+        charged = min(1.0, slack / total_hours)
+        for off, hours in batch:
+            np.add.at(attributed, off, hours * charged * DAYS_PER_MONTH * gpu_rate)
     # Owned offline rows report their own operating point; the verdict cell carries the attributed share.
     verdict_monthly = attributed
     with np.errstate(divide="ignore", invalid="ignore"):
         per_req = np.where(rpd > 0, verdict_monthly / (rpd * DAYS_PER_MONTH), 0.0)
     # The owned columns' standalone costs: the pooled, linear view at the full rate (what the search compares).
-    gh = planner._gpu_hours_month
+    # A stack's standalone cost is its cheapest GPU-count column (where the workload may use it).
+    gh = np.where(inp.allowed, planner._gpu_hours_month, np.nan)
+    standalone: dict[int, np.ndarray] = {}
     for o in inp.owned:
         col = gh[:, o.index] * (inp.full_usd_per_gpu_hour + o.licence_usd_per_gpu_month / HOURS_PER_MONTH)
-        fb_cost = a["fallback_share"][:, o.index] * inp.fallback_api_monthly
-        col = np.where(np.isfinite(col), col + fb_cost, np.nan)
-        a["monthly_usd"][:, o.index] = col
+        col = col + inp.fallback_share[:, o.index] * inp.fallback_api_monthly
+        prev = standalone.get(o.route_index)
+        standalone[o.route_index] = col if prev is None else np.fmin(prev, col)
+    for er, col in standalone.items():
+        col = np.where(np.isfinite(col), col, a["monthly_usd"][:, er])
+        a["monthly_usd"][:, er] = col
         with np.errstate(divide="ignore", invalid="ignore"):
-            a["usd_per_request"][:, o.index] = np.where(rpd > 0, col / (rpd * DAYS_PER_MONTH), 0.0)
-    a["monthly_usd"][rows_all[has], v[has]] = verdict_monthly[has]
-    a["usd_per_request"][rows_all[has], v[has]] = per_req[has]
+            a["usd_per_request"][:, er] = np.where(rpd > 0, col / (rpd * DAYS_PER_MONTH), 0.0)
+    vr = ev.verdict
+    a["monthly_usd"][rows_all[has], vr[has]] = verdict_monthly[has]
+    a["usd_per_request"][rows_all[has], vr[has]] = per_req[has]
     with np.errstate(divide="ignore", invalid="ignore"):
         a["usd_per_mtok_out"] = a["usd_per_request"] / n_out[:, None] * 1e6
-    for dep in deployments:  # nodes column: the deployment's whole nodes, for every member
-        r = next(o.index for o in inp.owned if o.route_id == dep["route_id"])
-        a["nodes"][has & (v == r), r] = dep["nodes"]
 
     full_node = inp.full_usd_per_node_hour
     owned_monthly = sc.fleet_nodes * full_node * HOURS_PER_MONTH
@@ -294,15 +336,15 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
     util_with = np.minimum((busy + fill) / cap, 1.0) if cap else np.zeros(24)
     utilization = float(np.mean(util_with)) if cap else 0.0
     idle_month = cap * HOURS_PER_MONTH * full_node / gpn * (1.0 - utilization)
-    on_owned = has & np.isin(v, list(owned_idx))
+    on_owned = has & np.isin(v, [o.index for o in inp.owned])
     owned_tokens_month = float(np.nansum((rpd * n_out)[on_owned])) * DAYS_PER_MONTH
     owned_cash = owned_monthly + extra_monthly + best.licence_monthly
     eff_mtok = owned_cash / owned_tokens_month * 1e6 if owned_tokens_month > 0 and owned_cash > 0 else None
 
     by_route: dict[str, float] = {}
-    for r_idx in np.unique(v[has]):
+    for r_idx in np.unique(vr[has]):
         key = ev.routes[int(r_idx)].route_id
-        by_route[key] = float(attributed[has & (v == r_idx)].sum())
+        by_route[key] = float(attributed[has & (vr == r_idx)].sum())
     drivers = node_drivers(ev, planner, best) if best.nodes_needed > sc.fleet_nodes else []
     ev.fleet = {
         "gpu": ev.gpu_name,
@@ -338,7 +380,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
                             {k: getattr(x, k) for k in x.__dataclass_fields__} for x in licensed],
         "verdict_mix": {k: int(n) for k, n in pd.Series(
             [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
-             else "no feasible route" for i in v]).value_counts().items()},
+             else "no feasible route" for i in vr]).value_counts().items()},
     }
 
 
@@ -346,8 +388,9 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
     """For the nodes beyond those owned: the workloads and targets that force them, and what relaxing each saves."""
     inp = planner.inp
     v = best.assignment
-    owned_idx = {o.index: o for o in inp.owned}
-    on_owned = np.array([k in owned_idx for k in v], dtype=bool)
+    owned_cols = np.zeros(inp.n_routes + 1, dtype=bool)
+    owned_cols[[o.index for o in inp.owned]] = True
+    on_owned = owned_cols[v]  # -1 (unserved) hits the spare False at the end
     # Weight: GPUs held at the peak (interactive) or GPU-hours a day / 24 (offline), on the standalone view.
     gh = planner._gpu_hours_month
     weight = np.where(on_owned, gh[np.arange(len(v)), np.where(v >= 0, v, 0)], 0.0)
@@ -373,15 +416,18 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
             moved[i] = k
             cand = planner.price(moved)
             if cand.feasible:
-                relax.append({"change": f"move to {ev.routes[k].label}", "kind": "to_api",
-                              "route_id": ev.routes[k].route_id,
+                er = int(inp.col_route[k])
+                relax.append({"change": f"move to {ev.routes[er].label}", "kind": "to_api",
+                              "route_id": ev.routes[er].route_id,
                               "saves_usd_per_month": float(best.bill - cand.bill),
                               "nodes_needed": int(cand.nodes_needed)})
         elif w["data_policy"].iloc[i] == "owned_only":
             relax.append({"change": "move to an API: not allowed (owned_only data)", "kind": "to_api",
                           "saves_usd_per_month": None, "nodes_needed": None})
-        out.append({"workload_id": str(inp.workload_ids[i]), "route_id": ev.routes[int(v[i])].route_id,
-                    "route": ev.routes[int(v[i])].label, **target,
+        er = int(inp.col_route[v[i]])
+        out.append({"workload_id": str(inp.workload_ids[i]), "route_id": ev.routes[er].route_id,
+                    "route": ev.routes[er].label, "gpus_per_replica": int(planner.inp.owned[
+                        next(k for k, o in enumerate(inp.owned) if o.index == v[i])].tp_options[0]), **target,
                     "gpu_hours_per_month": float(weight[i]), "relaxations": relax})
     out.sort(key=lambda d: -max([x["saves_usd_per_month"] or 0.0 for x in d["relaxations"]] or [0.0]))
     return out

@@ -43,7 +43,8 @@ MAX_PASSES = 6
 class OwnedRoute:
     """What the plan needs to size one owned route's deployment."""
 
-    index: int  # column in the engine's (W, R) arrays
+    index: int  # column of the plan's (W, C) arrays
+    route_index: int  # column of the engine's (W, R) arrays (one owned stack has a plan column per GPU count)
     route_id: str
     label: str
     architecture: str
@@ -75,7 +76,8 @@ class PlanInputs:
     fallback_api_monthly: np.ndarray  # (W,) monthly API spend if all requests went to the fallback route
     latency_ms: np.ndarray  # (W, R) standalone p95 (tie-break)
     owned: tuple[OwnedRoute, ...]
-    n_routes: int
+    n_routes: int  # plan columns: every API route, and every owned stack once per GPUs-per-replica option
+    col_route: np.ndarray  # (C,) engine route of each plan column
     gpus_per_node: int
     owned_nodes: int
     full_usd_per_node_hour: float
@@ -103,6 +105,9 @@ class DeploymentSize:
     service_s: np.ndarray  # (len(rows),) mean service at the chosen point
     p95_ms: np.ndarray  # (len(rows),) service p95 at the chosen point
     wait_budget_s: float
+    busy: np.ndarray = field(default_factory=lambda: np.zeros(24))  # (24,) GPUs busy with its interactive work
+    lat_sum: float = 0.0  # sum of rate x p95 over its members (the search's latency tie-break)
+    lat_w: float = 0.0  # sum of rates
 
     @property
     def gpus(self) -> int:
@@ -166,6 +171,12 @@ class Planner:
         self._cache: dict[tuple, DeploymentSize] = {}
         w = len(inp.workload_ids)
         self._rows = np.arange(w)
+        owned_cols = np.zeros(inp.n_routes + 1, dtype=bool)
+        owned_cols[[o.index for o in inp.owned]] = True
+        self._fb_owned = owned_cols[inp.fallback_route]  # index -1 hits the spare False at the end
+        self._owned_cols = np.array(sorted(o.index for o in inp.owned), dtype=int)
+        self._linear: dict[float, np.ndarray] = {}
+        self._gpu_hours_month = self._standalone_gpu_hours()
 
     # -- exact pricing --------------------------------------------------------
     def size(self, pos: int, rows: np.ndarray, shares: np.ndarray, slo_ms: np.ndarray | None = None) -> DeploymentSize:
@@ -206,13 +217,27 @@ class Planner:
                                  np.full(len(rows), np.nan), np.nan)
         else:
             gi, bi, n, budget = best
-            res = DeploymentSize(pos, rows, shares, True, route.tp_options[gi], int(inp.concurrency_grid[bi]), n,
-                                 svc[:, gi, bi], svc[:, gi, bi] * 1e3 * route.tail[gi], budget)
+            g, b = route.tp_options[gi], float(inp.concurrency_grid[bi])
+            s_chosen = svc[:, gi, bi].astype(float)
+            p95_chosen = s_chosen * 1e3 * route.tail[gi]
+            # GPUs busy each hour: rate(h) x GPU-seconds per request at the operating point.
+            busy = ((inp.lam_mean[rows] * shares * g * np.nan_to_num(s_chosen) / b)[:, None]
+                    * inp.profile[rows]).sum(axis=0)
+            res = DeploymentSize(pos, rows, shares, True, g, int(b), n, s_chosen, p95_chosen, budget,
+                                 busy, float((lam * np.nan_to_num(p95_chosen)).sum()), float(lam.sum()))
         self._cache[key] = res
         return res
 
+    def _groups(self, col: np.ndarray) -> dict[int, np.ndarray]:
+        """Rows per owned plan column (ascending row order), from one stable sort instead of a mask per column."""
+        order = np.argsort(col, kind="stable")
+        ordered = col[order]
+        lo = np.searchsorted(ordered, self._owned_cols, side="left")
+        hi = np.searchsorted(ordered, self._owned_cols, side="right")
+        return {int(c): order[a:b] for c, a, b in zip(self._owned_cols, lo, hi, strict=True) if b > a}
+
     def price(self, assign: np.ndarray, slo_override: tuple[int, float] | None = None) -> PlanCost:
-        """The exact monthly cash bill of an assignment (route index per workload, -1 unserved)."""
+        """The exact monthly cash bill of an assignment (plan column per workload, -1 unserved)."""
         inp = self.inp
         rows_all = self._rows
         has = assign >= 0
@@ -222,13 +247,13 @@ class Planner:
         # Escalated shares: an owned fallback takes f of the load; an API fallback is paid per request.
         f = np.where(has, inp.fallback_share[rows_all, safe], 0.0)
         fb = inp.fallback_route
-        fb_owned = np.array([(k in self._owned_pos) for k in fb]) if len(fb) else np.zeros(0, bool)
         esc = has & (f > 0) & (fb >= 0)
-        api_monthly += float(np.sum(np.where(esc & ~fb_owned, f * inp.fallback_api_monthly, 0.0)))
+        api_monthly += float(np.sum(np.where(esc & ~self._fb_owned, f * inp.fallback_api_monthly, 0.0)))
+        prim_groups = self._groups(np.where(has, assign, -1))
+        extra_groups = self._groups(np.where(esc & self._fb_owned, fb, -1)) if esc.any() else {}
 
         sizes: dict[int, DeploymentSize] = {}
         busy = np.zeros(24)
-        feasible = True
         licence = 0.0
         interactive_gpus: list[tuple[int, int]] = []  # (replica size, count)
         offline_hours = 0.0
@@ -236,41 +261,38 @@ class Planner:
         lat_sum, lat_w = 0.0, 0.0
         for pos, route in enumerate(inp.owned):
             r = route.index
-            prim = has & (assign == r)
-            extra = esc & fb_owned & (fb == r)
-            if not prim.any() and not extra.any():
+            prim = prim_groups.get(r)
+            extra = extra_groups.get(r)
+            if prim is None and extra is None:
                 continue
-            inter_rows = np.concatenate([np.flatnonzero(prim & inp.interactive), np.flatnonzero(extra & inp.interactive)])
-            shares = np.concatenate([np.ones(int((prim & inp.interactive).sum())), f[extra & inp.interactive]])
+            prim = prim if prim is not None else np.zeros(0, dtype=int)
+            extra = extra if extra is not None else np.zeros(0, dtype=int)
+            p_int, e_int = prim[inp.interactive[prim]], extra[inp.interactive[extra]]
+            inter_rows = np.concatenate([p_int, e_int]) if e_int.size else p_int
+            shares = np.concatenate([np.ones(p_int.size), f[e_int]]) if e_int.size else np.ones(p_int.size)
             slo = None
-            if slo_override is not None and slo_override[0] in inter_rows:
+            if slo_override is not None and np.any(inter_rows == slo_override[0]):
                 slo = inp.slo_ms[inter_rows].copy()
                 slo[inter_rows == slo_override[0]] = slo_override[1]
             d_gpus = 0
-            if len(inter_rows):
+            if inter_rows.size:
                 d = self.size(pos, inter_rows, shares, slo)
                 sizes[pos] = d
                 if not d.feasible:
-                    feasible = False
-                    continue
+                    return PlanCost(assign, False, np.inf, np.inf, np.inf, 0, 0, 0, api_monthly, licence, sizes,
+                                    busy, np.zeros(24), offline_hours)
                 d_gpus = d.gpus
                 interactive_gpus.append((d.gpus_per_replica, d.replicas))
-                gpu_s_per_req = d.gpus_per_replica * d.service_s / d.concurrency
-                busy += ((inp.lam_mean[inter_rows] * shares)[:, None] * inp.profile[inter_rows]
-                         * gpu_s_per_req[:, None]).sum(axis=0)
-                lam = inp.lam_peak[inter_rows] * shares
-                lat_sum += float((lam * d.p95_ms).sum())
-                lat_w += float(lam.sum())
-            off = np.flatnonzero((prim | extra) & ~inp.interactive)
-            off_share = np.where(prim[off], 1.0, f[off])
-            off_hours = float(np.nansum(inp.gpu_hours_day[off, r] * off_share))
-            off_min = float(np.nanmax(inp.offline_min_gpus[off, r], initial=0.0)) if off.size else 0.0
+                busy += d.busy
+                lat_sum += d.lat_sum
+                lat_w += d.lat_w
+            p_off, e_off = prim[~inp.interactive[prim]], extra[~inp.interactive[extra]]
+            off_hours = float(np.nansum(inp.gpu_hours_day[p_off, r])) + float(
+                np.nansum(inp.gpu_hours_day[e_off, r] * f[e_off]))
+            off_min = float(np.nanmax(inp.offline_min_gpus[p_off, r], initial=0.0))
             offline_hours += off_hours
             offline_min = max(offline_min, off_min)
             licence += route.licence_usd_per_gpu_month * (d_gpus + np.ceil(off_hours / 24.0 - 1e-9))
-        if not feasible:
-            return PlanCost(assign, False, np.inf, np.inf, np.inf, 0, 0, 0, api_monthly, licence, sizes,
-                            busy, np.zeros(24), offline_hours)
         gpn = inp.gpus_per_node
         nodes_i = pack_nodes(interactive_gpus, gpn)
         capacity = max(inp.owned_nodes, nodes_i) * gpn
@@ -288,22 +310,36 @@ class Planner:
 
     # -- search -------------------------------------------------------------
     def _linear_cost(self, p_gpu_hour: float) -> np.ndarray:
-        """(W, R) monthly cost of each route at a shadow price per GPU-hour (pooled, linear view)."""
+        """(W, C) monthly cost of each route at a shadow price per GPU-hour (pooled, linear view; cached)."""
+        hit = self._linear.get(p_gpu_hour)
+        if hit is not None:
+            return hit.copy()
         inp = self.inp
-        cost = inp.api_monthly.copy()
-        for route in inp.owned:
-            r = route.index
-            res = np.nan_to_num(self._gpu_hours_month[:, r], nan=np.inf)
-            cost[:, r] = res * (p_gpu_hour + route.licence_usd_per_gpu_month / HOURS_PER_MONTH)
-            cost[:, r] = np.where(np.isfinite(res), cost[:, r], np.inf)
-        fb_cost = inp.fallback_share * inp.fallback_api_monthly[:, None]
-        return np.where(inp.allowed, cost + np.nan_to_num(fb_cost), np.inf)
+        if not hasattr(self, "_lin_parts"):
+            lic = np.zeros(inp.n_routes)
+            owned = np.zeros(inp.n_routes, dtype=bool)
+            for route in inp.owned:
+                lic[route.index] = route.licence_usd_per_gpu_month / HOURS_PER_MONTH
+                owned[route.index] = True
+            res = np.where(owned[None, :], np.nan_to_num(self._gpu_hours_month, nan=np.inf), 0.0)
+            fixed = np.where(owned[None, :], res * lic[None, :], inp.api_monthly)
+            fixed = fixed + np.nan_to_num(inp.fallback_share * inp.fallback_api_monthly[:, None])
+            fixed = np.where(inp.allowed & np.isfinite(fixed), fixed, np.inf)
+            self._lin_parts = (np.where(np.isfinite(fixed), res, 0.0), fixed)
+        res, fixed = self._lin_parts
+        out = fixed + res * p_gpu_hour if p_gpu_hour else fixed.copy()
+        self._linear[p_gpu_hour] = out
+        return out.copy()
+
+    def standalone_cost(self) -> np.ndarray:
+        """(W, C) monthly cost of each allowed plan column on its own: APIs as priced, owned columns at the
+        full $/GPU-hour on the pooled, linear view (inf where not allowed)."""
+        return self._linear_cost(self.inp.full_usd_per_gpu_hour)
 
     def optimise(self) -> PlanCost:
         """The cheapest plan found: shadow-price candidates, then improving moves."""
         inp = self.inp
         W, R = inp.allowed.shape
-        self._gpu_hours_month = self._standalone_gpu_hours()
         if W == 0 or R == 0:
             return self.price(np.full(W, -1))
         tie = np.nan_to_num(self._gpu_hours_month, nan=0.0) * 1e-9 + np.nan_to_num(inp.latency_ms, nan=0.0) * 1e-12
@@ -349,14 +385,15 @@ class Planner:
         for _ in range(MAX_PASSES):
             improved = False
             # Whole deployments: move every member of one owned route to its next-best route.
+            base = self._linear_cost(inp.full_usd_per_gpu_hour)
             for route in inp.owned:
                 members = np.flatnonzero(best.assignment == route.index)
                 if not members.size:
                     continue
-                cost = self._linear_cost(inp.full_usd_per_gpu_hour)
+                cost = base[members]
                 cost[:, route.index] = np.inf
-                alt = np.argmin(cost[members], axis=1)
-                okm = np.isfinite(cost[members, alt])
+                alt = np.argmin(cost, axis=1)
+                okm = np.isfinite(cost[np.arange(len(members)), alt])
                 if not okm.all():
                     continue
                 cand_assign = best.assignment.copy()

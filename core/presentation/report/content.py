@@ -221,8 +221,9 @@ def _moves(ev: Evaluation) -> list[Change]:
         return []
     kinds = _route_kinds(ev)
     monthly = ev.a["monthly_usd"]
-    allowed = ev.plan_inputs.allowed
-    cost = np.where(allowed, monthly, np.inf)
+    col_route = ev.plan_inputs.col_route
+    col_kinds = kinds[col_route]
+    cost = ev.planner.standalone_cost()  # (W, plan columns)
     own_usd = monthly[has, v[has]]
     order = has[np.argsort(-np.nan_to_num(own_usd))]
     ids = ev.workloads["workload_id"].to_numpy()
@@ -236,13 +237,13 @@ def _moves(ev: Evaluation) -> list[Change]:
             ("Run" if route.hosting == "owned" else "Send")
         prep = "to" if verb == "Send" else "on"
         share = float(monthly[i, v[i]])
-        alt_cost = np.where(kinds != kinds[v[i]], cost[i], np.inf)
+        alt_cost = np.where(col_kinds != kinds[v[i]], cost[i], np.inf)
         k = int(np.argmin(alt_cost))
         if np.isfinite(alt_cost[k]):
             moved = ev.plan.assignment.copy()
             moved[i] = k
             alt = ev.planner.price(moved)
-            a = ev.routes[k]
+            a = ev.routes[int(col_route[k])]
             alt_words = a.label if a.hosting == "api" else f"owned {a.label}"
             if not alt.feasible:
                 text = f"{verb} {ids[i]} {prep} {where} ({fmt(share, 'usd')}/month attributed)."
