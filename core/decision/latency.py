@@ -26,7 +26,7 @@ workload rows on them (`row` says which configuration each belongs to).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import special
@@ -47,8 +47,9 @@ _MAX_SIGMA = Z95
 _FIXED_POINT_ITERATIONS = 30
 _BISECTION_ITERATIONS = 40
 # Gauss–Legendre nodes per panel of the wait-service convolution (two panels):
-# accurate to < 0.1 % in the p95 against adaptive quadrature (tests/test_latency.py).
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(24)
+# 16 per panel put P(E + S > t) within 3e-7 (relative) of 64 per panel and of adaptive
+# quadrature on 200k random cases (tests/test_latency.py checks against scipy's quad).
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
 _GL_X, _GL_W = (_GL_X + 1.0) / 2.0, _GL_W / 2.0  # on [0, 1]
 _SQRT2 = np.sqrt(2.0)
 _INV_SQRT2PI = 1.0 / np.sqrt(2.0 * np.pi)
@@ -83,7 +84,7 @@ def output_lognormal(mean_tokens, p95_tokens=None) -> tuple[np.ndarray, np.ndarr
 
 # --------------------------------------------------------------------------- service time
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ServiceTime:
     """S = a_ms + c_ms_per_token x N, N ~ LogNormal(mu, sigma): per workload row, all arrays of one shape."""
 
@@ -174,7 +175,7 @@ def _p_exceed_with_wait(t, a, c, mu, sigma, theta_per_ms):
 
 # --------------------------------------------------------------------------- pooled deployments
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PooledDeployments:
     """R deployment configurations and the I workload rows that share them (row[i] in 0..R-1).
 
@@ -184,7 +185,7 @@ class PooledDeployments:
     committed per step for speculative or diffusion serving). Per workload row: peak
     arrival rate, prefill ms on this deployment, output-length mean and p95 (NaN: the
     default spread), p95 target, the share escalated to a fallback and the latency
-    that adds.
+    that adds. Build it with `PooledDeployments.build(...)`, which checks the arrays.
     """
 
     row: np.ndarray
@@ -198,6 +199,17 @@ class PooledDeployments:
     step_ms: np.ndarray
     concurrency_cap: np.ndarray
     steps_per_token: np.ndarray
+    # Derived once: output-length lognormal per workload row, and per-configuration sums
+    # of the traffic's moments (everything the pooled queue needs from the workloads).
+    output_mu: np.ndarray = field(init=False, repr=False)
+    output_sigma: np.ndarray = field(init=False, repr=False)
+    moments: _Moments = field(init=False, repr=False)
+
+    def __post_init__(self):
+        mu, sigma = output_lognormal(self.output_mean_tokens, self.output_p95_tokens)
+        object.__setattr__(self, "output_mu", mu)
+        object.__setattr__(self, "output_sigma", sigma)
+        object.__setattr__(self, "moments", _Moments.of(self))
 
     @classmethod
     def build(cls, *, row, arrival_rate_per_s, prefill_ms, output_mean_tokens, slo_ms, step_ms, concurrency_cap,
@@ -216,55 +228,65 @@ class PooledDeployments:
             try:
                 return np.broadcast_to(arr, (n,)).copy()
             except ValueError:
-                raise ValueError(f"{name}: {arr.shape} does not match the {n} workload rows") from None
+                raise ValueError(f"PooledDeployments: {name} has shape {arr.shape}, "
+                                 f"not one value per workload row ({n})") from None
 
-        out = cls(
-            row=row,
-            arrival_rate_per_s=items("arrival_rate_per_s", arrival_rate_per_s),
-            prefill_ms=items("prefill_ms", prefill_ms),
-            output_mean_tokens=items("output_mean_tokens", output_mean_tokens),
-            output_p95_tokens=items("output_p95_tokens", output_p95_tokens),
-            slo_ms=items("slo_ms", slo_ms),
-            escalated_share=items("escalated_share", escalated_share),
-            escalated_extra_ms=items("escalated_extra_ms", escalated_extra_ms),
-            step_ms=step, concurrency_cap=cap, steps_per_token=spt,
-        )
+        arrays = {
+            "arrival_rate_per_s": items("arrival_rate_per_s", arrival_rate_per_s),
+            "prefill_ms": items("prefill_ms", prefill_ms),
+            "output_mean_tokens": items("output_mean_tokens", output_mean_tokens),
+            "output_p95_tokens": items("output_p95_tokens", output_p95_tokens),
+            "slo_ms": items("slo_ms", slo_ms),
+            "escalated_share": items("escalated_share", escalated_share),
+            "escalated_extra_ms": items("escalated_extra_ms", escalated_extra_ms),
+        }
+        used = np.arange(step.shape[1])[None, :] < cap[:, None]
         checks = {
-            "row": (row >= 0).all() and (row < r_count).all(),
-            "concurrency_cap": (cap >= 1).all() and (cap <= step.shape[1]).all(),
-            "step_ms": np.isfinite(step[np.arange(step.shape[1])[None, :] < cap[:, None]]).all() and (step > 0).sum() > 0,
-            "steps_per_token": (spt > 0).all(),
-            "arrival_rate_per_s": (out.arrival_rate_per_s >= 0).all(),
-            "prefill_ms": (out.prefill_ms >= 0).all(),
-            "output_mean_tokens": (out.output_mean_tokens > 0).all(),
-            "slo_ms": (out.slo_ms > 0).all(),
-            "escalated_share": ((out.escalated_share >= 0) & (out.escalated_share <= 1)).all(),
-            "escalated_extra_ms": (out.escalated_extra_ms >= 0).all(),
+            "row": bool(((row >= 0) & (row < r_count)).all()),
+            "concurrency_cap": bool(((cap >= 1) & (cap <= step.shape[1])).all()),
+            "step_ms": bool((np.isfinite(step) & (step > 0))[used].all()),
+            "steps_per_token": bool((spt > 0).all()),
+            "arrival_rate_per_s": bool((arrays["arrival_rate_per_s"] >= 0).all()),
+            "prefill_ms": bool((arrays["prefill_ms"] >= 0).all()),
+            "output_mean_tokens": bool((arrays["output_mean_tokens"] > 0).all()),
+            "output_p95_tokens": bool(~(arrays["output_p95_tokens"] <= 0).any()),
+            "slo_ms": bool((arrays["slo_ms"] > 0).all()),
+            "escalated_share": bool(((arrays["escalated_share"] >= 0) & (arrays["escalated_share"] <= 1)).all()),
+            "escalated_extra_ms": bool((arrays["escalated_extra_ms"] >= 0).all()),
         }
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
-            raise ValueError(f"PooledDeployments: out-of-range values in {', '.join(bad)}")
-        return out
+            raise ValueError(f"PooledDeployments: out-of-range or non-finite values in {', '.join(bad)}")
+        return cls(row=row, step_ms=np.where(used, step, np.nan), concurrency_cap=cap, steps_per_token=spt, **arrays)
 
     @property
     def rows(self) -> int:
         """Number of deployment configurations R."""
         return self.step_ms.shape[0]
 
-    def select(self, rows: np.ndarray) -> PooledDeployments:
-        """The configurations `rows` (renumbered 0..len-1) with their workload rows."""
-        rows = np.asarray(rows, dtype=np.int64)
-        new = np.full(self.rows, -1)
-        new[rows] = np.arange(rows.size)
-        keep = new[self.row] >= 0
-        return PooledDeployments(
-            row=new[self.row[keep]], arrival_rate_per_s=self.arrival_rate_per_s[keep],
-            prefill_ms=self.prefill_ms[keep], output_mean_tokens=self.output_mean_tokens[keep],
-            output_p95_tokens=self.output_p95_tokens[keep], slo_ms=self.slo_ms[keep],
-            escalated_share=self.escalated_share[keep], escalated_extra_ms=self.escalated_extra_ms[keep],
-            step_ms=self.step_ms[rows], concurrency_cap=self.concurrency_cap[rows],
-            steps_per_token=self.steps_per_token[rows],
-        )
+
+@dataclass(frozen=True, eq=False)
+class _Moments:
+    """Per configuration: sums over its workloads of lambda x (1, p, p^2, E N, p E N, E N^2) (p = prefill ms)."""
+
+    lam: np.ndarray
+    pre: np.ndarray
+    pre2: np.ndarray
+    n: np.ndarray
+    pre_n: np.ndarray
+    n2: np.ndarray
+
+    @classmethod
+    def of(cls, dep: PooledDeployments) -> _Moments:
+        R, r, lam = dep.step_ms.shape[0], dep.row, dep.arrival_rate_per_s
+        en = np.exp(dep.output_mu + dep.output_sigma**2 / 2.0)
+        en2 = np.exp(2.0 * dep.output_mu + 2.0 * dep.output_sigma**2)
+        p = dep.prefill_ms
+
+        def s(x):
+            return np.bincount(r, lam * x, minlength=R)
+
+        return cls(s(np.ones_like(p)), s(p), s(p * p), s(en), s(p * en), s(en2))
 
 
 def _step_at(step_ms, b):
@@ -275,192 +297,296 @@ def _step_at(step_ms, b):
     idx = np.arange(step_ms.shape[0])
     s_lo, s_hi = step_ms[idx, lo - 1], step_ms[idx, hi - 1]
     frac = b - lo
-    slope = np.where(hi > lo, s_hi - s_lo, 0.0)
+    slope = np.where((hi > lo) & np.isfinite(s_hi), s_hi - s_lo, 0.0)
     return s_lo + frac * slope, slope
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PooledState:
-    """A set of deployment configurations at given replica counts (arrays over R rows; `service*` over I rows)."""
+    """Deployment configurations at given replica counts: arrays over the R configurations.
+
+    A workload row i on configuration r is served in a + c N ms: a request that found
+    a free slot with a = prefill_i + join_ms[r], c = ms_per_token[r] (the typical
+    batch); one that waited with a = prefill_i + full_join_ms[r], c =
+    full_ms_per_token[r] (the full batch, the cap).
+    """
 
     replicas: np.ndarray
     arrival_rate_per_s: np.ndarray
     batch: np.ndarray  # typical running batch per replica (fixed point of Little's law)
     prefill_share: np.ndarray  # phi: share of a replica's time spent on prefill steps
     offered_load: np.ndarray  # requests in service on average (Erlangs)
+    join_ms: np.ndarray
+    ms_per_token: np.ndarray
+    full_join_ms: np.ndarray
+    full_ms_per_token: np.ndarray
     service_mean_ms: np.ndarray  # rate-weighted mean service at the typical batch
-    full_service_mean_ms: np.ndarray  # the same at the full batch (the cap), where a queue forms
+    full_service_mean_ms: np.ndarray  # the same at the full batch, where a queue forms
     full_service_cv2: np.ndarray  # cv^2 of the service mixture at the full batch (Allen–Cunneen)
     p_wait: np.ndarray  # C: P(a request waits for a slot)
     wait_rate_per_ms: np.ndarray  # theta: the waiting time of one that waits is Exp(theta)
     stable: np.ndarray
-    service: ServiceTime  # each workload row at the typical batch (a request that found a free slot)
-    service_full: ServiceTime  # each workload row at the full batch (a request that waited)
+
+    def service(self, dep: PooledDeployments, idx=None) -> ServiceTime:
+        """Service time of workload rows idx (default all) when they find a free slot."""
+        return self._svc(dep, idx, self.join_ms, self.ms_per_token)
+
+    def service_full(self, dep: PooledDeployments, idx=None) -> ServiceTime:
+        """Service time of workload rows idx (default all) when they waited (full batch)."""
+        return self._svc(dep, idx, self.full_join_ms, self.full_ms_per_token)
+
+    @staticmethod
+    def _svc(dep, idx, join, c):
+        idx = np.arange(dep.row.size) if idx is None else idx
+        r = dep.row[idx]
+        return ServiceTime(dep.prefill_ms[idx] + join[r], c[r], dep.output_mu[idx], dep.output_sigma[idx])
 
 
 def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
-    """Service, batch and wait distribution of every configuration with `replicas` replicas (array over R).
+    """Batch, service and wait distribution of every configuration with `replicas` replicas (array over R).
 
     The typical batch b solves Little's law per replica, A = lambda E[S(b)] and
     b = 1 + (A / n)(1 - 1 / cap) (a request sees itself plus its replica's share of
     the others; b reaches the cap when every slot is busy), by fixed-point iteration.
-    Step time grows with the batch, so the number of requests in service spreads
-    wider than Poisson: its variance is A / (1 - eps), eps = (b - 1) S'(b) / S the
-    elasticity of service time in the batch (a diffusion approximation of the
-    birth–death chain). Erlang C is evaluated on c (1 - eps) servers and A (1 - eps)
-    Erlangs, which matches that spread near the top (and is plain Erlang C when the
-    step time does not depend on the batch).
+    Other requests' prefills take the share phi = lambda E[p] / n of a replica's time,
+    which stretches decode by 1 / (1 - phi). Step time grows with the batch, so the
+    number of requests in service spreads wider than Poisson: its variance is about
+    A / (1 - eps), eps = (b - 1) S'(b) / S the elasticity of service time in the batch
+    (a diffusion approximation of the birth–death chain). Erlang C is evaluated on
+    c (1 - eps) servers and A (1 - eps) Erlangs, which matches that spread near the
+    top (and is plain Erlang C when the step time does not depend on the batch).
     """
+    m = dep.moments
     R = dep.rows
     n = np.broadcast_to(np.asarray(replicas, dtype=float), (R,)).astype(float)
-    r = dep.row
-    lam_i = dep.arrival_rate_per_s
-    lam = np.bincount(r, lam_i, minlength=R)
+    lam = m.lam
+    has = lam > 0
+    safe_lam = np.where(has, lam, 1.0)
+    pbar, p2 = m.pre / safe_lam, m.pre2 / safe_lam
     with np.errstate(divide="ignore", invalid="ignore"):
-        pbar = np.bincount(r, lam_i * dep.prefill_ms, minlength=R) / lam
-        p2 = np.bincount(r, lam_i * dep.prefill_ms**2, minlength=R) / lam
-        pbar, p2 = np.nan_to_num(pbar), np.nan_to_num(p2)
-        phi = np.where(n > 0, lam * pbar / 1000.0 / n, np.inf)
-    mu_n, sigma_n = output_lognormal(dep.output_mean_tokens, dep.output_p95_tokens)
-    mean_n = np.exp(mu_n + sigma_n**2 / 2.0)
-    m_rate = np.bincount(r, lam_i * mean_n, minlength=R)  # sum lambda_i E[N_i]
-    cap = dep.concurrency_cap.astype(float)
-    spt = dep.steps_per_token
+        phi = np.where(n > 0, lam * pbar / 1000.0 / np.where(n > 0, n, 1.0), np.inf)
     ok = (phi < 1.0) & (n > 0)
     stretch = np.where(ok, 1.0 / np.where(ok, 1.0 - phi, 1.0), np.inf)
+    phi_c = np.minimum(phi, 1.0)
+    cap = dep.concurrency_cap.astype(float)
+    spt = dep.steps_per_token
+    en = m.n / safe_lam  # mixture E[N]
     # The step in progress when a request is admitted: a decode step (share 1 - phi, mean
     # residual step / 2) or a prefill step (share phi, size-biased residual E[p^2] / 2 E[p]).
     pre_resid = np.divide(p2, 2.0 * pbar, out=np.zeros(R), where=pbar > 0)
 
     def at(b, busy):
         step, slope = _step_at(dep.step_ms, b)
-        c = spt * step * stretch
-        join = busy * (np.minimum(1.0 - phi, 1.0) * step / 2.0 + np.minimum(phi, 1.0) * pre_resid)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            s_bar = pbar + join + c * m_rate / np.where(lam > 0, lam, 1.0)
-        return c, join, s_bar, slope
+        with np.errstate(invalid="ignore"):
+            c = spt * step * stretch
+            join = busy * ((1.0 - phi_c) * step / 2.0 + phi_c * pre_resid)
+            return c, join, pbar + join + c * en, slope
 
+    safe_n = np.where(n > 0, n, 1.0)
     b = np.ones(R)
     for _ in range(_FIXED_POINT_ITERATIONS):
-        c, join, s_bar, _ = at(b, 1.0)
-        a_load = lam * s_bar / 1000.0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            per = np.where(ok, a_load / n, cap)
+        _, _, s_bar, _ = at(b, 1.0)
+        per = np.where(ok, np.nan_to_num(lam * s_bar / 1000.0 / safe_n, posinf=1e300), cap)
         b = np.clip(1.0 + per * (1.0 - 1.0 / cap), 1.0, cap)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        busy = np.where(ok, -np.expm1(-np.nan_to_num(lam * s_bar / 1000.0 / n, posinf=50.0)), 1.0)
+    per = np.where(ok, np.nan_to_num(lam * s_bar / 1000.0 / safe_n, posinf=1e300), np.inf)
+    busy = -np.expm1(-np.minimum(per, 50.0))  # P(the replica is running something)
     c, join, s_bar, slope = at(b, busy)
     a_load = lam * s_bar / 1000.0
     c_full, join_full, s_full, _ = at(cap, 1.0)
-
-    service = ServiceTime(dep.prefill_ms + join[r], c[r] * np.ones_like(mu_n), mu_n, sigma_n)
-    service_full = ServiceTime(dep.prefill_ms + join_full[r], c_full[r] * np.ones_like(mu_n), mu_n, sigma_n)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        second = np.bincount(r, lam_i * (service_full.var_ms2 + service_full.mean_ms**2), minlength=R) / lam
-        cv2_full = np.nan_to_num(second / s_full**2 - 1.0)
-        d_sbar = spt * slope * stretch * m_rate / np.where(lam > 0, lam, 1.0)
-        eps = np.clip(np.nan_to_num((b - 1.0) * d_sbar / s_bar), 0.0, 0.95)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        # E[S^2] = sum lambda_i E[(a_i + c N_i)^2] / lambda with a_i = p_i + join.
+        second = (m.pre2 + 2.0 * join_full * m.pre + join_full**2 * lam
+                  + 2.0 * c_full * (m.pre_n + join_full * m.n) + c_full**2 * m.n2) / safe_lam
+        cv2_full = np.where(ok & has, np.maximum(second / s_full**2 - 1.0, 0.0), 1.0)
+        d_sbar = spt * slope * stretch * en
+        eps = np.where(ok, np.clip((b - 1.0) * d_sbar / s_bar, 0.0, 0.95), 0.0)
     servers = n * cap
-    full_load = lam * s_full / 1000.0
-    stable = ok & (full_load < servers)
+    stable = ok & (lam * s_full / 1000.0 < servers)
     cw = erlang_c(servers * (1.0 - eps), np.where(stable, a_load, servers) * (1.0 - eps))
-    cw = np.where(lam > 0, np.where(stable, cw, 1.0), 0.0)
+    cw = np.where(has, np.where(stable, cw, 1.0), 0.0)
     k = (1.0 + cv2_full) / 2.0
     with np.errstate(invalid="ignore", divide="ignore"):
         theta = np.where(stable, (servers * 1000.0 / s_full - lam) / k / 1000.0, 0.0)
     return PooledState(
         replicas=n, arrival_rate_per_s=lam, batch=b, prefill_share=phi, offered_load=a_load,
+        join_ms=join, ms_per_token=c, full_join_ms=join_full, full_ms_per_token=c_full,
         service_mean_ms=s_bar, full_service_mean_ms=s_full, full_service_cv2=cv2_full,
-        p_wait=cw, wait_rate_per_ms=np.nan_to_num(theta), stable=stable,
-        service=service, service_full=service_full,
+        p_wait=cw, wait_rate_per_ms=theta, stable=stable,
     )
 
 
-def _sel(svc: ServiceTime, idx) -> tuple:
-    return svc.a_ms[idx], svc.c_ms_per_token[idx], svc.mu[idx], svc.sigma[idx]
+def _j_bounds(t, a, c, mu, sigma, theta_per_ms):
+    """Closed-form (lower, upper) bounds of J = E[exp(-theta (t - S)); S <= t].
+
+    With u = z_t - z, t - S(z) = (t - a)(1 - exp(-sigma u)) and beta = theta (t - a):
+    - lower: 1 - exp(-sigma u) <= sigma u gives J >= phi(z_t) M(kappa - z_t),
+      kappa = beta sigma, M(x) = P(Z > x) / phi(x) the Mills ratio;
+    - upper: 1 - exp(-sigma u) is concave, so above its chord on [0, U]; then
+      J <= phi(z_t) M(l - z_t) + exp(-beta (1 - exp(-sigma U))) P(Z < z_t - U) with
+      l = beta (1 - exp(-sigma U)) / U; the least over U in {0.5, 1, 2, 4}.
+    """
+    z_t = _z_of(t, a, c, mu, sigma)
+    ok = np.isfinite(z_t) & (sigma > 0)
+    zt = np.where(ok, z_t, 0.0)
+    beta = theta_per_ms * np.maximum(t - a, 0.0)
+    dens = np.exp(-0.5 * zt**2) * _INV_SQRT2PI
+    mills = np.sqrt(np.pi / 2.0)
+
+    def first(rate):
+        return dens * mills * special.erfcx((rate - zt) / _SQRT2)
+
+    lower = first(beta * sigma)
+    upper = np.full(np.shape(zt), np.inf)
+    for u in (0.5, 1.0, 2.0, 4.0):
+        q = -np.expm1(-sigma * u)
+        upper = np.minimum(upper, first(beta * q / u) + np.exp(-beta * q) * special.ndtr(zt - u))
+    # Outside the lognormal's support (t <= a: J = 0; sigma = 0 or t past every S: decided by the quadrature).
+    return np.where(ok, lower, 0.0), np.where(ok, np.minimum(upper, special.ndtr(zt)), np.where(t > a, 1.0, 0.0))
 
 
-def _p_time_in_system(state: PooledState, r, idx, t):
-    """P(W + S > t) for workload rows idx (configuration r = their rows) at times t.
+def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True):
+    """P(T > t) for workload rows idx; with exact=False, (lo, hi) bounds in closed form.
 
     A request finds a free slot with probability 1 - C and is served at the typical
-    batch; otherwise it waits Exp(theta) and is served at the full batch.
+    batch; otherwise it waits Exp(theta) and is served at the full batch:
+    P(W + S > t) = (1 - C) P(S_free > t) + C P(E + S_full > t). An escalated request
+    (share e) is served here, then by the fallback, which adds x ms:
+    P(T > t) = (1 - e) P(W + S > t) + e P(W + S > t - x) (one 5 % budget).
+    Bounds: the waited term P(S_full > t) + J with J between its closed-form bounds (_j_bounds).
     """
-    c_wait = state.p_wait[r]
-    free = _survival(t, *_sel(state.service, idx))
-    waited = _p_exceed_with_wait(t, *_sel(state.service_full, idx), state.wait_rate_per_ms[r])
-    return (1.0 - c_wait) * free + c_wait * waited
-
-
-def p_exceed(dep: PooledDeployments, replicas, t_ms, state: PooledState | None = None) -> np.ndarray:
-    """P(time in system > t) for every workload row, escalated requests included (one tail budget).
-
-    An escalated request (share e) is served here, then again by the fallback, which
-    adds `escalated_extra_ms` x: P(T > t) = (1 - e) P(W + S > t) + e P(W + S > t - x).
-    """
-    state = pooled_state(dep, replicas) if state is None else state
-    idx = np.arange(dep.row.size)
-    t = np.broadcast_to(np.asarray(t_ms, dtype=float), idx.shape)
-    return _p_mixture(dep, state, idx, t)
-
-
-def _p_mixture(dep, state, idx, t):
     r = dep.row[idx]
+    c_wait = st.p_wait[r]
+    mu, sigma = dep.output_mu[idx], dep.output_sigma[idx]
+    free = (dep.prefill_ms[idx] + st.join_ms[r], st.ms_per_token[r], mu, sigma)
+    full = (dep.prefill_ms[idx] + st.full_join_ms[r], st.full_ms_per_token[r], mu, sigma)
+    theta = st.wait_rate_per_ms[r]
     e = dep.escalated_share[idx]
-    out = _p_time_in_system(state, r, idx, t)
+
+    def one(tt, sel=None):
+        pick = (lambda x: x) if sel is None else (lambda x: x[sel])
+        cw, args_f, args_w, th = pick(c_wait), tuple(map(pick, free)), tuple(map(pick, full)), pick(theta)
+        base = (1.0 - cw) * _survival(tt, *args_f)
+        if exact:
+            return base + cw * _p_exceed_with_wait(tt, *args_w, th)
+        surv = _survival(tt, *args_w)
+        j_lo, j_hi = _j_bounds(tt, *args_w, th)
+        waited = th > 0
+        return (base + cw * np.where(waited, np.minimum(surv + j_lo, 1.0), 1.0),
+                base + cw * np.where(waited, np.minimum(surv + j_hi, 1.0), 1.0))
+
     esc = np.flatnonzero(e > 0)
+    unstable = ~st.stable[r]
+    if exact:
+        out = one(t)
+        if esc.size:
+            out[esc] = (1.0 - e[esc]) * out[esc] + e[esc] * one(t[esc] - dep.escalated_extra_ms[idx[esc]], esc)
+        return np.where(unstable, 1.0, out)
+    lo, hi = one(t)
     if esc.size:
-        shifted = _p_time_in_system(state, r[esc], idx[esc], t[esc] - dep.escalated_extra_ms[idx[esc]])
-        out[esc] = (1.0 - e[esc]) * out[esc] + e[esc] * shifted
-    return np.where(state.stable[r], out, 1.0)
+        lo_x, hi_x = one(t[esc] - dep.escalated_extra_ms[idx[esc]], esc)
+        lo[esc] = (1.0 - e[esc]) * lo[esc] + e[esc] * lo_x
+        hi[esc] = (1.0 - e[esc]) * hi[esc] + e[esc] * hi_x
+    return np.where(unstable, 1.0, lo), np.where(unstable, 1.0, hi)
 
 
-def percentile_ms(dep: PooledDeployments, replicas, q: float = 1.0 - SLO_TAIL,
-                  state: PooledState | None = None) -> np.ndarray:
-    """The q-quantile of time in system for every workload row (inf where the deployment is unstable).
-
-    Bisection on t of P(T > t) = 1 - q, vectorised over rows: 40 halvings of a
-    bracket [0, upper] give a relative error far below 0.1 %.
-    """
-    state = pooled_state(dep, replicas) if state is None else state
-    tail = 1.0 - q
-    r = dep.row
-    out = np.full(r.size, np.inf)
-    live = np.flatnonzero(state.stable[r])
-    if live.size == 0:
-        return out
-    full = state.service_full
-    theta = state.wait_rate_per_ms[r[live]]
-    # Upper bound: the full-batch service's 1 - tail/4 quantile, plus a wait the exponential
-    # exceeds with probability < tail / 4, plus the escalation's extra latency.
-    with np.errstate(divide="ignore"):
-        wait_hi = np.where(state.p_wait[r[live]] > 0, np.log(4.0 / tail) / np.where(theta > 0, theta, np.inf), 0.0)
-    hi = full.quantile(1.0 - tail / 4.0)[live] + wait_hi + dep.escalated_extra_ms[live]
-    lo = np.zeros(live.size)
-    for _ in range(_BISECTION_ITERATIONS):
-        mid = (lo + hi) / 2.0
-        over = _p_mixture(dep, state, live, mid) > tail
-        lo = np.where(over, mid, lo)
-        hi = np.where(over, hi, mid)
-    out[live] = hi
+def _p_fast(dep, st, idx, t):
+    """P(T > t), skipping the quadrature where no request waits (C = 0)."""
+    out = np.ones(idx.size)
+    waits = st.p_wait[dep.row[idx]] > 0
+    some = np.flatnonzero(waits)
+    if some.size:
+        out[some] = _p_items(dep, st, idx[some], t[some])
+    none = np.flatnonzero(~waits)
+    if none.size:
+        out[none] = _p_items(dep, st, idx[none], t[none], exact=False)[0]
     return out
 
 
-def p95_ms(dep: PooledDeployments, replicas, state: PooledState | None = None) -> np.ndarray:
-    """p95 of time in system (wait + service, escalations included) for every workload row."""
-    return percentile_ms(dep, replicas, 1.0 - SLO_TAIL, state)
+def _misses(dep, st, idx) -> np.ndarray:
+    """Whether P(T > slo) > 5 % for workload rows idx: the bounds decide most, the quadrature the rest."""
+    t = dep.slo_ms[idx]
+    lo, hi = _p_items(dep, st, idx, t, exact=False)
+    out = lo > SLO_TAIL
+    unsure = np.flatnonzero(~out & (hi > SLO_TAIL))
+    if unsure.size:
+        out[unsure] = _p_items(dep, st, idx[unsure], t[unsure]) > SLO_TAIL
+    return out
+
+
+def p_exceed(dep: PooledDeployments, replicas, t_ms, state: PooledState | None = None) -> np.ndarray:
+    """P(time in system > t) for every workload row (escalated requests included; 1 where unstable)."""
+    st = pooled_state(dep, replicas) if state is None else state
+    idx = np.arange(dep.row.size)
+    return _p_fast(dep, st, idx, np.broadcast_to(np.asarray(t_ms, dtype=float), idx.shape).copy())
+
+
+def percentile_ms(dep: PooledDeployments, replicas, q: float = 1.0 - SLO_TAIL,
+                  state: PooledState | None = None, idx=None) -> np.ndarray:
+    """The q-quantile of time in system for workload rows idx (default all; inf where unstable).
+
+    Solves P(T > t) = 1 - q by the Illinois method (a safeguarded secant) inside a
+    bracket: below, the smaller of the free and full-batch service quantiles (waiting
+    and escalation only add time); above, the full-batch service's 1 - tail/4 quantile
+    plus a wait exceeded with probability tail/4 plus the escalation's extra latency.
+    Stops at a relative width of 1e-5.
+    """
+    st = pooled_state(dep, replicas) if state is None else state
+    tail = 1.0 - q
+    idx = np.arange(dep.row.size) if idx is None else np.asarray(idx)
+    out = np.full(idx.size, np.inf)
+    live = np.flatnonzero(st.stable[dep.row[idx]])
+    if live.size == 0:
+        return out
+    items = idx[live]
+    r = dep.row[items]
+    free, full = st.service(dep, items), st.service_full(dep, items)
+    theta = st.wait_rate_per_ms[r]
+    with np.errstate(divide="ignore"):
+        wait_hi = np.where(st.p_wait[r] > 0, np.log(4.0 / tail) / np.where(theta > 0, theta, np.inf), 0.0)
+    a = np.minimum(free.quantile(q), full.quantile(q))
+    b = np.maximum(free.quantile(1.0 - tail / 4.0), full.quantile(1.0 - tail / 4.0)) + wait_hi \
+        + dep.escalated_extra_ms[items]
+    b = np.maximum(b, a)
+    fa = _p_fast(dep, st, items, a) - tail
+    fb = _p_fast(dep, st, items, b) - tail
+    side = np.zeros(items.size)  # Illinois bookkeeping: which end was kept last time
+    todo = np.flatnonzero((b - a > 1e-5 * b) & (fa > 0) & (fb < 0))
+    for _ in range(100):
+        if todo.size == 0:
+            break
+        aa, bb, fa_, fb_ = a[todo], b[todo], fa[todo], fb[todo]
+        c = (aa * fb_ - bb * fa_) / (fb_ - fa_)
+        c = np.where((c > aa) & (c < bb), c, (aa + bb) / 2.0)
+        fc = _p_fast(dep, st, items[todo], c) - tail
+        up = fc > 0  # the root lies above c
+        # Illinois: when the same end is kept twice, halve its value so the secant moves.
+        new_a, new_b = np.where(up, c, aa), np.where(up, bb, c)
+        new_fa = np.where(up, fc, np.where(side[todo] < 0, fa_ / 2.0, fa_))
+        new_fb = np.where(up, np.where(side[todo] > 0, fb_ / 2.0, fb_), fc)
+        a[todo], b[todo], fa[todo], fb[todo] = new_a, new_b, new_fa, new_fb
+        side[todo] = np.where(up, 1.0, -1.0)
+        todo = todo[(b[todo] - a[todo] > 1e-5 * b[todo]) & (fc != 0)]
+    res = (a + b) / 2.0
+    res = np.where(fa <= 0, a, np.where(fb >= 0, b, res))  # the bracket's own end is the quantile
+    out[live] = res
+    return out
+
+
+def p95_ms(dep: PooledDeployments, replicas, state: PooledState | None = None, idx=None) -> np.ndarray:
+    """p95 of time in system (wait + service, escalations included) for workload rows idx (default all)."""
+    return percentile_ms(dep, replicas, 1.0 - SLO_TAIL, state, idx)
 
 
 # --------------------------------------------------------------------------- sizing
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ReplicaSizing:
     """Fewest replicas per configuration meeting every workload's p95 target.
 
-    replicas: -1 where no count helps (the service tail alone misses a target) or
-    none up to max_replicas does; 0 where no traffic. binding: the workload row that
-    needs the most replicas (with -1 replicas: a row whose service alone misses), -1
-    where none. service_tail_misses: rows whose service tail alone misses the target.
+    replicas: -1 where no count helps (the service tail alone misses a target, see
+    service_tail_misses) or none up to max_replicas does; 0 where there is no traffic.
+    binding: the workload row that needs the most replicas (the one that misses with
+    one replica fewer), or a row whose service alone misses; -1 where none.
     """
 
     replicas: np.ndarray
@@ -468,76 +594,138 @@ class ReplicaSizing:
     service_tail_misses: np.ndarray
 
 
-def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000) -> ReplicaSizing:
-    """Fewest replicas such that every workload row on each configuration meets P(T > slo) <= 5 %.
+# Workload rows per configuration checked in the search before all are verified.
+_CANDIDATES_PER_ROW = 8
 
-    Lower bound: stability at the full batch (lambda E[S_full] < n x cap). More
-    replicas never hurt (smaller batch, less prefill interference, less waiting),
-    so a galloping search then a bisection over n, vectorised over configurations;
-    each step evaluates only the configurations still undecided. A target missed
-    with unlimited replicas (batch 1, no interference, no wait) needs no search.
+
+def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000) -> ReplicaSizing:
+    """Fewest replicas such that every workload row on each configuration has P(T > slo) <= 5 %.
+
+    - A target missed even with unlimited replicas (batch 1, no one else's prefill,
+      no wait) makes the configuration hopeless: -1 with that row as binding.
+    - More replicas never hurt (smaller batch, less prefill interference, less
+      waiting), so per configuration the answer is a galloping search up from the
+      stability bound (lambda E[S_full] < n x cap) and a bisection.
+    - The search checks only a few candidate rows per configuration (those most
+      likely to miss at a first guess), then verifies every row at the answer; a row
+      that misses there joins the candidates and the search resumes above. The
+      result is exact for all rows; the work is a few full passes, not one per step.
     """
     R = dep.rows
     r = dep.row
-    n_items = r.size
-    lam = np.bincount(r, dep.arrival_rate_per_s, minlength=R)
     replicas = np.zeros(R, dtype=np.int64)
     binding = np.full(R, -1, dtype=np.int64)
+    lam = dep.moments.lam
 
-    # The service tail alone, at batch 1 with no one else's prefill: the best any replica count gives.
-    step1 = dep.step_ms[:, 0]
-    alone = ServiceTime(dep.prefill_ms, (dep.steps_per_token * step1)[r] * np.ones(n_items),
-                        *output_lognormal(dep.output_mean_tokens, dep.output_p95_tokens))
-    e, x = dep.escalated_share, dep.escalated_extra_ms
-    p_alone = (1.0 - e) * alone.survival(dep.slo_ms) + e * alone.survival(dep.slo_ms - x)
+    # The service tail alone at batch 1 with no interference: the best any replica count gives.
+    alone_c = (dep.steps_per_token * dep.step_ms[:, 0])[r]
+    alone = ServiceTime(dep.prefill_ms, alone_c, dep.output_mu, dep.output_sigma)
+    e, x, slo = dep.escalated_share, dep.escalated_extra_ms, dep.slo_ms
+    p_alone = (1.0 - e) * alone.survival(slo) + e * alone.survival(slo - x)
     hopeless_item = (p_alone > SLO_TAIL) & (dep.arrival_rate_per_s > 0)
     misses = np.bincount(r, hopeless_item, minlength=R) > 0
-    worst_alone = _argmax_by_row(r, np.where(hopeless_item, p_alone, -np.inf), R)
     replicas[misses] = -1
-    binding[misses] = worst_alone[misses]
-
-    todo = np.flatnonzero(~misses & (lam > 0))
-    if todo.size == 0:
+    binding[misses] = _argmax_by_row(r, np.where(hopeless_item, p_alone, -np.inf), R)[misses]
+    live_rows = ~misses & (lam > 0)
+    if not live_rows.any():
         return ReplicaSizing(replicas, binding, misses)
-    sub = dep.select(todo)
-    full = pooled_state(sub, np.full(todo.size, 1.0e12))  # service at the full batch does not depend on n
-    cap = sub.concurrency_cap.astype(float)
-    lo = np.maximum(np.floor(full.arrival_rate_per_s * full.full_service_mean_ms / 1000.0 / cap), 0).astype(np.int64)
-    # lo fails (unstable at lo replicas, or lo = 0); find hi that passes by doubling.
-    hi = np.maximum(lo + 1, 1)
-    passed = _all_pass(sub, hi)
+
+    # Stability bound with no prefill interference: lo replicas are too few.
+    no_interference = pooled_state(dep, np.full(R, 1e15))
+    cap = dep.concurrency_cap.astype(float)
+    lo = np.floor(lam * no_interference.full_service_mean_ms / 1000.0 / cap).astype(np.int64)
+    lo = np.where(live_rows, np.maximum(lo, 0), 0)
+    items_all = np.flatnonzero(live_rows[r])
+    # First guess of the binding rows: the most likely to miss at square-root staffing.
+    guess = np.ceil(lo + 2.0 * np.sqrt(lo) + 1.0)
+    p_guess = _p_items(dep, pooled_state(dep, guess), items_all, slo[items_all], exact=False)[0]
+    cand = _top_by_row(r[items_all], p_guess, _CANDIDATES_PER_ROW, items_all)
+    todo = np.flatnonzero(live_rows)
+    hi = np.zeros(R, dtype=np.int64)
+    found = np.zeros(R, dtype=bool)
     for _ in range(64):
-        sel = np.flatnonzero(~passed & (hi < max_replicas))
-        if sel.size == 0:
+        hi_t, ok_t = _search(dep, todo, cand, lo[todo], max_replicas)
+        hi[todo], found[todo] = hi_t, ok_t
+        verify = todo[ok_t]
+        if verify.size == 0:
             break
-        lo[sel] = hi[sel]
-        hi[sel] = np.minimum(hi[sel] * 2, max_replicas)
-        passed[sel] = _all_pass(sub.select(sel), hi[sel])
-    for _ in range(64):
-        sel = np.flatnonzero(passed & (hi - lo > 1))
-        if sel.size == 0:
+        items = np.flatnonzero(np.isin(r, verify))
+        st = pooled_state(dep, hi.astype(float))
+        miss = _misses(dep, st, items)
+        bad = items[miss]
+        if bad.size == 0:
             break
-        mid = (lo[sel] + hi[sel]) // 2
-        good = _all_pass(sub.select(sel), mid)
-        hi[sel[good]] = mid[good]
-        lo[sel[~good]] = mid[~good]
-    replicas[todo] = np.where(passed, hi, -1)
-    # The binding workload: the one that fails with one replica fewer (or the nearest to its target).
-    at_hi = p_exceed(sub, np.where(passed, hi, max_replicas), sub.slo_ms)
-    below = np.maximum(hi - 1, 0)
-    at_below = p_exceed(sub, below, sub.slo_ms) if (below > 0).any() else np.ones(sub.row.size)
-    score = np.where(np.isfinite(at_below), at_below, 1.0) + 1e-9 * at_hi
-    local = _argmax_by_row(sub.row, score, todo.size)
-    items = np.flatnonzero(np.isin(r, todo))  # select() keeps workload rows in order
-    binding[todo] = np.where(local >= 0, items[np.maximum(local, 0)], -1)
+        # Rows with a miss at their answer: add the worst misses, search again above it.
+        todo = np.unique(r[bad])
+        p_bad = _p_items(dep, st, bad, slo[bad], exact=False)[0]
+        cand = np.union1d(cand, _top_by_row(r[bad], p_bad, _CANDIDATES_PER_ROW, bad))
+        lo[todo] = hi[todo]
+    replicas[live_rows] = np.where(found[live_rows], hi[live_rows], -1)
+    # Binding: among the candidates, the one furthest over its target with one replica fewer.
+    cand = cand[found[r[cand]]]
+    if cand.size:
+        below = pooled_state(dep, np.maximum(hi - 1, 0).astype(float))
+        p_below = _p_fast(dep, below, cand, slo[cand])
+        p_at = _p_fast(dep, pooled_state(dep, hi.astype(float)), cand, slo[cand])
+        best = _argmax_by_row(r[cand], p_below + 1e-6 * p_at, R)
+        has = best >= 0
+        binding[has & live_rows] = cand[best[has & live_rows]]
     return ReplicaSizing(replicas, binding, misses)
 
 
-def _all_pass(dep: PooledDeployments, replicas) -> np.ndarray:
-    """Whether every workload row of each configuration meets its target with `replicas` (array over R)."""
-    p = p_exceed(dep, replicas, dep.slo_ms)
-    fails = np.bincount(dep.row, p > SLO_TAIL, minlength=dep.rows)
-    return fails == 0
+def _search(dep, rows, cand, lo, max_replicas):
+    """Fewest n > lo per configuration in `rows` at which every candidate row passes (and whether one exists)."""
+    R = dep.rows
+    r = dep.row
+    cand = cand[np.isin(r[cand], rows)]
+    pos = np.full(R, -1)
+    pos[rows] = np.arange(rows.size)
+    n_all = np.zeros(R)
+
+    def passes(sel, n):
+        n_all[:] = 0.0
+        n_all[rows[sel]] = n
+        items = cand[np.isin(r[cand], rows[sel])]
+        miss = _misses(dep, pooled_state(dep, n_all), items)
+        fails = np.bincount(pos[r[items]], miss, minlength=rows.size)
+        return fails[sel] == 0
+
+    lo = lo.astype(np.int64).copy()
+    gap = np.ones(rows.size, dtype=np.int64)
+    hi = np.minimum(lo + 1, max_replicas)
+    everything = np.arange(rows.size)
+    ok = passes(everything, hi)
+    # Gallop: the answer is usually close to the stability bound (square-root staffing).
+    for _ in range(64):
+        sel = np.flatnonzero(~ok & (hi < max_replicas))
+        if sel.size == 0:
+            break
+        lo[sel] = hi[sel]
+        gap[sel] *= 2
+        hi[sel] = np.minimum(lo[sel] + gap[sel], max_replicas)
+        ok[sel] = passes(sel, hi[sel])
+    for _ in range(64):
+        sel = np.flatnonzero(ok & (hi - lo > 1))
+        if sel.size == 0:
+            break
+        mid = (lo[sel] + hi[sel]) // 2
+        good = passes(sel, mid)
+        hi[sel[good]] = mid[good]
+        lo[sel[~good]] = mid[~good]
+    return hi, ok
+
+
+def _top_by_row(row, value, k, ids):
+    """ids of the k largest values per row (values are probabilities in [0, 1])."""
+    if ids.size == 0:
+        return ids
+    # One float sort instead of a lexsort: row first, then the larger value first.
+    order = np.argsort(row + (1.0 - np.clip(value, 0.0, 1.0)) * 0.5)
+    srow = row[order]
+    start = np.r_[0, np.flatnonzero(srow[1:] != srow[:-1]) + 1]
+    first = np.repeat(start, np.diff(np.r_[start, srow.size]))
+    keep = order[(np.arange(srow.size) - first) < k]
+    return np.sort(ids[keep])
 
 
 def _argmax_by_row(row, value, R) -> np.ndarray:
@@ -548,6 +736,6 @@ def _argmax_by_row(row, value, R) -> np.ndarray:
     order = np.lexsort((value, row))  # by row, then value ascending
     last = np.r_[row[order][1:] != row[order][:-1], True]
     picks = order[last]
-    good = np.isfinite(value[picks]) | (value[picks] > -np.inf)
+    good = value[picks] > -np.inf
     out[row[picks[good]]] = picks[good]
     return out

@@ -197,8 +197,10 @@ def run_requests(step_ms, concurrency_cap: int, replicas: int, arrival, steps, p
     """The event loop: completion time (ms) and whether it queued, for every request (arrival-ordered input).
 
     Per replica: `run` is a heap of (decode-step count at which a request finishes,
-    request), `k0`/`t0` the step count and time at the start of the current segment
-    (a stretch of decode steps at a fixed batch, or one prefill step).
+    request); `k0` and `t0` are the step count and the time at which the current
+    stretch of decode steps at a fixed batch starts. Admitting requests at a step
+    boundary t runs their prefills first, so that stretch starts at t + their prefill
+    times; requests arriving meanwhile wait for its start (the next boundary).
     """
     n_req = len(arrival)
     done = [math.nan] * n_req
@@ -213,9 +215,7 @@ def run_requests(step_ms, concurrency_cap: int, replicas: int, arrival, steps, p
     R = int(replicas)
     run = [[] for _ in range(R)]
     pending = [[] for _ in range(R)]
-    prefilling = [[] for _ in range(R)]
     load = [0] * R
-    mode = [0] * R  # 0 idle, 1 decoding, 2 prefilling
     k0 = [0] * R
     t0 = [0.0] * R
     nxt = [math.inf] * R
@@ -225,50 +225,36 @@ def run_requests(step_ms, concurrency_cap: int, replicas: int, arrival, steps, p
     free_total = R * cap
     heappush, heappop = heapq.heappush, heapq.heappop
 
-    def schedule(r, t):
-        ver[r] += 1
-        nxt[r] = t
-        heappush(events, (t, ver[r], r))
-
     def boundary(r, t):
-        """Replica r is at a step boundary at time t: finish, admit, start the next segment."""
+        """Replica r is at a step boundary at time t: finish, admit, start the next stretch."""
         nonlocal free_total
         rr = run[r]
-        if mode[r] == 2:
-            k = k0[r]
-            for q in prefilling[r]:
-                heappush(rr, (k + nsteps[q], q))
-            prefilling[r] = []
-        elif mode[r] == 1:
-            k = k0[r] + int(round((t - t0[r]) / step[len(rr)]))
+        k = k0[r]
+        if rr and t > t0[r]:
+            k += int(round((t - t0[r]) / step[len(rr)]))
             while rr and rr[0][0] <= k:
-                q = heappop(rr)[1]
-                done[q] = t
+                done[heappop(rr)[1]] = t
                 load[r] -= 1
                 free_total += 1
-        else:
-            k = k0[r]
         pend = pending[r]
         while queue and load[r] < cap:
             pend.append(queue.popleft())
             load[r] += 1
             free_total -= 1
-        k0[r] = k
+        start = t
         if pend:
-            mode[r] = 2
-            prefilling[r] = pend
-            pending[r] = []
-            dur = 0.0
             for q in pend:
-                dur += pre[q]
-            t0[r] = t + dur
-            schedule(r, t + dur)
-        elif rr:
-            mode[r] = 1
-            t0[r] = t
-            schedule(r, t + (rr[0][0] - k) * step[len(rr)])
+                start += pre[q]
+                heappush(rr, (k + nsteps[q], q))
+            pending[r] = []
+        k0[r] = k
+        t0[r] = start
+        if rr:
+            tn = start + (rr[0][0] - k) * step[len(rr)]
+            ver[r] += 1
+            nxt[r] = tn
+            heappush(events, (tn, ver[r], r))
         else:
-            mode[r] = 0
             nxt[r] = math.inf
 
     i = 0
@@ -282,18 +268,19 @@ def run_requests(step_ms, concurrency_cap: int, replicas: int, arrival, steps, p
         q, t = i, t_arr
         i += 1
         if free_total > 0:
-            r = min(range(R), key=load.__getitem__) if R > 1 else 0
+            r = load.index(min(load)) if R > 1 else 0
             load[r] += 1
             free_total -= 1
             pending[r].append(q)
-            if mode[r] == 0:
-                boundary(r, t)
-            elif mode[r] == 1 and len(pending[r]) == 1:
+            if not run[r]:
+                boundary(r, t)  # idle: its prefill starts now
+            elif len(pending[r]) == 1:
                 s = step[len(run[r])]
-                tb = t0[r] + math.ceil((t - t0[r]) / s - 1e-9) * s
+                tb = t0[r] + max(math.ceil((t - t0[r]) / s - 1e-9), 0) * s  # the next step boundary
                 if tb < nxt[r]:
-                    schedule(r, tb)
-            # prefilling: the pending request is admitted when the prefill step ends
+                    ver[r] += 1
+                    nxt[r] = tb
+                    heappush(events, (tb, ver[r], r))
         else:
             waited[q] = True
             queue.append(q)
