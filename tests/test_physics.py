@@ -459,3 +459,14 @@ def test_assumption_ranges_bracket_the_central_estimate():
     names = {a.name for a in physics.applicable_assumptions(QWEN_MOE_L, 8)}
     assert {"MoE expert-GEMM efficiency", "MoE all-to-all latency", "tensor-parallel all-reduce cost"} <= names
     assert "MoE expert-GEMM efficiency" not in {a.name for a in physics.applicable_assumptions(LLAMA8_BF16, 1)}
+
+
+def test_perfect_efficiency_is_never_slower_than_any_default():
+    """PERFECT_EFFICIENCY (for plausibility bounds) beats the defaults and both range ends for every stack shape."""
+    assert physics.expert_efficiency(QWEN_MOE_L, physics.PERFECT_EFFICIENCY) == 1.0
+    for stack in ALL_STACKS:
+        fast = physics.shifted(DEFAULT_EFFICIENCY, stack, physics.applicable_assumptions(stack, 8), "fast")
+        for eff in (DEFAULT_EFFICIENCY, fast):
+            slow = physics.estimate(stack, H100_NV, 8, 16.0, 1000, 256, eff)["output_tokens_per_s_total"]
+            best = physics.estimate(stack, H100_NV, 8, 16.0, 1000, 256, physics.PERFECT_EFFICIENCY)["output_tokens_per_s_total"]
+            assert float(best) >= float(slow), stack.stack_id

@@ -105,6 +105,14 @@ class Efficiency:
 
 DEFAULT_EFFICIENCY = Efficiency()
 
+# Nothing lost anywhere: every peak reached, no fixed cost, experts as efficient as dense GEMMs.
+# An upper bound on what any engine can reach (plausibility checks of imported benchmarks).
+PERFECT_EFFICIENCY = Efficiency(
+    mem=1.0, compute=1.0, prefill_compute=1.0, step_overhead_ms=0.0, comm_ms_per_doubling=0.0, moe_overhead_ms=0.0,
+    link=1.0, allreduce_us_per_doubling=0.0, alltoall_us_per_doubling=0.0, moe_expert=1.0, moe_expert_half_mparams=0.0,
+    moe_layer_overhead_us=0.0, draft_step_overhead_ms=0.0, memory_headroom=1.0,
+)
+
 
 def _eff(eff: Efficiency, stack: ServingStack) -> Efficiency:
     return eff.for_stack(stack)
