@@ -5,8 +5,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
+from core.errorlog import log_error, shorten, unexpected_words
 from core.errors import HangoverError
+
+# Longest error a command prints (a 10,000-column file once produced 483 KB of errors).
+MAX_MESSAGE = 4000
 
 # One module per command group; each exposes register(subparsers). Later issues append here.
 COMMAND_MODULES = [
@@ -35,20 +40,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _store_path(args: argparse.Namespace | None) -> Path | None:
+    """The store the command was pointed at (its folder holds the error log)."""
+    db = getattr(args, "db", None) if args is not None else None
+    if db:
+        return Path(db).expanduser()
+    try:
+        from core.store.store import default_db_path
+
+        return default_db_path()
+    except Exception:  # the log then goes to the temporary folder
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; user errors print one line to stderr and exit 2, never a traceback."""
+    """Run one command; any error prints one line to stderr (exit 2), never a traceback.
+
+    A user error (HangoverError) is shown as it is. Anything else — a database,
+    decoding, overflow or recursion error, running out of memory or disk — is one
+    line saying what kind of failure it was and where the log with the details is.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except HangoverError as exc:
-        print(f"hangover: error: {exc}", file=sys.stderr)
+        print(f"hangover: error: {shorten(str(exc), MAX_MESSAGE)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # output piped into `head` and cut short: not an error
         sys.stderr.close()
         return 0
+    except BaseException as exc:  # noqa: BLE001 -- the last line of defence: no traceback reaches a user
+        if isinstance(exc, SystemExit | GeneratorExit):
+            raise
+        words = unexpected_words(exc)
+        log = log_error(f"hangover {args.command}: {words}", exc, store_path=_store_path(args))
+        where = f"; details in {log}" if log else ""
+        print(f"hangover: error: {words}{where}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,6 +10,7 @@ truncated copy of any value from a user's file.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import tempfile
 import threading
@@ -60,3 +61,32 @@ def log_error(summary: str, exc: BaseException | None = None, *, store_path: Pat
         except (OSError, RecursionError, MemoryError):
             continue
     return None
+
+
+def unexpected_words(exc: BaseException) -> str:
+    """What kind of failure an unexpected error is, in words a user can act on (no driver text, no paths)."""
+    if isinstance(exc, MemoryError):
+        return "ran out of memory"
+    if isinstance(exc, RecursionError):
+        return "the input is nested too deeply to read"
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return "the disk is full; nothing more was written"
+    if isinstance(exc, OSError):
+        return f"a file could not be read or written ({exc.strerror or type(exc).__name__})"
+    if isinstance(exc, UnicodeError):
+        return "a file is not in the text encoding expected"
+    if isinstance(exc, OverflowError):
+        return "a number is too large to compute with"
+    return f"an unexpected error ({type(exc).__name__})"
+
+
+def page_error_line(exc: BaseException, page: str = "this page", store_path: Path | str | None = None) -> str:
+    """The one line a dashboard page shows for an error, the details logged on the server (never a browser path)."""
+    from core.errors import HangoverError
+
+    if isinstance(exc, HangoverError):
+        return shorten(str(exc), 2000)
+    words = unexpected_words(exc)
+    logged = log_error(f"dashboard, {page}: {words}", exc, store_path=store_path)
+    where = f" The details are in the server's {LOG_NAME}, next to the store." if logged else ""
+    return f"{page[:1].upper()}{page[1:]} could not be shown: {words}.{where}"

@@ -1,6 +1,8 @@
-"""Spreadsheet formula injection: spot text a spreadsheet would run as a formula, and defuse it."""
+"""User text made inert: no spreadsheet formula in a CSV/XLSX/report, no link or markup on a dashboard page or chart."""
 
 from __future__ import annotations
+
+import re
 
 import pandas as pd
 
@@ -40,3 +42,82 @@ def neutralise_series(series: pd.Series) -> pd.Series:
     out = series.copy()
     out[risky] = "'" + series[risky].astype(str)
     return out
+
+
+def neutralise_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of the frame with every text cell and every column name neutralised (numbers stay numbers)."""
+    out = frame.copy()
+    for c in out.columns:
+        out[c] = neutralise_series(out[c])
+    out.columns = [neutralise(c) if isinstance(c, str) else c for c in out.columns]
+    return out
+
+
+def csv_bytes(frame: pd.DataFrame) -> bytes:
+    """The frame as UTF-8 CSV with formula-like text neutralised: the one way the product writes a CSV."""
+    return neutralise_frame(frame).to_csv(index=False).encode("utf-8")
+
+
+# -- text shown in the dashboard ---------------------------------------------------------
+
+# What can turn text into a link, an image or markup when Streamlit renders it as Markdown (CommonMark +
+# GFM + its own directives), each escaped with a backslash (CommonMark shows an escaped character as itself):
+# code, emphasis, links and images ([ ]), raw HTML and <autolinks>, LaTeX ($), tables (|), strikethrough (~);
+# ':' before a letter or '/' (Streamlit's :red[...] / :material/x: directives, emoji codes, "http://"); '@'
+# (GFM email autolinks); the '.' of "www." (GFM www autolinks); '_' at a word's edge (intraword underscores,
+# as in savings_1y, are not emphasis); and a line's leading '#', '>', '-', '+', '=' or "1." (headings,
+# quotes, lists). Plain words, numbers and punctuation are left as they are, so messages read the same.
+_ALWAYS = re.compile(r"([\\`*\[\]<>$|~@])")
+_COLON = re.compile(r":(?=[A-Za-z/])")
+_WWW = re.compile(r"(?i)\b(www)\.")
+_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_LINE_START = re.compile(r"^(\s*)([#>+=-]|\d+[.)])")
+
+
+def _escape_line_start(m: re.Match) -> str:
+    mark = m[2]
+    return m[1] + (mark[:-1] + "\\" + mark[-1] if mark[0].isdigit() else "\\" + mark)
+
+
+def escape_markdown(text: object) -> str:
+    """User text made literal for st.markdown / st.caption / st.warning / st.error: never a link, image or markup.
+
+    Line breaks stay line breaks; ordinary words, numbers and punctuation are unchanged.
+    """
+    lines = str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    out = []
+    for line in lines:
+        line = _ALWAYS.sub(r"\\\1", line)
+        line = _COLON.sub(r"\\:", line)
+        line = _WWW.sub(r"\1\\.", line)
+        line = _EDGE_UNDERSCORE.sub(r"\\_", line)
+        line = _LINE_START.sub(_escape_line_start, line)
+        out.append(line)
+    return "  \n".join(out)
+
+
+def escape_plotly(value):
+    """User text for Plotly text, hover and labels: '<', '>' and '&' as entities, so '<a href>' stays text.
+
+    Accepts a string, a pandas Series or any iterable of values (non-text values pass through).
+    """
+    if isinstance(value, pd.Series):
+        if not (pd.api.types.is_object_dtype(value) or pd.api.types.is_string_dtype(value)):
+            return value
+        return value.map(lambda v: _escape_plotly_one(v) if isinstance(v, str) else v)
+    if isinstance(value, str):
+        return _escape_plotly_one(value)
+    if isinstance(value, list | tuple):
+        return type(value)(escape_plotly(v) for v in value)
+    try:
+        import numpy as np
+
+        if isinstance(value, np.ndarray) and value.dtype == object:
+            return np.array([escape_plotly(v) for v in value.tolist()], dtype=object).reshape(value.shape)
+    except ImportError:  # pragma: no cover - numpy ships with pandas
+        pass
+    return value
+
+
+def _escape_plotly_one(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,11 +1,35 @@
 """Dashboard entrypoint: initialises shared state, draws the scenario sidebar, routes to the pages."""
 
+import os
+
 import streamlit as st
 
+from core.errorlog import page_error_line
+from core.errors import HangoverError
+from dashboard.format import md
 from dashboard.state import init_state, scenario_sidebar
 
 st.set_page_config(page_title="GPU Hangover", page_icon="🍸", layout="wide")
-init_state()
+
+
+def _guarded(step, what: str) -> bool:
+    """Error boundary (issue 16): an error is one st.error line, the details go to the server's log; never a traceback.
+
+    st.stop() and st.rerun() raise BaseExceptions, which pass through. With HANGOVER_RAISE_ERRORS set (the
+    test suite's AppTests), unexpected errors are raised, so `at.exception` still catches a broken page.
+    """
+    try:
+        step()
+        return True
+    except Exception as exc:
+        if os.environ.get("HANGOVER_RAISE_ERRORS") and not isinstance(exc, HangoverError):
+            raise
+        st.error(md(page_error_line(exc, what)))
+        return False
+
+
+if not _guarded(init_state, "the dashboard"):
+    st.stop()
 
 pages = {
     "The answer": [
@@ -23,5 +47,5 @@ pages = {
     ],
 }
 nav = st.navigation(pages)
-scenario_sidebar()
-nav.run()
+if _guarded(scenario_sidebar, "the scenario sidebar"):
+    _guarded(nav.run, "this page")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.presentation.views import duration_ms, money, percent, thousands
+from core.textsafety import escape_markdown
 
 __all__ = [
     "badge", "count_col", "md", "duration_ms", "money", "money_col", "ms_col", "number_col", "percent",
@@ -25,12 +26,13 @@ _BADGES = {
 }
 
 
-_MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>#$|~"})
+def md(text: object) -> str:
+    """Text from data made literal for st.markdown/caption/warning/error: never a link, image or markup.
 
-
-def md(text: str) -> str:
-    """Text from data made literal for st.markdown: '*' in a source path is not italics, '$' is not LaTeX."""
-    return str(text).translate(_MD_SPECIAL)
+    '*' in a source path is not italics, '$' is not LaTeX, a URL or an address is not a link
+    (core.textsafety.escape_markdown, the one rule for every page).
+    """
+    return escape_markdown(text)
 
 
 def badge(word: str) -> str:

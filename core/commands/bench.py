@@ -1,4 +1,4 @@
-"""`hangover bench import|list`: bring your own benchmark files into the store and see what is there."""
+"""`hangover bench import|list|remove|errors`: bring your own benchmark files into the store, see them, take them out."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import datetime as dt
 import json
 from pathlib import Path
 
+from core.errorlog import shorten
 from core.errors import InputError
-from core.performance.bench_import import import_benchmark_file
+from core.performance.bench_import import import_benchmark_file, remove_import
 from core.performance.calibration import error_by_regime, error_report
 from core.store import Store, default_db_path
+from core.store.benchmarks import list_imports
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,6 +44,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     lst.add_argument("--gpu", help="only this GPU")
     lst.add_argument("--json", action="store_true", help="print JSON records instead of a table")
     lst.set_defaults(func=cmd_list)
+
+    rem = bsub.add_parser(
+        "remove",
+        help="remove every point of one imported file (by its import id); without an id, list the imports",
+        description=("Remove the points one `hangover bench import` added, in one transaction. IMPORT_ID is the "
+                     "file's sha256 or its first 8+ characters, as `hangover bench remove` (no id) lists them. "
+                     "Bundled points cannot be removed."),
+    )
+    rem.add_argument("import_id", nargs="?", metavar="IMPORT_ID", help="the import to remove (8+ characters of its id)")
+    rem.set_defaults(func=cmd_remove)
 
     err = bsub.add_parser(
         "errors",
@@ -88,6 +100,24 @@ def cmd_import(args: argparse.Namespace) -> int:
         output_tokens=args.output_tokens,
     )
     print(result.message)
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    """Remove one import's points, or list the imports when no id is given."""
+    store = _open(args)
+    if not args.import_id:
+        df = list_imports(store)
+        if df.empty:
+            print("no imported benchmark files (bundled points cannot be removed)")
+            return 0
+        print(f"{'import id':<14} {'points':>7}  {'tool':<18} {'as of':<10}  source")
+        for r in df.itertuples(index=False):
+            print(f"{r.import_id[:12]:<14} {r.points:>7,}  {str(r.tool)[:18]:<18} {str(r.last_as_of)[:10]:<10}  "
+                  f"{shorten(r.source, 80)}")
+        print("remove one with: hangover bench remove IMPORT_ID")
+        return 0
+    print(remove_import(store, args.import_id))
     return 0
 
 

@@ -249,7 +249,8 @@ def import_benchmark_file(store, data: bytes, file_name: str, **kw) -> ImportRes
     added, existing = stored.insert_import(store, points, import_id)
     if existing:
         return ImportResult(0, True, _dup_message(name, existing, import_id), import_id, fmt)
-    return ImportResult(added, False, _summary(added, name, fmt, points), import_id, fmt, tuple(points))
+    msg = _summary(added, name, fmt, points) + f"\nimport id {import_id[:12]} (undo with: hangover bench remove {import_id[:12]})"
+    return ImportResult(added, False, msg, import_id, fmt, tuple(points))
 
 
 def remove_import(store, import_id: str) -> str:

@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.presentation.views import ARCHITECTURE_LABELS, ARCHITECTURE_ORDER, NO_ROUTE, group_label
+from core.textsafety import escape_plotly
 
 # One colour per verdict group, on every chart: owned routes saturated, API routes a lighter shade of the same hue.
 GROUP_COLORS: dict[str, str] = {
@@ -109,8 +110,8 @@ def routing_map_chart(points: pd.DataFrame) -> go.Figure:
             x=d["batchability_ms"], y=d["value_usd_per_mtok"], name=group_label(g),
             mode="markers+text" if labelled else "markers",
             marker={"size": 14 if labelled else 8, "color": GROUP_COLORS.get(g, "#999999"), "line": {"width": 1, "color": "white"}},
-            text=d["workload_id"], textposition="top center",
-            customdata=np.stack([d["name"], d["route"], d["batchability"]], axis=-1) if len(d) else None,
+            text=escape_plotly(d["workload_id"]), textposition="top center",
+            customdata=np.stack([escape_plotly(d["name"]), escape_plotly(d["route"]), d["batchability"]], axis=-1) if len(d) else None,
             hovertemplate=("<b>%{customdata[0]}</b><br>verdict: %{customdata[1]}<br>%{customdata[2]}: %{x:,.0f} ms"
                            "<br>value of the token: $%{y:,.2f}/M output<extra></extra>"),
         ))
@@ -140,7 +141,7 @@ def gpus_by_route_chart(routes: pd.DataFrame, *, owned_gpus: int) -> go.Figure:
     text = [f"{g:,.1f} GPUs" + (f" · {int(n)} node{'s' if n != 1 else ''}" if pd.notna(n) else " (batch, daily average)")
             for g, n in zip(d["gpus"], d["nodes"], strict=True)]
     fig = go.Figure(go.Bar(
-        x=d["gpus"], y=d["route"], orientation="h", text=text, textposition="auto",
+        x=d["gpus"], y=escape_plotly(d["route"]), orientation="h", text=text, textposition="auto",
         marker_color=[ARCH_COLORS.get(a, "#999999") for a in d["architecture"]],
         hovertemplate="%{y}: %{x:,.2f} GPUs<extra></extra>",
     ))
@@ -169,13 +170,13 @@ def architecture_chart(side: pd.DataFrame, *, workloads: Sequence[str] | None = 
         nodes = np.where(feasible, d["nodes"].to_numpy(dtype=float), 0.0)
         text = [f"{n:.0f}" if f else "✗" for n, f in zip(nodes, feasible, strict=True)]
         detail = [
-            (f"{r}<br>{c:.0f} requests per replica within the SLA<br>p95 {p:,.0f} ms" if f
-             else f"{r if isinstance(r, str) else 'no route'}: cannot serve")
+            (f"{escape_plotly(r)}<br>{c:.0f} requests per replica within the SLA<br>p95 {p:,.0f} ms" if f
+             else f"{escape_plotly(r) if isinstance(r, str) else 'no route'}: cannot serve")
             for r, c, p, f in zip(d["route"], d["max_concurrency_within_sla"], d["p95_latency_ms"], feasible,
                                   strict=True)
         ]
         fig.add_trace(go.Bar(
-            x=workloads, y=nodes, name=ARCHITECTURE_LABELS[arch], marker_color=ARCH_COLORS[arch],
+            x=escape_plotly(workloads), y=nodes, name=ARCHITECTURE_LABELS[arch], marker_color=ARCH_COLORS[arch],
             text=text, textposition="outside", cliponaxis=False, customdata=detail,
             hovertemplate="%{x} · " + ARCHITECTURE_LABELS[arch] + ": %{y} node(s)<br>%{customdata}<extra></extra>",
         ))

@@ -18,6 +18,7 @@ from core.performance import physics
 from core.performance.bench_import import ImportResult, import_benchmark_file
 from core.performance.calibration import Calibration, calibrate, performance_curve, route_points
 from core.presentation.pricing_views import stale_marks
+from core.textsafety import escape_plotly
 
 ARCH_COLORS: dict[str, str] = {
     "autoregressive": "#1f77b4",
@@ -317,7 +318,7 @@ def _curve_traces(fig: go.Figure, curve: pd.DataFrame, metric: str, label: str, 
             x=pts["concurrency"], y=pts[metric], mode="markers", name=str(style["name"]), legendgroup=prov,
             showlegend=not any(t.name == style["name"] for t in fig.data),
             marker={"symbol": style["symbol"], "color": style["color"], "size": 13, "line": {"width": 2, "color": style["color"]}},
-            customdata=pts[["source", "measured_fields"]],
+            customdata=np.stack([escape_plotly(pts["source"].astype(str)), pts["measured_fields"]], axis=-1),
             hovertemplate=(f"<b>{style['name']}</b> — {label}<br>concurrency %{{x:g}}: %{{y:,.0f}} {unit}<br>"
                            "fields: %{customdata[1]}<br>%{customdata[0]}<extra></extra>"),
         ), **kw)

@@ -350,5 +350,7 @@ def architecture_side_by_side(comparison: pd.DataFrame) -> pd.DataFrame:
 # -- export --------------------------------------------------------------------
 
 def routing_csv(ev: Evaluation) -> bytes:
-    """The routing table (verdicts_frame) as UTF-8 CSV, for a spreadsheet."""
-    return ev.verdicts_frame().to_csv(index=False).encode("utf-8")
+    """The routing table (verdicts_frame) as UTF-8 CSV, for a spreadsheet; formula-like text neutralised."""
+    from core.presentation.csv_export import routing_csv as frame_csv
+
+    return frame_csv(ev.verdicts_frame())

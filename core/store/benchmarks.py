@@ -54,14 +54,14 @@ def remove_import(store, import_id: str) -> tuple[str, int, str]:
     key = import_id.strip().lower()
     if len(key) < 8 or any(c not in "0123456789abcdef" for c in key):
         raise InputError(f"import id {shorten(repr(import_id), 80)} must be 8 or more hexadecimal characters "
-                         "(see `hangover bench imports`)")
+                         "(`hangover bench remove` without an id lists them)")
 
     def work(cur) -> tuple[str, int, str]:
         found = cur.execute(
             "SELECT import_id, count(*), min(source) FROM benchmarks WHERE starts_with(import_id, ?) "
             "GROUP BY import_id", [key]).fetchall()
         if not found:
-            raise InputError(f"no imported benchmark file has id {key[:64]}... (see `hangover bench imports`)")
+            raise InputError(f"no imported benchmark file has id {key[:64]}... (`hangover bench remove` without an id lists them)")
         if len(found) > 1:
             raise InputError(f"import id {key[:64]} matches {len(found)} imports; give more characters")
         full, n, source = found[0]

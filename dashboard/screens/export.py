@@ -43,7 +43,7 @@ else:
                     "md": build_markdown(ev, summary=summary),
                 })
         except Exception as exc:  # a failed build is a message, never a traceback on the page
-            st.error(f"Could not build the procurement summary: {exc}")
+            st.error(md(f"Could not build the procurement summary: {exc}"))
     files = st.session_state.get("export_files")
     if files and files[0] == built_for:
         out = files[1]

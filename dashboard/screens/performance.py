@@ -5,6 +5,7 @@ import datetime as dt
 import streamlit as st
 
 from core.errors import HangoverError
+from core.performance.bench_import import remove_import
 from core.performance.hf_config import PRECISIONS, add_stack_from_config
 from core.presentation.charts_inputs import (
     TP_OPTIONS,
@@ -19,6 +20,8 @@ from core.presentation.charts_inputs import (
     roofline_frame,
     throughput_chart,
 )
+from core.store.benchmarks import list_imports
+from dashboard.format import md
 from dashboard.state import bump_data_version, catalog, data_version, store
 
 FROM_FILE = "(as the file says)"
@@ -58,7 +61,7 @@ st.caption(f"GPU: **{gpu_name}** (change it in the sidebar). Figures are rooflin
            "*measured* or *vendor claim*; where benchmarks exist for a stack on this GPU, the estimate is calibrated "
            "to them and the curve passes through them.")
 if saved := st.session_state.pop("perf_flash", None):
-    st.success(saved)
+    st.success(md(saved))
 
 # -- roofline ----------------------------------------------------------------------------
 st.subheader("Where each stack sits on the roofline")
@@ -76,7 +79,7 @@ try:
     if skipped:
         st.caption(f"Not shown (do not fit on 8 × {gpu_name}): {', '.join(skipped)}.")
 except HangoverError as exc:
-    st.error(str(exc))
+    st.error(md(str(exc)))
 
 # -- curves ------------------------------------------------------------------------------
 st.subheader("Latency and throughput against concurrency")
@@ -120,7 +123,7 @@ try:
             },
         )
 except HangoverError as exc:
-    st.error(str(exc))
+    st.error(md(str(exc)))
 
 # -- your own model ----------------------------------------------------------------------
 with st.expander("Add your own model from its config.json", expanded=False):
@@ -147,7 +150,7 @@ with st.expander("Add your own model from its config.json", expanded=False):
             bump_data_version()
             st.rerun()
         except HangoverError as exc:
-            st.error(str(exc))
+            st.error(md(str(exc)))
 
 # -- benchmarks --------------------------------------------------------------------------
 st.subheader("Benchmarks")
@@ -175,13 +178,27 @@ with st.expander("Import your own benchmark file", expanded=False):
                 output_tokens=float(imp_out) or None,
             )
             if result.duplicate:
-                st.info(result.message)
+                st.info(md(result.message))
             else:
                 st.session_state["perf_flash"] = result.message
                 bump_data_version()
                 st.rerun()
         except HangoverError as exc:
-            st.error(str(exc))
+            st.error(md(str(exc)))
+
+imports = list_imports(store())
+if not imports.empty:
+    with st.expander("Remove an imported file", expanded=False):
+        labels = {r.import_id: f"{r.source} — {r.points:,} point(s), {r.tool} (id {r.import_id[:12]})"
+                  for r in imports.itertuples(index=False)}
+        chosen = st.selectbox("Imported file", list(labels), format_func=labels.get, key="perf_remove_choice")
+        if st.button("Remove its points", key="perf_remove"):
+            try:
+                st.session_state["perf_flash"] = remove_import(store(), chosen)
+                bump_data_version()
+                st.rerun()
+            except HangoverError as exc:
+                st.error(md(str(exc)))
 
 bench = _benchmarks(version, dt.date.today().isoformat())
 # Pixel widths keep the table inside the main column at 1440 px (no sideways scrolling).

@@ -20,6 +20,7 @@ from core.presentation.pricing_views import (
     provenance_lines,
     save_override,
 )
+from dashboard.format import md
 from dashboard.state import bump_data_version, catalog, data_version, scenario, store
 
 # Column widths in pixels keep each table inside the ~980 px main column at 1440 px (no sideways scrolling).
@@ -55,7 +56,7 @@ st.caption(f"Every price is a dated snapshot with its source and confidence. **â
            "(confidence *user*); the snapshot they replace stays in the store.")
 
 if saved := st.session_state.pop("price_saved", None):
-    st.success(saved)
+    st.success(md(saved))
 
 # -- node prices -----------------------------------------------------------------------
 st.subheader("Node prices (renting)")
@@ -127,7 +128,7 @@ with st.container(border=True):
             bump_data_version()
             st.rerun()
     except HangoverError as exc:
-        st.error(str(exc))
+        st.error(md(str(exc)))
 
 # -- owned hardware --------------------------------------------------------------------
 st.subheader("Owned hardware: what an hour costs")
@@ -201,4 +202,4 @@ try:
         },
     )
 except HangoverError as exc:
-    st.error(str(exc))
+    st.error(md(str(exc)))

@@ -11,6 +11,7 @@ from core.inventory.versions import (
     list_versions,
     restore_version,
 )
+from dashboard.format import md
 from dashboard.state import bump_data_version, data_version, store
 
 ERROR_COLUMNS = {
@@ -78,12 +79,12 @@ def _committed(result) -> None:
 def _show_report(report, what: str) -> bool:
     """Warnings, then the error table; True when the rows may be committed."""
     for w in report.warnings:
-        st.warning(w)
+        st.warning(md(w))
     if report.ok:
         return True
     n = len(report.errors)
-    st.error(f"{what}: {n} problem{'s' if n != 1 else ''}; nothing can be committed until "
-             f"{'they are' if n != 1 else 'it is'} fixed.")
+    st.error(md(f"{what}: {n} problem{'s' if n != 1 else ''}; nothing can be committed until "
+                f"{'they are' if n != 1 else 'it is'} fixed."))
     st.dataframe(report.errors, hide_index=True, width="stretch", column_config=ERROR_COLUMNS, key=f"wl_errors_{what}")
     return False
 
@@ -92,7 +93,7 @@ st.title("Workloads")
 try:
     version, current = _current(data_version())
 except HangoverError as exc:
-    st.error(str(exc))
+    st.error(md(str(exc)))
     st.stop()
 st.caption(
     f"The routing uses **version {version}**, the latest committed inventory ({len(current):,} workloads)."
@@ -101,7 +102,7 @@ st.caption(
     "Upload your own inventory below.")
 
 if flash := st.session_state.pop("wl_flash", None):
-    getattr(st, flash[0])(flash[1])
+    getattr(st, flash[0])(md(flash[1]))
 
 upload_tab, edit_tab, history_tab = st.tabs(["Upload a file", "Edit the current inventory", "Versions"])
 
@@ -117,16 +118,16 @@ with upload_tab:
     up = st.file_uploader("Inventory file (CSV or XLSX)", type=["csv", "xlsx"], key="wl_upload")
     if up is not None:
         report = _read(up.getvalue(), up.name)
-        st.caption(f"{up.name}: read as {report.dialect}.")
+        st.caption(md(f"{up.name}: read as {report.dialect}."))
         if _show_report(report, up.name):
-            st.success(f"{len(report.frame):,} workloads read from {up.name} with no problems. Preview:")
+            st.success(md(f"{len(report.frame):,} workloads read from {up.name} with no problems. Preview:"))
             st.dataframe(report.frame, width="stretch", hide_index=True, column_config=WORKLOAD_COLUMNS,
                          column_order=PREVIEW_ORDER, placeholder="—", key="wl_preview")
-            if st.button(f"Commit {up.name} as a new version", key="wl_commit", type="primary"):
+            if st.button(md(f"Commit {up.name} as a new version"), key="wl_commit", type="primary"):
                 try:
                     _committed(commit_inventory(store(), report.frame, file_name=up.name, created_by="dashboard"))
                 except HangoverError as exc:
-                    st.error(str(exc))
+                    st.error(md(str(exc)))
 
 with edit_tab:
     st.markdown("Edit cells, add rows at the bottom or delete rows, then save. The same checks as an upload run "
@@ -142,7 +143,7 @@ with edit_tab:
                 _committed(commit_inventory(store(), report.frame, file_name="edited in the dashboard",
                                             created_by="dashboard"))
             except HangoverError as exc:
-                st.error(str(exc))
+                st.error(md(str(exc)))
 
 with history_tab:
     versions = _versions(data_version())
@@ -175,7 +176,7 @@ with history_tab:
                 st.dataframe(diff, hide_index=True, width="stretch", key="wl_diff",
                              column_config={"fields": st.column_config.TextColumn("changed columns", width="large")})
         except HangoverError as exc:
-            st.error(str(exc))
+            st.error(md(str(exc)))
         st.markdown("**Restore a version**")
         c1, c2 = st.columns([1, 2])
         n = c1.selectbox("Version to restore", numbers, index=0, key="wl_restore_version")
@@ -184,4 +185,4 @@ with history_tab:
             try:
                 _committed(restore_version(store(), n, created_by="dashboard"))
             except HangoverError as exc:
-                st.error(str(exc))
+                st.error(md(str(exc)))

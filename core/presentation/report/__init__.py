@@ -7,8 +7,10 @@ also accepts the evaluation alone and builds the summary itself.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
+import tempfile
 from pathlib import Path
 
 from core.decision.engine import Evaluation
@@ -108,13 +110,31 @@ def write_report(ev: Evaluation, path: str | Path, *, summary: ProcurementSummar
     if not p.parent.is_dir():
         raise InputError(f"cannot write {p}: folder {p.parent} does not exist")
     s = _summary(ev, summary, generated)
+    if kind == "xlsx":
+        data = build_xlsx(ev, summary=s)
+    elif kind == "html":
+        data = build_html(ev, summary=s).encode("utf-8")
+    else:
+        data = build_markdown(ev, summary=s).encode("utf-8")
     try:
-        if kind == "xlsx":
-            p.write_bytes(build_xlsx(ev, summary=s))
-        elif kind == "html":
-            p.write_text(build_html(ev, summary=s), encoding="utf-8")
-        else:
-            p.write_text(build_markdown(ev, summary=s), encoding="utf-8")
+        write_atomically(p, data)
     except OSError as exc:
-        raise InputError(f"cannot write {p}: {exc.strerror or exc}") from None
+        raise InputError(f"cannot write {p}: {exc.strerror or exc}; no file was written") from None
     return p
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside `path`, then rename it over `path`: a full disk or a crash leaves the
+    old file (or none), never a truncated HTML or a 0-byte XLSX (issue 16)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
