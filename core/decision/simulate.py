@@ -40,7 +40,12 @@ WARMUP_SHARE = 0.05
 # sections' p95 gives the interval around the whole run's p95.
 SECTIONS = 20
 _T_975_19 = 2.093  # Student t, 97.5 %, 19 degrees of freedom
+# Requests simulated by default: the peak hour's arrivals, but at least MIN_REQUESTS (so a
+# quiet deployment still gets a p95 within about +-2 %) and at most MAX_REQUESTS (past which
+# the interval is far inside +-2 % and only the run time grows).
 MIN_REQUESTS = 20_000
+MAX_REQUESTS = 200_000
+TARGET_CI = 0.02  # the p95's 95 % interval should be within +-2 % of it
 
 
 @dataclass(frozen=True)
@@ -317,6 +322,14 @@ def percentile_ci(values: np.ndarray, q: float = 95.0, sections: int = SECTIONS)
     return est, est - half, est + half
 
 
+def _relative_half_width(values: np.ndarray) -> float:
+    """Half-width of the p95's interval over the p95 (inf when there are too few requests to tell)."""
+    est, lo, hi = percentile_ci(values)
+    if not (np.isfinite(lo) and np.isfinite(hi)) or est <= 0:
+        return math.inf if values.size else 0.0
+    return (hi - lo) / 2.0 / est
+
+
 def analytic_p95(deployment: DeploymentLoad, replicas: int | None = None) -> np.ndarray:
     """The analytic p95 of time in system (ms) of each workload, in the deployment's workload order."""
     n = deployment.replicas if replicas is None else replicas
@@ -324,19 +337,28 @@ def analytic_p95(deployment: DeploymentLoad, replicas: int | None = None) -> np.
 
 
 def simulate_deployment(deployment: DeploymentLoad, requests: int | None = None, seed: int = 0,
-                        one_replica_fewer: bool = True) -> SimulationResult:
-    """Simulate the deployment's peak hour (default: that hour's arrivals, at least MIN_REQUESTS) and compare.
+                        one_replica_fewer: bool = True, target_ci: float = TARGET_CI) -> SimulationResult:
+    """Simulate the deployment's peak hour and compare with the analytic p95.
 
+    requests None: the peak hour's arrivals within [MIN_REQUESTS, MAX_REQUESTS]; if some
+    workload's p95 interval is then wider than +-target_ci, once more with enough
+    requests for it (the width shrinks as 1 / sqrt(requests)), up to MAX_REQUESTS.
     Per workload: simulated p50/p95/p99 with a 95 % interval on the p95, share within
     its target, the analytic p95; per deployment: the worst share within target with
     the planned replicas and with one replica fewer (same seed: the same requests).
     """
     started = time.perf_counter()
+    adaptive = requests is None
     if requests is None:
-        requests = max(int(round(deployment.arrival_rate_per_s * 3600.0)), MIN_REQUESTS)
+        requests = min(max(int(round(deployment.arrival_rate_per_s * 3600.0)), MIN_REQUESTS), MAX_REQUESTS)
     if requests < 1:
         raise ValueError(f"requests must be at least 1, not {requests}")
     raw = simulate_latencies(deployment, requests, seed)
+    if adaptive and requests < MAX_REQUESTS:
+        widest = max(_relative_half_width(raw.latency_ms[raw.workload == j]) for j in range(len(deployment.workloads)))
+        if widest > target_ci:
+            requests = min(int(requests * (widest / target_ci) ** 2 * 1.1) + 1, MAX_REQUESTS)
+            raw = simulate_latencies(deployment, requests, seed)
     fewer = None
     if one_replica_fewer and deployment.replicas > 1:
         fewer = simulate_latencies(deployment, requests, seed, replicas=deployment.replicas - 1)

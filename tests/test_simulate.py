@@ -1,0 +1,123 @@
+"""The continuous-batching simulation: a hand-traced run, Erlang C, and agreement with the analytic p95."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.decision import latency
+from core.decision.queueing import erlang_c
+from core.decision.simulate import (
+    DeploymentLoad,
+    WorkloadLoad,
+    analytic_p95,
+    run_requests,
+    simulate_deployment,
+    simulate_latencies,
+)
+
+
+def test_event_loop_hand_traced():
+    """One replica, 2 slots, step 10 ms alone / 12 ms for two, prefill 5 ms each.
+
+    q0 arrives at 0 (3 steps): idle, prefill 0-5, decodes from 5.
+    q1 arrives at 1 (2 steps): admitted at the next boundary, 5 (end of q0's prefill):
+      its prefill 5-10 pauses q0. From 10, two decode at 12 ms a step: q1 ends at 10 + 2 x 12 = 34;
+      q0 has 1 step left alone at 10 ms: ends at 44.
+    q2 arrives at 100 (1 step): idle, prefill 100-105, one step: ends at 115.
+    Nobody queued (a slot was always free).
+    """
+    done, waited = run_requests([10.0, 12.0], 2, 1, np.array([0.0, 1.0, 100.0]), np.array([3, 2, 1]),
+                                np.array([5.0, 5.0, 5.0]))
+    assert done.tolist() == [44.0, 34.0, 115.0]
+    assert not waited.any()
+
+
+def test_event_loop_queue_takes_the_freed_slot():
+    """One replica, 1 slot, step 10 ms, no prefill: q1 (arrives at 1) waits for q0's 2 steps (ends 20), then
+    runs 2 steps (ends 40); q2 (arrives at 2) waits for it, ends 60. FIFO, and the two later ones queued."""
+    done, waited = run_requests([10.0], 1, 1, np.array([0.0, 1.0, 2.0]), np.array([2, 2, 2]), np.zeros(3))
+    assert done.tolist() == [20.0, 40.0, 60.0]
+    assert waited.tolist() == [False, True, True]
+
+
+@pytest.mark.parametrize("replicas, cap, rate", [(3, 4, 20.0), (2, 8, 28.0)])
+def test_mmc_wait_probability_matches_erlang_c(replicas, cap, rate):
+    """Constant 1 ms step, no prefill, exponential output lengths (mean 500): each slot is an M/M/1
+    server of mean service E[ceil(Exp(500))] = 1 / (1 - e^{-1/500}) = 500.5 ms, pooled behind one queue,
+    i.e. M/M/c with c = replicas x cap. The share of requests that queue is Erlang C's P(wait) within 2 %."""
+    dep = DeploymentLoad(replicas, cap, [1.0] * cap, [WorkloadLoad("w", rate, 0.0, 500.0, 5000.0)])
+    raw = simulate_latencies(dep, 200_000, seed=1, output_distribution="exponential")
+    service_s = 1.0 / (1.0 - np.exp(-1.0 / 500.0)) / 1000.0
+    want = float(erlang_c(replicas * cap, rate * service_s))
+    assert 0.3 < want < 0.8
+    assert raw.waited.mean() == pytest.approx(want, rel=0.02)
+
+
+def pooled(n: int, cap: int, slope: float, rho: float) -> DeploymentLoad:
+    """Three workloads (short code completions with their own p95, chat, long agent steps with 10 %
+    escalated) on n replicas, scaled so the full-batch utilisation lambda E[S_full] / (n cap) is rho."""
+    step = [7.0 + slope * b for b in range(1, cap + 1)]
+    ws = [WorkloadLoad("chat", 3.0, 20.0, 300.0, 8000.0),
+          WorkloadLoad("code", 8.0, 8.0, 60.0, 1500.0, output_p95_tokens=150.0),
+          WorkloadLoad("agent", 1.0, 40.0, 800.0, 20000.0, escalated_share=0.1, escalated_extra_ms=1500.0)]
+    scale = 1.0
+    for _ in range(6):
+        scaled = [WorkloadLoad(w.workload_id, w.arrival_rate_per_s * scale, w.prefill_ms, w.output_mean_tokens,
+                               w.slo_ms, w.output_p95_tokens, w.escalated_share, w.escalated_extra_ms) for w in ws]
+        dep = DeploymentLoad(n, cap, step, scaled, deployment_id=f"n{n}-cap{cap}")
+        st = latency.pooled_state(dep.pooled(), [float(n)])
+        now = st.arrival_rate_per_s[0] * st.full_service_mean_ms[0] / 1000.0 / (n * cap)
+        scale *= rho / now
+    return dep
+
+
+@pytest.mark.parametrize("n, cap, slope, rho", [(1, 32, 0.08, 0.5), (3, 32, 0.08, 0.85), (1, 16, 0.5, 0.7),
+                                                (3, 8, 1.0, 0.7)])
+def test_analytic_p95_agrees_with_simulation(n, cap, slope, rho):
+    """The analytic p95 of every workload is within 10 % of the simulated one (100k requests)."""
+    dep = pooled(n, cap, slope, rho)
+    res = simulate_deployment(dep, 100_000, seed=5, one_replica_fewer=False)
+    sim = np.array([w.simulated_p95_ms for w in res.workloads])
+    ana = analytic_p95(dep)
+    assert ana == pytest.approx(np.array([w.analytic_p95_ms for w in res.workloads]))
+    assert np.abs(ana / sim - 1.0).max() < 0.10
+
+
+def test_simulation_result_fields_and_one_replica_fewer():
+    """A deployment sized by min_replicas holds its targets in simulation; with one replica fewer the worst
+    workload's share within target drops; the same seed gives the same result."""
+    dep = pooled(3, 16, 0.3, 0.7)
+    sized = latency.min_replicas(dep.pooled())
+    n = int(sized.replicas[0])
+    dep = dep.with_replicas(n)
+    res = simulate_deployment(dep, 40_000, seed=2)
+    assert res.replicas == n and res.concurrency_cap == 16 and res.requests == 40_000
+    d = res.to_dict()
+    assert {"workload_id", "analytic_p95_ms", "simulated_p95_ms", "simulated_p95_ci_ms", "share_within_slo"} \
+        <= set(d["workloads"][0])
+    assert "share_within_slo_one_replica_fewer" in d
+    for w in res.workloads:
+        lo, hi = w.simulated_p95_ci_ms
+        assert lo <= w.simulated_p95_ms <= hi
+        assert w.simulated_p50_ms < w.simulated_p95_ms < w.simulated_p99_ms
+        assert w.share_within_slo >= 0.95 - 0.01  # sized analytically: holds in simulation (within noise)
+    assert res.share_within_slo_one_replica_fewer < res.share_within_slo
+    again = simulate_deployment(dep, 40_000, seed=2)
+    assert again.workloads == res.workloads
+
+
+def test_confidence_interval_within_two_percent_at_the_default_size():
+    """At the default size (peak hour, at least 20k requests) the busiest workload's p95 is known to +-2 %."""
+    dep = pooled(2, 16, 0.3, 0.6)
+    res = simulate_deployment(dep, seed=3, one_replica_fewer=False)
+    busiest = max(res.workloads, key=lambda w: w.requests)
+    lo, hi = busiest.simulated_p95_ci_ms
+    assert (hi - lo) / 2 <= 0.02 * busiest.simulated_p95_ms
+
+
+def test_bad_deployment_is_refused_with_its_name():
+    with pytest.raises(ValueError, match="'d1'.*step_ms"):
+        DeploymentLoad(1, 4, [10.0, 11.0], [WorkloadLoad("w", 1.0, 5.0, 100.0, 1000.0)], deployment_id="d1")
+    with pytest.raises(ValueError, match="workload 'w'"):
+        DeploymentLoad(1, 1, [10.0], [WorkloadLoad("w", -1.0, 5.0, 100.0, 1000.0)])
