@@ -147,27 +147,31 @@ def restrict(inp: PlanInputs, route_mask: np.ndarray) -> PlanInputs:
 def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
                     grid, tp_options) -> None:
     """Plan the fleet for an evaluation and write the verdicts, attributed costs and fleet record into it."""
-    inp = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid, tp_options=tp_options)
+    # Built once with licensed stacks of unknown fee at a zero fee; the plan itself may not use them.
+    unknown_fee = {r.route_id for r in ev.routes if r.stack is not None and not route_permitted(r)}
+    every = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid,
+                         tp_options=tp_options, zero_fee_for=unknown_fee)
+    barred = np.array([ev.routes[r].route_id in unknown_fee for r in every.col_route], dtype=bool)
+    inp = replace(every, allowed=every.allowed & ~barred[None, :])
     planner = Planner(inp)
     best = planner.optimise()
     ev.plan_inputs = inp
     ev.plan = best
     ev.planner = planner
-    licensed = _licensed_routes(ev, best, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf,
-                                grid=grid, tp_options=tp_options)
+    licensed = _licensed_routes(ev, best, every, barred, planner)
     _apply(ev, planner, best, rpd, n_out, licensed)
 
 
-def _licensed_routes(ev, best: PlanCost, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
-                     grid, tp_options) -> list[LicensedRoute]:
+def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
+                     planner: Planner) -> list[LicensedRoute]:
     """Break-even licence fee of every licensed stack whose fee is unknown."""
     out = []
     for route in ev.routes:
         if route.stack is None or route_permitted(route):
             continue
-        inp = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid,
-                           tp_options=tp_options, zero_fee_for={route.route_id})
-        with_it = Planner(inp).optimise()
+        mine = np.array([ev.routes[r].route_id == route.route_id for r in every.col_route], dtype=bool)
+        inp = replace(every, allowed=every.allowed & (~barred | mine)[None, :])
+        with_it = Planner(inp, planner._gpu_hours_month).optimise()
         positions = [k for k, o in enumerate(inp.owned) if o.route_id == route.route_id]
         gpus = _route_gpus(inp, with_it, positions)
         saves = best.bill - with_it.bill
@@ -179,7 +183,7 @@ def _licensed_routes(ev, best: PlanCost, gpu, lam_peak, rpd, n_in, n_out, slo, i
                 for _ in range(3):
                     owned = [replace(o, licence_usd_per_gpu_month=fee) if k in positions else o
                              for k, o in enumerate(inp.owned)]
-                    at_fee = Planner(replace(inp, owned=tuple(owned))).optimise()
+                    at_fee = Planner(replace(inp, owned=tuple(owned)), planner._gpu_hours_month).optimise()
                     g2 = _route_gpus(inp, at_fee, positions)
                     gap = best.bill - at_fee.bill
                     if g2 <= 0 or gap <= 0.01:

@@ -35,6 +35,8 @@ from core.decision.queueing import replicas_for_sla
 SERVICE_CV2 = 0.5  # estimate: squared coefficient of variation of service time (output lengths vary)
 # Shadow prices tried, as multiples of the full $/GPU-hour: 0 fills owned nodes, 1 makes a node pay for itself.
 SHADOW_PRICES = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0, 1.25, 1.6, 2.0, 3.0)
+SHADOW_PRICES_LARGE = (0.0, 0.1, 0.35, 0.7, 1.0, 1.6, 3.0)  # fewer rungs where one exact pricing costs more
+LARGE_ROWS = 20_000
 SINGLE_MOVE_ROWS = 400  # up to this many workloads the search also tries moving each one alone
 MAX_PASSES = 6
 
@@ -165,7 +167,7 @@ class PlanCost:
 class Planner:
     """Prices assignments exactly (with a cache of deployment sizings) and searches for the cheapest."""
 
-    def __init__(self, inp: PlanInputs):
+    def __init__(self, inp: PlanInputs, gpu_hours_month: np.ndarray | None = None):
         self.inp = inp
         self._owned_pos = {o.index: k for k, o in enumerate(inp.owned)}
         self._cache: dict[tuple, DeploymentSize] = {}
@@ -175,8 +177,9 @@ class Planner:
         owned_cols[[o.index for o in inp.owned]] = True
         self._fb_owned = owned_cols[inp.fallback_route]  # index -1 hits the spare False at the end
         self._owned_cols = np.array(sorted(o.index for o in inp.owned), dtype=int)
-        self._linear: dict[float, np.ndarray] = {}
-        self._gpu_hours_month = self._standalone_gpu_hours()
+        self._lin = None
+        # The standalone view depends on physics only, so planners over the same inputs may share it.
+        self._gpu_hours_month = gpu_hours_month if gpu_hours_month is not None else self._standalone_gpu_hours()
 
     # -- exact pricing --------------------------------------------------------
     def size(self, pos: int, rows: np.ndarray, shares: np.ndarray, slo_ms: np.ndarray | None = None) -> DeploymentSize:
@@ -309,32 +312,50 @@ class Planner:
                         extra_nodes, api_monthly, licence, sizes, busy, fill, offline_hours)
 
     # -- search -------------------------------------------------------------
-    def _linear_cost(self, p_gpu_hour: float) -> np.ndarray:
-        """(W, C) monthly cost of each route at a shadow price per GPU-hour (pooled, linear view; cached)."""
-        hit = self._linear.get(p_gpu_hour)
-        if hit is not None:
-            return hit.copy()
-        inp = self.inp
-        if not hasattr(self, "_lin_parts"):
-            lic = np.zeros(inp.n_routes)
-            owned = np.zeros(inp.n_routes, dtype=bool)
-            for route in inp.owned:
-                lic[route.index] = route.licence_usd_per_gpu_month / HOURS_PER_MONTH
-                owned[route.index] = True
-            res = np.where(owned[None, :], np.nan_to_num(self._gpu_hours_month, nan=np.inf), 0.0)
-            fixed = np.where(owned[None, :], res * lic[None, :], inp.api_monthly)
-            fixed = fixed + np.nan_to_num(inp.fallback_share * inp.fallback_api_monthly[:, None])
-            fixed = np.where(inp.allowed & np.isfinite(fixed), fixed, np.inf)
-            self._lin_parts = (np.where(np.isfinite(fixed), res, 0.0), fixed)
-        res, fixed = self._lin_parts
-        out = fixed + res * p_gpu_hour if p_gpu_hour else fixed.copy()
-        self._linear[p_gpu_hour] = out
-        return out.copy()
+    def _linear_parts(self):
+        """Per workload: the cheapest allowed API (its cost does not depend on the shadow price), and per owned
+        column the GPU-hours held and the fixed cost (licence, escalation), computed once."""
+        if self._lin is None:
+            inp = self.inp
+            cols = np.array([o.index for o in inp.owned], dtype=int)
+            lic = np.array([o.licence_usd_per_gpu_month / HOURS_PER_MONTH for o in inp.owned])
+            fb = np.nan_to_num(inp.fallback_share * inp.fallback_api_monthly[:, None])
+            res = np.nan_to_num(self._gpu_hours_month[:, cols], nan=np.inf)
+            ok = inp.allowed[:, cols] & np.isfinite(res)
+            res = np.where(ok, res, 0.0)
+            fixed = np.where(ok, res * lic[None, :] + fb[:, cols], np.inf)
+            # Ties go to fewer GPU-hours, then lower latency.
+            tie = res * 1e-9 + np.nan_to_num(inp.latency_ms[:, cols], nan=0.0) * 1e-12
+            api_mask = np.isfinite(inp.api_monthly) & inp.allowed
+            api_cost = np.where(api_mask, inp.api_monthly + fb + np.nan_to_num(inp.latency_ms, nan=0.0) * 1e-12,
+                                np.inf)
+            api_col = np.argmin(api_cost, axis=1) if inp.n_routes else np.zeros(len(api_cost), dtype=int)
+            api_best = api_cost[np.arange(len(api_cost)), api_col] if inp.n_routes else np.full(len(api_cost), np.inf)
+            self._lin = (cols, res, fixed + tie, api_col, api_best)
+        return self._lin
+
+    def _choose(self, p_gpu_hour: float, rows: np.ndarray | None = None, exclude: int | None = None) -> np.ndarray:
+        """Each workload's cheapest plan column at a shadow price per GPU-hour (pooled, linear view); -1: none."""
+        cols, res, fixed, api_col, api_best = self._linear_parts()
+        if rows is not None:
+            res, fixed, api_col, api_best = res[rows], fixed[rows], api_col[rows], api_best[rows]
+        cost = fixed + res * p_gpu_hour
+        if exclude is not None:
+            cost[:, cols == exclude] = np.inf
+        k = np.argmin(cost, axis=1) if cols.size else np.zeros(len(api_best), dtype=int)
+        own = cost[np.arange(len(k)), k] if cols.size else np.full(len(api_best), np.inf)
+        pick = np.where(own <= api_best, cols[k] if cols.size else -1, api_col)
+        return np.where(np.isfinite(np.minimum(own, api_best)), pick, -1)
 
     def standalone_cost(self) -> np.ndarray:
         """(W, C) monthly cost of each allowed plan column on its own: APIs as priced, owned columns at the
         full $/GPU-hour on the pooled, linear view (inf where not allowed)."""
-        return self._linear_cost(self.inp.full_usd_per_gpu_hour)
+        inp = self.inp
+        cols, res, fixed, _, _ = self._linear_parts()
+        out = np.where(np.isfinite(inp.api_monthly) & inp.allowed, inp.api_monthly
+                       + np.nan_to_num(inp.fallback_share * inp.fallback_api_monthly[:, None]), np.inf)
+        out[:, cols] = fixed + res * inp.full_usd_per_gpu_hour
+        return out
 
     def optimise(self) -> PlanCost:
         """The cheapest plan found: shadow-price candidates, then improving moves."""
@@ -342,12 +363,10 @@ class Planner:
         W, R = inp.allowed.shape
         if W == 0 or R == 0:
             return self.price(np.full(W, -1))
-        tie = np.nan_to_num(self._gpu_hours_month, nan=0.0) * 1e-9 + np.nan_to_num(inp.latency_ms, nan=0.0) * 1e-12
         best: PlanCost | None = None
         seen = set()
-        for mult in SHADOW_PRICES:
-            cost = self._linear_cost(mult * inp.full_usd_per_gpu_hour) + tie
-            assign = np.where(np.isfinite(cost).any(axis=1), np.argmin(cost, axis=1), -1)
+        for mult in SHADOW_PRICES if W <= LARGE_ROWS else SHADOW_PRICES_LARGE:
+            assign = self._choose(mult * inp.full_usd_per_gpu_hour)
             k = assign.tobytes()
             if k in seen:
                 continue
@@ -385,16 +404,12 @@ class Planner:
         for _ in range(MAX_PASSES):
             improved = False
             # Whole deployments: move every member of one owned route to its next-best route.
-            base = self._linear_cost(inp.full_usd_per_gpu_hour)
             for route in inp.owned:
                 members = np.flatnonzero(best.assignment == route.index)
                 if not members.size:
                     continue
-                cost = base[members]
-                cost[:, route.index] = np.inf
-                alt = np.argmin(cost, axis=1)
-                okm = np.isfinite(cost[np.arange(len(members)), alt])
-                if not okm.all():
+                alt = self._choose(inp.full_usd_per_gpu_hour, rows=members, exclude=route.index)
+                if (alt < 0).any():
                     continue
                 cand_assign = best.assignment.copy()
                 cand_assign[members] = alt
