@@ -1,15 +1,24 @@
-"""Display helpers for pages: money/percent/thousands words, st.dataframe column formats, provenance badges."""
+"""Display helpers for pages: the number words (core.presentation.format), st.dataframe columns, provenance badges."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from core.presentation.views import duration_ms, money, percent, thousands
+from core.presentation.format import (
+    column_format,
+    duration_ms,
+    integer,
+    money,
+    percent,
+    plain,
+    signed_money,
+    thousands,
+)
 from core.textsafety import escape_markdown
 
 __all__ = [
-    "badge", "count_col", "md", "duration_ms", "money", "money_col", "ms_col", "number_col", "percent",
-    "share_bar_col", "text_col", "thousands",
+    "badge", "count_col", "md", "duration_ms", "integer", "money", "money_col", "ms_col", "number_col", "percent",
+    "plain", "share_bar_col", "signed_money", "text_col", "thousands",
 ]
 
 # Provenance and confidence words as the data spells them -> (badge colour, label shown).
@@ -42,24 +51,24 @@ def badge(word: str) -> str:
     return f":{color}-badge[{label}]"
 
 
-def money_col(label: str, *, precision: int = 0, help: str | None = None):
-    """Dollar column: '$%,.0f' for monthly sums, more decimals for per-request prices."""
-    return st.column_config.NumberColumn(label, format=f"$%,.{precision}f", help=help)
+def money_col(label: str, *, kind: str = "usd", help: str | None = None):
+    """Dollar column: 'usd' whole dollars (monthly sums), 'usd_2' cents, 'usd_price' three significant digits."""
+    return st.column_config.NumberColumn(label, format=column_format(kind), help=help)
 
 
-def number_col(label: str, *, fmt: str = "%,.1f", help: str | None = None):
-    """Plain number column with thousands separators."""
-    return st.column_config.NumberColumn(label, format=fmt, help=help)
+def number_col(label: str, *, kind: str = "num_1", help: str | None = None):
+    """Plain number column with thousands separators ('num_1' one decimal, 'num_2' two)."""
+    return st.column_config.NumberColumn(label, format=column_format(kind), help=help)
 
 
 def count_col(label: str, *, help: str | None = None):
-    """Whole-number column ('%,d')."""
-    return st.column_config.NumberColumn(label, format="%,d", help=help)
+    """Whole-number column with thousands separators."""
+    return st.column_config.NumberColumn(label, format=column_format("int"), help=help)
 
 
 def ms_col(label: str = "p95 latency", *, help: str | None = None):
     """Milliseconds with thousands separators."""
-    return st.column_config.NumberColumn(label, format="%,.0f ms", help=help)
+    return st.column_config.NumberColumn(label, format=column_format("ms"), help=help)
 
 
 def share_bar_col(label: str, *, help: str | None = None):

@@ -20,6 +20,7 @@ from core.decision.analysis import fleet_options
 from core.decision.economics import NodeRate
 from core.decision.engine import Evaluation, Route
 from core.models import Scenario
+from core.presentation.format import excel_format
 from core.presentation.report import (
     FORMATS,
     build_html,
@@ -100,16 +101,17 @@ def _table_rows(ws, name: str) -> tuple[list[str], list[list]]:
     (-481.914, "usd", "-$482"),
     (0.025, "usd_price", "$0.025"),
     (0.1, "usd_price", "$0.10"),
-    (0.0000671, "usd_price", "$0.0001"),
-    (1234.5, "usd_price", "$1,234.50"),
+    # per-request costs and token prices: format.money's rule (3 significant digits below $1, whole dollars from $100)
+    (0.0000671, "usd_price", "$0.0000671"),
+    (1234.5, "usd_price", "$1,235"),
     (0.1856, "pct", "19%"),
     (0.285, "pct", "29%"),
     (0.0098, "pct_1", "1.0%"),
     (200000.0, "int", "200,000"),
     (0.0681, "num_1", "0.1"),
     (1.3, "num_g", "1.3"),
-    (None, "usd", "–"),
-    (float("nan"), "int", "–"),
+    (None, "usd", "—"),
+    (float("nan"), "int", "—"),
     (dt.date(2026, 1, 1), "date", "2026-01-01"),
 ])
 def test_fmt_matches_the_excel_format(value, kind, text):
@@ -222,11 +224,15 @@ def test_money_columns_carry_currency_formats(sample):
     ev, _, data, *_ = sample
     ws = _wb(data)["Workloads"]
     header, rows = _table_rows(ws, "Workloads")
-    for name, excel in (("$/month", USD), ("$/request", FORMATS["usd_price"].excel),
-                        ("$/M output tokens", FORMATS["usd_2"].excel), ("Escalated for quality", "0%"),
-                        ("Requests/day", "#,##0")):
+    for name, excel in (("$/month", USD), ("$/M output tokens", FORMATS["usd_2"].excel),
+                        ("Escalated for quality", "0%"), ("Requests/day", "#,##0")):
         col = header.index(name)
         assert {r[col].number_format for r in rows} == {excel}, name
+    # A per-request cost carries its own places, so the cell reads as format.money words it (issue 10).
+    col = header.index("$/request")
+    for r in rows:
+        if r[col].value is not None:
+            assert r[col].number_format == excel_format("usd_price", r[col].value)
     col = header.index("$/month")
     assert [r[col].value for r in rows] == pytest.approx(ev.verdicts_frame()["monthly_usd"].tolist())
     _, rows = _table_rows(_wb(data)["Sensitivity"], "Sensitivity")
@@ -262,7 +268,7 @@ def test_every_price_used_is_on_assumptions_with_date_and_source(sample):
         for figure, value in prices.items():
             row = facts[(route.label, figure)]
             assert row[3].value == pytest.approx(value)
-            assert row[3].number_format == FORMATS["usd_price"].excel
+            assert row[3].number_format == excel_format("usd_price", value)
             assert row[5].value.date() == api.as_of, (route.label, figure)
             assert row[6].value == api.source and row[7].value == api.confidence.value
     quality = [r for r in rows if r[0].value == "Quality"]

@@ -1,4 +1,4 @@
-"""Views for people over an evaluation (core/views.py): number words, the overview summary, chart-ready frames."""
+"""Views for people over an evaluation (core/presentation/views.py): the overview summary, chart-ready frames."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from core.decision import analysis
+from core.presentation import format as fmt
 from core.presentation import views
 from core.service import evaluate_store, make_scenario
 
@@ -14,23 +15,6 @@ from core.service import evaluate_store, make_scenario
 def ev(store):
     """The bundled sample inventory on one owned 8×H100 node (the defaults)."""
     return evaluate_store(store, make_scenario())
-
-
-@pytest.mark.parametrize(("value", "words"), [
-    (19629.6, "$19,630"), (100.0, "$100"), (10.427, "$10.43"), (0.73, "$0.73"), (0.0000674, "$0.000067"),
-    (0.0, "$0.00"), (-1234.5, "-$1,234"), (None, "—"), (float("nan"), "—"), (float("inf"), "—"),
-])
-def test_money_words(value, words):
-    assert views.money(value) == words
-
-
-def test_percent_thousands_and_durations():
-    assert views.percent(0.1856) == "19%"
-    assert views.percent(None) == "—"
-    assert views.thousands(1234567.4) == "1,234,567"
-    assert views.duration_ms(832.2) == "832 ms"
-    assert views.duration_ms(17318) == "17.3 s"
-    assert views.duration_ms(8 * 3.6e6) == "8.0 h"
 
 
 def test_quiet_window_wraps_past_midnight():
@@ -63,8 +47,8 @@ def test_overview_summary_quotes_the_fleet_figures(ev):
     lines = views.overview_summary(ev)
     f = ev.fleet
     text = " ".join(lines)
-    assert views.money(f["idle_usd_per_month"]) in lines[0]
-    assert views.percent(f["utilization"]) in lines[0]
+    assert fmt.money(f["idle_usd_per_month"]) in lines[0]
+    assert fmt.percent(f["utilization"]) in lines[0]
     assert f"takes {f['nodes_needed']} nodes" in text
     assert "bundled sample" in lines[-1]
     assert "estimates" in lines[-1]
@@ -92,7 +76,7 @@ def test_provenance_notes_carry_date_source_and_confidence(ev):
     assert notes[0][0] == p["confidence"]
     assert notes[2][0] in {"estimated", "calibrated"} and notes[3][0] == "estimate"
     assert p["as_of"] in node and p["source"] in node and f"confidence {p['confidence']}" in node
-    assert views.money(p["usd_per_node_hour"]) + "/hour" in node
+    assert fmt.money(p["usd_per_node_hour"]) + "/hour" in node
     assert "API prices:" in api and "as of" in api
     assert "estimates" in perf
     assert "Erlang C" in model

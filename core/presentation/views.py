@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
 from core.decision.engine import Evaluation
+from core.presentation.format import hour_of_day, integer, money, number, percent, plain
 
 ARCHITECTURE_ORDER = ("autoregressive", "speculative", "moe", "diffusion")
 ARCHITECTURE_LABELS = {"autoregressive": "Autoregressive", "speculative": "Speculative", "moe": "MoE",
@@ -16,53 +15,8 @@ NO_ROUTE = "no feasible route"
 QUIET_UTILIZATION = 0.05  # an hour under 5 % busy counts as quiet in the summary
 
 
-# -- number words (the dashboard's dashboard/format.py re-exports these) -------
-
-def money(x, *, digits: int = 2) -> str:
-    """$19,630 / $10.43 / $0.000067: whole dollars from $100, cents from 1¢, two significant digits below."""
-    if x is None or not np.isfinite(float(x)):
-        return "—"
-    x = float(x)
-    sign = "-" if x < 0 else ""
-    a = abs(x)
-    if a >= 100:
-        return f"{sign}${a:,.0f}"
-    if a >= 0.01 or a == 0:
-        return f"{sign}${a:,.{digits}f}"
-    decimals = -math.floor(math.log10(a)) + 1
-    return f"{sign}${a:.{decimals}f}"
-
-
-def percent(x, *, decimals: int = 0) -> str:
-    """0.186 -> '19%'; None -> '—'."""
-    if x is None or not np.isfinite(float(x)):
-        return "—"
-    return f"{float(x):.{decimals}%}"
-
-
-def thousands(x, *, decimals: int = 0) -> str:
-    """1234567 -> '1,234,567'; None -> '—'."""
-    if x is None or not np.isfinite(float(x)):
-        return "—"
-    return f"{float(x):,.{decimals}f}"
-
-
-def duration_ms(ms) -> str:
-    """832 -> '832 ms'; 17318 -> '17.3 s'; 5.4e6 -> '1.5 h'."""
-    if ms is None or not np.isfinite(float(ms)):
-        return "—"
-    ms = float(ms)
-    if ms < 1000:
-        return f"{ms:,.0f} ms"
-    if ms < 120_000:
-        return f"{ms / 1000:,.1f} s"
-    if ms < 7_200_000:
-        return f"{ms / 60_000:,.0f} min"
-    return f"{ms / 3_600_000:,.1f} h"
-
-
 def _plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+    return f"{integer(n)} {one if n == 1 else (many or one + 's')}"
 
 
 # -- groups --------------------------------------------------------------------
@@ -163,26 +117,26 @@ def overview_summary(ev: Evaluation) -> list[str]:
         peak_h = int(np.argmax(without))
         quiet = _quiet_window(without)
         if max(without) > 0:
-            line = f"Interactive work peaks at {percent(without[peak_h])} of the fleet around {peak_h:02d}:00"
+            line = f"Interactive work peaks at {percent(without[peak_h])} of the fleet around {hour_of_day(peak_h)}"
             if quiet:
                 start, n = quiet
-                line += (f"; from {start:02d}:00 to {(start + n) % 24:02d}:00 it uses under "
+                line += (f"; from {hour_of_day(start)} to {hour_of_day(start + n)} it uses under "
                          f"{percent(QUIET_UTILIZATION)}")
             out.append(line + ".")
         if f["offline_gpu_hours_per_day"] > 0:
             batch = vf.loc[(vf["hosting"] == "owned") & ~vf["interactive"], "workload_id"].astype(str).tolist()
             extra = f["nodes_needed_offline_extra"]
             out.append(f"Batch work ({', '.join(batch[:4])}{'…' if len(batch) > 4 else ''}: "
-                       f"{f['offline_gpu_hours_per_day']:,.1f} GPU-hours a day) fills the quiet hours first"
+                       f"{number(f['offline_gpu_hours_per_day'], decimals=1)} GPU-hours a day) fills the quiet hours first"
                        + (f" and still needs {_plural(extra, 'extra node')}." if extra
                           else " and needs no extra node."))
     else:
         out.append("You own no nodes in this scenario: every owned route would run on new nodes.")
     if needed > owned:
-        out.append(f"Holding every latency target at peak takes {_plural(needed, 'node')}: {needed - owned:,} more "
+        out.append(f"Holding every latency target at peak takes {_plural(needed, 'node')}: {integer(needed - owned)} more "
                    f"than you own, about {money(f['extra_nodes_monthly_usd'])} a month at full price.")
     elif needed < owned:
-        out.append(f"The recommended mix needs {_plural(needed, 'node')} of your {owned:,}; "
+        out.append(f"The recommended mix needs {_plural(needed, 'node')} of your {integer(owned)}; "
                    f"{_plural(owned - needed, 'node')} could be released or given more work.")
     elif owned:
         out.append(f"The recommended mix fits on the {_plural(owned, 'node')} you own.")
@@ -229,7 +183,7 @@ def api_prices_note(ev: Evaluation) -> str:
     conf = sorted({a["confidence"] for a in apis})
     when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
     return (f"API prices: {len(apis)} list prices as of {when}; sources: {'; '.join(sources)}; "
-            f"confidence {', '.join(conf)}; scaled × {ev.scenario.api_price_scale:g}.")
+            f"confidence {', '.join(conf)}; scaled × {plain(ev.scenario.api_price_scale)}.")
 
 
 def performance_note(ev: Evaluation) -> str:
@@ -257,7 +211,7 @@ def provenance_notes(ev: Evaluation) -> list[tuple[str, str]]:
         (api_conf, api_prices_note(ev)),
         ("calibrated" if calibrated else "estimated", performance_note(ev)),
         ("estimate", f"Queueing model: {a['queueing_model']}; traffic: {a['traffic_shape']}; API p95 = "
-                     f"{a['api_p95_over_typical']:g} × typical latency (estimate)."),
+                     f"{plain(a['api_p95_over_typical'])} × typical latency (estimate)."),
     ]
 
 

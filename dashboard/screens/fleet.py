@@ -6,7 +6,16 @@ from core.decision import analysis
 from core.decision.engine import Evaluation
 from core.presentation import charts, views
 from dashboard import state
-from dashboard.format import count_col, money, money_col, ms_col, number_col, text_col
+from dashboard.format import (
+    count_col,
+    integer,
+    money,
+    money_col,
+    ms_col,
+    number_col,
+    plain,
+    text_col,
+)
 
 SWEEP_SCALES = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
 CHART_WORKLOADS = 12  # grouped bars stay readable up to about a dozen workloads
@@ -50,9 +59,9 @@ if ev is None:
 f = ev.fleet
 
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("Nodes needed", f"{f['nodes_needed']:,}", help="Recommended mix: every latency target held at peak.")
-c2.metric("Owned nodes", f"{f['owned_nodes']:,}")
-c3.metric("For interactive work", f"{f['nodes_needed_interactive']:,}",
+c1.metric("Nodes needed", integer(f["nodes_needed"]), help="Recommended mix: every latency target held at peak.")
+c2.metric("Owned nodes", integer(f["owned_nodes"]))
+c3.metric("For interactive work", integer(f["nodes_needed_interactive"]),
           help="Replicas sized by Erlang C (with the Allen–Cunneen correction) to hold p95 at the peak hour.")
 c4.metric("Monthly, all in", money(f["total_monthly_usd"]),
           help="Owned nodes + new nodes at full price + API spend.")
@@ -75,13 +84,13 @@ else:
                  column_order=["route", "architecture", "gpus", "nodes", "monthly_usd"],
                  column_config={"route": text_col("Route", width=330),
                                 "architecture": text_col("Architecture"),
-                                "gpus": number_col("GPUs", fmt="%,.2f"),
+                                "gpus": number_col("GPUs", kind="num_2"),
                                 "nodes": count_col("Nodes", help="Interactive routes only; batch work fills idle "
                                                    "hours."),
                                 "monthly_usd": money_col("$/month")})
     st.caption("Interactive routes hold their GPUs at the peak hour; batch work counts its average over the day. "
                f"Replicas of 1, 2, 4 or 8 GPUs pack {f['gpus_per_node']}-GPU nodes without gaps, so routes "
-               f"share nodes: {f['nodes_needed']:,} in all, not the sum of the rows.")
+               f"share nodes: {integer(f['nodes_needed'])} in all, not the sum of the rows.")
 
 st.subheader("Architectures side by side, per interactive workload")
 if side.empty:
@@ -109,7 +118,7 @@ else:
 
 st.subheader("Nodes needed as the latency targets tighten")
 st.select_slider("SLA scales to sweep (× every latency target)", options=SWEEP_SCALES,
-                 value=(SWEEP_SCALES[0], SWEEP_SCALES[-1]), key="fleet_sla_scales", format_func=lambda s: f"× {s:g}")
+                 value=(SWEEP_SCALES[0], SWEEP_SCALES[-1]), key="fleet_sla_scales", format_func=lambda s: f"× {plain(s)}")
 st.plotly_chart(fig["sweep_chart"], key="fleet_sweep")
 
 st.subheader("Monthly cost of each fleet option")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from core.presentation import charts, views
 from dashboard import state
-from dashboard.format import badge, md, money, percent
+from dashboard.format import badge, integer, md, money, percent, signed_money
 
 st.title("Overview")
 ev = state.evaluation()
@@ -14,18 +14,18 @@ if ev is None:
 k = views.overview_kpis(ev)
 owned, needed = k["owned_nodes"], k["nodes_needed"]
 c1, c2, c3, c4, c5 = st.columns(5)
-c1.metric("Owned nodes", f"{owned:,}", help=f"{k['gpus_per_node']} × {k['gpu']} per node (sidebar).")
+c1.metric("Owned nodes", integer(owned), help=f"{k['gpus_per_node']} × {k['gpu']} per node (sidebar).")
 c2.metric("Utilization", percent(k["utilization"]),
           help="Average share of owned GPU-hours busy over the day, batch fill included.")
 c3.metric("Idle cost a month", money(k["idle_usd_per_month"]),
           help=md("Owned GPU-hours × $/GPU-hour × (1 − utilization), under the sidebar's cost basis."))
 eff, api = k["owned_usd_per_mtok_out"], k["api_usd_per_mtok_out"]
-gap = None if eff is None or api is None else f"{'+' if eff >= api else '-'}{money(abs(eff - api))} vs API"
+gap = None if eff is None or api is None else f"{signed_money(eff - api)} vs API"
 c4.metric("Owned $/M output", money(eff), delta=gap, delta_color="inverse",
           help=md(f"Owned fleet $/month ÷ the output tokens it serves, per million. The same tokens from the cheapest "
                   f"API that meets each workload's quality floor: {money(api)}/M (data policy aside)."))
-c5.metric("Nodes needed", f"{needed:,}",
-          delta=f"{needed - owned:+,} vs owned" if needed != owned else None, delta_color="off",
+c5.metric("Nodes needed", integer(needed),
+          delta=f"{'+' if needed > owned else ''}{integer(needed - owned)} vs owned" if needed != owned else None, delta_color="off",
           help="Nodes that hold every latency target at peak in the recommended mix, batch work filling idle hours.")
 
 with st.expander("Where these numbers come from (dates, sources, estimates)"):

@@ -20,6 +20,7 @@ from core.presentation.charts_inputs import (
     roofline_frame,
     throughput_chart,
 )
+from core.presentation.format import integer, plain
 from core.store.benchmarks import list_imports
 from dashboard.format import md
 from dashboard.state import bump_data_version, catalog, data_version, store
@@ -42,7 +43,7 @@ def _curves(key: int, stack_id: str, gpu_name: str, gpus: int, n_in: float, n_ou
     cat = _cat
     stack = next(s for s in cat.stacks if s.stack_id == stack_id)
     curve, note = curve_view(stack, cat.gpu(gpu_name), gpus, n_in, n_out, cat.benchmarks)
-    title = f"{stack_id} on {gpus} × {gpu_name}, {n_in:,.0f} in / {n_out:,.0f} out"
+    title = f"{stack_id} on {gpus} × {gpu_name}, {integer(n_in)} in / {integer(n_out)} out"
     return latency_chart(curve, f"Latency — {title}"), throughput_chart(curve, f"Throughput — {title}"), curve, note
 
 
@@ -71,7 +72,7 @@ try:
     st.plotly_chart(fig, width="stretch", key="perf_roofline")
     st.caption(
         f"Left of the ridge a decode step waits on memory: every weight is read from HBM "
-        f"({gpu.hbm_tb_per_s:g} TB/s) for little arithmetic, so the chip idles. Batching many requests per weight "
+        f"({plain(gpu.hbm_tb_per_s)} TB/s) for little arithmetic, so the chip idles. Batching many requests per weight "
         "read moves a stack right; text diffusion refines a block of tokens per pass and starts far right even at "
         "batch 1. Points are estimated achieved FLOP/s (decode, 1,000 input / 256 output tokens) on the GPU count "
         "with the most tokens/s per GPU; the roof is the most the chip allows at that intensity. "

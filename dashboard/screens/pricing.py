@@ -7,6 +7,7 @@ import streamlit as st
 from core.errors import HangoverError
 from core.models import Scenario
 from core.presentation.charts_inputs import break_even_chart, data_key
+from core.presentation.format import column_format, input_format
 from core.presentation.pricing_views import (
     STALE_AFTER_DAYS,
     api_price_label,
@@ -24,8 +25,8 @@ from dashboard.format import md
 from dashboard.state import bump_data_version, catalog, data_version, scenario, store
 
 # Column widths in pixels keep each table inside the ~980 px main column at 1440 px (no sideways scrolling).
-MONEY = "$%,.2f"
-PER_MTOK = "$%.3f"
+MONEY = column_format("usd_2")
+PER_MTOK = column_format("usd_3")
 SOURCED = {
     "as_of": st.column_config.DateColumn("as of", format="YYYY-MM-DD", width=90),
     "stale": st.column_config.TextColumn("stale?", width=68,
@@ -108,16 +109,16 @@ with st.container(border=True):
             i = st.selectbox("Node price to replace", range(len(cat.node_prices)), key="price_node_row",
                              format_func=lambda k: node_price_label(cat.node_prices[k]))
             base = cat.node_prices[i]
-            new = st.number_input("New price, $ per node-hour", min_value=0.0, step=0.5, format="%.2f",
+            new = st.number_input("New price, $ per node-hour", min_value=0.0, step=0.5, format=input_format(2),
                                   value=float(base.usd_per_node_hour), key=f"price_node_usd_{i}")
         else:
             i = st.selectbox("API price to replace", range(len(cat.apis)), key="price_api_row",
                              format_func=lambda k: api_price_label(cat.apis[k]))
             base = cat.apis[i]
             c1, c2 = st.columns(2)
-            new_in = c1.number_input("New $ per M input tokens", min_value=0.0, step=0.01, format="%.3f",
+            new_in = c1.number_input("New $ per M input tokens", min_value=0.0, step=0.01, format=input_format(3),
                                      value=float(base.usd_per_mtok_in), key=f"price_api_in_{i}")
-            new_out = c2.number_input("New $ per M output tokens", min_value=0.0, step=0.01, format="%.3f",
+            new_out = c2.number_input("New $ per M output tokens", min_value=0.0, step=0.01, format=input_format(3),
                                       value=float(base.usd_per_mtok_out), key=f"price_api_out_{i}")
         source = st.text_input("Source", placeholder="e.g. AWS quote Q-1234, 2026 EDP contract, March invoice",
                                key="price_source")
@@ -140,15 +141,15 @@ st.dataframe(
                   "usd_per_kwh", "support_usd_per_year", "as_of", "stale", "confidence"],
     column_config={
         "name": st.column_config.TextColumn("hardware", width=180),
-        "capex_usd_per_node": st.column_config.NumberColumn("capex", format="$%,.0f", width=85),
-        "depreciation_years": st.column_config.NumberColumn("years", format="%.1f", width=80,
+        "capex_usd_per_node": st.column_config.NumberColumn("capex", format=column_format("usd"), width=85),
+        "depreciation_years": st.column_config.NumberColumn("years", format=column_format("num_1"), width=80,
                                                             help="straight-line depreciation period"),
         "cost_of_capital_rate": st.column_config.NumberColumn("capital %", format="percent", width=75,
                                                               help="annual cost of capital"),
-        "kw_per_node": st.column_config.NumberColumn("kW (avg)", format="%.1f", width=65),
-        "pue": st.column_config.NumberColumn("PUE", format="%.2f", width=50),
-        "usd_per_kwh": st.column_config.NumberColumn("$/kWh", format="$%.3f", width=65),
-        "support_usd_per_year": st.column_config.NumberColumn("support $/yr", format="$%,.0f", width=110,
+        "kw_per_node": st.column_config.NumberColumn("kW (avg)", format=column_format("num_1"), width=65),
+        "pue": st.column_config.NumberColumn("PUE", format=column_format("num_2"), width=50),
+        "usd_per_kwh": st.column_config.NumberColumn("$/kWh", format=PER_MTOK, width=65),
+        "support_usd_per_year": st.column_config.NumberColumn("support $/yr", format=column_format("usd"), width=110,
                                                               help="support, colocation and operations per node"),
         **SOURCED,
     },
@@ -195,7 +196,7 @@ try:
         column_order=["provider", "model", "tier", "api_usd_per_mtok_out_all_in", "verdict", "as_of", "stale"],
         column_config={
             "api_usd_per_mtok_out_all_in": st.column_config.NumberColumn(
-                "API $/M output, all-in", format="$%.2f", help="one request's input + output cost ÷ its output tokens"),
+                "API $/M output, all-in", format=MONEY, help="one request's input + output cost ÷ its output tokens"),
             "verdict": st.column_config.TextColumn("verdict", width="large"),
             "as_of": SOURCED["as_of"],
             "stale": SOURCED["stale"],

@@ -28,8 +28,8 @@ event = st.dataframe(
     column_config={
         "workload_id": text_col("Workload", width=125),
         "route": text_col("Verdict", width=290),
-        "usd_per_request": money_col("$/request", precision=4),
-        "usd_per_mtok_out": money_col("$/M output", precision=2, help="Per million output tokens, input cost included."),
+        "usd_per_request": money_col("$/request", kind="usd_price"),
+        "usd_per_mtok_out": money_col("$/M output", kind="usd_2", help="Per million output tokens, input cost included."),
         "monthly_usd": money_col("$/month"),
         "p95_latency_ms": ms_col("p95 latency", help="Estimated end-to-end p95 at the operating point."),
         "nodes": count_col("Nodes", help="Owned nodes this workload alone would take; routes share nodes (Fleet sizing)."),
@@ -48,11 +48,11 @@ if rows:
                                "fallback_share"],
                  column_config={
                      "route": text_col("Route", width=330),
-                     "usd_per_request": money_col("$/request", precision=4),
+                     "usd_per_request": money_col("$/request", kind="usd_price"),
                      "monthly_usd": money_col("$/month"),
                      "p95_latency_ms": ms_col("p95"),
                      "concurrency": count_col("Batch", help="Requests per replica at the operating point."),
-                     "quality": number_col("Quality", fmt="%.2f", help="Estimate, 0-1 of a strong frontier model."),
+                     "quality": number_col("Quality", kind="num_2", help="Estimate, 0-1 of a strong frontier model."),
                      "fallback_share": share_bar_col("Escalated", help="Share of outputs sent to a stronger "
                                                      "route to meet the quality floor."),
                  })

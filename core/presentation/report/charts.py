@@ -8,12 +8,14 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from core.presentation.report.numbers import fmt
+from core.presentation import palette
+from core.presentation.format import D3, fmt, hover
 
 # Sized for the printable width of A4 and Letter (about 180 mm at 96 px/inch) so print never cuts them.
 WIDTH_PX = 680
-COLORS = {"owned": "#1f6feb", "api": "#d4762c", "unallocated": "#9aa4b1",
-          "interactive": "#1f6feb", "batch": "#7fb3ff"}
+# Hosting colours from the one palette (the workbook's charts use the same).
+COLORS = {"owned": palette.HOSTING["owned"], "api": palette.HOSTING["api"], "unallocated": palette.UNALLOCATED,
+          "interactive": palette.HOSTING["owned"], "batch": palette.BATCH_FILL}
 
 
 def plain_label(text: str, width: int = 30) -> str:
@@ -51,7 +53,7 @@ def cost_by_route_figure(*, routes: Sequence[str], monthly_usd: Sequence[float],
         ))
     fig.update_yaxes(categoryorder="array", categoryarray=[plain_label(t[0]) for t in items], automargin=True)
     top = max((float(v) for v in monthly_usd), default=0.0)
-    fig.update_xaxes(title_text="US$ per month", tickprefix="$", tickformat=",.0f",
+    fig.update_xaxes(title_text="US$ per month", tickprefix="$", tickformat=D3["usd"],
                      range=[0, top * 1.2 if top > 0 else 1])
     return _layout(fig, title, height=max(260, 60 + 42 * len(items)))
 
@@ -62,12 +64,12 @@ def hourly_utilization_figure(*, hours: Sequence[str], interactive: Sequence[flo
     fill = [max(w - i, 0.0) for i, w in zip(interactive, with_batch, strict=True)]
     fig = go.Figure([
         go.Bar(name="Interactive", x=list(hours), y=list(interactive), marker_color=COLORS["interactive"],
-               hovertemplate="%{x}: %{y:.0%}<extra>interactive</extra>"),
+               hovertemplate="%{x}: " + hover("y", "pct") + "<extra>interactive</extra>"),
         go.Bar(name="Batch fill", x=list(hours), y=fill, marker_color=COLORS["batch"],
-               hovertemplate="%{x}: +%{y:.0%}<extra>batch</extra>"),
+               hovertemplate="%{x}: +" + hover("y", "pct") + "<extra>batch</extra>"),
     ])
     fig.update_layout(barmode="stack", bargap=0.15)
-    fig.update_yaxes(title_text="share of owned GPUs busy", tickformat=".0%", range=[0, 1.0])
+    fig.update_yaxes(title_text="share of owned GPUs busy", tickformat=D3["pct"], range=[0, 1.0])
     # "00:00" would otherwise be read as a time of day and the bars drawn on a date axis.
     fig.update_xaxes(title_text="hour of day (local)", type="category", tickangle=0, dtick=3)
     return _layout(fig, title, height=290)

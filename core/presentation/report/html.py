@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import html
 
-from core.presentation.report.charts import cost_by_route_figure, hourly_utilization_figure
+from core.presentation import palette
+from core.presentation.format import duration_h, duration_ms
+from core.presentation.report.charts import COLORS, cost_by_route_figure, hourly_utilization_figure
 from core.presentation.report.content import (
     ProcurementSummary,
     Table,
@@ -20,8 +22,9 @@ from core.textsafety import neutralise
 MAX_ROUTING_ROWS = 30
 
 # Page width is the printable width of A4 (210 mm - 2 x 12 mm); Letter is wider, so both print uncut.
-CSS = """
-:root { --ink: #1b1f24; --muted: #57606a; --line: #d0d7de; --owned: #1f6feb; --api: #d4762c; }
+ROOT_CSS = (f":root {{ --ink: {palette.INK}; --muted: {palette.MUTED}; --line: {palette.LINE}; "
+            f"--surface: {palette.SURFACE}; --owned: {COLORS['owned']}; --api: {COLORS['api']}; }}")
+CSS = ROOT_CSS + """
 * { box-sizing: border-box; }
 html { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
@@ -35,7 +38,7 @@ p { margin: 1mm 0; }
 table { width: 100%; border-collapse: collapse; table-layout: fixed; font-size: 8.5pt; margin: 1mm 0 2mm; }
 th, td { border-bottom: 1px solid var(--line); padding: 1mm 1.2mm; text-align: left; vertical-align: top;
          overflow-wrap: break-word; word-wrap: break-word; hyphens: auto; }
-th { font-weight: 600; background: #f6f8fa; }
+th { font-weight: 600; background: var(--surface); }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 thead { display: table-header-group; }
 tr, tbody.workload { break-inside: avoid; page-break-inside: avoid; }
@@ -104,12 +107,12 @@ def _routing(s: ProcurementSummary) -> str:
            "<th class=\"num\">Nodes (alone)</th></tr></thead>"]
     for r in rows:
         if r["interactive"]:
-            demand = f"{fmt(r['requests_per_day'], 'int')} requests/day; p95 target {fmt(r['latency_slo_ms'], 'int')} ms"
+            demand = f"{fmt(r['requests_per_day'], 'int')} requests/day; p95 target {duration_ms(r['latency_slo_ms'])}"
         else:
             demand = (f"{fmt(r['requests_per_day'], 'int')} requests/day; "
-                      f"{fmt(r['batch_window_hours'], 'num_1')} h batch window")
+                      f"{duration_h(r['batch_window_hours'])} batch window")
         where = r["route"] if r["hosting"] != "owned" else f"{r['route']} (owned {r['architecture']})"
-        p95 = f"{fmt(r['p95_latency_ms'], 'int')} ms" if r["p95_latency_ms"] == r["p95_latency_ms"] else fmt(None, "int")
+        p95 = duration_ms(r["p95_latency_ms"])
         out.append(
             '<tbody class="workload"><tr>'
             f"<td><strong>{esc(r['workload_id'])}</strong><br>{esc(r['name'])}</td>"

@@ -7,6 +7,7 @@ import io
 
 import xlsxwriter
 
+from core.presentation import palette
 from core.presentation.report.charts import COLORS
 from core.presentation.report.content import (
     ProcurementSummary,
@@ -14,7 +15,7 @@ from core.presentation.report.content import (
     changes_table,
     headline_table,
 )
-from core.presentation.report.numbers import FORMATS, fmt, is_missing
+from core.presentation.report.numbers import FORMATS, excel_format, fmt, is_missing
 
 # Never let a cell's text turn into a formula, link or number: user text (workload names, notes,
 # sources) is written as the literal string it is (issue 7; OWASP "CSV injection").
@@ -37,17 +38,20 @@ class _Styles:
         self.wb = wb
         self._cache: dict[tuple, object] = {}
         self.title = wb.add_format({"bold": True, "font_size": 14})
-        self.subtitle = wb.add_format({"font_color": "#444444"})
+        self.subtitle = wb.add_format({"font_color": palette.INK})
         self.section = wb.add_format({"bold": True, "font_size": 12})
-        self.note = wb.add_format({"italic": True, "font_color": "#555555"})
+        self.note = wb.add_format({"italic": True, "font_color": palette.MUTED})
         self.header = wb.add_format({"bold": True, "text_wrap": True, "valign": "top"})
 
-    def cell(self, kind: str, wrap: bool = False):
-        key = (kind, wrap)
+    def cell(self, kind: str, wrap: bool = False, value=None):
+        # A per-request cost or token price gets its own places (format.money's rule), so the cell
+        # reads as the HTML and Markdown do; every other kind has one code per column.
+        code = excel_format(kind, value if kind == "usd_price" else None) if kind != "text" else None
+        key = (kind, wrap, code)
         if key not in self._cache:
             props = {"valign": "top"}
-            if kind != "text":
-                props["num_format"] = FORMATS[kind].excel
+            if code is not None:
+                props["num_format"] = code
             if wrap:
                 props["text_wrap"] = True
             self._cache[key] = self.wb.add_format(props)
@@ -55,7 +59,7 @@ class _Styles:
 
 
 def _write_cell(ws, styles: _Styles, row: int, col: int, value, kind: str, wrap: bool) -> None:
-    style = styles.cell(kind, wrap)
+    style = styles.cell(kind, wrap, value)
     if is_missing(value):
         ws.write_blank(row, col, None, style)
     elif isinstance(value, str) or kind == "text":
@@ -152,7 +156,9 @@ def _summary_sheet(wb, styles: _Styles, s: ProcurementSummary) -> None:
         "points": [{"fill": {"color": c}} for c in colors],
         "data_labels": {"value": True, "num_format": FORMATS["usd"].excel},
     })
-    chart.set_title({"name": "Monthly cost by route (blue owned, orange API, grey unallocated)",
+    words = palette.COLOR_WORDS
+    chart.set_title({"name": f"Monthly cost by route ({words['owned']} owned, {words['api']} API, "
+                             f"{words['unallocated']} unallocated)",
                      "name_font": {"size": 11}})
     chart.set_x_axis({"num_format": FORMATS["usd"].excel, "major_gridlines": {"visible": True}})
     chart.set_y_axis({"reverse": True})  # the table's order, largest first, top to bottom
@@ -184,7 +190,7 @@ def _fleet_sheet(wb, styles: _Styles, s: ProcurementSummary) -> None:
                       "fill": {"color": COLORS["batch"]}})
     chart.set_title({"name": "Utilization by hour: interactive and with batch fill (estimate)",
                      "name_font": {"size": 11}})
-    chart.set_y_axis({"num_format": "0%", "max": 1, "min": 0})
+    chart.set_y_axis({"num_format": FORMATS["pct"].excel, "max": 1, "min": 0})
     chart.set_size({"width": 720, "height": 320})
     ws.insert_chart(header + max(len(s.fleet_routes.rows), 1) + 3, 0, chart)
 
