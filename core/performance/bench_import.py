@@ -31,6 +31,8 @@ from core.performance.bench_formats.common import check_date, display_name
 __all__ = ["FORMATS", "ImportResult", "detect_format", "file_sha256", "import_benchmark_file", "parse_benchmark_file",
            "remove_import"]
 
+_IMPORT_OPTIONS = {"stack_id", "gpu", "gpus_per_replica", "as_of", "concurrency", "input_tokens", "output_tokens"}
+
 # Distinct concurrencies named in an import summary before it says "N concurrencies from a to b".
 _SUMMARY_ITEMS = 12
 
@@ -99,6 +101,15 @@ def parse_benchmark_file(
     option to pass. With known_stacks / known_gpus, names are checked (GPU
     names case-insensitively, returned as the store spells them).
     """
+    fmt, raws = _read_runs(data, file_name, concurrency, input_tokens, output_tokens)
+    return [
+        _build(raw, fmt.name, file_name, stack_id, gpu, gpus_per_replica, as_of, concurrency, input_tokens, output_tokens, known_stacks, known_gpus)
+        for raw in raws
+    ]
+
+
+def _read_runs(data: bytes, file_name: str, concurrency, input_tokens, output_tokens) -> tuple[bench_formats.Format, list[Raw]]:
+    """The file's runs and format, with the user's overrides checked; no store needed (a bad file fails here)."""
     fmt, raws = bench_formats.parse(bench_formats.load(data, file_name))
     if concurrency is not None and len({r.concurrency for r in raws}) > 1:
         raise InputError(
@@ -107,10 +118,7 @@ def parse_benchmark_file(
     for name, v in (("concurrency", concurrency), ("input tokens", input_tokens), ("output tokens", output_tokens)):
         if v is not None and (not math.isfinite(v) or v < 0 or (v == 0 and name != "input tokens")):
             raise InputError(f"{name} must be {'0 or more' if name == 'input tokens' else 'more than 0'}; got {v:g}")
-    return [
-        _build(raw, fmt.name, file_name, stack_id, gpu, gpus_per_replica, as_of, concurrency, input_tokens, output_tokens, known_stacks, known_gpus)
-        for raw in raws
-    ]
+    return fmt, raws
 
 
 def _build(raw: Raw, fmt, file_name, stack_id, gpu, gpus_per_replica, as_of, concurrency, input_tokens, output_tokens, known_stacks, known_gpus) -> Benchmark:
@@ -231,26 +239,33 @@ def import_benchmark_file(store, data: bytes, file_name: str, **kw) -> ImportRes
     from core.performance.calibration import check_fits
     from core.store import benchmarks as stored
 
+    unknown = set(kw) - _IMPORT_OPTIONS
+    if unknown:
+        raise TypeError(f"import_benchmark_file() got unexpected keyword arguments {sorted(unknown)}")
     import_id = file_sha256(data)
     name = _name(file_name)
-    fmt = detect_format(data, file_name)
-    existing = stored.count_import(store, import_id)
+    # The file is read (and refused if broken) before the store is touched.
+    fmt, raws = _read_runs(data, file_name, kw.get("concurrency"), kw.get("input_tokens"), kw.get("output_tokens"))
+    with store.held():  # one open of the file for the reads and the write
+        existing = stored.count_import(store, import_id)
+        if existing:
+            return ImportResult(0, True, _dup_message(name, existing, import_id), import_id, fmt.name)
+        stacks = {s.stack_id: s for s in store.serving_stacks()}
+        gpus = {g.name: g for g in store.gpus()}
+        points = [
+            _build(raw, fmt.name, file_name, kw.get("stack_id"), kw.get("gpu"), kw.get("gpus_per_replica"), kw.get("as_of"),
+                   kw.get("concurrency"), kw.get("input_tokens"), kw.get("output_tokens"), list(stacks), list(gpus))
+            for raw in raws
+        ]
+        for p in {(p.stack_id, p.gpu, p.gpus_per_replica) for p in points}:
+            check_fits(stacks[p[0]], gpus[p[1]], p[2])
+        for p in points:
+            bounds.check_physics(p, stacks[p.stack_id], gpus[p.gpu], p.source)
+        added, existing = stored.insert_import(store, points, import_id)
     if existing:
-        return ImportResult(0, True, _dup_message(name, existing, import_id), import_id, fmt)
-
-    stacks = {s.stack_id: s for s in store.serving_stacks()}
-    gpus = {g.name: g for g in store.gpus()}
-    points = parse_benchmark_file(data, file_name, known_stacks=list(stacks), known_gpus=list(gpus), **kw)
-    for p in {(p.stack_id, p.gpu, p.gpus_per_replica) for p in points}:
-        check_fits(stacks[p[0]], gpus[p[1]], p[2])
-    for p in points:
-        bounds.check_physics(p, stacks[p.stack_id], gpus[p.gpu], p.source)
-
-    added, existing = stored.insert_import(store, points, import_id)
-    if existing:
-        return ImportResult(0, True, _dup_message(name, existing, import_id), import_id, fmt)
-    msg = _summary(added, name, fmt, points) + f"\nimport id {import_id[:12]} (undo with: hangover bench remove {import_id[:12]})"
-    return ImportResult(added, False, msg, import_id, fmt, tuple(points))
+        return ImportResult(0, True, _dup_message(name, existing, import_id), import_id, fmt.name)
+    msg = _summary(added, name, fmt.name, points) + f"\nimport id {import_id[:12]} (undo with: hangover bench remove {import_id[:12]})"
+    return ImportResult(added, False, msg, import_id, fmt.name, tuple(points))
 
 
 def remove_import(store, import_id: str) -> str:

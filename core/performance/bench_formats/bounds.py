@@ -36,9 +36,8 @@ MAX_OUTPUT_TOKENS = 1_000_000
 MAX_LATENCY_MS = 86_400_000.0  # one day
 MAX_CONCURRENCY = 1_000_000.0  # before any physics: no single replica holds a million requests in flight
 
-# The roofline with nothing lost: an upper bound on what any engine reaches.
-PERFECT = physics.Efficiency(mem=1.0, compute=1.0, prefill_compute=1.0, step_overhead_ms=0.0,
-                             comm_ms_per_doubling=0.0, moe_overhead_ms=0.0, memory_headroom=1.0)
+# The roofline with nothing lost (every peak reached, no fixed cost): an upper bound on what any engine reaches.
+PERFECT = physics.PERFECT_EFFICIENCY
 
 
 def _fail(where: str, text: str) -> None:
@@ -86,7 +85,7 @@ def roofline_limits(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens: 
     """The physics side of the bounds for one route: sequences that fit, best-case total and per-stream tokens/s."""
     fits = float(physics.max_concurrency(stack, gpu, gpus, input_tokens + output_tokens))
     b = max(fits, 1.0)
-    committed = physics.tokens_committed_per_step(stack)
+    committed = physics.tokens_committed_per_step(stack, PERFECT)
     step1 = float(physics.decode_step(stack, gpu, gpus, 1.0, 0.0, PERFECT)[0])
     step_b = float(physics.decode_step(stack, gpu, gpus, b, 0.0, PERFECT)[0])
     return {
