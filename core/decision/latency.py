@@ -45,7 +45,6 @@ Z95 = 1.6448536269514722  # standard normal 95th percentile
 # 1.645 sigma - sigma^2 / 2 is at sigma = 1.645): p95/mean above e^1.353 = 3.87 is capped there.
 _MAX_SIGMA = Z95
 _FIXED_POINT_ITERATIONS = 30
-_BISECTION_ITERATIONS = 40
 # Gauss–Legendre nodes per panel of the wait-service convolution (two panels):
 # 16 per panel put P(E + S > t) within 3e-7 (relative) of 64 per panel and of adaptive
 # quadrature on 200k random cases (tests/test_latency.py checks against scipy's quad).
