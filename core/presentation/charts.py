@@ -8,24 +8,20 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from core.presentation import palette
+from core.presentation.format import D3, hour_of_day, hover, integer, money, number, plain
 from core.presentation.views import ARCHITECTURE_LABELS, ARCHITECTURE_ORDER, NO_ROUTE, group_label
 from core.textsafety import escape_plotly
 
-# One colour per verdict group, on every chart: owned routes saturated, API routes a lighter shade of the same hue.
+# One colour per verdict group (core.presentation.palette): owned routes saturated, API routes a lighter shade.
 GROUP_COLORS: dict[str, str] = {
-    "autoregressive (owned)": "#3355cc",
-    "speculative (owned)": "#7b4fd0",
-    "moe (owned)": "#0f8f7e",
-    "diffusion (owned)": "#dd6b20",
-    "autoregressive (API)": "#93a5d8",
-    "speculative (API)": "#bba7e6",
-    "moe (API)": "#8fd0c5",
-    "diffusion (API)": "#f3b27e",
-    NO_ROUTE: "#c0392b",
+    **{f"{a} (owned)": palette.architecture(a, "owned") for a in ARCHITECTURE_ORDER},
+    **{f"{a} (API)": palette.architecture(a, "api") for a in ARCHITECTURE_ORDER},
+    NO_ROUTE: palette.ALERT,
 }
-ARCH_COLORS = {a: GROUP_COLORS[f"{a} (owned)"] for a in ARCHITECTURE_ORDER}
-OPTION_COLORS = ("#3355cc", "#93a5d8", "#6b7280", "#0f8f7e", "#dd6b20", "#7b4fd0")
-OWNED_COLOR, API_COLOR, BATCH_COLOR = "#3355cc", "#93a5d8", "#f3b27e"
+ARCH_COLORS = dict(palette.ARCHITECTURE)
+OPTION_COLORS = palette.SEQUENCE
+OWNED_COLOR, API_COLOR, BATCH_COLOR = palette.HOSTING["owned"], palette.HOSTING["api"], palette.BATCH_FILL
 
 # Ticks a finance reader can read on a log axis of milliseconds.
 _MS_TICKS = (100, 1_000, 10_000, 60_000, 600_000, 3_600_000, 8 * 3_600_000, 24 * 3_600_000)
@@ -61,7 +57,7 @@ def verdict_mix_chart(mix: Mapping[str, int]) -> go.Figure:
         x=[int(mix[g]) for g in order],
         y=[group_label(g) for g in order],
         orientation="h",
-        marker_color=[GROUP_COLORS.get(g, "#999999") for g in order],
+        marker_color=[GROUP_COLORS.get(g, palette.UNKNOWN) for g in order],
         text=[int(mix[g]) for g in order],
         textposition="auto",
         hovertemplate="%{y}: %{x} workload(s)<extra></extra>",
@@ -74,19 +70,19 @@ def verdict_mix_chart(mix: Mapping[str, int]) -> go.Figure:
 
 def utilization_chart(with_batch: Sequence[float], without_batch: Sequence[float], *, owned_nodes: int) -> go.Figure:
     """Owned fleet utilization by hour of day: interactive load, and with batch work filling the idle hours."""
-    hours = [f"{h:02d}:00" for h in range(24)]
+    hours = [hour_of_day(h) for h in range(24)]
     fig = go.Figure()
     # Overlaid bars: the batch bar (total) behind, the interactive bar in front; what shows above is batch fill.
     fig.add_trace(go.Bar(
         x=hours, y=list(map(float, with_batch)), name="With batch fill", marker_color=BATCH_COLOR,
-        hovertemplate="%{x}: %{y:.0%} busy with batch fill<extra></extra>",
+        hovertemplate="%{x}: " + hover("y", "pct") + " busy with batch fill<extra></extra>",
     ))
     fig.add_trace(go.Bar(
         x=hours, y=list(map(float, without_batch)), name="Interactive only", marker_color=OWNED_COLOR,
-        hovertemplate="%{x}: %{y:.0%} busy with interactive work<extra></extra>",
+        hovertemplate="%{x}: " + hover("y", "pct") + " busy with interactive work<extra></extra>",
     ))
     fig.update_layout(barmode="overlay", bargap=0.1)
-    fig.update_yaxes(title_text="Share of owned GPUs busy", tickformat=".0%", range=[0, 1.05])
+    fig.update_yaxes(title_text="Share of owned GPUs busy", tickformat=D3["pct"], range=[0, 1.05])
     fig.update_xaxes(title_text="Hour of day (local time)", type="category", tickangle=0, dtick=3)
     if owned_nodes == 0:
         fig.add_annotation(text="No owned nodes in this scenario", x=0.5, y=0.5, xref="paper", yref="paper",
@@ -109,11 +105,13 @@ def routing_map_chart(points: pd.DataFrame) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=d["batchability_ms"], y=d["value_usd_per_mtok"], name=group_label(g),
             mode="markers+text" if labelled else "markers",
-            marker={"size": 14 if labelled else 8, "color": GROUP_COLORS.get(g, "#999999"), "line": {"width": 1, "color": "white"}},
+            marker={"size": 14 if labelled else 8, "color": GROUP_COLORS.get(g, palette.UNKNOWN),
+                    "line": {"width": 1, "color": palette.WHITE}},
             text=escape_plotly(d["workload_id"]), textposition="top center",
             customdata=np.stack([escape_plotly(d["name"]), escape_plotly(d["route"]), d["batchability"]], axis=-1) if len(d) else None,
-            hovertemplate=("<b>%{customdata[0]}</b><br>verdict: %{customdata[1]}<br>%{customdata[2]}: %{x:,.0f} ms"
-                           "<br>value of the token: $%{y:,.2f}/M output<extra></extra>"),
+            hovertemplate=("<b>%{customdata[0]}</b><br>verdict: %{customdata[1]}<br>%{customdata[2]}: "
+                           + hover("x", "int") + " ms<br>value of the token: $" + hover("y", "usd_2")
+                           + "/M output<extra></extra>"),
         ))
     lo, hi = _MS_TICKS[0], _MS_TICKS[-1]
     if len(shown):
@@ -123,11 +121,11 @@ def routing_map_chart(points: pd.DataFrame) -> go.Figure:
                      tickvals=list(_MS_TICKS), ticktext=list(_MS_TICK_TEXT),
                      range=[np.log10(lo) - 0.2, np.log10(hi) + 0.2])
     fig.update_yaxes(type="log", title_text="Value of the token: cheapest acceptable API, $/M output (log)",
-                     tickvals=list(_USD_TICKS), ticktext=[f"${t:g}" for t in _USD_TICKS])
+                     tickvals=list(_USD_TICKS), ticktext=[money(t) for t in _USD_TICKS])
     fig.add_annotation(text="← a person or agent is waiting", x=0, y=0, xref="paper", yref="paper",
-                       xanchor="left", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#6b7280"})
+                       xanchor="left", yanchor="bottom", showarrow=False, font={"size": 11, "color": palette.MUTED})
     fig.add_annotation(text="work can wait and batch →", x=1, y=0, xref="paper", yref="paper",
-                       xanchor="right", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#6b7280"})
+                       xanchor="right", yanchor="bottom", showarrow=False, font={"size": 11, "color": palette.MUTED})
     missing = int((~ok).sum())
     title = "Batchability against the value of the token, coloured by verdict"
     if missing:
@@ -138,15 +136,16 @@ def routing_map_chart(points: pd.DataFrame) -> go.Figure:
 def gpus_by_route_chart(routes: pd.DataFrame, *, owned_gpus: int) -> go.Figure:
     """GPUs each owned route holds (views.nodes_by_route), against the GPUs you own."""
     d = routes.iloc[::-1]  # largest on top
-    text = [f"{g:,.1f} GPUs" + (f" · {int(n)} node{'s' if n != 1 else ''}" if pd.notna(n) else " (batch, daily average)")
+    text = [f"{number(g, decimals=1)} GPUs" + (f" · {int(n)} node{'s' if n != 1 else ''}" if pd.notna(n)
+                                               else " (batch, daily average)")
             for g, n in zip(d["gpus"], d["nodes"], strict=True)]
     fig = go.Figure(go.Bar(
         x=d["gpus"], y=escape_plotly(d["route"]), orientation="h", text=text, textposition="auto",
-        marker_color=[ARCH_COLORS.get(a, "#999999") for a in d["architecture"]],
-        hovertemplate="%{y}: %{x:,.2f} GPUs<extra></extra>",
+        marker_color=[ARCH_COLORS.get(a, palette.UNKNOWN) for a in d["architecture"]],
+        hovertemplate="%{y}: " + hover("x", "num_2") + " GPUs<extra></extra>",
     ))
     if owned_gpus > 0:
-        fig.add_vline(x=owned_gpus, line_dash="dash", line_color="#1c2333",
+        fig.add_vline(x=owned_gpus, line_dash="dash", line_color=palette.INK,
                       annotation_text=f"you own {owned_gpus} GPUs", annotation_position="top")
     fig.update_xaxes(title_text="GPUs", rangemode="tozero")
     fig.update_yaxes(title_text=None, automargin=True)
@@ -168,9 +167,9 @@ def architecture_chart(side: pd.DataFrame, *, workloads: Sequence[str] | None = 
         d = side[side["architecture"] == arch].set_index("workload_id").reindex(workloads)
         feasible = d["feasible"].fillna(False).astype(bool).to_numpy()
         nodes = np.where(feasible, d["nodes"].to_numpy(dtype=float), 0.0)
-        text = [f"{n:.0f}" if f else "✗" for n, f in zip(nodes, feasible, strict=True)]
+        text = [integer(n) if f else "✗" for n, f in zip(nodes, feasible, strict=True)]
         detail = [
-            (f"{escape_plotly(r)}<br>{c:.0f} requests per replica within the SLA<br>p95 {p:,.0f} ms" if f
+            (f"{escape_plotly(r)}<br>{integer(c)} requests per replica within the SLA<br>p95 {integer(p)} ms" if f
              else f"{escape_plotly(r) if isinstance(r, str) else 'no route'}: cannot serve")
             for r, c, p, f in zip(d["route"], d["max_concurrency_within_sla"], d["p95_latency_ms"], feasible,
                                   strict=True)
@@ -202,16 +201,17 @@ def sla_sweep_chart(sweep: pd.DataFrame, *, current_scale: float) -> go.Figure:
             line={"color": OPTION_COLORS[k % len(OPTION_COLORS)], "width": 2},
             marker={"size": 9, "symbol": ["circle-open" if u else "circle" for u in unserved]},
             customdata=np.stack([d["monthly_usd"], unserved], axis=-1),
-            hovertemplate=(f"<b>{option}</b><br>SLA × %{{x:g}}: %{{y}} node(s)<br>$%{{customdata[0]:,.0f}} a month"
+            hovertemplate=(f"<b>{option}</b><br>SLA × " + hover("x", "num_g") + ": %{y} node(s)<br>$"
+                           + hover("customdata[0]", "usd") + " a month"
                            "<br>%{customdata[1]} workload(s) unserved<extra></extra>"),
         ))
     scales = sorted(set(sweep["sla_scale"]) | {float(current_scale)})
-    fig.add_vline(x=current_scale, line_dash="dot", line_color="#1c2333")
+    fig.add_vline(x=current_scale, line_dash="dot", line_color=palette.INK)
     # Annotations on a log axis take log10 of the value (shapes do not), so this one is placed by hand.
     fig.add_annotation(x=np.log10(current_scale), y=1, xref="x", yref="paper", xanchor="left", yanchor="top",
-                       showarrow=False, text=f" sidebar: × {current_scale:g}", font={"size": 11})
+                       showarrow=False, text=f" sidebar: × {plain(current_scale)}", font={"size": 11})
     fig.update_xaxes(type="log", title_text="Every latency target × (left = tighter)",
-                     tickvals=scales, ticktext=[f"× {s:g}" for s in scales],
+                     tickvals=scales, ticktext=[f"× {plain(s)}" for s in scales],
                      range=[np.log10(scales[0]) - 0.08, np.log10(scales[-1]) + 0.08])
     fig.update_yaxes(title_text="Owned nodes needed", rangemode="tozero")
     return _style(fig, "Owned nodes per fleet option at each SLA scale (hollow marker = some workloads unserved)",
@@ -225,12 +225,13 @@ def fleet_options_chart(options: pd.DataFrame) -> go.Figure:
     fig = go.Figure()
     fig.add_trace(go.Bar(
         x=d["owned_monthly_usd"], y=labels, name="Owned nodes", orientation="h", marker_color=OWNED_COLOR,
-        customdata=d["owned_nodes"], hovertemplate="%{y}<br>owned: $%{x:,.0f} a month (%{customdata} nodes)<extra></extra>",
+        customdata=d["owned_nodes"],
+        hovertemplate="%{y}<br>owned: $" + hover("x", "usd") + " a month (%{customdata} nodes)<extra></extra>",
     ))
     fig.add_trace(go.Bar(
         x=d["api_monthly_usd"], y=labels, name="Public APIs", orientation="h", marker_color=API_COLOR,
-        text=[f"${t:,.0f}" for t in d["monthly_usd"]], textposition="outside", cliponaxis=False,
-        hovertemplate="%{y}<br>APIs: $%{x:,.0f} a month<extra></extra>",
+        text=[money(t, decimals=0) for t in d["monthly_usd"]], textposition="outside", cliponaxis=False,
+        hovertemplate="%{y}<br>APIs: $" + hover("x", "usd") + " a month<extra></extra>",
     ))
     fig.update_layout(barmode="stack", legend={"traceorder": "normal"})
     fig.update_xaxes(title_text="$ a month", tickprefix="$", rangemode="tozero",

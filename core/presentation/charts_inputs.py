@@ -17,21 +17,19 @@ from core.models import Benchmark, GpuSpec, ServingStack
 from core.performance import physics
 from core.performance.bench_import import ImportResult, import_benchmark_file
 from core.performance.calibration import Calibration, calibrate, performance_curve, route_points
+from core.presentation import palette
+from core.presentation.format import D3, hover, integer, percent, plain
 from core.presentation.pricing_views import stale_marks
 from core.textsafety import escape_plotly
 
-ARCH_COLORS: dict[str, str] = {
-    "autoregressive": "#1f77b4",
-    "speculative": "#9467bd",
-    "moe": "#ff7f0e",
-    "diffusion": "#2ca02c",
-}
+ARCH_COLORS: dict[str, str] = dict(palette.ARCHITECTURE)
 # Measured points and vendor claims must never look like estimates (DESIGN.md: provenance never mixed silently).
 PROVENANCE_STYLE: dict[str, dict[str, object]] = {
-    "measured": {"name": "measured", "symbol": "circle", "color": "#111111"},
-    "vendor_claim": {"name": "vendor claim", "symbol": "diamond-open", "color": "#d62728"},
+    "measured": {"name": "measured", "symbol": "circle", "color": palette.INK},
+    "vendor_claim": {"name": "vendor claim", "symbol": "diamond-open", "color": palette.ALERT},
 }
-TIER_COLORS = {"commodity": "#7f7f7f", "mid": "#1f77b4", "frontier": "#9467bd", "diffusion": "#2ca02c"}
+TIER_COLORS = dict(palette.TIER)
+ESTIMATE_COLOR = palette.HOSTING["owned"]  # the model's curve for an owned route
 DEFAULT_TOKENS = (1000.0, 256.0)
 
 _LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "hovermode": "closest"}
@@ -159,8 +157,8 @@ def curve_note(cal: Calibration) -> str:
         text = cal.fit.describe()
     else:
         text = (f"no measured or vendor-claim points for {cal.stack_id} on {cal.gpu} x{cal.gpus}: the whole curve is "
-                f"the roofline estimate with default efficiency (HBM {cal.efficiency.mem:.0%}, compute "
-                f"{cal.efficiency.compute:.0%} of peak)")
+                f"the roofline estimate with default efficiency (HBM {percent(cal.efficiency.mem)}, compute "
+                f"{percent(cal.efficiency.compute)} of peak)")
     return "; ".join([text, *cal.notes])
 
 
@@ -190,7 +188,7 @@ def benchmark_table(benchmarks: Sequence[Benchmark], today: dt.date) -> pd.DataF
     df.insert(df.columns.get_loc("as_of") + 1, "stale", stale_marks(df["as_of"], today) if len(df) else [])
     # Compact labels so the table fits the page: "H100 SXM ×2", "1,000 / 256".
     df["route"] = df["gpu"] + " ×" + df["gpus_per_replica"].astype(str)
-    df["tokens_in_out"] = [f"{i:,.0f} / {o:,.0f}" for i, o in zip(df["input_tokens"], df["output_tokens"], strict=True)]
+    df["tokens_in_out"] = [f"{integer(i)} / {integer(o)}" for i, o in zip(df["input_tokens"], df["output_tokens"], strict=True)]
     return df.sort_values(["stack_id", "gpu", "gpus_per_replica", "concurrency"], kind="stable").reset_index(drop=True)
 
 
@@ -236,17 +234,19 @@ def roofline_chart(points: pd.DataFrame, gpu: GpuSpec) -> go.Figure:
     fig = go.Figure()
     for (label, peak), dash in zip(peaks, ("solid", "dash"), strict=False):
         fig.add_trace(go.Scatter(
-            x=x, y=np.minimum(peak, bw * x) / 1e12, mode="lines", name=f"roof at {label} peak ({peak / 1e12:,.0f} TFLOP/s)",
-            line={"color": "#444444", "dash": dash, "width": 2},
-            hovertemplate="intensity %{x:,.1f} FLOP/byte<br>attainable %{y:,.1f} TFLOP/s<extra>roof</extra>",
+            x=x, y=np.minimum(peak, bw * x) / 1e12, mode="lines",
+            name=f"roof at {label} peak ({integer(peak / 1e12)} TFLOP/s)",
+            line={"color": palette.INK, "dash": dash, "width": 2},
+            hovertemplate=("intensity " + hover("x", "num_1") + " FLOP/byte<br>attainable " + hover("y", "num_1")
+                           + " TFLOP/s<extra>roof</extra>"),
         ))
-        fig.add_annotation(x=np.log10(peak / bw), y=np.log10(peak / 1e12), text=f"ridge {peak / bw:,.0f} FLOP/B ({label})",
-                           showarrow=True, arrowhead=0, ax=0, ay=-28, font={"size": 11, "color": "#444444"})
+        fig.add_annotation(x=np.log10(peak / bw), y=np.log10(peak / 1e12), text=f"ridge {integer(peak / bw)} FLOP/B ({label})",
+                           showarrow=True, arrowhead=0, ax=0, ay=-28, font={"size": 11, "color": palette.INK})
     # Best-batch labels alternate above/below in order of intensity, so neighbours do not print over each other.
     best = points[points["point"] == "best batch"].sort_values("arithmetic_intensity")
     positions = dict(zip(best["stack_id"], ["top center", "bottom center"] * len(best), strict=False))
     for arch, grp in points.groupby("architecture", sort=False):
-        color = ARCH_COLORS.get(arch, "#8c564b")
+        color = ARCH_COLORS.get(arch, palette.UNKNOWN)
         first = True
         for sid, s in grp.groupby("stack_id", sort=False):
             s = s.sort_values("concurrency")
@@ -256,18 +256,21 @@ def roofline_chart(points: pd.DataFrame, gpu: GpuSpec) -> go.Figure:
                 line={"color": color, "width": 1, "dash": "dot"},
                 marker={"color": color, "size": 11, "symbol": ["circle-open" if p == "batch 1" else "circle" for p in s["point"]],
                         "line": {"width": 2, "color": color}},
-                text=[f"{sid} (b={c:g})" if p == "best batch" else "" for p, c in zip(s["point"], s["concurrency"], strict=True)],
+                text=[f"{sid} (b={plain(c)})" if p == "best batch" else ""
+                      for p, c in zip(s["point"], s["concurrency"], strict=True)],
                 textposition=positions.get(sid, "top center"), textfont={"size": 10, "color": color},
                 customdata=np.stack([s["point"], s["concurrency"], s["gpus_per_replica"], s["attainable_flops_per_gpu"] / 1e12,
                                      s["output_tokens_per_s_total"], s["provenance"]], axis=-1),
                 hovertemplate=(f"<b>{sid}</b> ({arch})<br>%{{customdata[0]}}: concurrency %{{customdata[1]}} on "
-                               "%{customdata[2]} GPU(s)<br>intensity %{x:,.1f} FLOP/byte<br>"
-                               "achieved %{y:,.1f} TFLOP/s per GPU (estimate)<br>roof %{customdata[3]:,.0f} TFLOP/s<br>"
-                               "%{customdata[4]:,.0f} output tok/s per replica<br>%{customdata[5]}<extra></extra>"),
+                               "%{customdata[2]} GPU(s)<br>intensity " + hover("x", "num_1") + " FLOP/byte<br>"
+                               "achieved " + hover("y", "num_1") + " TFLOP/s per GPU (estimate)<br>roof "
+                               + hover("customdata[3]", "int") + " TFLOP/s<br>" + hover("customdata[4]", "int")
+                               + " output tok/s per replica<br>%{customdata[5]}<extra></extra>"),
             ))
             first = False
-    fig.update_xaxes(type="log", dtick=1, tickformat=",", title="arithmetic intensity, FLOP per byte moved from HBM (log)")
-    fig.update_yaxes(type="log", dtick=1, tickformat=",", title="TFLOP/s per GPU (log)")
+    fig.update_xaxes(type="log", dtick=1, tickformat=D3["grouped"],
+                     title="arithmetic intensity, FLOP per byte moved from HBM (log)")
+    fig.update_yaxes(type="log", dtick=1, tickformat=D3["grouped"], title="TFLOP/s per GPU (log)")
     fig.update_layout(**_LAYOUT, height=600,
                       title=(f"Roofline of {gpu.name}: line = attainable; points = estimated achieved, "
                              "open = batch 1, filled = best batch"),
@@ -299,16 +302,17 @@ def _curve_traces(fig: go.Figure, curve: pd.DataFrame, metric: str, label: str, 
     over = curve[~curve["fits"]]
     fig.add_trace(go.Scatter(
         x=ok["concurrency"], y=ok[metric], mode="lines+markers", name=f"estimated — {label}",
-        legendgroup="estimated", line={"color": "#1f77b4", "dash": dash, "width": 2}, marker={"size": 5},
-        customdata=ok[["provenance"]], hovertemplate=f"{label}<br>concurrency %{{x:g}}: %{{y:,.0f}} {unit}"
-                                                      "<br>%{customdata[0]}<extra></extra>",
+        legendgroup="estimated", line={"color": ESTIMATE_COLOR, "dash": dash, "width": 2}, marker={"size": 5},
+        customdata=ok[["provenance"]],
+        hovertemplate=(f"{label}<br>concurrency " + hover("x", "num_g") + ": " + hover("y", "int")
+                       + f" {unit}<br>%{{customdata[0]}}<extra></extra>"),
     ), **kw)
     if len(over):
         fig.add_trace(go.Scatter(
             x=over["concurrency"], y=over[metric], mode="markers", name="exceeds GPU memory (not feasible)",
             legendgroup="over", showlegend=not any(t.name == "exceeds GPU memory (not feasible)" for t in fig.data),
-            marker={"symbol": "x", "color": "#bbbbbb", "size": 8},
-            hovertemplate=f"{label}<br>concurrency %{{x:g}}: KV cache does not fit<extra></extra>",
+            marker={"symbol": "x", "color": palette.FAINT, "size": 8},
+            hovertemplate=f"{label}<br>concurrency " + hover("x", "num_g") + ": KV cache does not fit<extra></extra>",
         ), **kw)
     for prov, style in PROVENANCE_STYLE.items():
         pts = _measured_rows(curve, metric, prov)
@@ -319,8 +323,9 @@ def _curve_traces(fig: go.Figure, curve: pd.DataFrame, metric: str, label: str, 
             showlegend=not any(t.name == style["name"] for t in fig.data),
             marker={"symbol": style["symbol"], "color": style["color"], "size": 13, "line": {"width": 2, "color": style["color"]}},
             customdata=np.stack([escape_plotly(pts["source"].astype(str)), pts["measured_fields"]], axis=-1),
-            hovertemplate=(f"<b>{style['name']}</b> — {label}<br>concurrency %{{x:g}}: %{{y:,.0f}} {unit}<br>"
-                           "fields: %{customdata[1]}<br>%{customdata[0]}<extra></extra>"),
+            hovertemplate=(f"<b>{style['name']}</b> — {label}<br>concurrency " + hover("x", "num_g") + ": "
+                           + hover("y", "int") + f" {unit}<br>fields: %{{customdata[1]}}<br>%{{customdata[0]}}"
+                           "<extra></extra>"),
         ), **kw)
 
 
@@ -331,7 +336,7 @@ def latency_chart(curve: pd.DataFrame, title: str = "") -> go.Figure:
                                 ("ttft_ms", "time to first token", "dot")):
         _curve_traces(fig, curve, metric, label, "ms", dash)
     fig.update_xaxes(type="log", title="requests in flight per replica (concurrency, log)")
-    fig.update_yaxes(title="latency, ms", rangemode="tozero", tickformat=",")
+    fig.update_yaxes(title="latency, ms", rangemode="tozero", tickformat=D3["grouped"])
     fig.update_layout(**_LAYOUT, height=420, title=title or "Latency vs concurrency",
                       legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0})
     return fig
@@ -343,8 +348,9 @@ def throughput_chart(curve: pd.DataFrame, title: str = "") -> go.Figure:
     _curve_traces(fig, curve, "output_tokens_per_s_total", "tokens/s, whole replica", "tok/s", "solid", secondary=False)
     _curve_traces(fig, curve, "output_tokens_per_s_per_stream", "tokens/s, per stream", "tok/s", "dash", secondary=True)
     fig.update_xaxes(type="log", title="requests in flight per replica (concurrency, log)")
-    fig.update_yaxes(title="output tokens/s, whole replica", rangemode="tozero", tickformat=",", secondary_y=False)
-    fig.update_yaxes(title="output tokens/s, per stream (dashed)", rangemode="tozero", tickformat=",.3~g",
+    fig.update_yaxes(title="output tokens/s, whole replica", rangemode="tozero", tickformat=D3["grouped"],
+                     secondary_y=False)
+    fig.update_yaxes(title="output tokens/s, per stream (dashed)", rangemode="tozero", tickformat=D3["sig3"],
                      secondary_y=True, showgrid=False)
     fig.update_layout(**_LAYOUT, height=420, title=title or "Throughput vs concurrency",
                       legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0})
@@ -357,18 +363,20 @@ def break_even_chart(table: pd.DataFrame, cap: float = 1.5) -> go.Figure:
     u = df["break_even_utilization"].to_numpy(dtype=float)
     shown = np.clip(np.nan_to_num(u, posinf=cap), 0.0, cap)
     labels = df["provider"] + " " + df["model"]
-    text = [f"{v:.0%}" if np.isfinite(v) and v <= cap else ("never" if not np.isfinite(v) else f"{v:.0%} ▶") for v in u]
+    text = [percent(v) if np.isfinite(v) and v <= cap else ("never" if not np.isfinite(v) else f"{percent(v)} ▶")
+            for v in u]
     fig = go.Figure(go.Bar(
         x=shown, y=labels, orientation="h", text=text, textposition="outside",
-        marker={"color": [TIER_COLORS.get(t, "#8c564b") for t in df["tier"]]},
+        marker={"color": [TIER_COLORS.get(t, palette.UNKNOWN) for t in df["tier"]]},
         customdata=np.stack([df["tier"], df["api_usd_per_mtok_out_all_in"], df["verdict"]], axis=-1),
-        hovertemplate=("<b>%{y}</b> (%{customdata[0]})<br>API all-in $%{customdata[1]:,.2f} per M output tokens"
-                       "<br>%{customdata[2]}<extra></extra>"),
+        hovertemplate=("<b>%{y}</b> (%{customdata[0]})<br>API all-in $" + hover("customdata[1]", "usd_2")
+                       + " per M output tokens<br>%{customdata[2]}<extra></extra>"),
         name="break-even utilization",
     ))
-    fig.add_vline(x=1.0, line={"color": "#d62728", "dash": "dash"}, annotation_text="100 % busy",
+    fig.add_vline(x=1.0, line={"color": palette.ALERT, "dash": "dash"}, annotation_text="100 % busy",
                   annotation_position="top")
-    fig.update_xaxes(title="utilization the owned node needs to beat the API", tickformat=".0%", range=[0, cap * 1.12])
+    fig.update_xaxes(title="utilization the owned node needs to beat the API", tickformat=D3["pct"],
+                     range=[0, cap * 1.12])
     fig.update_yaxes(title=None, automargin=True)
     fig.update_layout(**_LAYOUT, height=max(300, 28 * len(df) + 120), showlegend=False,
                       title="Break-even utilization: owned node vs each API (shorter bar = owned wins sooner)")
