@@ -31,6 +31,7 @@ from core.models import (
 )
 from core.performance import physics
 from core.performance.calibration import performance_curve
+from core.presentation.format import integer, money, percent, plain
 
 # A snapshot older than this is flagged: list prices and discounts move within half a year.
 STALE_AFTER_DAYS = 180
@@ -168,9 +169,9 @@ class ReferenceThroughput:
         """One line a reader can quote."""
         return (
             f"{self.stack_name} on {self.gpu}: {self.replicas_per_node} replica(s) of {self.gpus_per_replica} GPU(s) "
-            f"per {self.gpus_per_node}-GPU node at concurrency {self.concurrency:g}, "
-            f"{self.tokens_per_s_per_node:,.0f} output tokens/s per node "
-            f"({self.input_tokens:g} in / {self.output_tokens:g} out tokens; {self.provenance})"
+            f"per {self.gpus_per_node}-GPU node at concurrency {plain(self.concurrency)}, "
+            f"{integer(self.tokens_per_s_per_node)} output tokens/s per node "
+            f"({integer(self.input_tokens)} in / {integer(self.output_tokens)} out tokens; {self.provenance})"
         )
 
 
@@ -209,7 +210,7 @@ def reference_throughput(
     if best is None:
         raise InputError(
             f"{stack.stack_id} does not fit on up to {gpus_per_node} x {gpu.name} with "
-            f"{input_tokens + output_tokens:g} tokens of context; pick a smaller reference stack or another GPU"
+            f"{integer(input_tokens + output_tokens)} tokens of context; pick a smaller reference stack or another GPU"
         )
     return best
 
@@ -280,13 +281,13 @@ def break_even_view(catalog, scenario: Scenario, stack_id: str, input_tokens: fl
     ref = reference_throughput(stacks[stack_id], gpu, rate.gpus_per_node, catalog.benchmarks, input_tokens, output_tokens)
     table = break_even_table(rate, ref, catalog.apis, today, api_price_scale=scenario.api_price_scale)
     dated = f", {rate.as_of}" if rate.as_of else ""
-    scale = f" API prices x{scenario.api_price_scale:g} (sidebar)." if scenario.api_price_scale != 1 else ""
+    scale = f" API prices x{plain(scenario.api_price_scale)} (sidebar)." if scenario.api_price_scale != 1 else ""
     explanation = (
-        f"Node: {rate.label} at ${rate.usd_per_node_hour:,.2f}/node-hour ({rate.basis_note}; source: {rate.source}"
+        f"Node: {rate.label} at {money(rate.usd_per_node_hour, decimals=2)}/node-hour ({rate.basis_note}; source: {rate.source}"
         f"{dated}, {rate.confidence}). Throughput: {ref.describe()}. At 100 % use the node makes a million output "
-        f"tokens for ${float(effective_usd_per_mtok(rate.usd_per_node_hour, ref.tokens_per_s_per_node, 1.0)):,.2f}. "
+        f"tokens for {money(float(effective_usd_per_mtok(rate.usd_per_node_hour, ref.tokens_per_s_per_node, 1.0)))}. "
         f"Break-even utilization = node $/hour ÷ (node tokens/s × 3,600 × API $ per output token, input included at "
-        f"the API's list price for {ref.input_tokens:g} input tokens per {ref.output_tokens:g} output).{scale}"
+        f"the API's list price for {integer(ref.input_tokens)} input tokens per {integer(ref.output_tokens)} output).{scale}"
     )
     return BreakEven(rate, ref, table, explanation)
 
@@ -296,7 +297,7 @@ def _verdict(u: float) -> str:
         return "no owned throughput: the API always wins"
     if u <= 0:
         return "owned cheaper at any use (the node's hours cost nothing extra on this basis)"
-    shown = f"{u:.0%}" if u >= 0.01 else f"{u:.1%}"
+    shown = percent(u) if u >= 0.01 else percent(u, decimals=1)
     if u > 1:
         return f"API cheaper even at 100 % use (owned would need {shown})"
     return f"owned cheaper above {shown} utilization"
@@ -309,12 +310,12 @@ def node_price_label(p: NodePrice) -> str:
     """How a node price is named in the override form."""
     region = f", {p.region}" if p.region else ""
     return (f"{p.provider} {p.instance} ({p.gpu}, {_OPTION_LABELS.get(p.pricing_option.value, p.pricing_option.value)}"
-            f"{region}) — ${p.usd_per_node_hour:,.2f}/node-hour, {p.as_of.isoformat()}")
+            f"{region}) — {money(p.usd_per_node_hour, decimals=2)}/node-hour, {p.as_of.isoformat()}")
 
 
 def api_price_label(a: ApiPrice) -> str:
     """How an API price is named in the override form."""
-    return (f"{a.provider} {a.model} — ${a.usd_per_mtok_in:,.2f} in / ${a.usd_per_mtok_out:,.2f} out per M tokens, "
+    return (f"{a.provider} {a.model} — {money(a.usd_per_mtok_in)} in / {money(a.usd_per_mtok_out)} out per M tokens, "
             f"{a.as_of.isoformat()}")
 
 
@@ -350,9 +351,10 @@ def save_override(store, row: NodePrice | ApiPrice) -> str:
     table = "node_prices" if isinstance(row, NodePrice) else "api_prices"
     store.add(table, [row], origin="user")
     if isinstance(row, NodePrice):
-        what = f"{row.provider} {row.instance} ({row.pricing_option.value}) at ${row.usd_per_node_hour:,.2f}/node-hour"
+        what = (f"{row.provider} {row.instance} ({row.pricing_option.value}) at "
+                f"{money(row.usd_per_node_hour, decimals=2)}/node-hour")
     else:
-        what = f"{row.provider} {row.model} at ${row.usd_per_mtok_in:,.2f} in / ${row.usd_per_mtok_out:,.2f} out per M tokens"
+        what = f"{row.provider} {row.model} at {money(row.usd_per_mtok_in)} in / {money(row.usd_per_mtok_out)} out per M tokens"
     return f"saved {what} as of {row.as_of.isoformat()} (source: {row.source}); the earlier snapshot stays in the store"
 
 
