@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.errors import InputError
 from core.performance.hf_config import build_stack, read_config, read_config_file
@@ -106,3 +108,23 @@ def test_bad_configs_are_one_clear_line(config, message):
     with pytest.raises(InputError, match=message) as err:
         read_config(data, where="my.json")
     assert "\n" not in str(err.value) and "my.json" in str(err.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    layers=st.integers(1, 120), heads=st.sampled_from([8, 16, 32, 64]), kv_div=st.sampled_from([1, 2, 4, 8]),
+    head_dim=st.sampled_from([64, 128]), inter=st.integers(256, 30000), vocab=st.integers(1000, 260000),
+    experts=st.sampled_from([None, 8, 64, 128, 256]), k=st.integers(1, 8), tied=st.booleans(),
+)
+def test_any_valid_config_gives_consistent_sizes(layers, heads, kv_div, head_dim, inter, vocab, experts, k, tied):
+    """Active never exceeds total; dense configs are all active; KV = 2 x layers x KV heads x head dim x bytes."""
+    cfg = {"hidden_size": heads * head_dim, "num_hidden_layers": layers, "num_attention_heads": heads,
+           "num_key_value_heads": heads // kv_div, "head_dim": head_dim, "intermediate_size": inter,
+           "vocab_size": vocab, "tie_word_embeddings": tied}
+    if experts:
+        cfg.update(num_local_experts=experts, num_experts_per_tok=min(k, experts))
+    s = read_config(cfg)
+    assert 0 < s.params_active_b <= s.params_total_b
+    assert (s.params_active_b == s.params_total_b) == (not experts or min(k, experts) == experts)
+    assert s.kv_bytes_per_token("bf16") == 2 * layers * (heads // kv_div) * head_dim * 2
+    assert s.kv_bytes_per_token("fp8") == s.kv_bytes_per_token("bf16") / 2
