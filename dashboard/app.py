@@ -7,7 +7,7 @@ import streamlit as st
 from core.errorlog import page_error_line
 from core.errors import HangoverError
 from dashboard.format import md
-from dashboard.state import init_state, scenario_sidebar
+from dashboard.state import alias_pages, init_state, scenario_sidebar
 
 st.set_page_config(page_title="GPU Hangover", page_icon="🍸", layout="wide")
 
@@ -31,21 +31,24 @@ def _guarded(step, what: str) -> bool:
 if not _guarded(init_state, "the dashboard"):
     st.stop()
 
-pages = {
-    "The answer": [
-        st.Page("screens/overview.py", title="Overview", icon=":material/dashboard:", default=True, url_path="overview"),
-        st.Page("screens/routing.py", title="Routing", icon=":material/alt_route:", url_path="routing"),
-        st.Page("screens/fleet.py", title="Fleet sizing", icon=":material/dns:", url_path="fleet"),
-    ],
-    "Your inputs": [
-        st.Page("screens/workloads.py", title="Workloads", icon=":material/table_view:", url_path="workloads"),
-        st.Page("screens/pricing.py", title="Pricing", icon=":material/payments:", url_path="pricing"),
-        st.Page("screens/performance.py", title="Performance", icon=":material/speed:", url_path="performance"),
-    ],
-    "Share": [
-        st.Page("screens/export.py", title="Export", icon=":material/download:", url_path="export"),
-    ],
-}
+# (section, script, title, icon, URL path). Overview is the default page: Streamlit serves it at "/".
+SCREENS = [
+    ("The answer", "screens/overview.py", "Overview", ":material/dashboard:", "overview"),
+    ("The answer", "screens/routing.py", "Routing", ":material/alt_route:", "routing"),
+    ("The answer", "screens/fleet.py", "Fleet sizing", ":material/dns:", "fleet"),
+    ("Your inputs", "screens/workloads.py", "Workloads", ":material/table_view:", "workloads"),
+    ("Your inputs", "screens/pricing.py", "Pricing", ":material/payments:", "pricing"),
+    ("Your inputs", "screens/performance.py", "Performance", ":material/speed:", "performance"),
+    ("Share", "screens/scenarios.py", "Scenarios", ":material/compare:", "scenarios"),
+    ("Share", "screens/export.py", "Export", ":material/download:", "export"),
+]
+pages: dict[str, list] = {}
+for section, script, title, icon, path in SCREENS:
+    default = path == "overview"  # its declared path is free for the alias below ("/overview")
+    pages.setdefault(section, []).append(
+        st.Page(script, title=title, icon=icon, url_path="home" if default else path, default=default))
+# Streamlit matches URL paths exactly: hidden pages at /overview, /Routing, /EXPORT, … show the same screens.
+pages["Share"] += alias_pages([(script, title, path) for _, script, title, _, path in SCREENS], default="overview")
 nav = st.navigation(pages)
 if _guarded(scenario_sidebar, "the scenario sidebar"):
     _guarded(nav.run, "this page")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 import streamlit as st
 
 from core.catalog import Catalog
@@ -279,23 +277,19 @@ def _price_warning(cat: Catalog) -> None:
         st.warning(problem, icon=":material/price_change:")
 
 
-def _switch_to(page: st.Page) -> None:
-    st.switch_page(page)  # the URL-bound sidebar writes its settings back into the new URL
+def alias_pages(screens: list[tuple[str, str, str]], *, default: str) -> list[st.Page]:
+    """Hidden pages at other spellings of each screen's path (/overview, /Routing, /EXPORT) running the same script.
 
-
-def redirect_pages(targets: list[st.Page]) -> list[st.Page]:
-    """Hidden pages at other spellings of each page's path (/overview, /Routing, /EXPORT) that switch to it.
-
-    Streamlit matches a URL path exactly, and serves the default page at "/"
-    whatever its url_path; without these, such links open "Page not found".
+    Streamlit matches a URL path exactly and serves the default page at "/"
+    whatever its url_path, so such links said "Page not found". An alias runs
+    the screen itself rather than redirecting: a switch of page would drop the
+    URL-bound scenario settings from the address bar.
     """
+    taken = {path for _, _, path in screens if path != default}
     aliases = []
-    taken = {t.url_path for t in targets}
-    for t in targets:
-        base = t.url_path or t.title.lower()  # the default page's public path is ""
-        for variant in dict.fromkeys([base, base.capitalize(), base.upper()]):
-            if variant and variant not in taken:
+    for script, title, path in screens:
+        for variant in dict.fromkeys([path, path.capitalize(), path.upper()]):
+            if variant not in taken:
                 taken.add(variant)
-                aliases.append(st.Page(partial(_switch_to, t), title=f"{t.title} ({variant})", url_path=variant,
-                                       visibility="hidden"))
+                aliases.append(st.Page(script, title=title, url_path=variant, visibility="hidden"))
     return aliases
