@@ -3,6 +3,7 @@
 import streamlit as st
 
 from core.presentation import views
+from core.scenarios import download_stem
 from dashboard import state
 from dashboard.format import md
 
@@ -16,7 +17,8 @@ ev = state.evaluation()
 if ev is None:
     st.stop()
 
-stem = f"gpu-hangover-{ev.fleet.get('inventory', 'inventory').replace(' ', '-')}"
+# Pricing option, cost basis, nodes and the saved scenario's name: each scenario downloads under its own name.
+stem = download_stem(ev.scenario, ev.fleet.get("inventory", "inventory"), saved_name=state.saved_name())
 st.caption(md(f"Built from {views.inventory_words(ev.fleet.get('inventory', 'given'))} under the sidebar's "
               f"scenario. {views.node_price_note(ev)}"))
 

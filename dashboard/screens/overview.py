@@ -7,6 +7,7 @@ from dashboard import state
 from dashboard.format import badge, integer, md, money, percent, signed_money
 
 st.title("Overview")
+st.markdown(state.whose_figures())  # whose figures these are, before any figure (issue 14)
 ev = state.evaluation()
 if ev is None:
     st.stop()

@@ -22,7 +22,7 @@ from core.presentation.pricing_views import (
     save_override,
 )
 from dashboard.format import md
-from dashboard.state import bump_data_version, catalog, data_version, scenario, store
+from dashboard.state import bump_data_version, catalog, data_version, lacks_price, scenario, store
 
 # Column widths in pixels keep each table inside the ~980 px main column at 1440 px (no sideways scrolling).
 MONEY = column_format("usd_2")
@@ -203,4 +203,5 @@ try:
         },
     )
 except HangoverError as exc:
-    st.error(md(str(exc)))
+    if not lacks_price("The break-even"):  # a missing node price is explained once, in the sidebar
+        st.error(md(str(exc)))

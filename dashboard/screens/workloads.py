@@ -101,8 +101,11 @@ st.caption(
     f"Nothing committed yet: the routing uses the **bundled sample** ({len(current):,} workloads of a bank). "
     "Upload your own inventory below.")
 
+# The message slot is drawn on every run, flash or not: if it came and went, the tabs below would move
+# one place and the browser would reopen them on the first tab (issue 14: an edit flipped back to upload).
+flash_slot = st.empty()
 if flash := st.session_state.pop("wl_flash", None):
-    getattr(st, flash[0])(md(flash[1]))
+    getattr(flash_slot, flash[0])(md(flash[1]))
 
 upload_tab, edit_tab, history_tab = st.tabs(["Upload a file", "Edit the current inventory", "Versions"])
 
