@@ -20,7 +20,7 @@ from core.presentation.charts_inputs import (
     roofline_frame,
     throughput_chart,
 )
-from core.presentation.format import integer, plain
+from core.presentation.format import column_format, integer, number, plain
 from core.store.benchmarks import list_imports
 from dashboard.format import md
 from dashboard.state import bump_data_version, catalog, data_version, store
@@ -112,12 +112,12 @@ try:
             column_order=["concurrency", "ttft_ms", "e2e_ms", "e2e_ms_p95", "output_tokens_per_s_total",
                           "output_tokens_per_s_per_stream", "fits", "provenance", "source"],
             column_config={
-                "concurrency": st.column_config.NumberColumn("concurrency", format="%,g"),
-                "ttft_ms": st.column_config.NumberColumn("TTFT", format="%,.0f ms"),
-                "e2e_ms": st.column_config.NumberColumn("median e2e", format="%,.0f ms"),
-                "e2e_ms_p95": st.column_config.NumberColumn("p95 e2e", format="%,.0f ms"),
-                "output_tokens_per_s_total": st.column_config.NumberColumn("tok/s, replica", format="%,.0f"),
-                "output_tokens_per_s_per_stream": st.column_config.NumberColumn("tok/s, stream", format="%,.1f"),
+                "concurrency": st.column_config.NumberColumn("concurrency", format=column_format("plain")),
+                "ttft_ms": st.column_config.NumberColumn("TTFT", format=column_format("ms")),
+                "e2e_ms": st.column_config.NumberColumn("median e2e", format=column_format("ms")),
+                "e2e_ms_p95": st.column_config.NumberColumn("p95 e2e", format=column_format("ms")),
+                "output_tokens_per_s_total": st.column_config.NumberColumn("tok/s, replica", format=column_format("int")),
+                "output_tokens_per_s_per_stream": st.column_config.NumberColumn("tok/s, stream", format=column_format("num_1")),
                 "fits": st.column_config.CheckboxColumn("fits in memory"),
                 "provenance": st.column_config.TextColumn("provenance", width="medium"),
                 "source": st.column_config.TextColumn("source", width="large"),
@@ -146,8 +146,9 @@ with st.expander("Add your own model from its config.json", expanded=False):
                 engine=cfg_engine, quality_from=cfg_quality,
                 config_name=cfg_up.name if cfg_up else "pasted config.json")
             st.session_state["perf_flash"] = (
-                f"Added {added.stack_id}: {added.architecture.value}, {added.params_total_b:,.2f} B parameters "
-                f"({added.params_active_b:,.2f} B active), {added.kv_bytes_per_token:,.0f} KV bytes per token.")
+                f"Added {added.stack_id}: {added.architecture.value}, {number(added.params_total_b, decimals=2)} B parameters "
+                f"({number(added.params_active_b, decimals=2)} B active), {integer(added.kv_bytes_per_token)} KV bytes "
+                "per token.")
             bump_data_version()
             st.rerun()
         except HangoverError as exc:
@@ -190,7 +191,7 @@ with st.expander("Import your own benchmark file", expanded=False):
 imports = list_imports(store())
 if not imports.empty:
     with st.expander("Remove an imported file", expanded=False):
-        labels = {r.import_id: f"{r.source} — {r.points:,} point(s), {r.tool} (id {r.import_id[:12]})"
+        labels = {r.import_id: f"{r.source} — {integer(r.points)} point(s), {r.tool} (id {r.import_id[:12]})"
                   for r in imports.itertuples(index=False)}
         chosen = st.selectbox("Imported file", list(labels), format_func=labels.get, key="perf_remove_choice")
         if st.button("Remove its points", key="perf_remove"):
@@ -210,9 +211,9 @@ st.dataframe(
     column_config={
         "stack_id": st.column_config.TextColumn("stack", width=140),
         "route": st.column_config.TextColumn("GPU × per replica", width=125),
-        "concurrency": st.column_config.NumberColumn("conc.", format="%,g", width=55),
+        "concurrency": st.column_config.NumberColumn("conc.", format=column_format("plain"), width=55),
         "tokens_in_out": st.column_config.TextColumn("tokens in / out", width=100),
-        "output_tokens_per_s_total": st.column_config.NumberColumn("tok/s total", format="%,.0f", width=80),
+        "output_tokens_per_s_total": st.column_config.NumberColumn("tok/s total", format=column_format("int"), width=80),
         "provenance": st.column_config.TextColumn("provenance", width=95),
         "tool": st.column_config.TextColumn("tool", width=105),
         "source": st.column_config.TextColumn("source", width=120),
