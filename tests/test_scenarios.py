@@ -324,3 +324,15 @@ def test_cli_names_are_unique_whatever_the_case(capsys, tmp_path):
     assert _run(capsys, "--db", db, "scenario", "save", "plan a", "--fleet-nodes", "2", "--replace")[0] == 0
     code, out, _ = _run(capsys, "--db", db, "scenario", "show", "PLAN A", "--format", "json")
     assert json.loads(out)["scenario"]["fleet_nodes"] == 2
+
+
+def test_cli_share_flags_take_percent_or_fraction(capsys):
+    """--max-fallback-share 30% and --cost-of-capital-rate 8 (percent) reach the model as 0.30 and 0.08."""
+    code, out, err = _run(capsys, "evaluate", "--format", "json", "--max-fallback-share", "30%", "--pricing", "owned",
+                          "--cost-of-capital-rate", "8")
+    assert code == 0, err
+    sc = json.loads(out)["scenario"]
+    assert sc["max_fallback_share"] == 0.30 and sc["owned_hardware"]["cost_of_capital_rate"] == 0.08
+    with pytest.raises(SystemExit) as stop:
+        main(["evaluate", "--max-fallback-share", "lots"])
+    assert stop.value.code == 2 and "not a share; write it as 95%, 95 or 0.95" in capsys.readouterr().err

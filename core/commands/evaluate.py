@@ -23,21 +23,37 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--node-usd-per-hour", type=float, help="override the node price, $/hour")
     p.add_argument("--api-price-scale", type=float, help="multiply every API price (e.g. 0.5, 2)")
     p.add_argument("--sla-scale", type=float, help="multiply every latency target")
-    p.add_argument("--max-fallback-share", type=float, help="largest share of outputs escalated for quality (default 0.2)")
+    p.add_argument("--max-fallback-share", type=share_flag,
+                   help="largest share of outputs escalated for quality: 20%%, 20 or 0.2 (default 0.2)")
     owned = p.add_argument_group("owned hardware (with --pricing owned; unset figures keep the seed estimate)")
     for name, help_text in OWNED_FLAGS.items():
-        owned.add_argument(f"--{name.replace('_', '-')}", type=float, dest=f"own_{name}", help=help_text)
+        owned.add_argument(f"--{name.replace('_', '-')}", type=share_flag if name in SHARE_FLAGS else float,
+                           dest=f"own_{name}", help=help_text)
 
 
 OWNED_FLAGS = {
     "capex_usd_per_node": "purchase price of one node, $",
     "depreciation_years": "straight-line depreciation, years",
-    "cost_of_capital_rate": "annual cost of capital, e.g. 0.08",
+    "cost_of_capital_rate": "annual cost of capital: 8%%, 8 or 0.08",
     "kw_per_node": "average power draw of one node, kW",
     "pue": "data-centre PUE (>= 1)",
     "usd_per_kwh": "electricity price, $/kWh",
     "support_usd_per_year": "support, colocation and operations per node, $/year",
 }
+
+
+SHARE_FLAGS = {"cost_of_capital_rate"}
+
+
+def share_flag(text: str) -> float:
+    """A share as people type it: '95%', '95' (percent) or 0.95 (issue 14); anything else is argparse's error."""
+    from core.errors import InputError
+    from core.scenarios import parse_share
+
+    try:
+        return parse_share(text, what="share")
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def scenario_and_workloads(args: argparse.Namespace, store):
