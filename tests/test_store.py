@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -189,3 +195,170 @@ def test_open_store_shares_one_store_per_path(tmp_path):
     a = open_store(path)
     assert open_store(str(path)) is a
     assert a.path == path.resolve()
+
+
+# -- issue 16: driver errors, another process, damaged files, kill -9 -------------------------
+
+HOLD = """
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1])
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+con.close()
+"""
+
+
+def _hold(path, seconds: float) -> subprocess.Popen:
+    """Another process (as a dashboard would) holding the store file for `seconds`."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(path), str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "holding"
+    return proc
+
+
+def _sha(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_driver_error_mid_query_is_one_line_with_the_details_in_the_log(store):
+    with pytest.raises(StoreError) as info:
+        store.frame("SELECT * FROM no_such_table")
+    msg = str(info.value)
+    assert "\n" not in msg and "Catalog Error" not in msg and "Traceback" not in msg
+    assert msg.startswith(f"the store at {store.path}: the database failed (CatalogException)")
+    log = store.path.parent / "hangover-errors.log"
+    assert f"details in {log}" in msg
+    assert "no_such_table" in log.read_text()  # the driver's own words are kept for whoever debugs it
+
+
+def test_a_full_disk_mid_write_is_named_and_nothing_is_written(store):
+    before = _counts(store)
+
+    def work(cur):
+        cur.execute("DELETE FROM gpus")
+        cur.execute("SELECT error('IO Error: No space left on device')").fetchall()
+
+    with pytest.raises(StoreError, match="the disk holding the store is full; free some space and try again"):
+        store.write(work)
+    assert _counts(store) == before
+
+
+def test_the_file_is_free_between_units_of_work(store):
+    """A dashboard's store lets go of the file after each unit of work, so a `hangover` command can run beside it."""
+    store.gpus()
+    out = subprocess.run([sys.executable, "-m", "core.cli", "--db", str(store.path), "db", "info"],
+                         capture_output=True, text=True, timeout=120, env=os.environ | {"HANGOVER_LOCK_WAIT_S": "0"})
+    assert out.returncode == 0, out.stderr
+    assert "gpus" in out.stdout
+    store.add("gpus", [_gpu("After the CLI")])  # and the dashboard writes again afterwards
+    assert store.gpu("after the cli").name == "After the CLI"
+
+
+def test_a_command_waits_for_another_process_then_says_so_in_one_line(tmp_path):
+    path = tmp_path / "busy.duckdb"
+    Store(path).close()
+    proc = _hold(path, 30)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreError) as info:
+            Store(path, lock_wait_s=0.5)
+        assert 0.5 <= time.monotonic() - started < 5
+        msg = str(info.value)
+        assert msg == (f"the store {path} is in use by another program (a `hangover` "
+                       "command or a dashboard busy writing); waited 0.5 s. Try again when it has finished")
+        assert "PID" not in msg and "python" not in msg.lower()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_command_gets_in_once_the_other_process_lets_go(tmp_path):
+    path = tmp_path / "busy.duckdb"
+    Store(path).close()
+    proc = _hold(path, 1.0)
+    try:
+        store = Store(path, lock_wait_s=20)
+        assert store.gpus()
+    finally:
+        proc.wait()
+
+
+def _damage(path, offset_from_end: int) -> None:
+    """Overwrite 64 bytes of a block with a pattern that changes its checksum."""
+    size = path.stat().st_size
+    with open(path, "r+b") as f:
+        f.seek(size - offset_from_end)
+        f.write(bytes(range(7, 71)))
+
+
+def test_a_damaged_block_refuses_the_store_and_leaves_it_byte_identical(tmp_path):
+    path = tmp_path / "damaged.duckdb"
+    Store(path).close()
+    _damage(path, 100_000)
+    before = _sha(path)
+    with pytest.raises(StoreError, match=r"is damaged: block \d+ of \d+ fails its checksum .*nothing was written"):
+        Store(path)
+    assert _sha(path) == before
+
+
+def test_a_store_damaged_while_open_refuses_the_next_write(tmp_path):
+    """The check runs again before a write whenever the file changed since it was last verified."""
+    path = tmp_path / "damaged.duckdb"
+    store = Store(path)
+    store.gpus()
+    _damage(path, 100_000)
+    before = _sha(path)
+    with pytest.raises(StoreError, match="is damaged"):
+        store.add("gpus", [_gpu("Onto a damaged file")])
+    assert _sha(path) == before
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.9])
+def test_a_truncated_store_is_refused_untouched(tmp_path, keep):
+    path = tmp_path / "cut.duckdb"
+    Store(path).close()
+    with open(path, "r+b") as f:
+        f.truncate(int(path.stat().st_size * keep) + 1000)  # part-way through a block
+    before = _sha(path)
+    with pytest.raises(StoreError, match="is damaged: the file is cut short"):
+        Store(path)
+    assert _sha(path) == before
+
+
+def test_a_file_that_is_not_a_store_is_refused(tmp_path):
+    path = tmp_path / "junk.duckdb"
+    path.write_bytes(b"\x00" * 5000 + b"not a database")
+    before = _sha(path)
+    with pytest.raises(StoreError, match="not a DuckDB database file"):
+        Store(path)
+    assert _sha(path) == before
+
+
+KILLED = """
+import sys
+from core.models import GpuSpec
+from core.store import Store
+s = Store(sys.argv[1])
+print("ready", flush=True)
+i = 0
+while True:
+    s.add("gpus", [GpuSpec(name=f"K{i}-{j}", hbm_gb=1, hbm_tb_per_s=1, bf16_tflops=1, tdp_w=1, source="t",
+                           as_of="2026-01-01") for j in range(50)], origin="user")
+    i += 1
+"""
+
+
+@pytest.mark.parametrize("after_s", [0.3, 1.1])
+def test_kill_9_mid_commit_leaves_whole_commits_only(tmp_path, after_s):
+    """A process killed with SIGKILL while committing 50-row batches leaves a sound file with whole batches."""
+    path = tmp_path / "killed.duckdb"
+    Store(path).close()
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(path)], stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[1])
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(after_s)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    store = Store(path)  # opens, passes the integrity check, replays the log
+    users = int(store.frame("SELECT count(*) AS n FROM gpus WHERE origin = 'user'").n[0])
+    assert users % 50 == 0
+    store.add("gpus", [_gpu("After the kill")])  # and takes writes again
