@@ -22,6 +22,7 @@ from core.errors import InputError
 from core.inventory import (
     COLUMNS,
     EXAMPLE_ROWS,
+    NUMBER_RULES,
     NUMERIC_COLUMNS,
     read_inventory,
     template_bytes,
@@ -38,11 +39,12 @@ from core.inventory.versions import (
     restore_version,
 )
 from core.models import TASK_CLASSES, Workload
-from core.store import Store
+from core.store import Store, inventories
 from core.store.seed import sample_workloads_path
 from core.textsafety import is_formula_like, neutralise, neutralise_series
 
 HEADER = list(COLUMNS)
+ALLOWED = {c: rule.allowed for c, rule in NUMBER_RULES.items()}  # bounds come from core.models.Workload
 
 
 def row(**over: object) -> dict[str, object]:
@@ -130,7 +132,7 @@ def test_xlsx_template_describes_every_column_on_a_second_sheet():
     described = [r[0] for r in wb["Columns"].iter_rows(min_row=2, max_row=1 + len(HEADER), values_only=True)]
     assert described == HEADER
     meanings = {r[0]: r[3] for r in wb["Columns"].iter_rows(min_row=2, max_row=1 + len(HEADER), values_only=True)}
-    assert "<= 24" in meanings["batch_window_hours"]
+    assert f"<= {NUMBER_RULES['batch_window_hours'].le:g}" in meanings["batch_window_hours"]
 
 
 def test_csv_and_xlsx_templates_give_the_same_frame_and_checksum():
@@ -169,7 +171,7 @@ def test_duplicate_workload_id_names_the_row_that_used_it_first():
 def test_negative_number_is_out_of_range():
     report = read_inventory(csv_bytes([row(), row(workload_id="b", requests_per_day="-5")]), "x.csv")
     assert errors_of(report) == [
-        (3, "requests_per_day", "-5", "out of range; allowed: a number >= 0 (requests per day)")
+        (3, "requests_per_day", "-5", f"out of range; allowed: {ALLOWED['requests_per_day']}")
     ]
 
 
@@ -177,8 +179,8 @@ def test_non_numeric_number_is_reported_with_the_text_as_typed():
     report = read_inventory(csv_bytes([row(input_tokens="about 2k"), row(workload_id="b", output_tokens="0")]),
                             "x.csv")
     assert errors_of(report) == [
-        (2, "input_tokens", "about 2k", "not a number; allowed: a number >= 0 (mean input tokens per request)"),
-        (3, "output_tokens", "0", "out of range; allowed: a number >= 1 (mean output tokens per request)"),
+        (2, "input_tokens", "about 2k", f"not a number; allowed: {ALLOWED['input_tokens']}"),
+        (3, "output_tokens", "0", f"out of range; allowed: {ALLOWED['output_tokens']}"),
     ]
 
 
@@ -186,7 +188,11 @@ def test_non_numeric_number_is_reported_with_the_text_as_typed():
 def test_numbers_that_are_not_usable_figures_are_rejected(text):
     report = read_inventory(csv_bytes([row(requests_per_day=text)]), "x.csv")
     assert [(r[0], r[1], r[2]) for r in errors_of(report)] == [(2, "requests_per_day", text)]
-    assert report.errors.loc[0, "problem"].startswith("not a number")
+    problem = report.errors.loc[0, "problem"]
+    if text.endswith("%"):
+        assert problem.startswith("a percentage is allowed only for shares")
+    else:
+        assert problem.startswith("not a number")
 
 
 def test_both_latency_and_window_is_an_error():
@@ -203,10 +209,11 @@ def test_neither_latency_nor_window_is_an_error():
     assert report.errors.loc[0, "problem"].startswith("neither given; allowed: exactly one of latency_slo_ms")
 
 
-def test_window_must_be_within_a_day():
-    report = read_inventory(csv_bytes([row(latency_slo_ms="", batch_window_hours="25")]), "x.csv")
+def test_window_must_be_within_its_bound():
+    too_long = f"{NUMBER_RULES['batch_window_hours'].le + 1:g}"
+    report = read_inventory(csv_bytes([row(latency_slo_ms="", batch_window_hours=too_long)]), "x.csv")
     assert errors_of(report) == [
-        (2, "batch_window_hours", "25", "out of range; allowed: a number > 0 and <= 24 (hours)")
+        (2, "batch_window_hours", too_long, f"out of range; allowed: {ALLOWED['batch_window_hours']}")
     ]
 
 
@@ -361,7 +368,7 @@ def test_blank_rows_are_skipped_and_later_rows_keep_their_file_numbers():
     body += ",,,,\r\n\r\n"
     report = read_inventory(body.encode(), "x.csv")
     # rows: 1 header, 2 a, 3 empty, 4 ",,", 5 empty, 6 "  ", 7 b, 8 ",,,,", 9 empty
-    assert errors_of(report) == [(7, "requests_per_day", "x", "not a number; allowed: a number >= 0 (requests per day)")]
+    assert errors_of(report) == [(7, "requests_per_day", "x", f"not a number; allowed: {ALLOWED['requests_per_day']}")]
     assert "skipped 6 blank row(s): 3, 4, 5, 6, 8, 9" in report.warnings
     ok = read_inventory(body.replace(",x,", ",7,").encode(), "x.csv")
     assert ok.ok and ok.frame.index.tolist() == [2, 7]
@@ -385,13 +392,15 @@ def test_quoted_line_breaks_keep_spreadsheet_row_numbers():
 
 def test_fast_and_careful_csv_readers_agree():
     """DuckDB's reader (fast path) and Python's csv module (fallback) see the same cells on the same rows."""
-    from core.inventory import reader as inventory
+    from core.inventory import files
 
     rows = [row(workload_id="a", notes='say "hi"\r\nthen, go'), row(workload_id="b", name=" padded ")]
     body = csv_bytes(rows) + b"\r\n" + b"c,short\r\n" + b"\r\n"
     header = HEADER
-    fast = inventory._read_csv_duckdb(body, None, header, ",", 0)
-    careful = inventory._read_csv_python(body, header, ",", 0)
+    n_records, empty = files._record_layout(body)
+    assert n_records == 6 and empty.tolist() == [False, False, False, True, False, True]
+    fast = files._read_csv_duckdb(body, None, header, ",", 0, 1, n_records, empty)
+    careful = files._read_csv_python(body, header, ",", 1)
     assert fast is not None
     assert fast.rows.tolist() == [2, 3, 5] and careful.rows.tolist() == [2, 3, 4, 5, 6]
     assert fast.blank_rows.tolist() == [4, 6]
@@ -453,15 +462,17 @@ def test_xlsx_named_sheet_typed_numbers_text_numbers_and_blank_rows():
     good = [HEADER,
             ["a", "Alpha", None, 1000, None, 1500.5, 300, 2000, None, "owned_only", "chat", 0.85, None, None],
             [None] * len(HEADER),
-            ["b", "Beta", "T", "1,000", "2", "0,5", 1, None, 8, "external_ok", "extraction", None, None, 12345]]
+            ["b", "Beta", "T", "1.000", "2", "0,5", 1, None, 8, "external_ok", "extraction", None, None, 12345]]
     data = _xlsx({"Readme": [["nothing here"]], "Inventory": good})
     report = read_inventory(data, "book.xlsx", sheet="inventory")
     assert report.ok, report.error_lines()
     f = report.frame
     assert f.index.tolist() == [2, 4]
     assert f.loc[2, "input_tokens"] == 1500.5 and f.loc[4, "input_tokens"] == 0.5
+    # The sheet's own text "0,5" says ',' is its decimal separator, so the text "1.000" is a thousand.
     assert f.loc[4, "requests_per_day"] == 1000.0 and f.loc[4, "notes"] == "12345"
-    assert report.dialect == "XLSX, sheet 'Inventory'"
+    assert report.dialect.startswith("XLSX, sheet 'Inventory', decimal separator ','")
+    assert report.sheet == "Inventory" and report.sheets == ("Inventory",)
     assert "skipped 1 blank row(s): 3" in report.warnings
 
 
@@ -500,9 +511,7 @@ def test_validate_frame_reports_the_editor_rows():
 @pytest.mark.parametrize(
     ("text", "delimiter", "value"),
     [
-        ("1,000", ",", 1000.0),
-        ("1,000", ";", 1.0),  # decimal comma file: one group of three is a decimal
-        ("1.000", ";", 1000.0),
+        ("1,000", ",", 1000.0),  # comma-separated: '.' is the decimal separator, ',' groups thousands
         ("1.000", ",", 1.0),
         ("1.234.567", ",", 1234567.0),
         ("1,234,567", ";", 1234567.0),
@@ -531,12 +540,13 @@ def test_decimal_comma_shortcut_gives_what_the_rules_give(cells):
     """The quick path for "0,85"-style cells must agree with the full rule cascade, cell for cell."""
     import pyarrow as pa
 
-    from core.inventory import reader as inventory
+    from core.inventory import numbers
 
     arr = pa.array(cells, pa.string())
-    quick_values, quick_ok = inventory._parse_careful(arr, ",")
-    rule_values, rule_ok = inventory._parse_rules(arr, ",")
+    quick_values, quick_ok, quick_amb = numbers.parse_careful(arr, ",")
+    rule_values, rule_ok, rule_amb = numbers.parse_rules(arr, ",")
     assert quick_ok.tolist() == rule_ok.tolist()
+    assert not quick_amb.any() and not rule_amb.any()  # the decimal separator is settled: nothing is ambiguous
     np.testing.assert_array_equal(quick_values, rule_values)
 
 
@@ -592,7 +602,7 @@ cell_chars = st.characters(codec="utf-8", exclude_categories=["Cs"], exclude_cha
 valid_rows = st.fixed_dictionaries({
     "name": st.text(cell_chars, min_size=1, max_size=12).filter(str.strip),
     "requests_per_day": st.floats(0, 1e9, allow_nan=False),
-    "peak_factor": st.floats(1, 50, allow_nan=False),
+    "peak_factor": st.floats(1, 24, allow_nan=False),
     "input_tokens": st.integers(0, 200_000).map(float),
     "output_tokens": st.floats(1, 1e5, allow_nan=False),
     "slo": st.one_of(st.none(), st.floats(0.5, 1e6, allow_nan=False)),
@@ -722,13 +732,13 @@ def test_failure_mid_commit_leaves_the_store_exactly_as_it_was(store, monkeypatc
     base = read_inventory(sample_workloads_path()).frame
     commit_inventory(store, base, file_name="v1.csv")
     before = snapshot(store)
-    real_insert = inventory_store._insert_workloads
+    real_insert = inventories.insert_workloads
 
     def half_then_fail(cur, version, table, rows):
         real_insert(cur, version, table.slice(0, 3), rows[:3])  # the version row and 3 workloads are in
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(inventory_store, "_insert_workloads", half_then_fail)
+    monkeypatch.setattr(inventories, "insert_workloads", half_then_fail)
     changed = base.copy()
     changed["requests_per_day"] = 1.0
     with pytest.raises(RuntimeError, match="disk full"):

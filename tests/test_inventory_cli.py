@@ -9,6 +9,7 @@ import openpyxl
 import pytest
 
 from core.cli import main
+from core.inventory import NUMBER_RULES
 from core.inventory.versions import list_versions, load_version
 from core.store import Store
 
@@ -110,7 +111,7 @@ def test_invalid_file_exits_2_with_every_error_and_commits_nothing(tmp_path, db,
     assert code == 2
     assert err.splitlines() == [
         "bad.csv: 3 error(s); nothing was committed. Fix these and import again:",
-        "  row 2, column 'requests_per_day': '-3': out of range; allowed: a number >= 0 (requests per day)",
+        f"  row 2, column 'requests_per_day': '-3': out of range; allowed: {NUMBER_RULES['requests_per_day'].allowed}",
         "  row 5, column 'task_class': 'poetry': unknown value; allowed: extraction, code_completion, chat, "
         "agentic_step, reasoning",
         "  row 6, column 'workload_id': 'invoice-extract': duplicate workload_id (first used in row 2); "
@@ -147,8 +148,10 @@ def test_sheet_option_reads_a_named_sheet(tmp_path, db, capsys):
     wb.move_sheet("Workloads", offset=1)  # the data sheet is no longer first
     wb["Workloads"].title = "Q3 inventory"
     wb.save(template)
-    code, _, err = run(capsys, "--db", db, "workloads", "import", str(template))
-    assert code == 2 and "required column is missing" in err
+    # Without --sheet the sheet whose header names the columns is found (issue 14), and the output says so.
+    code, out, err = run(capsys, "--db", db, "workloads", "import", str(template), "--dry-run")
+    assert (code, err) == (0, "")
+    assert "warning: read sheet 'Q3 inventory': its header names the inventory columns" in out
     code, out, _ = run(capsys, "--db", db, "workloads", "import", str(template), "--sheet", "q3 inventory")
     assert code == 0 and out.splitlines()[-1] == "committed version 1: 5 workloads from t.xlsx"
     code, _, err = run(capsys, "--db", db, "workloads", "import", str(template), "--sheet", "Nope")

@@ -21,7 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     i = ws.add_parser("import", help="validate a CSV/XLSX inventory and commit it as a new version")
     i.add_argument("file", help="the inventory file (.csv or .xlsx)")
-    i.add_argument("--sheet", help="XLSX sheet to read (default: the first)")
+    i.add_argument("--sheet", help="XLSX sheet to read (default: the sheet whose header names the inventory columns)")
+    i.add_argument("--decimal", choices=[",", "."], default=None,
+                   help="decimal separator, for a file where a number such as 40.000 could be read two ways "
+                        "(default: what the file's own cells show; asked for when they show nothing)")
     i.add_argument("--dry-run", action="store_true", help="validate only; commit nothing")
     i.add_argument("--by", default=None, help="who is committing (default: your login name)")
     i.add_argument("--comment", default="", help="a note stored with the version")
@@ -69,16 +72,18 @@ def cmd_import(args: argparse.Namespace) -> int:
     from core.inventory.versions import commit_inventory
 
     path = Path(args.file)
-    report = read_inventory(path, sheet=args.sheet)
+    report = read_inventory(path, sheet=args.sheet, decimal=args.decimal)
     print(f"{path.name}: {report.dialect}")
     for w in report.warnings:
         print(f"warning: {w}")
     if not report.ok:
-        lines = report.error_lines()
-        print(f"{path.name}: {len(lines)} error(s); nothing was committed. Fix these and import again:",
+        print(f"{path.name}: {report.error_count} error(s); nothing was committed. Fix these and import again:",
               file=sys.stderr)
-        for line in lines:
+        for line in report.error_lines():
             print(f"  {line}", file=sys.stderr)
+        if report.needs_decimal:
+            print(f"  (run again with --decimal , or --decimal . to say how {path.name} writes decimals)",
+                  file=sys.stderr)
         return 2
     n = len(report.frame)
     if args.dry_run:

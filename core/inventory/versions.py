@@ -8,18 +8,18 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from core.errors import InputError
-from core.inventory.reader import COLUMNS, frame_from_arrow, read_inventory
-from core.store import Store
+from core.inventory.columns import COLUMNS
+from core.inventory.files import read_inventory
+from core.inventory.report import frame_from_arrow
+from core.store import Store, inventories
+from core.store.inventories import Cursor
 from core.store.seed import sample_workloads_path
-
-_COLLIST = ", ".join(COLUMNS)  # our own column names, never user text
 
 
 @dataclass(frozen=True)
@@ -79,37 +79,6 @@ def _row_numbers(frame: pd.DataFrame) -> np.ndarray:
     return np.arange(1, len(frame) + 1, dtype=np.int64)
 
 
-def _one(cur: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> tuple | None:
-    """First row or None; fetchall, so the cursor holds no unfinished result."""
-    rows = cur.execute(sql, params or []).fetchall()
-    return rows[0] if rows else None
-
-
-def _latest(cur: duckdb.DuckDBPyConnection) -> tuple[int, str] | None:
-    return _one(cur, "SELECT version, checksum FROM inventory_versions ORDER BY version DESC LIMIT 1")
-
-
-def _insert_version(cur: duckdb.DuckDBPyConnection, version: int, *, created_by: str, file_name: str,
-                    row_count: int, digest: str, comment: str, restored_from: int | None = None) -> None:
-    cur.execute(
-        "INSERT INTO inventory_versions (version, created_by, file_name, row_count, checksum, comment, restored_from) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [version, created_by, file_name, row_count, digest, comment, restored_from],
-    )
-
-
-def _insert_workloads(cur: duckdb.DuckDBPyConnection, version: int, table: pa.Table, rows: np.ndarray) -> None:
-    """All rows of one version in one statement, from a registered Arrow table (values never become SQL text)."""
-    data = table.add_column(0, "row_number", pa.array(rows, pa.int64()))
-    data = data.add_column(0, "version", pa.array(np.full(len(rows), version, dtype=np.int32)))
-    cur.register("_inventory_rows", data)
-    try:
-        cur.execute(f"INSERT INTO workloads (version, row_number, {_COLLIST}) "
-                    f"SELECT version, row_number, {_COLLIST} FROM _inventory_rows")
-    finally:
-        cur.unregister("_inventory_rows")
-
-
 def commit_inventory(store: Store, frame: pd.DataFrame, *, file_name: str, created_by: str = "",
                      comment: str = "") -> CommitResult:
     """Add the validated frame as a new version, in one transaction; identical to the latest -> nothing.
@@ -122,14 +91,14 @@ def commit_inventory(store: Store, frame: pd.DataFrame, *, file_name: str, creat
     digest = checksum(frame)
     rows = _row_numbers(frame)
 
-    def work(cur: duckdb.DuckDBPyConnection) -> CommitResult:
-        latest = _latest(cur)
+    def work(cur: Cursor) -> CommitResult:
+        latest = inventories.latest(cur)
         if latest is not None and latest[1] == digest:
             return CommitResult(latest[0], False, f"identical to the latest version {latest[0]}; nothing committed")
         version = (latest[0] if latest else 0) + 1
-        _insert_version(cur, version, created_by=created_by, file_name=file_name, row_count=table.num_rows,
-                        digest=digest, comment=comment)
-        _insert_workloads(cur, version, table, rows)
+        inventories.insert_version(cur, version, created_by=created_by, file_name=file_name,
+                                   row_count=table.num_rows, digest=digest, comment=comment)
+        inventories.insert_workloads(cur, version, table, rows)
         return CommitResult(version, True, f"committed version {version}: {table.num_rows} workloads from {file_name}")
 
     return store.write(work)
@@ -137,17 +106,15 @@ def commit_inventory(store: Store, frame: pd.DataFrame, *, file_name: str, creat
 
 def list_versions(store: Store) -> pd.DataFrame:
     """Every version, oldest first, with who/when/file/row count/checksum and which one is the latest."""
-    df = store.frame(
-        "SELECT version, created_at, created_by, file_name, row_count, checksum, comment, restored_from "
-        "FROM inventory_versions ORDER BY version"
-    )
+    with store.cursor() as cur:
+        df = inventories.list_versions(cur)
     df["is_latest"] = df["version"] == df["version"].max() if len(df) else pd.Series([], dtype=bool)
     return df
 
 
-def _check_version(cur: duckdb.DuckDBPyConnection, version: int) -> None:
-    if _one(cur, "SELECT 1 FROM inventory_versions WHERE version = ?", [int(version)]) is None:
-        have = [r[0] for r in cur.execute("SELECT version FROM inventory_versions ORDER BY version").fetchall()]
+def _check_version(cur: Cursor, version: int) -> None:
+    if inventories.version_info(cur, version) is None:
+        have = inventories.version_numbers(cur)
         known = f"versions: {', '.join(map(str, have))}" if have else "the store has no inventory version yet"
         raise InputError(f"no inventory version {version}; {known}")
 
@@ -156,23 +123,20 @@ def load_version(store: Store, version: int | None = None) -> pd.DataFrame:
     """The workloads of one version (None = latest), as read_inventory returns them (index = file row)."""
     with store.cursor() as cur:
         if version is None:
-            latest = _latest(cur)
+            latest = inventories.latest(cur)
             if latest is None:
                 raise InputError("the store has no inventory version yet; import one with "
                                  "'hangover workloads import FILE'")
             version = latest[0]
         _check_version(cur, version)
-        table = cur.sql(
-            f"SELECT row_number, {_COLLIST} FROM workloads WHERE version = $v ORDER BY row_number",
-            params={"v": int(version)},
-        ).to_arrow_table()
+        table = inventories.load_workloads(cur, version, COLUMNS)
     return frame_from_arrow(table, table.column("row_number").to_numpy())
 
 
 def latest_inventory(store: Store) -> tuple[int | None, pd.DataFrame]:
     """(latest version, its workloads), or (None, the bundled sample) when nothing was committed yet."""
     with store.cursor() as cur:
-        latest = _latest(cur)
+        latest = inventories.latest(cur)
     if latest is not None:
         return latest[0], load_version(store, latest[0])
     report = read_inventory(sample_workloads_path())
@@ -183,49 +147,27 @@ def latest_inventory(store: Store) -> tuple[int | None, pd.DataFrame]:
 
 def diff_versions(store: Store, a: int, b: int) -> pd.DataFrame:
     """Workloads added, removed or changed from version a to version b; `fields` names the changed columns."""
-    changed = " OR ".join(f"va.{c} IS DISTINCT FROM vb.{c}" for c in COLUMNS[1:])
-    fields = ", ".join(f"CASE WHEN va.{c} IS DISTINCT FROM vb.{c} THEN '{c}' END" for c in COLUMNS[1:])
     with store.cursor() as cur:
         _check_version(cur, a)
         _check_version(cur, b)
-        df = cur.sql(
-            f"""
-            WITH va AS (SELECT * FROM workloads WHERE version = $a),
-                 vb AS (SELECT * FROM workloads WHERE version = $b)
-            SELECT coalesce(va.workload_id, vb.workload_id) AS workload_id,
-                   CASE WHEN va.workload_id IS NULL THEN 'added'
-                        WHEN vb.workload_id IS NULL THEN 'removed'
-                        ELSE 'changed' END AS change,
-                   CASE WHEN va.workload_id IS NULL OR vb.workload_id IS NULL THEN ''
-                        ELSE concat_ws(', ', {fields}) END AS fields
-            FROM va FULL OUTER JOIN vb ON va.workload_id = vb.workload_id
-            WHERE va.workload_id IS NULL OR vb.workload_id IS NULL OR {changed}
-            ORDER BY workload_id
-            """,
-            params={"a": int(a), "b": int(b)},
-        ).df()
+        df = inventories.diff(cur, a, b, COLUMNS)
     return df.astype({"workload_id": object, "change": object, "fields": object})
 
 
 def restore_version(store: Store, n: int, created_by: str = "") -> CommitResult:
     """Make version n current again by adding it as a new version (nothing is overwritten)."""
 
-    def work(cur: duckdb.DuckDBPyConnection) -> CommitResult:
+    def work(cur: Cursor) -> CommitResult:
         _check_version(cur, n)
-        digest, row_count, file_name = _one(
-            cur, "SELECT checksum, row_count, file_name FROM inventory_versions WHERE version = ?", [int(n)])
-        latest = _latest(cur)
+        digest, row_count, file_name = inventories.version_info(cur, n)
+        latest = inventories.latest(cur)
         if latest[1] == digest:
             return CommitResult(latest[0], False, f"version {n} has the same workloads as the latest version "
                                                   f"{latest[0]}; nothing restored")
         version = latest[0] + 1
-        _insert_version(cur, version, created_by=created_by, file_name=file_name, row_count=row_count,
-                        digest=digest, comment=f"restore of version {n}", restored_from=int(n))
-        cur.execute(
-            f"INSERT INTO workloads (version, row_number, {_COLLIST}) "
-            f"SELECT ?, row_number, {_COLLIST} FROM workloads WHERE version = ?",
-            [version, int(n)],
-        )
+        inventories.insert_version(cur, version, created_by=created_by, file_name=file_name, row_count=row_count,
+                                   digest=digest, comment=f"restore of version {n}", restored_from=int(n))
+        inventories.copy_workloads(cur, n, version, COLUMNS)
         return CommitResult(version, True, f"restored version {n} as version {version} ({row_count} workloads)")
 
     return store.write(work)

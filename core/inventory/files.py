@@ -1,0 +1,517 @@
+"""Reading inventory files: decoding and sniffing CSV text, finding the sheet and header in a workbook, never a silent loss.
+
+Every file is read whole or refused with one message naming what and where:
+an encoding that changes mid-file, a quote left open at the end, a row count
+the fast reader and the careful count disagree on, a cell longer than Excel
+allows, more rows than MAX_ROWS, a workbook whose stored size hides rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from core.inventory.columns import (
+    HEADER_SCAN_ROWS,
+    MAX_CELL_CHARS,
+    MAX_ROWS,
+    MIN_HEADER_MATCHES,
+    echo,
+    known_count,
+)
+from core.inventory.raw import FileProblem, Raw
+from core.inventory.report import InventoryReport, some, unreadable
+from core.inventory.validate import cell_text, validate
+
+_XLSX_MAGIC = b"PK\x03\x04"
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+_DELIMITERS = ",;\t|"
+_DELIMITER_NAMES = {",": "','", ";": "';'", "\t": "tab", "|": "'|'"}
+_COMMA_RULE = "comma-separated: Excel writes ',' between cells only where '.' is the decimal separator"
+DECIMALS = (",", ".")
+
+
+def read_inventory(source: str | Path | bytes, file_name: str | None = None, sheet: str | None = None,
+                   decimal: str | None = None) -> InventoryReport:
+    """Read a CSV or XLSX inventory and validate it; never raises for bad content (see `errors`).
+
+    `sheet` picks a workbook sheet (default: the sheet whose header matches the
+    inventory columns). `decimal` ("," or ".") settles numbers such as 40.000
+    that the file itself leaves ambiguous (see core.inventory.numbers).
+    """
+    if decimal is not None and decimal not in DECIMALS:
+        return unreadable(f"the decimal separator must be ',' or '.', not {echo(decimal, 10)!r}")
+    path: Path | None = None
+    try:
+        if isinstance(source, bytes | bytearray | memoryview):
+            data = bytes(source)
+        elif hasattr(source, "read"):  # an open file or Streamlit's UploadedFile
+            data = source.read()
+            file_name = file_name or getattr(source, "name", None)
+        else:
+            path = Path(source)
+            file_name = file_name or path.name
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                raise FileProblem(f"no such file: {path}") from None
+            except IsADirectoryError:
+                raise FileProblem(f"{path} is a folder, not a file") from None
+            except PermissionError:
+                raise FileProblem(f"cannot read {path}: permission denied") from None
+        raw = _read_bytes(data, file_name or "", sheet, path, decimal)
+    except FileProblem as exc:
+        return unreadable(str(exc))
+    return validate(raw)
+
+
+def _read_bytes(data: bytes, file_name: str, sheet: str | None, path: Path | None, decimal: str | None) -> Raw:
+    suffix = Path(file_name).suffix.lower()
+    if not data:
+        raise FileProblem("the file is empty (0 bytes); download the template, fill it in and upload it again")
+    if data.startswith(_XLSX_MAGIC):
+        raw = _read_xlsx(data, sheet, decimal)
+        if suffix not in (".xlsx", ".xlsm", ""):
+            raw.warnings.append(f"{echo(file_name)} is an Excel workbook despite its name; read it as .xlsx")
+        return raw
+    if data.startswith(_OLE_MAGIC):
+        raise FileProblem("this is an old Excel 97-2003 (.xls) or other Office binary file; "
+                          "save it as .xlsx or as 'CSV UTF-8' and upload that")
+    if suffix in (".xlsx", ".xlsm"):
+        raise FileProblem(f"{echo(file_name)} is named .xlsx but is not an Excel workbook; save it again from Excel")
+    if sheet is not None:
+        raise FileProblem(f"a sheet name ({echo(sheet)!r}) applies to .xlsx workbooks only; this file is CSV text")
+    return _read_csv(data, path, decimal)
+
+
+# -- XLSX ---------------------------------------------------------------------------------
+
+
+def _header_in(rows: list[tuple]) -> tuple[int, int]:
+    """(index of the row naming most inventory columns among the first rows, how many it names)."""
+    best, score = 0, -1
+    for k, r in enumerate(rows):
+        n = known_count(cell_text(v) for v in r)
+        if n > score:
+            best, score = k, n
+    return best, max(score, 0)
+
+
+def _read_xlsx(data: bytes, sheet: str | None, decimal: str | None) -> Raw:
+    import itertools
+
+    import openpyxl  # imported here: only workbooks need it
+
+    try:
+        wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    except Exception as exc:  # openpyxl raises many kinds for a damaged zip
+        raise FileProblem(f"cannot open the workbook ({type(exc).__name__}: {echo(exc)}); "
+                          "save it again as .xlsx") from None
+    try:
+        sheets = wb.worksheets
+        names = [ws.title for ws in sheets]
+        if not sheets:
+            raise FileProblem("the workbook has no worksheet")
+        if sheet is not None:
+            match = ([ws for ws in sheets if ws.title == sheet]
+                     or [ws for ws in sheets if ws.title.strip().lower() == sheet.strip().lower()])
+            if not match:
+                raise FileProblem(f"no sheet named {echo(sheet)!r}; the workbook has: "
+                                  f"{', '.join(echo(n, 40) for n in names[:30])}")
+        # Find the inventory: in each sheet, the row among the first ones that names most columns.
+        stated: dict[str, tuple[int | None, int | None]] = {}
+        scores: list[tuple[int, int, int]] = []  # (score, -position, header index)
+        for pos, ws in enumerate(sheets):
+            stated[ws.title] = (ws._max_row, ws._max_column)  # the <dimension> the file claims
+            ws.reset_dimensions()  # read every row and column there is, whatever the file claims
+            head = list(itertools.islice(ws.iter_rows(values_only=True), HEADER_SCAN_ROWS))
+            k, n = _header_in(head)
+            scores.append((n, -pos, k))
+        matching = [sheets[-s[1]].title for s in sorted(scores, reverse=True) if s[0] >= MIN_HEADER_MATCHES]
+        warnings: list[str] = []
+        if sheet is not None:
+            ws = match[0]
+        elif matching:
+            ws = next(w for w in sheets if w.title == matching[0])
+            if len(matching) > 1:
+                others = ", ".join(repr(echo(m, 40)) for m in matching[1:6])
+                warnings.append(f"several sheets hold an inventory header; read {echo(ws.title, 40)!r} (the closest "
+                                f"match), not {others}; choose another with --sheet NAME (the sheet choice in "
+                                "the dashboard)")
+            elif ws is not sheets[0]:
+                warnings.append(f"read sheet {echo(ws.title, 40)!r}: its header names the inventory columns "
+                                f"(the first sheet, {echo(sheets[0].title, 40)!r}, does not)")
+        else:
+            ws = sheets[0]
+        position = names.index(ws.title)
+        header_index = scores[position][2] if scores[position][0] >= MIN_HEADER_MATCHES else None
+        records: list[tuple] = []
+        limit = MAX_ROWS + HEADER_SCAN_ROWS + 1
+        for r in ws.iter_rows(values_only=True):
+            records.append(r)
+            if len(records) > limit:
+                raise FileProblem(f"sheet {echo(ws.title, 40)!r} has more than {MAX_ROWS:,} rows; one inventory "
+                                  f"may hold at most {MAX_ROWS:,} workloads: split it or remove unused rows")
+    finally:
+        wb.close()
+    # Trailing rows with nothing in them are not part of the sheet (Excel keeps formatted empty rows).
+    while records and not any(v is not None and str(v).strip() for v in records[-1]):
+        records.pop()
+    if header_index is None:
+        header_index = next((k for k, r in enumerate(records) if any(v is not None and str(v).strip() for v in r)),
+                            None)
+        if header_index is None:
+            raise FileProblem(f"sheet {echo(ws.title, 40)!r} is empty; its first row must name the columns")
+    real_rows = len(records)
+    real_cols = max((len(r) for r in records), default=0)
+    max_row, max_col = stated[ws.title]
+    if max_row is not None and (real_rows > max_row or real_cols > (max_col or 0)):
+        warnings.append(f"sheet {echo(ws.title, 40)!r} says it ends at row {max_row:,}, column {max_col or 0} (its "
+                        f"stored dimension), but holds values up to row {real_rows:,}, column {real_cols}; "
+                        "every row was read")
+    header_row = header_index + 1
+    if header_row > 1:
+        warnings.append(f"header found on row {header_row}; the {header_row - 1} row(s) above it (titles or blank) "
+                        "were skipped")
+    header = [cell_text(v) or "" for v in records[header_index]]
+    width = len(header)
+    body = records[header_index + 1:]
+    cols: list[pa.Array] = []
+    exact: list[np.ndarray | None] = []
+    for i in range(width):
+        cells = [r[i] if i < len(r) else None for r in body]
+        exact.append(np.fromiter((isinstance(v, int | float) and not isinstance(v, bool) for v in cells),
+                                 dtype=bool, count=len(cells)))
+        cols.append(pa.array([cell_text(v) for v in cells], pa.string()))
+    over = [k + header_row + 1 for k, r in enumerate(body)
+            if len(r) > width and any(v is not None for v in r[width:])]
+    where = f"XLSX, sheet {echo(ws.title, 40)!r}" + (f", header on row {header_row}" if header_row > 1 else "")
+    raw = Raw(header=header, columns=cols, rows=np.arange(header_row + 1, header_row + 1 + len(body), dtype=np.int64),
+              header_row=header_row, decimal=decimal, decimal_reason="your choice" if decimal else "",
+              dialect=where, kind="xlsx", exact=exact, sheet=ws.title, sheets=tuple(matching),
+              warnings=warnings)
+    if over:
+        raw.warnings.append(f"values right of the last named column were ignored in row(s) {some(np.array(over))}")
+    return raw
+
+
+# -- text: encodings ------------------------------------------------------------------------
+
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "utf-32-le", "UTF-32"), (b"\x00\x00\xfe\xff", "utf-32-be", "UTF-32"),
+              (b"\xff\xfe", "utf-16-le", "UTF-16"), (b"\xfe\xff", "utf-16-be", "UTF-16"))
+# Control bytes (tab, LF and CR aside); Windows-1252 and UTF-8 agree on all of them. A cell may hold a
+# few (Excel's CHAR(27) is kept as typed), but a file made of them is not text.
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL_SHARE = 0.05
+# A well-formed UTF-8 sequence of two or more bytes: Windows-1252 text almost never contains one.
+_UTF8_MULTI = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf]{2}"
+                         rb"|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}"
+                         rb"|\xf4[\x80-\x8f][\x80-\xbf]{2}")
+
+
+def _line_of(data: bytes, pos: int) -> int:
+    """1-based line of a byte position (CR-only files count CRs)."""
+    head = data[:pos]
+    return (head.count(b"\n") if b"\n" in data else head.count(b"\r")) + 1
+
+
+def _wide_without_bom(data: bytes) -> tuple[str, str] | None:
+    """UTF-16/UTF-32 text without a BOM, told by where the zero bytes of ASCII characters fall."""
+    sample = np.frombuffer(data[: 4096 - 4096 % 4], dtype=np.uint8)
+    if len(sample) < 4:
+        return None
+    zero = sample == 0
+
+    def share(offset: int, step: int) -> float:
+        return float(zero[offset::step].mean())
+
+    if share(1, 4) > 0.9 and share(2, 4) > 0.9 and share(3, 4) > 0.9 and share(0, 4) < 0.5:
+        return "utf-32-le", "UTF-32"
+    if share(0, 4) > 0.9 and share(1, 4) > 0.9 and share(2, 4) > 0.9 and share(3, 4) < 0.5:
+        return "utf-32-be", "UTF-32"
+    if share(1, 2) > 0.7 and share(0, 2) < 0.3:
+        return "utf-16-le", "UTF-16"
+    if share(0, 2) > 0.7 and share(1, 2) < 0.3:
+        return "utf-16-be", "UTF-16"
+    return None
+
+
+_BINARY = ("this is not a CSV text file ({why}; it looks binary); export the sheet as 'CSV UTF-8' "
+           "or upload the .xlsx workbook")
+
+
+def _not_binary(data: bytes) -> None:
+    """Refuse text whose first 4 KB are more than 5 % control bytes (random or binary data)."""
+    sample = data[:4096]
+    found = _CONTROL.findall(sample)
+    if len(found) > _CONTROL_SHARE * len(sample):
+        first = _CONTROL.search(sample)
+        raise FileProblem(_BINARY.format(why=f"{len(found)} of its first {len(sample):,} bytes are control bytes, "
+                                             f"the first on line {_line_of(data, first.start())}"))
+
+
+def decode(data: bytes) -> tuple[str, bytes]:
+    """(encoding label, UTF-8 bytes without BOM), or a FileProblem naming the line that cannot be read."""
+    wide = next(((enc, label, len(bom)) for bom, enc, label in _WIDE_BOMS if data.startswith(bom)), None)
+    if wide is None and b"\x00" in data:
+        guess = _wide_without_bom(data)
+        if guess is None:
+            raise FileProblem(_BINARY.format(why="it contains NUL bytes"))
+        wide = (*guess, 0)
+    if wide is not None:
+        enc, label, skip = wide
+        body = data[skip:]
+        unit = 4 if label == "UTF-32" else 2
+        if len(body) % unit:
+            raise FileProblem(f"the file is {label} text but its length ({len(data):,} bytes) is not a multiple of "
+                              f"{unit}: it is cut off or damaged; save it again (as 'CSV UTF-8' if you can)")
+        try:
+            text = body.decode(enc)
+        except UnicodeDecodeError as exc:
+            line = body[: exc.start - exc.start % unit].decode(enc, errors="replace").count("\n") + 1
+            raise FileProblem(f"line {line} is not valid {label} text; the file is damaged: save it again "
+                              "as 'CSV UTF-8'") from None
+        if "\x00" in text:
+            raise FileProblem(_BINARY.format(why=f"it contains NUL characters after decoding it as {label}"))
+        out = text.encode("utf-8")
+        _not_binary(out)
+        return f"{label}{' with BOM' if skip else ''}", out
+    if data.endswith(b"\x1a"):  # a DOS end-of-file mark
+        data = data[:-1]
+    _not_binary(data)
+    if data.startswith(b"\xef\xbb\xbf"):
+        label, body = "UTF-8 with BOM", data[3:]
+    else:
+        label, body = "UTF-8", data
+    if body.isascii():
+        return label, body
+    try:
+        body.decode("utf-8")
+        return label, body
+    except UnicodeDecodeError as exc:
+        bad_line = _line_of(body, exc.start)
+        good = _UTF8_MULTI.search(body)
+    if label == "UTF-8 with BOM" or good is not None:
+        # Text pasted from two sources: decoding either way would turn part of it into mojibake.
+        where = (f"line {_line_of(body, good.start())} is UTF-8 but line {bad_line} is not"
+                 if good is not None else f"the file says it is UTF-8, but line {bad_line} is not")
+        raise FileProblem(f"mixed text encodings: {where} (Windows-1252?); save the whole file again as "
+                          "'CSV UTF-8'")
+    try:
+        text = body.decode("cp1252")
+    except UnicodeDecodeError as exc:
+        raise FileProblem(f"line {_line_of(body, exc.start)} is neither UTF-8 nor Windows-1252 text; "
+                          "save the file as 'CSV UTF-8'") from None
+    return "Windows-1252", text.encode("utf-8")
+
+
+# -- text: layout -----------------------------------------------------------------------------
+
+
+def _scan_header(head: str) -> tuple[str, int, int, int, list[str]]:
+    """(delimiter, header record index, physical lines before it, columns it names, the header) from the first records."""
+    lines = head.splitlines()[:HEADER_SCAN_ROWS]
+    try:
+        guess = csv.Sniffer().sniff("\n".join(lines), delimiters=_DELIMITERS).delimiter
+    except csv.Error:
+        guess = None
+    found = {}
+    for d in _DELIMITERS:
+        reader = csv.reader(io.StringIO(head, newline=""), delimiter=d)
+        best: tuple[int, int, int, list[str]] = (-1, 0, 0, [])  # (score, record index, lines before, record)
+        before = 0
+        try:
+            for k, rec in enumerate(reader):
+                if k >= HEADER_SCAN_ROWS:
+                    break
+                n = known_count(rec)
+                if n > best[0]:
+                    best = (n, k, before, rec)
+                before = reader.line_num
+        except csv.Error:
+            pass
+        found[d] = best
+    first = lines[0] if lines else ""
+    best_d = max(_DELIMITERS, key=lambda d: (found[d][0], d == guess, first.count(d)))
+    score, index, before, record = found[best_d]
+    if score >= MIN_HEADER_MATCHES:
+        return best_d, index, before, score, record
+    # No row names enough columns: the first row is the header, and the report says what is missing.
+    delimiter = best_d if guess is None or found[best_d][0] > found[guess][0] else guess
+    first_record = next(csv.reader(io.StringIO(head, newline=""), delimiter=delimiter), [])
+    return delimiter, 0, 0, max(score, 0), first_record
+
+
+def _record_layout(body: bytes) -> tuple[int, np.ndarray | None]:
+    """(number of records, mask of empty records or None when none is empty), counted without parsing.
+
+    With RFC 4180 quoting (a quote inside a field is doubled) a newline ends a
+    record exactly when an even number of quotes precede it. An odd number of
+    quotes in all means the file ends inside a quoted cell: refused, naming the
+    line where that record starts.
+    """
+    quotes_total = body.count(b'"')
+    if quotes_total == 0:
+        n = body.count(b"\n") + (0 if body.endswith(b"\n") else 1)
+        if not re.search(rb"\n\r?\n", body):
+            return n, None
+    buf = np.frombuffer(body, dtype=np.uint8)
+    newlines = np.flatnonzero(buf == 10)
+    quotes = np.flatnonzero(buf == 34) if quotes_total else np.array([], dtype=np.int64)
+    ends = newlines[np.searchsorted(quotes, newlines) % 2 == 0] if quotes_total else newlines
+    if quotes_total % 2:
+        start = int(ends[-1]) + 1 if len(ends) else 0
+        line = body.count(b"\n", 0, start) + 1
+        raise FileProblem(f"the file ends inside a quoted cell: the quote opened in the row starting on line {line} "
+                          "is never closed; close it (or remove the stray \") and save again")
+    if len(ends) == 0 or ends[-1] != len(buf) - 1:
+        ends = np.append(ends, len(buf))  # last record without a final newline
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    length = ends - starts
+    cr_only = (length == 1) & (buf[np.minimum(starts, len(buf) - 1)] == 13)
+    empty = (length == 0) | cr_only
+    return len(ends), (empty if empty.any() else None)
+
+
+def _read_csv(data: bytes, path: Path | None, decimal: str | None) -> Raw:
+    encoding, body = decode(data)
+    line_ends = ""
+    if b"\r" in body and b"\n" not in body:
+        # Excel for Mac's "CSV (Macintosh)": CR alone ends a line.
+        body = body.replace(b"\r", b"\n")
+        line_ends = ", line ends CR (Mac)"
+    head = body[:65536].decode("utf-8", errors="ignore")
+    if len(body) > 65536 and "\n" in head:
+        head = head[: head.rfind("\n") + 1]
+    sep_lines = 0
+    first_line = head.split("\n", 1)[0].strip()
+    if re.fullmatch(r"(?i)sep=.", first_line) and first_line[4] in _DELIMITERS:
+        # Excel's "sep=;" hint line: obey it, and count it as row 1.
+        sep_lines = 1
+        head = head.split("\n", 1)[1] if "\n" in head else ""
+    delimiter, header_index, lines_before, score, header = _scan_header(head)
+    if sep_lines and first_line[4] != delimiter:
+        # The hint wins over the guess: read the header again with the delimiter it names.
+        delimiter, header_index, lines_before, score = first_line[4], 0, 0, 0
+        header = next(csv.reader(io.StringIO(head, newline=""), delimiter=delimiter), [])
+    if score < MIN_HEADER_MATCHES and (not header or not any(h.strip() for h in header)):
+        raise FileProblem("the first row is empty; it must name the columns (download the template to see them)")
+    skip = sep_lines + lines_before
+    header_records = sep_lines + header_index + 1
+    # The careful count: every record, before anything is parsed (refuses an open quote, bounds the size).
+    n_records, empty = _record_layout(body)
+    if n_records - header_records > MAX_ROWS:
+        raise FileProblem(f"the file has {n_records - header_records:,} rows below the header; one inventory "
+                          f"may hold at most {MAX_ROWS:,} workloads: split it")
+    utf8_on_disk = encoding in ("UTF-8", "UTF-8 with BOM") and not line_ends
+    raw = _read_csv_duckdb(body, path if utf8_on_disk else None, header, delimiter, skip,
+                           header_records, n_records, empty)
+    if raw is None:
+        raw = _read_csv_python(body, header, delimiter, header_records)
+    raw.header_row = header_records
+    if decimal is not None:
+        raw.decimal, raw.decimal_reason = decimal, "your choice"
+    elif delimiter == ",":
+        raw.decimal, raw.decimal_reason = ".", _COMMA_RULE
+    else:
+        raw.decimal, raw.decimal_reason = None, ""
+    header_note = f", header on row {header_records}" if header_index else ""
+    raw.dialect = f"CSV, delimiter {_DELIMITER_NAMES[delimiter]}, encoding {encoding}{line_ends}{header_note}"
+    raw.kind = "csv"
+    raw.announce = encoding not in ("UTF-8", "UTF-8 with BOM") or delimiter != "," or bool(line_ends)
+    if header_index:
+        raw.warnings.append(f"header found on row {header_records}; the {header_index} row(s) above it "
+                            "(titles or blank) were skipped")
+    return raw
+
+
+def _read_csv_duckdb(body: bytes, path: Path | None, header: list[str], delimiter: str, skip: int,
+                     header_records: int, n_records: int, empty: np.ndarray | None) -> Raw | None:
+    """Fast path: DuckDB's parallel CSV reader, every cell as text; None when the careful path must decide.
+
+    Its row count is checked against the careful count of records: any
+    difference (a row it dropped or split) sends the file the careful way.
+    """
+    columns = {f"c{i}": "VARCHAR" for i in range(len(header))}
+    tmp = None
+    try:
+        if path is None:  # bytes from an upload, or text re-encoded to UTF-8
+            fd, tmp = tempfile.mkstemp(suffix=".csv", prefix="hangover-inventory-")
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(body)
+        target = str(path) if tmp is None else tmp
+        con = duckdb.connect()
+        try:
+            table = None
+            for parallel in (True, False):
+                try:
+                    table = con.sql(
+                        "SELECT * FROM read_csv($path, auto_detect=false, header=true, skip=$skip, delim=$delim, "
+                        "quote='\"', escape='\"', columns=$columns, null_padding=true, parallel=$parallel)",
+                        params={"path": target, "skip": skip, "delim": delimiter, "columns": columns,
+                                "parallel": parallel},
+                    ).to_arrow_table()
+                    break
+                except duckdb.Error as exc:
+                    # Quoted line breaks need the sequential reader; anything else goes the careful way.
+                    if not parallel or "parallel" not in str(exc):
+                        return None
+        finally:
+            con.close()
+    finally:
+        if tmp is not None:
+            os.unlink(tmp)
+    if table is None:
+        return None
+    numbers = np.arange(1, n_records + 1, dtype=np.int64)
+    if empty is None:
+        body_rows, blank_rows = numbers[header_records:], np.array([], dtype=np.int64)
+    else:
+        body_rows = numbers[header_records:][~empty[header_records:]]
+        blank_rows = numbers[header_records:][empty[header_records:]]
+    if len(body_rows) != table.num_rows:
+        return None  # the reader and the count disagree: let the careful path decide
+    return Raw(header=header, columns=[table.column(i).combine_chunks() for i in range(len(header))], rows=body_rows,
+               blank_rows=blank_rows)
+
+
+def _read_csv_python(body: bytes, header: list[str], delimiter: str, header_records: int) -> Raw:
+    """Careful path: Python's csv module, record by record; ragged rows become cell errors later."""
+    text = body.decode("utf-8")
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar='"', doublequote=True)
+    width = len(header)
+    cells: list[list[str | None]] = [[] for _ in range(width)]
+    rows: list[int] = []
+    long_rows: list[int] = []
+    line = 0
+    try:
+        for number, record in enumerate(reader, start=1):
+            line = reader.line_num
+            if number <= header_records:
+                continue
+            if len(record) > width and any(v.strip() for v in record[width:]):
+                long_rows.append(number)
+            rows.append(number)
+            for i in range(width):
+                cells[i].append(record[i] if i < len(record) and record[i] != "" else None)
+    except csv.Error as exc:
+        if "field larger than field limit" in str(exc):
+            raise FileProblem(f"the row starting on line {line + 1} holds a cell longer than "
+                              f"{csv.field_size_limit():,} characters; the limit is {MAX_CELL_CHARS:,} "
+                              "(Excel's own limit per cell)") from None
+        raise FileProblem(f"cannot read the CSV near line {reader.line_num}: {exc}") from None
+    if long_rows:
+        hint = (" (a number with a ',' thousands separator must be in quotes, or save with ';' between cells)"
+                if delimiter == "," else "")
+        raise FileProblem(f"row(s) {some(np.array(long_rows))} have more values than the header has columns "
+                          f"({width}); add the missing column names to the header or remove the extra values"
+                          + hint)
+    return Raw(header=header, columns=[pa.array(c, pa.string()) for c in cells], rows=np.array(rows, dtype=np.int64))
