@@ -37,6 +37,7 @@ from core.models import (
     Weights,
 )
 from core.performance import physics
+from core.presentation.format import duration_ms, integer, money, number, percent, plain
 
 # Concurrency grid per replica (continuous batching slots).
 CONCURRENCY_GRID = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512], dtype=float)
@@ -152,19 +153,48 @@ class Evaluation:
             })
         return pd.DataFrame(out)
 
+    def _alternatives(self, i: int) -> tuple[float, list[tuple[int, float]]] | None:
+        """(this route's standalone monthly cost, [(other route, its standalone cost)] cheapest first) over the
+        routes the plan may use; None when the workload has no verdict."""
+        v = int(self.verdict[i])
+        if v < 0 or self.planner is None:
+            return None
+        cost = self.planner.standalone_cost_row(i)  # (C,) over plan columns
+        cols = self.plan_inputs.col_route
+        per_route = np.full(len(self.routes), np.inf)
+        np.minimum.at(per_route, cols, cost)
+        own = per_route[v]
+        others = sorted(((int(k), float(per_route[k])) for k in np.flatnonzero(np.isfinite(per_route)) if k != v),
+                        key=lambda t: t[1])
+        return float(own), others
+
     def _near_ties(self, i: int) -> list[int]:
-        v = self.verdict[i]
-        if v < 0:
+        alt = self._alternatives(i)
+        if not alt:
             return []
-        cost = self.a["usd_per_request"][i]
-        best = cost[v]
-        ok = self.a["feasible"][i] & (cost <= best * (1.0 + self.scenario.near_tie_share) + 1e-15)
-        return [int(k) for k in np.flatnonzero(ok) if k != v]
+        own, others = alt
+        return [k for k, c in others if c <= own * (1.0 + self.scenario.near_tie_share) + 1e-9]
 
     # -- words ------------------------------------------------------------
+    def _record(self, i: int) -> dict:
+        """Workload i as a plain dict (built once for all rows: iloc per sentence is slow at scale)."""
+        recs = self.__dict__.get("_records")
+        if recs is None:
+            recs = self.workloads.to_dict("records")
+            self.__dict__["_records"] = recs
+        return recs[i]
+
+    def _deployment(self, i: int) -> dict | None:
+        """The plan's deployment workload i runs on (primary member), if it runs on an owned route."""
+        by_id = self.__dict__.get("_deployment_by_id")
+        if by_id is None:
+            by_id = {wid: d for d in self.fleet.get("deployments", []) for wid in d["workloads"]}
+            self.__dict__["_deployment_by_id"] = by_id
+        return by_id.get(str(self._record(i)["workload_id"]))
+
     def why_not(self, i: int, r: int) -> str:
         """Plain-words reason why route r cannot serve workload i."""
-        w = self.workloads.iloc[i]
+        w = self._record(i)
         route = self.routes[r]
         code = int(self.a["code"][i, r])
         slo = _num(w["latency_slo_ms"])
@@ -176,31 +206,39 @@ class Evaluation:
             lat = self.a["best_p95_ms"][i, r]
             slo_eff = slo * self.scenario.sla_scale
             if route.hosting == "api":
-                return (f"At a {slo_eff:,.0f} ms p95 target, {route.label} typically takes about "
-                        f"{_seconds(lat)} for {w['output_tokens']:,.0f} output tokens (estimate).")
-            return (f"At a {slo_eff:,.0f} ms p95 target, {route.label} streams {w['output_tokens']:,.0f} tokens "
+                return (f"At a {integer(slo_eff)} ms p95 target, {route.label} typically takes about "
+                        f"{_seconds(lat)} for {integer(w['output_tokens'])} output tokens (estimate).")
+            return (f"At a {integer(slo_eff)} ms p95 target, {route.label} streams {integer(w['output_tokens'])} tokens "
                     f"in about {_seconds(lat)} even alone on a replica of {int(self.a['best_gpus'][i, r])} "
                     f"{self.gpu_name}; batching cannot help.")
         if code == QUALITY:
             q = self.a["quality"][i, r]
-            floor = self.workloads["min_quality"].iloc[i]
+            floor = w["min_quality"]
             f = self.a["needed_fallback"][i, r]
-            tail = (f"lifting it would escalate {f:.0%} of outputs to a better route (limit "
-                    f"{self.scenario.max_fallback_share:.0%})" if np.isfinite(f)
+            tail = (f"lifting it would escalate {percent(f)} of outputs to a better route (limit "
+                    f"{percent(self.scenario.max_fallback_share)})" if np.isfinite(f)
                     else "no allowed route meets the floor to escalate to")
-            return f"Quality {q:.2f} on {w['task_class']} is under the {floor:.2f} floor (estimate); {tail}."
+            return f"Quality {number(q, decimals=2)} on {w['task_class']} is under the {number(floor, decimals=2)} floor (estimate); {tail}."
         if code == WINDOW:
-            return f"Cannot finish the day's queue inside the {w['batch_window_hours']:g} h window."
+            return f"Cannot finish the queue inside the {plain(w['batch_window_hours'])} h window."
         return ""
 
     def reasons(self, i: int) -> list[str]:
         """Sentences a finance reader can quote for workload i's verdict."""
-        w = self.workloads.iloc[i]
+        w = self._record(i)
         v = int(self.verdict[i])
         out: list[str] = []
         slo = w["latency_slo_ms"]
         if v < 0:
-            out.append("No route meets every constraint; the closest failures are listed below.")
+            licensed = [r for r in np.flatnonzero(self.a["feasible"][i]) if not planning.route_permitted(self.routes[r])]
+            if licensed:
+                fees = {x["route_id"]: x["break_even_usd_per_gpu_month"] for x in self.fleet.get("licensed_routes", [])}
+                for r in licensed:
+                    fee = fees.get(self.routes[r].route_id)
+                    out.append(f"{self.routes[r].label} could serve it, but its weights need a licence whose fee is "
+                               "not entered" + (f" (break-even {_money(fee)} per GPU-month)" if fee else "")
+                               + "; enter the fee to let the plan use it.")
+            out.append("No route the plan may use meets every constraint; the closest failures are listed below.")
             # Data-policy and no-fit refusals say least; show quality and latency misses first.
             rank = np.select([self.a["code"][i] == QUALITY, self.a["code"][i] == LATENCY], [0, 1], 2)
             for r in np.lexsort((np.nan_to_num(self.a["usd_per_request"][i], nan=np.inf), rank))[:3]:
@@ -208,63 +246,77 @@ class Evaluation:
             return out
         route = self.routes[v]
         a = {k: arr[i, v] for k, arr in self.a.items() if arr.ndim == 2}
-        target = (f"the {slo * self.scenario.sla_scale:,.0f} ms p95 target" if pd.notna(slo)
-                  else f"the {w['batch_window_hours']:g} h batch window")
+        target = (f"the {integer(slo * self.scenario.sla_scale)} ms p95 target" if pd.notna(slo)
+                  else f"the {plain(w['batch_window_hours'])} h batch window")
         if route.hosting == "owned":
+            dep = self._deployment(i) or {}
+            others = max(len(dep.get("workloads", [])) - 1, 0)
+            shared = (f", shared with {others} other workload{'s' if others != 1 else ''} on one pooled queue"
+                      if others else "")
             if pd.notna(slo):
                 out.append(
-                    f"Runs on owned {route.label}: {int(a['replicas'])} replica(s) of {int(a['gpus_per_replica'])} "
-                    f"{self.gpu_name} at up to {int(a['concurrency'])} requests each hold {target} at the peak "
-                    f"of {w['requests_per_day'] * w['peak_factor'] / 86400:,.2f} requests/s "
-                    f"(p95 about {_seconds(a['p95_ms'])})."
+                    f"Runs on the owned {route.label} deployment: {int(a['replicas'])} replica(s) of "
+                    f"{int(a['gpus_per_replica'])} {self.gpu_name} at up to {int(a['concurrency'])} requests "
+                    f"each{shared}; it holds {target} at its peak of "
+                    f"{number(w['requests_per_day'] * w['peak_factor'] / 86400, decimals=2)} requests/s "
+                    f"(p95 about {_seconds(a['p95_ms'])}, estimate)."
                 )
             else:
                 out.append(
-                    f"Runs on owned {route.label} in batches of {int(a['concurrency'])}: the day's "
-                    f"{w['requests_per_day']:,.0f} requests take {a['gpu_hours_per_day']:,.1f} GPU-hours, inside {target}."
+                    f"Runs on owned {route.label} in batches of {int(a['concurrency'])}{shared}: the day's "
+                    f"{integer(w['requests_per_day'])} requests take {number(a['gpu_hours_per_day'], decimals=1)} GPU-hours, inside "
+                    f"{target}, in hours the interactive work leaves idle where they fit."
                 )
+            basis = ("its share of the deployment's reserved GPUs at the peak" if pd.notna(slo) else
+                     "the GPU-hours it uses beyond what interactive reservations leave idle (those cost nothing more)")
+            out.append(f"Attributed {_money(a['monthly_usd'])} a month ({_money(a['usd_per_request'])} per request): "
+                       f"{basis}.")
         else:
             out.append(f"Sent to {route.label} at {_money(a['usd_per_request'])} per request "
-                       f"({_money(a['usd_per_mtok_out'])} per million output tokens, list price × {self.scenario.api_price_scale:g}).")
-        out.append(f"Costs {_money(a['usd_per_request'])} per request, {_money(a['monthly_usd'])} a month.")
+                       f"({_money(a['usd_per_mtok_out'])} per million output tokens, list price × {plain(self.scenario.api_price_scale)}).")
+            out.append(f"Costs {_money(a['monthly_usd'])} a month.")
         if a["fallback_share"] > 0:
-            out.append(f"Escalates {a['fallback_share']:.0%} of outputs to a stronger route to reach the "
-                       f"{w['min_quality']:.2f} quality floor; that cost is included.")
+            out.append(f"Escalates {percent(a['fallback_share'])} of outputs to a stronger route to reach the "
+                       f"{number(w['min_quality'], decimals=2)} quality floor; that cost is included.")
         if w["data_policy"] == "owned_only":
             out.append("Data may not leave the bank's hardware, so public APIs were not considered.")
-        costs = np.where(self.a["feasible"][i], self.a["usd_per_request"][i], np.inf)
-        order = [int(k) for k in np.argsort(costs) if k != v and np.isfinite(costs[k])]
-        if order:
-            k = order[0]
-            more = costs[k] / a["usd_per_request"] - 1.0 if a["usd_per_request"] > 0 else np.inf
-            out.append(f"Next best: {self.routes[k].label} at {_money(costs[k])} per request"
-                       + (f" ({more:.0%} more)." if np.isfinite(more) else "."))
-        ties = self._near_ties(i)
-        if ties:
-            out.append("Within " + f"{self.scenario.near_tie_share:.0%} of the best cost: "
-                       + ", ".join(self.routes[k].label for k in ties) + ".")
+        alt = self._alternatives(i)
+        if alt and alt[1]:
+            own, others = alt
+            k, usd = others[0]
+            out.append(f"Cheapest other route on its own: {self.routes[k].label} at {_money(usd)} a month, against "
+                       f"{_money(own)} for this one on its own (standalone estimates; the plan prices the pool).")
+            ties = [self.routes[k].label for k, c in others
+                    if c <= own * (1.0 + self.scenario.near_tie_share) + 1e-9]
+            if ties:
+                out.append(f"Within {percent(self.scenario.near_tie_share)} of it on its own: " + ", ".join(ties) + ".")
         return out
 
     # -- the JSON contract ------------------------------------------------
-    def to_dict(self) -> dict:
-        """The stable JSON contract of `hangover evaluate --format json`."""
+    def to_dict(self, detail: str = "routes") -> dict:
+        """The stable JSON contract of `hangover evaluate --format json`.
+
+        detail="routes" (default) lists every route for every workload with why it was refused;
+        detail="verdicts" keeps each workload's verdict, reasons and near-ties only (large inventories).
+        """
         vf = self.verdicts_frame()
         workloads = []
+        with_routes = detail == "routes"
         for i, row in enumerate(vf.itertuples(index=False)):
-            routes = []
-            for r in range(len(self.routes)):
-                routes.append({**self._route_fields(i, r), "feasible": bool(self.a["feasible"][i, r]),
-                               "why_not": None if self.a["feasible"][i, r] else self.why_not(i, r)})
             v = int(self.verdict[i])
-            workloads.append({
+            item = {
                 "workload_id": row.workload_id,
                 "name": row.name,
                 "verdict": self._route_fields(i, v) if v >= 0 else None,
                 "value_usd_per_mtok": _num(row.value_usd_per_mtok),
                 "near_ties": [self.routes[k].route_id for k in self._near_ties(i)],
                 "reasons": self.reasons(i),
-                "routes": routes,
-            })
+            }
+            if with_routes:
+                item["routes"] = [{**self._route_fields(i, r), "feasible": bool(self.a["feasible"][i, r]),
+                                   "why_not": None if self.a["feasible"][i, r] else self.why_not(i, r)}
+                                  for r in range(len(self.routes))]
+            workloads.append(item)
         return {"scenario": self.scenario_dict(), "workloads": workloads, "fleet": _jsonable(self.fleet)}
 
     def _route_fields(self, i: int, r: int) -> dict:
@@ -348,18 +400,8 @@ def _jsonable(obj):
     return obj
 
 
-def _seconds(ms: float) -> str:
-    return f"{ms:,.0f} ms" if ms < 1000 else f"{ms / 1000:,.1f} s"
-
-
-def _money(x: float) -> str:
-    if not np.isfinite(x):
-        return "n/a"
-    if abs(x) >= 100:
-        return f"${x:,.0f}"
-    if abs(x) >= 0.01:
-        return f"${x:,.2f}"
-    return f"${x:.4f}"
+_seconds = duration_ms  # the one formatter's words for a duration in ms
+_money = money
 
 
 # ---------------------------------------------------------------------------

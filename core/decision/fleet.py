@@ -12,6 +12,7 @@ from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
 from core.decision.plan import OwnedRoute, PlanCost, PlanInputs, Planner
 from core.models import CostBasis, Weights
 from core.performance import physics
+from core.presentation.format import integer
 
 if TYPE_CHECKING:
     from core.decision.engine import Evaluation
@@ -140,8 +141,16 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
 
 
 def restrict(inp: PlanInputs, route_mask: np.ndarray) -> PlanInputs:
-    """The same inputs with only some engine routes allowed (fleet options)."""
-    return replace(inp, allowed=inp.allowed & np.asarray(route_mask, dtype=bool)[inp.col_route][None, :])
+    """The same inputs with only some engine routes allowed (fleet options).
+
+    A route that needs quality escalation stays allowed only if its fallback is allowed too: an all-API
+    option cannot lean on an owned route for the hard cases.
+    """
+    cols_ok = np.asarray(route_mask, dtype=bool)[inp.col_route]
+    fb = inp.fallback_route
+    fb_ok = np.where(fb >= 0, cols_ok[np.where(fb >= 0, fb, 0)], True)
+    escalates = inp.fallback_share > 0
+    return replace(inp, allowed=inp.allowed & cols_ok[None, :] & ~(escalates & ~fb_ok[:, None]))
 
 
 def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
@@ -407,7 +416,7 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
             slo = float(inp.slo_ms[i])
             cand = planner.price(v, slo_override=(i, slo * 2.0))
             if cand.feasible:
-                relax.append({"change": f"target {slo:,.0f} ms -> {slo * 2:,.0f} ms",
+                relax.append({"change": f"target {integer(slo)} ms -> {integer(slo * 2)} ms",
                               "kind": "target_x2", "saves_usd_per_month": float(best.bill - cand.bill),
                               "nodes_needed": int(cand.nodes_needed)})
             target = {"latency_slo_ms": slo}

@@ -357,6 +357,15 @@ class Planner:
         out[:, cols] = fixed + res * inp.full_usd_per_gpu_hour
         return out
 
+    def standalone_cost_row(self, i: int) -> np.ndarray:
+        """standalone_cost() for one workload (C,), without building the whole matrix."""
+        inp = self.inp
+        cols, res, fixed, _, _ = self._linear_parts()
+        fb = inp.fallback_share[i] * inp.fallback_api_monthly[i]
+        out = np.where(np.isfinite(inp.api_monthly[i]) & inp.allowed[i], inp.api_monthly[i] + np.nan_to_num(fb), np.inf)
+        out[cols] = fixed[i] + res[i] * inp.full_usd_per_gpu_hour
+        return out
+
     def optimise(self) -> PlanCost:
         """The cheapest plan found: shadow-price candidates, then improving moves."""
         inp = self.inp
