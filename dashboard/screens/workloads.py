@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core.errors import HangoverError
-from core.inventory import ENUM_VALUES, read_inventory, template_bytes, validate_frame
+from core.inventory import DECIMALS, ENUM_VALUES, read_inventory, template_bytes, validate_frame
 from core.inventory.versions import (
     commit_inventory,
     diff_versions,
@@ -52,9 +52,9 @@ EDITOR_COLUMNS = {name: {**config, "width": config["width"] + 22} for name, conf
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def _read(data: bytes, file_name: str):
-    """Parsed and validated once per file content (reruns do not re-read the file)."""
-    return read_inventory(data, file_name=file_name)
+def _read(data: bytes, file_name: str, sheet: str | None = None, decimal: str | None = None):
+    """Parsed and validated once per file content, sheet and decimal choice (reruns do not re-read the file)."""
+    return read_inventory(data, file_name=file_name, sheet=sheet, decimal=decimal)
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
@@ -120,7 +120,21 @@ with upload_tab:
                        key="wl_template_xlsx", icon=":material/download:", help="With a 'Columns' sheet explaining each column.")
     up = st.file_uploader("Inventory file (CSV or XLSX)", type=["csv", "xlsx"], key="wl_upload")
     if up is not None:
-        report = _read(up.getvalue(), up.name)
+        data, upload_key = up.getvalue(), f"{up.name}_{up.size}"
+        report = _read(data, up.name)
+        sheet = None
+        if len(report.sheets) > 1:  # several sheets hold an inventory header: the user picks one
+            sheet = st.selectbox("Sheet to read", report.sheets, index=report.sheets.index(report.sheet),
+                                 key=f"wl_sheet_{upload_key}", help="Every sheet whose header names the inventory columns.")
+            report = _read(data, up.name, sheet=sheet)
+        if report.needs_decimal or st.session_state.get(f"wl_decimal_{upload_key}") is not None:
+            decimal = st.radio("Decimal separator in this file", DECIMALS, index=None, horizontal=True,
+                               key=f"wl_decimal_{upload_key}",
+                               format_func=lambda d: "comma: 40.000 is forty thousand, 0,85 a share" if d == ","
+                               else "point: 40.000 is forty, 0.85 a share",
+                               help="Numbers such as 40.000 read two ways, and nothing else in the file says which.")
+            if decimal is not None:
+                report = _read(data, up.name, sheet=sheet, decimal=decimal)
         st.caption(md(f"{up.name}: read as {report.dialect}."))
         if _show_report(report, up.name):
             st.success(md(f"{len(report.frame):,} workloads read from {up.name} with no problems. Preview:"))
