@@ -108,56 +108,101 @@ def _saved_scenario(args: argparse.Namespace, store):
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the `evaluate` command."""
-    p = sub.add_parser("evaluate", help="route every workload, size the fleet, price the idle GPUs")
+    p = sub.add_parser("evaluate", help="route every workload, plan the fleet, price the idle GPUs")
     add_scenario_arguments(p)
-    p.add_argument("--format", choices=["table", "json"], default="table", help="output format")
+    p.add_argument("--format", choices=["table", "json", "csv", "parquet"], default="table",
+                   help="table (default), json (the contract), csv or parquet (the routing table)")
+    p.add_argument("--detail", choices=["routes", "verdicts"], default="routes",
+                   help="json: every route per workload (default) or verdicts only (large inventories)")
+    p.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output (needed for parquet)")
     p.set_defaults(func=cmd_evaluate)
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    """Print the routing table and the fleet summary, or the JSON contract."""
+    """Print the routing table and the fleet plan, the JSON contract, or the routing table as CSV/Parquet."""
+    from core.errors import InputError
     from core.service import evaluate_store
     from core.store import Store, default_db_path
 
+    if args.format == "parquet" and not args.out:
+        raise InputError("--format parquet writes a binary file: give --out FILE.parquet")
     store = Store(args.db or default_db_path())
     scenario, workloads = scenario_and_workloads(args, store)
     ev = evaluate_store(store, scenario, version=args.version, workloads=workloads)
+    if args.format in ("csv", "parquet"):
+        from core.presentation.csv_export import routing_csv, routing_parquet
+
+        data = routing_csv(ev.verdicts_frame()) if args.format == "csv" else routing_parquet(ev.verdicts_frame())
+        return _emit(data, args.out)
     if args.format == "json":
-        json.dump(ev.to_dict(), sys.stdout, indent=2, ensure_ascii=False)
-        print()
+        text = json.dumps(ev.to_dict(detail=args.detail), indent=2 if args.detail == "routes" else None,
+                          ensure_ascii=False)
+        return _emit((text + "\n").encode(), args.out)
+    return _emit((format_table(ev) + "\n").encode(), args.out)
+
+
+def _emit(data: bytes, out: str | None) -> int:
+    """Write bytes to --out (through a temporary file, renamed) or to standard output."""
+    if not out:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
         return 0
-    print(format_table(ev))
+    import os
+    import tempfile
+    from pathlib import Path
+
+    path = Path(out)
+    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return 0
 
 
 def format_table(ev) -> str:
-    """A plain-text routing table and fleet summary."""
+    """A plain-text routing table and the fleet plan's cash bill."""
+    from core.presentation.format import integer, money, percent
+
     vf = ev.verdicts_frame()
     f = ev.fleet
     lines = [
         f"Inventory: {f.get('inventory', '')}; {len(vf)} workloads; GPU {f['gpu']}; "
-        f"node price ${f['usd_per_node_hour']:,.2f}/hour ({ev.rate.label}, as of {ev.rate.as_of or 'n/a'})",
+        f"node price {money(f['full_usd_per_node_hour'])}/hour ({ev.rate.label}, as of {ev.rate.as_of or 'n/a'})",
         "",
         f"{'workload':<22} {'verdict':<44} {'$/request':>10} {'$/M out':>9} {'$/month':>10} {'p95 ms':>9} {'nodes':>5}",
     ]
     for r in vf.itertuples():
         lines.append(
-            f"{str(r.workload_id)[:22]:<22} {str(r.route)[:44]:<44} {_m(r.usd_per_request, 4):>10} "
-            f"{_m(r.usd_per_mtok_out, 2):>9} {_m(r.monthly_usd, 0):>10} {_n(r.p95_latency_ms):>9} {_n(r.nodes):>5}"
+            f"{str(r.workload_id)[:22]:<22} {str(r.route)[:44]:<44} {money(r.usd_per_request):>10} "
+            f"{money(r.usd_per_mtok_out):>9} {money(r.monthly_usd):>10} {integer(r.p95_latency_ms):>9} "
+            f"{integer(r.nodes):>5}"
         )
     lines += [
         "",
-        f"Owned nodes {f['owned_nodes']}, needed {f['nodes_needed']}; utilization {f['utilization']:.0%}; "
-        f"idle ${f['idle_usd_per_month']:,.0f}/month",
-        f"Monthly: owned fleet ${f['owned_monthly_usd']:,.0f} + new nodes ${f['extra_nodes_monthly_usd']:,.0f} "
-        f"+ APIs ${f['api_monthly_usd']:,.0f} = ${f['total_monthly_usd']:,.0f}",
+        f"Owned nodes {f['owned_nodes']}, needed {f['nodes_needed']}; utilization {percent(f['utilization'])} "
+        f"of the {f['nodes_in_plan']} in the plan; idle {money(f['idle_usd_per_month'])}/month",
+        f"Cash bill per month: owned nodes {money(f['owned_monthly_usd'])} + new nodes "
+        f"{money(f['extra_nodes_monthly_usd'])} + APIs {money(f['api_monthly_usd'])} + licences "
+        f"{money(f['licence_monthly_usd'])} = {money(f['total_monthly_usd'])}",
+        f"Attributed to workloads {money(f['attributed_usd_per_month'])} + not attributed (idle, rounding) "
+        f"{money(f['unallocated_usd_per_month'])}",
     ]
+    for d in f.get("node_drivers", [])[:3]:
+        best = max((x for x in d["relaxations"] if x.get("saves_usd_per_month")),
+                   key=lambda x: x["saves_usd_per_month"], default=None)
+        if best:
+            lines.append(f"Node driver: {d['workload_id']}: {best['change']} saves "
+                         f"{money(best['saves_usd_per_month'])}/month")
+    for lic in f.get("licensed_routes", []):
+        fee = lic["break_even_usd_per_gpu_month"]
+        if lic.get("serves_unserved"):
+            tail = f" (the only route for {', '.join(lic['serves_unserved'])})"
+        else:
+            tail = f" (break-even {money(fee)} per GPU-month)" if fee else " (would not save money)"
+        lines.append(f"Licensed, fee not entered: {lic['label']}{tail}")
     return "\n".join(lines)
-
-
-def _m(x, digits):
-    return "-" if x != x else f"${x:,.{digits}f}"
-
-
-def _n(x):
-    return "-" if x != x else f"{x:,.0f}"

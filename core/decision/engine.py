@@ -232,7 +232,8 @@ class Evaluation:
         if v < 0:
             licensed = [r for r in np.flatnonzero(self.a["feasible"][i]) if not planning.route_permitted(self.routes[r])]
             if licensed:
-                fees = {x["route_id"]: x["break_even_usd_per_gpu_month"] for x in self.fleet.get("licensed_routes", [])}
+                fees = {x["route_id"]: x["break_even_usd_per_gpu_month"] for x in self.fleet.get("licensed_routes", [])
+                        if x["break_even_usd_per_gpu_month"]}
                 for r in licensed:
                     fee = fees.get(self.routes[r].route_id)
                     out.append(f"{self.routes[r].label} could serve it, but its weights need a licence whose fee is "

@@ -48,6 +48,7 @@ class LicensedRoute:
     break_even_usd_per_gpu_month: float | None  # highest fee at which a plan using it still beats the best without
     gpus_in_plan: int  # GPUs the plan with it (at a zero fee) runs it on
     saves_usd_per_month_at_zero_fee: float
+    serves_unserved: tuple[str, ...] = ()  # workloads no permitted route can serve and it can
 
 
 def route_permitted(route) -> bool:
@@ -183,9 +184,11 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
         with_it = Planner(inp, planner._gpu_hours_month).optimise()
         positions = [k for k, o in enumerate(inp.owned) if o.route_id == route.route_id]
         gpus = _route_gpus(inp, with_it, positions)
+        newly = tuple(str(x) for x in inp.workload_ids[(with_it.assignment >= 0) & (best.assignment < 0)])
         saves = best.bill - with_it.bill
         fee = None
-        if gpus > 0 and saves > 0:
+        # Serving more workloads is not a saving to weigh against a fee: say which it unlocks instead.
+        if gpus > 0 and saves > 0 and not newly:
             fee = saves / gpus
             if len(inp.workload_ids) <= BREAK_EVEN_REFINE_ROWS:
                 # The bill with a fee f is concave in f (a minimum of lines); Newton steps from the estimate.
@@ -199,7 +202,7 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
                         break
                     fee += gap / g2
         out.append(LicensedRoute(route.route_id, route.label, route.stack.licence_usd_per_gpu_month, fee,
-                                 int(gpus), float(max(saves, 0.0))))
+                                 int(gpus), float(max(saves, 0.0)) if not newly else 0.0, newly))
     return out
 
 
@@ -341,7 +344,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
     owned_monthly = sc.fleet_nodes * full_node * HOURS_PER_MONTH
     extra_monthly = new_nodes * full_node * HOURS_PER_MONTH
     total = owned_monthly + extra_monthly + best.api_monthly + best.licence_monthly
-    unallocated = total - float(attributed.sum())
+    unallocated = round(total - float(attributed.sum()), 2)  # to the cent: sub-cent residue is float noise
 
     cap = total_nodes * gpn
     busy, fill = best.busy, best.fill
@@ -389,8 +392,8 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
         "monthly_usd_by_route": by_route,
         "deployments": deployments,
         "node_drivers": drivers,
-        "licensed_routes": [vars(x) if not hasattr(x, "__dataclass_fields__") else
-                            {k: getattr(x, k) for k in x.__dataclass_fields__} for x in licensed],
+        "licensed_routes": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(x).items()}
+                            for x in licensed],
         "verdict_mix": {k: int(n) for k, n in pd.Series(
             [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
              else "no feasible route" for i in vr]).value_counts().items()},
