@@ -117,6 +117,13 @@ DEFAULT_MIN_QUALITY: dict[str, float] = {
     "reasoning": 0.90,
 }
 
+# The one home of defaults that were restated across pages and commands (issue 10).
+# The owned fleet's GPU when none is chosen (the bank of the README owns one 8×H100 node).
+DEFAULT_GPU = "H100 SXM"
+# Tokens per request (input, output) for curves and break-even when no workload is chosen: a
+# chat-sized request, the shape vendor benchmarks most often report (an assumption, not a measurement).
+REFERENCE_TOKENS: tuple[float, float] = (1000.0, 256.0)
+
 # Open-ended bounds also refuse "inf" (pydantic accepts it by default, and inf > 0).
 Share = Annotated[float, Field(ge=0.0, le=1.0)]
 Positive = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
@@ -387,7 +394,7 @@ class Scenario(BaseModel):
 
     model_config = BASE_CONFIG
 
-    gpu: str = Field(default="H100 SXM", description="GPU of the owned fleet.")
+    gpu: str = Field(default=DEFAULT_GPU, description="GPU of the owned fleet.")
     fleet_nodes: int = Field(default=1, ge=0, le=10_000, description="Owned (or reserved) nodes.")
     gpus_per_node: int = Field(default=8, ge=1, le=72, description="GPUs per node.")
     pricing_option: PricingOption = Field(default=PricingOption.SAVINGS_1Y, description="How the fleet is paid for.")

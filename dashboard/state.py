@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.bounds import field_bounds, input_limits
 from core.catalog import Catalog
 from core.decision.engine import Evaluation
 from core.errors import HangoverError
-from core.models import PricingOption, Scenario
+from core.models import OwnedHardware, PricingOption, Scenario
+from core.presentation.format import input_format, plain
 from core.scenarios import (
     BASIS_LABELS,
     DEFAULT_INPUTS,
@@ -33,14 +35,23 @@ from dashboard.format import md
 SCENARIO_DEFAULTS = {f"sc_{k}": v for k, v in DEFAULT_INPUTS.items()}
 URL_BIND = "query-params"
 # (min, max) of the bounded sidebar widgets: a saved scenario outside them can be compared but not loaded.
+# The model's bounds (core.bounds, from core/models.py) where the widget spans them; the sidebar's own,
+# narrower choices where a slider or a sensible step needs them (each named below).
+_FLEET = field_bounds(Scenario, "fleet_nodes")
+_FALLBACK = field_bounds(Scenario, "max_fallback_share")
+_CAPITAL = field_bounds(OwnedHardware, "cost_of_capital_rate")
+_PUE = field_bounds(OwnedHardware, "pue")
+SCALE_SLIDER = (0.25, 4.0)  # the sidebar's range for the price and SLA multipliers (the model takes up to 100)
+FALLBACK_MAX_PCT = 50.0  # escalating more than half the outputs is a different route, not a fallback
 SIDEBAR_BOUNDS = {
-    "fleet_nodes": (0, 10_000),
-    "api_price_scale": (0.25, 4.0),
-    "sla_scale": (0.25, 4.0),
-    "max_fallback_pct": (0.0, 50.0),
-    "own_depreciation_years": (0.5, 15.0),
-    "own_cost_of_capital_pct": (0.0, 100.0),
-    "own_pue": (1.0, 3.0),
+    "fleet_nodes": (int(_FLEET.min), int(_FLEET.max)),
+    "api_price_scale": SCALE_SLIDER,
+    "sla_scale": SCALE_SLIDER,
+    "max_fallback_pct": (_FALLBACK.min * 100.0, FALLBACK_MAX_PCT),
+    # Depreciation is "more than 0" in the model; half a year is the smallest step the widget offers.
+    "own_depreciation_years": (0.5, field_bounds(OwnedHardware, "depreciation_years").max),
+    "own_cost_of_capital_pct": (_CAPITAL.min * 100.0, _CAPITAL.max * 100.0),
+    "own_pue": (_PUE.min, _PUE.max),
 }
 
 
@@ -132,7 +143,8 @@ def load_into_sidebar(saved: SavedScenario) -> None:
     problems = [] if values["gpu"] in gpus else [f"GPU {values['gpu']!r} is not in the GPU table"]
     for name, (lo, hi) in SIDEBAR_BOUNDS.items():
         if name in values and not lo <= float(values[name]) <= hi:
-            problems.append(f"{name.replace('_', ' ')} {values[name]:g} is outside the sidebar's {lo:g} to {hi:g}")
+            problems.append(f"{name.replace('_', ' ')} {plain(values[name])} is outside the sidebar's "
+                            f"{plain(lo)} to {plain(hi)}")
     if problems:
         st.session_state["sc_flash"] = ("error", f"Cannot load {saved.name!r} into the sidebar: "
                                                  f"{'; '.join(problems)}. It can still be compared.")
@@ -190,46 +202,56 @@ def scenario_sidebar() -> None:
     with st.sidebar:
         st.header("Scenario")
         st.selectbox("GPU", gpus, index=_index(gpus, d["sc_gpu"]), key="sc_gpu", bind=URL_BIND)
-        st.number_input("Owned or reserved nodes", min_value=0, max_value=10_000, step=1, value=d["sc_fleet_nodes"],
-                        key="sc_fleet_nodes", bind=URL_BIND)
+        lo, hi = SIDEBAR_BOUNDS["fleet_nodes"]
+        st.number_input("Owned or reserved nodes", min_value=lo, max_value=hi, step=1, value=d["sc_fleet_nodes"],
+                        key="sc_fleet_nodes", bind=URL_BIND, help=_FLEET.help)
         st.selectbox("Pricing", pricing, index=_index(pricing, d["sc_pricing"]), key="sc_pricing",
                      format_func=PRICING_LABELS.get, bind=URL_BIND)
         if st.session_state["sc_pricing"] == PricingOption.OWNED.value:
             seed = owned_input_defaults(cat, st.session_state["sc_gpu"])
             with st.expander("Owned hardware: your figures", expanded=True):
                 st.caption("Prefilled with the seed estimate (an assumption): enter your own.")
-                st.number_input("Capex per node, $", min_value=1.0, step=10_000.0, format="%.0f",
-                                value=seed["own_capex_usd_per_node"], key="sc_own_capex_usd_per_node", bind=URL_BIND)
-                st.number_input("Depreciation, years", min_value=0.5, max_value=15.0, step=0.5,
-                                value=seed["own_depreciation_years"], key="sc_own_depreciation_years", bind=URL_BIND)
+                # Capex and power are "more than 0" in the model: $1 and 0.1 kW are the widgets' floors.
+                st.number_input("Capex per node, $", min_value=1.0, step=10_000.0, format=input_format(0),
+                                value=seed["own_capex_usd_per_node"], key="sc_own_capex_usd_per_node", bind=URL_BIND,
+                                help=field_bounds(OwnedHardware, "capex_usd_per_node").help)
+                lo, hi = SIDEBAR_BOUNDS["own_depreciation_years"]
+                st.number_input("Depreciation, years", min_value=lo, max_value=hi, step=0.5,
+                                value=seed["own_depreciation_years"], key="sc_own_depreciation_years", bind=URL_BIND,
+                                help=field_bounds(OwnedHardware, "depreciation_years").help)
                 # Typed in percent, so 8 means 8 % (core.scenarios converts it to the model's 0.08).
-                st.number_input("Cost of capital, % a year", min_value=0.0, max_value=100.0, step=0.5, format="%.1f",
-                                value=seed["own_cost_of_capital_pct"], key="sc_own_cost_of_capital_pct",
-                                bind=URL_BIND, help="8 means 8 % a year.")
+                lo, hi = SIDEBAR_BOUNDS["own_cost_of_capital_pct"]
+                st.number_input("Cost of capital, % a year", min_value=lo, max_value=hi, step=0.5,
+                                format=input_format(1), value=seed["own_cost_of_capital_pct"],
+                                key="sc_own_cost_of_capital_pct", bind=URL_BIND, help="8 means 8 % a year.")
                 st.number_input("Power per node, kW", min_value=0.1, step=0.5, value=seed["own_kw_per_node"],
-                                key="sc_own_kw_per_node", bind=URL_BIND)
-                st.number_input("PUE", min_value=1.0, max_value=3.0, step=0.05, value=seed["own_pue"],
-                                key="sc_own_pue", bind=URL_BIND)
-                st.number_input("Electricity, $/kWh", min_value=0.0, step=0.01, format="%.3f",
-                                value=seed["own_usd_per_kwh"], key="sc_own_usd_per_kwh", bind=URL_BIND)
-                st.number_input("Support and colocation, $/year per node", min_value=0.0, step=1_000.0,
-                                format="%.0f", value=seed["own_support_usd_per_year"],
-                                key="sc_own_support_usd_per_year", bind=URL_BIND)
+                                key="sc_own_kw_per_node", bind=URL_BIND,
+                                help=field_bounds(OwnedHardware, "kw_per_node").help)
+                st.number_input("PUE", step=0.05, value=seed["own_pue"], key="sc_own_pue", bind=URL_BIND,
+                                **input_limits(OwnedHardware, "pue"))
+                st.number_input("Electricity, $/kWh", step=0.01, format=input_format(3),
+                                value=seed["own_usd_per_kwh"], key="sc_own_usd_per_kwh", bind=URL_BIND,
+                                **input_limits(OwnedHardware, "usd_per_kwh"))
+                st.number_input("Support and colocation, $/year per node", step=1_000.0,
+                                format=input_format(0), value=seed["own_support_usd_per_year"],
+                                key="sc_own_support_usd_per_year", bind=URL_BIND,
+                                **input_limits(OwnedHardware, "support_usd_per_year"))
         basis = list(BASIS_LABELS)
         st.radio("Cost basis", basis, index=_index(basis, d["sc_cost_basis"]), key="sc_cost_basis", horizontal=True,
                  format_func=BASIS_LABELS.get, bind=URL_BIND,
                  help="Full: every hour of a node is paid for, idle or not. Marginal: hardware already paid for.")
         st.number_input("Node price override, $/hour (0 = dated snapshot)", min_value=0.0, step=1.0,
                         value=d["sc_node_usd_per_hour"], key="sc_node_usd_per_hour", bind=URL_BIND)
-        st.slider("API price scale", 0.25, 4.0, value=d["sc_api_price_scale"], step=0.25, key="sc_api_price_scale",
-                  bind=URL_BIND, help="Multiplies every API list price.")
-        st.slider("SLA scale", 0.25, 4.0, value=d["sc_sla_scale"], step=0.25, key="sc_sla_scale", bind=URL_BIND,
-                  help="Multiplies every workload's latency target (below 1 = tighter).")
+        st.slider("API price scale", *SCALE_SLIDER, value=d["sc_api_price_scale"], step=0.25,
+                  key="sc_api_price_scale", bind=URL_BIND, help=field_bounds(Scenario, "api_price_scale").help)
+        st.slider("SLA scale", *SCALE_SLIDER, value=d["sc_sla_scale"], step=0.25, key="sc_sla_scale", bind=URL_BIND,
+                  help=field_bounds(Scenario, "sla_scale").help + " Below 1 = tighter.")
         # A percent widget: 20 means 20 % (core.scenarios converts it to the model's share 0.20).
-        st.number_input("Max fallback share, %", min_value=0.0, max_value=50.0, step=5.0, format="%.0f",
+        lo, hi = SIDEBAR_BOUNDS["max_fallback_pct"]
+        st.number_input("Max fallback share, %", min_value=lo, max_value=hi, step=5.0, format=input_format(0),
                         value=d["sc_max_fallback_pct"], key="sc_max_fallback_pct", bind=URL_BIND,
-                        help="Largest share of outputs a cheaper route may escalate to a stronger one to meet a "
-                             "quality floor; 20 means 20 %.")
+                        help=_FALLBACK.help + " A cheaper route escalates them to a stronger one to meet a quality "
+                             "floor; 20 means 20 %.")
         _link_notes()
         _price_warning(cat)
 

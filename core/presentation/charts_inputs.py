@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from core.decision.engine import CONCURRENCY_GRID, TP_OPTIONS
 from core.errors import InputError
-from core.models import Benchmark, GpuSpec, ServingStack
+from core.models import REFERENCE_TOKENS, Benchmark, GpuSpec, ServingStack
 from core.performance import physics
 from core.performance.bench_import import ImportResult, import_benchmark_file
 from core.performance.calibration import Calibration, calibrate, performance_curve, route_points
@@ -30,7 +30,7 @@ PROVENANCE_STYLE: dict[str, dict[str, object]] = {
 }
 TIER_COLORS = dict(palette.TIER)
 ESTIMATE_COLOR = palette.HOSTING["owned"]  # the model's curve for an owned route
-DEFAULT_TOKENS = (1000.0, 256.0)
+DEFAULT_TOKENS = REFERENCE_TOKENS  # (input, output) tokens per request when no workload is chosen
 
 _LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 50, "b": 50}, "hovermode": "closest"}
 

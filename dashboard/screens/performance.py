@@ -4,7 +4,9 @@ import datetime as dt
 
 import streamlit as st
 
+from core.bounds import input_limits
 from core.errors import HangoverError
+from core.models import REFERENCE_TOKENS, Workload
 from core.performance.bench_import import remove_import
 from core.performance.hf_config import PRECISIONS, add_stack_from_config
 from core.presentation.charts_inputs import (
@@ -93,13 +95,15 @@ stack = next(s for s in cat.stacks if s.stack_id == stack_id)
 try:
     g0, in0, out0 = perf_defaults(stack, cat.gpu(gpu_name), cat.benchmarks)
 except HangoverError:
-    g0, in0, out0 = 1, 1000.0, 256.0
+    g0, (in0, out0) = 1, REFERENCE_TOKENS
 # Keys carry the stack and GPU: each route opens at its own defaults (where its benchmarks were taken).
 route = f"{stack_id}_{gpu_name}"
 gpus = c2.selectbox("GPUs per replica", TP_OPTIONS, index=TP_OPTIONS.index(g0) if g0 in TP_OPTIONS else 0,
                     key=f"perf_gpus_{route}")
-n_in = c3.number_input("Input tokens", min_value=0, value=int(in0), step=100, key=f"perf_in_{route}")
-n_out = c4.number_input("Output tokens", min_value=1, value=int(out0), step=32, key=f"perf_out_{route}")
+n_in = c3.number_input("Input tokens", value=int(in0), step=100, key=f"perf_in_{route}",
+                       **input_limits(Workload, "input_tokens", whole=True))
+n_out = c4.number_input("Output tokens", value=int(out0), step=32, key=f"perf_out_{route}",
+                        **input_limits(Workload, "output_tokens", whole=True))
 try:
     lat_fig, thr_fig, curve, note = _curves(key, stack_id, gpu_name, int(gpus), float(n_in), float(n_out), cat)
     left, right = st.columns(2)

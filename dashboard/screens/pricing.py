@@ -4,8 +4,9 @@ import datetime as dt
 
 import streamlit as st
 
+from core.bounds import input_limits
 from core.errors import HangoverError
-from core.models import Scenario
+from core.models import REFERENCE_TOKENS, Scenario, Workload
 from core.presentation.charts_inputs import break_even_chart, data_key
 from core.presentation.format import column_format, input_format
 from core.presentation.pricing_views import (
@@ -183,8 +184,10 @@ stack_ids = [s.stack_id for s in cat.stacks]
 c1, c2, c3 = st.columns([2, 1, 1])
 ref_stack = c1.selectbox("Reference stack on the node", stack_ids, key="price_ref_stack",
                          index=stack_ids.index("llama70b-fp8") if "llama70b-fp8" in stack_ids else 0)
-n_in = c2.number_input("Input tokens per request", min_value=0, value=1000, step=100, key="price_in_tokens")
-n_out = c3.number_input("Output tokens per request", min_value=1, value=256, step=32, key="price_out_tokens")
+n_in = c2.number_input("Input tokens per request", value=int(REFERENCE_TOKENS[0]), step=100, key="price_in_tokens",
+                       **input_limits(Workload, "input_tokens", whole=True))
+n_out = c3.number_input("Output tokens per request", value=int(REFERENCE_TOKENS[1]), step=32, key="price_out_tokens",
+                        **input_limits(Workload, "output_tokens", whole=True))
 try:
     sc = scenario()
     key = data_key(cat.gpus, cat.stacks, cat.benchmarks, cat.node_prices, cat.apis, cat.owned_hardware)

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from core.bounds import input_limits
 from core.errors import HangoverError
 from core.inventory import DECIMALS, ENUM_VALUES, read_inventory, template_bytes, validate_frame
 from core.inventory.versions import (
@@ -11,36 +12,42 @@ from core.inventory.versions import (
     list_versions,
     restore_version,
 )
+from core.models import Workload
+from core.presentation.format import column_format, integer
 from dashboard.format import md
 from dashboard.state import bump_data_version, data_version, store
 
 ERROR_COLUMNS = {
-    "row": st.column_config.NumberColumn("row", format="%d", width="small",
+    "row": st.column_config.NumberColumn("row", format=column_format("id"), width="small",
                                          help="Row in the file as a spreadsheet numbers it (header = 1); 0 = the whole file"),
     "column": st.column_config.TextColumn("column", width="small"),
     "value": st.column_config.TextColumn("value", width="small"),
     "problem": st.column_config.TextColumn("problem", width="large"),
 }
 # Pixel widths and short headers keep the contract's columns inside the ~980 px main column at 1440 px.
+# Limits and help come from the Workload model's fields (core.bounds), the one place they are set.
 WORKLOAD_COLUMNS = {
     "workload_id": st.column_config.TextColumn("workload_id", width=115, required=True),
     "name": st.column_config.TextColumn("name", width=140, required=True),
     "team": st.column_config.TextColumn("team", width=90),
-    "requests_per_day": st.column_config.NumberColumn("requests/day", format="%,.0f", min_value=0, width=80),
-    "peak_factor": st.column_config.NumberColumn("peak", format="%.1f", min_value=1, width=50,
-                                                 help="peak-hour rate ÷ mean rate"),
-    "input_tokens": st.column_config.NumberColumn("in tok", format="%,.0f", min_value=0, width=60),
-    "output_tokens": st.column_config.NumberColumn("out tok", format="%,.0f", min_value=1, width=55),
-    "latency_slo_ms": st.column_config.NumberColumn("SLA ms", format="%,.0f", min_value=0, width=65,
-                                                    help="p95 end-to-end target (interactive work)"),
-    "batch_window_hours": st.column_config.NumberColumn("window h", format="%.1f", min_value=0, max_value=24,
-                                                        width=65, help="hours the day's queue may take (offline work)"),
+    "requests_per_day": st.column_config.NumberColumn("requests/day", format=column_format("int"), width=80,
+                                                      **input_limits(Workload, "requests_per_day")),
+    "peak_factor": st.column_config.NumberColumn("peak", format=column_format("num_1"), width=50,
+                                                 **input_limits(Workload, "peak_factor")),
+    "input_tokens": st.column_config.NumberColumn("in tok", format=column_format("int"), width=60,
+                                                  **input_limits(Workload, "input_tokens")),
+    "output_tokens": st.column_config.NumberColumn("out tok", format=column_format("int"), width=55,
+                                                   **input_limits(Workload, "output_tokens")),
+    "latency_slo_ms": st.column_config.NumberColumn("SLA ms", format=column_format("int"), width=65,
+                                                    **input_limits(Workload, "latency_slo_ms")),
+    "batch_window_hours": st.column_config.NumberColumn("window h", format=column_format("num_1"), width=65,
+                                                        **input_limits(Workload, "batch_window_hours")),
     "data_policy": st.column_config.SelectboxColumn("data policy", options=list(ENUM_VALUES["data_policy"]), width=90),
     "task_class": st.column_config.SelectboxColumn("task class", options=list(ENUM_VALUES["task_class"]), width=110),
-    "min_quality": st.column_config.NumberColumn("floor", format="%.2f", min_value=0, max_value=1, width=55,
-                                                 help="quality floor, 0-1 (blank = the task class default)"),
-    "cached_input_share": st.column_config.NumberColumn("cached", format="%.2f", min_value=0, max_value=1, width=60,
-                                                        help="share of input tokens served from a prompt cache"),
+    "min_quality": st.column_config.NumberColumn("floor", format=column_format("num_2"), width=55,
+                                                 **input_limits(Workload, "min_quality")),
+    "cached_input_share": st.column_config.NumberColumn("cached", format=column_format("num_2"), width=60,
+                                                        **input_limits(Workload, "cached_input_share")),
     "notes": st.column_config.TextColumn("notes", width=150),
 }
 # The preview leaves out the free-text team and notes so the figures fit without sideways scrolling;
@@ -96,9 +103,9 @@ except HangoverError as exc:
     st.error(md(str(exc)))
     st.stop()
 st.caption(
-    f"The routing uses **version {version}**, the latest committed inventory ({len(current):,} workloads)."
+    f"The routing uses **version {version}**, the latest committed inventory ({integer(len(current))} workloads)."
     if version is not None else
-    f"Nothing committed yet: the routing uses the **bundled sample** ({len(current):,} workloads of a bank). "
+    f"Nothing committed yet: the routing uses the **bundled sample** ({integer(len(current))} workloads of a bank). "
     "Upload your own inventory below.")
 
 # The message slot is drawn on every run, flash or not: if it came and went, the tabs below would move
@@ -137,7 +144,7 @@ with upload_tab:
                 report = _read(data, up.name, sheet=sheet, decimal=decimal)
         st.caption(md(f"{up.name}: read as {report.dialect}."))
         if _show_report(report, up.name):
-            st.success(md(f"{len(report.frame):,} workloads read from {up.name} with no problems. Preview:"))
+            st.success(md(f"{integer(len(report.frame))} workloads read from {up.name} with no problems. Preview:"))
             st.dataframe(report.frame, width="stretch", hide_index=True, column_config=WORKLOAD_COLUMNS,
                          column_order=PREVIEW_ORDER, placeholder="—", key="wl_preview")
             if st.button(md(f"Commit {up.name} as a new version"), key="wl_commit", type="primary"):
@@ -171,11 +178,11 @@ with history_tab:
             versions, hide_index=True, width="stretch", key="wl_versions", placeholder="—",
             column_order=["version", "created_at", "file_name", "row_count", "comment", "restored_from", "is_latest"],
             column_config={
-                "version": st.column_config.NumberColumn("version", format="%d", width="small"),
+                "version": st.column_config.NumberColumn("version", format=column_format("id"), width="small"),
                 "created_at": st.column_config.DatetimeColumn("committed", format="YYYY-MM-DD HH:mm"),
                 "file_name": st.column_config.TextColumn("from", width="medium"),
-                "row_count": st.column_config.NumberColumn("workloads", format="%,d"),
-                "restored_from": st.column_config.NumberColumn("restored from", format="%d"),
+                "row_count": st.column_config.NumberColumn("workloads", format=column_format("int")),
+                "restored_from": st.column_config.NumberColumn("restored from", format=column_format("id")),
                 "is_latest": st.column_config.CheckboxColumn("in use"),
             },
         )
