@@ -9,36 +9,53 @@ import sys
 from core.models import CostBasis, PricingOption
 
 
+def flag_help(model, name: str, how: str = "", *, percent: bool = False) -> str:
+    """A flag's help from the model field (core.bounds): what it is, its bounds, how to type it, its default."""
+    from core.bounds import field_bounds
+    from core.presentation.format import plain
+
+    b = field_bounds(model, name)
+    parts = [b.help.rstrip(".")]
+    bounds = b.range_text(scale=100.0, unit=" %") if percent else b.range_text()
+    parts += [p for p in (bounds, how) if p]
+    if b.default is not None:
+        parts.append(f"default {b.default!r}" if isinstance(b.default, str) else f"default {plain(b.default)}")
+    return "; ".join(parts).replace("%", "%%")  # argparse reads % as a format code
+
+
 def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
-    """Scenario flags shared by `evaluate` and `report`."""
+    """Scenario flags shared by `evaluate` and `report`; bounds, defaults and help come from Scenario's fields."""
+    from core.models import OwnedHardware, Scenario
+
     p.add_argument("--workloads", metavar="FILE", help="inventory CSV/XLSX (default: latest stored version, else the bundled sample)")
     p.add_argument("--sheet", help="sheet name when --workloads is an .xlsx")
     p.add_argument("--version", type=int, help="stored inventory version to evaluate")
     p.add_argument("--scenario", metavar="NAME",
                    help="start from a saved scenario (and the inventory it was saved on); other flags override it")
-    p.add_argument("--fleet-nodes", type=int, help="owned or reserved nodes (default 1)")
-    p.add_argument("--gpu", help="GPU of the owned fleet (default 'H100 SXM')")
-    p.add_argument("--pricing", choices=[o.value for o in PricingOption], help="how the fleet is paid for (default savings_1y)")
-    p.add_argument("--cost-basis", choices=[c.value for c in CostBasis], help="full (allocation) or marginal")
-    p.add_argument("--node-usd-per-hour", type=float, help="override the node price, $/hour")
-    p.add_argument("--api-price-scale", type=float, help="multiply every API price (e.g. 0.5, 2)")
-    p.add_argument("--sla-scale", type=float, help="multiply every latency target")
+    p.add_argument("--fleet-nodes", type=int, help=flag_help(Scenario, "fleet_nodes"))
+    p.add_argument("--gpu", help=flag_help(Scenario, "gpu"))
+    p.add_argument("--pricing", choices=[o.value for o in PricingOption], help=flag_help(Scenario, "pricing_option"))
+    p.add_argument("--cost-basis", choices=[c.value for c in CostBasis], help=flag_help(Scenario, "cost_basis"))
+    p.add_argument("--node-usd-per-hour", type=float, help=flag_help(Scenario, "node_usd_per_hour"))
+    p.add_argument("--api-price-scale", type=float, help=flag_help(Scenario, "api_price_scale", "e.g. 0.5, 2"))
+    p.add_argument("--sla-scale", type=float, help=flag_help(Scenario, "sla_scale", "below 1 = tighter"))
     p.add_argument("--max-fallback-share", type=share_flag,
-                   help="largest share of outputs escalated for quality: 20%%, 20 or 0.2 (default 0.2)")
+                   help=flag_help(Scenario, "max_fallback_share", "typed as 20%, 20 or 0.2", percent=True))
     owned = p.add_argument_group("owned hardware (with --pricing owned; unset figures keep the seed estimate)")
-    for name, help_text in OWNED_FLAGS.items():
+    for name, how in OWNED_FLAGS.items():
         owned.add_argument(f"--{name.replace('_', '-')}", type=share_flag if name in SHARE_FLAGS else float,
-                           dest=f"own_{name}", help=help_text)
+                           dest=f"own_{name}", help=flag_help(OwnedHardware, name, how, percent=name in SHARE_FLAGS))
 
 
+# Owned-hardware flags (OwnedHardware fields) -> how to type them, beyond what the field says.
 OWNED_FLAGS = {
-    "capex_usd_per_node": "purchase price of one node, $",
-    "depreciation_years": "straight-line depreciation, years",
-    "cost_of_capital_rate": "annual cost of capital: 8%%, 8 or 0.08",
-    "kw_per_node": "average power draw of one node, kW",
-    "pue": "data-centre PUE (>= 1)",
-    "usd_per_kwh": "electricity price, $/kWh",
-    "support_usd_per_year": "support, colocation and operations per node, $/year",
+    "capex_usd_per_node": "",
+    "depreciation_years": "",
+    "cost_of_capital_rate": "typed as 8%, 8 or 0.08",
+    "kw_per_node": "",
+    "pue": "",
+    "usd_per_kwh": "",
+    "support_usd_per_year": "",
 }
 
 
