@@ -243,6 +243,13 @@ class SavedScenario:
         }
 
 
+def saved_rows(saved: Iterable[SavedScenario]) -> list[dict[str, str]]:
+    """The saved scenarios as text rows for a table: name, settings, inventory, who, when (UTC), note."""
+    return [{"name": s.name, "settings": scenario_words(s.scenario), "inventory": s.inventory_label,
+             "saved by": s.created_by, "saved (UTC)": f"{s.updated_at:%Y-%m-%d %H:%M}" if s.updated_at else "",
+             "note": s.note} for s in saved]
+
+
 _LATEST = object()
 
 

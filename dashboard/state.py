@@ -207,6 +207,7 @@ def scenario_sidebar() -> None:
                         key="sc_fleet_nodes", bind=URL_BIND, help=_FLEET.help)
         st.selectbox("Pricing", pricing, index=_index(pricing, d["sc_pricing"]), key="sc_pricing",
                      format_func=PRICING_LABELS.get, bind=URL_BIND)
+        price_slot = st.empty()  # under the GPU and pricing choices it is about; filled once every input is read
         if st.session_state["sc_pricing"] == PricingOption.OWNED.value:
             seed = owned_input_defaults(cat, st.session_state["sc_gpu"])
             with st.expander("Owned hardware: your figures", expanded=True):
@@ -253,7 +254,7 @@ def scenario_sidebar() -> None:
                         help=_FALLBACK.help + " A cheaper route escalates them to a stronger one to meet a quality "
                              "floor; 20 means 20 %.")
         _link_notes()
-        _price_warning(cat)
+        _price_warning(cat, price_slot)
 
 
 def _shown(key: str) -> str:
@@ -288,7 +289,7 @@ def _link_notes() -> None:
             st.rerun()
 
 
-def _price_warning(cat: Catalog) -> None:
+def _price_warning(cat: Catalog, slot) -> None:
     """One clear warning when the scenario has no node price; pages that need it point here."""
     try:
         problem = price_problem(cat, scenario())
@@ -296,7 +297,7 @@ def _price_warning(cat: Catalog) -> None:
         problem = None  # a bad input is reported by the page that evaluates it
     st.session_state["sc_price_problem"] = problem
     if problem:
-        st.warning(problem, icon=":material/price_change:")
+        slot.warning(problem, icon=":material/price_change:")
 
 
 def alias_pages(screens: list[tuple[str, str, str]], *, default: str) -> list[st.Page]:

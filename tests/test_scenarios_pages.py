@@ -143,7 +143,7 @@ def test_saving_from_the_page_and_a_bad_name(db):
     finally:
         store.close()
     assert saved.scenario.fleet_nodes == 2 and saved.created_by == "alice"
-    table = at.dataframe[0].value  # the saved scenarios
+    table = at.table[0].value  # the saved scenarios
     assert list(table["name"]) == ["Two nodes"]
 
 
@@ -152,7 +152,8 @@ def test_a_comparison_of_two_scenarios_shows_their_difference(db):
     _save(db, "Three nodes 3y", fleet_nodes=3, pricing="savings_3y")
     at = _show(_app(), "screens/scenarios.py")
     assert at.multiselect(key="sc_compare_names").value == ["One node", "Three nodes 3y"]
-    saved_table, figures_table, verdicts_table = (d.value for d in at.dataframe)
+    saved_table, figures_table = (t.value for t in at.table)
+    verdicts_table = at.dataframe[0].value
     assert list(saved_table["name"]) == ["One node", "Three nodes 3y"]
     table = figures_table.set_index("Figure")
     assert list(table.columns) == ["One node", "Three nodes 3y"]

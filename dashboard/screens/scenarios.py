@@ -17,10 +17,11 @@ from core.scenarios import (
     list_scenarios,
     rename_scenario,
     save_scenario,
+    saved_rows,
 )
 from core.scenarios import scenario_words as words
 from dashboard import state
-from dashboard.format import md, money_col, text_col
+from dashboard.format import md, text_col
 
 
 @st.cache_data(show_spinner="Evaluating each scenario…", max_entries=8)
@@ -88,13 +89,7 @@ if not saved:
     st.info("No scenario is saved yet. Set the sidebar, give the scenario a name above and save it.")
     st.stop()
 
-st.dataframe(
-    [{"name": s.name, "settings": words(s.scenario), "inventory": s.inventory_label, "saved by": s.created_by,
-      "saved": s.updated_at, "note": s.note} for s in saved],
-    hide_index=True, width="stretch", key="sc_saved_table",
-    column_config={"name": text_col("name"), "settings": st.column_config.TextColumn("settings", width="large"),
-                   "saved": st.column_config.DatetimeColumn("saved (UTC)", format="YYYY-MM-DD HH:mm")},
-)
+st.table(saved_rows(saved), hide_index=True)  # a few rows: a static table wraps long settings
 names = [s.name for s in saved]
 c1, c2, c3 = st.columns([2, 2, 1], vertical_alignment="bottom")
 chosen = c1.selectbox("Saved scenario", names, key="sc_manage_name")
@@ -134,8 +129,7 @@ except HangoverError as exc:
     st.error(str(exc))
     st.stop()
 
-st.dataframe(figures_display(cmp), hide_index=True, width="stretch", key="sc_compare_figures",
-             column_config={"Figure": st.column_config.TextColumn("Figure", width="medium")})
+st.table(figures_display(cmp), hide_index=True)  # static: the settings rows wrap instead of being cut off
 st.plotly_chart(scenario_comparison_chart(cmp), key="sc_compare_chart")
 n_changed = cmp.changed_count
 st.markdown(f"**{n_changed} of {len(cmp.verdicts):,} workloads** are not routed the same way in every scenario"
@@ -143,8 +137,11 @@ st.markdown(f"**{n_changed} of {len(cmp.verdicts):,} workloads** are not routed 
 only = st.toggle("Only workloads whose verdict changes", value=bool(n_changed), key="sc_compare_only_changed")
 table = cmp.verdicts_table(only_changed=only)
 st.dataframe(table, hide_index=True, width="stretch", key="sc_compare_verdicts",
-             column_config={**{f"{n} $/month": money_col(f"{n} $/month") for n in cmp.names},
-                            "changed": st.column_config.CheckboxColumn("changes")})
+             # The routes side by side fit the page; each route's $/month is in the workbook below.
+             column_order=["workload_id", "name", *cmp.names, "changed"],
+             column_config={"workload_id": text_col("workload", width=120), "name": text_col("name", width=190),
+                            **{n: text_col(n, width=260) for n in cmp.names},
+                            "changed": st.column_config.CheckboxColumn("changes", width=70)})
 stem = comparison_stem(picked)
 xlsx, markdown = _exports(tuple(picked), state.data_version(), stamp, on_current)
 c1, c2 = st.columns(2)
