@@ -142,6 +142,21 @@ def m005_performance_v2(cur: duckdb.DuckDBPyConnection) -> None:
         cur.execute(f"ALTER TABLE serving_stacks ADD COLUMN {col} {typ}")
 
 
+def m007_scenarios(cur: duckdb.DuckDBPyConnection) -> None:
+    """Named scenarios (issue 14): every sidebar input as the Scenario model's JSON, who saved it, when, on which inventory."""
+    cur.execute("""
+        CREATE TABLE IF NOT EXISTS saved_scenarios (
+            name_key VARCHAR PRIMARY KEY,                   -- lower-cased name: 'Plan A' and 'plan a' are one name
+            name VARCHAR NOT NULL,                          -- as the user typed it
+            scenario_json VARCHAR NOT NULL,                 -- core.models.Scenario.model_dump_json()
+            inventory_version INTEGER,                      -- NULL = the bundled sample inventory
+            created_by VARCHAR NOT NULL DEFAULT '',
+            created_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            updated_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            note VARCHAR NOT NULL DEFAULT ''
+        )""")
+
+
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
 
 # Append only: never reorder or edit a released migration (simonw/llm's habit).
@@ -151,6 +166,7 @@ MIGRATIONS: list[Migration] = [
     m003_inventory_versions,
     m004_hosting_rights,
     m005_performance_v2,
+    m007_scenarios,
 ]
 
 
