@@ -23,6 +23,7 @@ COMMAND_MODULES = [
     "core.commands.stacks",
     "core.commands.workloads",
     "core.commands.report",
+    "core.commands.telemetry",
     "core.commands.scenario",
 ]
 

@@ -142,6 +142,48 @@ def m005_performance_v2(cur: duckdb.DuckDBPyConnection) -> None:
         cur.execute(f"ALTER TABLE serving_stacks ADD COLUMN {col} {typ}")
 
 
+def m006_telemetry(cur: duckdb.DuckDBPyConnection) -> None:
+    """GPU telemetry (issue 15): one row per imported file and hourly aggregates per GPU.
+
+    Raw samples live in Parquet beside the store (core/store/telemetry.py); the
+    store keeps what pages read, so a page never scans the samples. Per metric,
+    `<m>_n` samples had a reading and `<m>_sum` adds them up (shares 0-1, W, MiB).
+    """
+    cur.execute("""
+        CREATE TABLE IF NOT EXISTS telemetry_imports (
+            import_id VARCHAR PRIMARY KEY,                  -- sha256 of the imported file
+            file_name VARCHAR NOT NULL,
+            file_format VARCHAR NOT NULL,
+            time_basis VARCHAR NOT NULL,                    -- which clock the timestamps read
+            imported_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            nodes VARCHAR[] NOT NULL,
+            gpus INTEGER NOT NULL,
+            samples BIGINT NOT NULL,
+            first_ts TIMESTAMP NOT NULL,
+            last_ts TIMESTAMP NOT NULL,
+            metrics VARCHAR[] NOT NULL,                     -- metrics with at least one reading
+            files VARCHAR[] NOT NULL,                       -- Parquet files, relative to the telemetry folder
+            note VARCHAR NOT NULL DEFAULT ''
+        )""")
+    cur.execute("""
+        CREATE TABLE IF NOT EXISTS telemetry_hourly (
+            import_id VARCHAR NOT NULL,
+            node VARCHAR NOT NULL,
+            gpu VARCHAR NOT NULL,
+            hour TIMESTAMP NOT NULL,                        -- start of the hour, on the import's clock
+            samples BIGINT NOT NULL,
+            first_ts TIMESTAMP NOT NULL,
+            last_ts TIMESTAMP NOT NULL,
+            gpu_util_n BIGINT NOT NULL, gpu_util_sum DOUBLE NOT NULL,
+            sm_active_n BIGINT NOT NULL, sm_active_sum DOUBLE NOT NULL,
+            tensor_active_n BIGINT NOT NULL, tensor_active_sum DOUBLE NOT NULL,
+            dram_active_n BIGINT NOT NULL, dram_active_sum DOUBLE NOT NULL,
+            power_w_n BIGINT NOT NULL, power_w_sum DOUBLE NOT NULL,
+            memory_used_mib_n BIGINT NOT NULL, memory_used_mib_sum DOUBLE NOT NULL,
+            PRIMARY KEY (import_id, node, gpu, hour)
+        )""")
+
+
 def m007_scenarios(cur: duckdb.DuckDBPyConnection) -> None:
     """Named scenarios (issue 14): every sidebar input as the Scenario model's JSON, who saved it, when, on which inventory."""
     cur.execute("""
@@ -166,6 +208,7 @@ MIGRATIONS: list[Migration] = [
     m003_inventory_versions,
     m004_hosting_rights,
     m005_performance_v2,
+    m006_telemetry,
     m007_scenarios,
 ]
 
