@@ -10,6 +10,7 @@ import pandas as pd
 import xlsxwriter
 
 from core.errors import InputError
+from core.presentation import palette
 from core.presentation.report.content import Column, Table
 from core.presentation.report.markdown import render_table
 from core.presentation.report.numbers import FORMATS, fmt
@@ -98,7 +99,8 @@ def build_comparison_xlsx(cmp: Comparison, *, generated: dt.datetime | None = No
     _print_setup(ws, header)
     chart = wb.add_chart({"type": "column"})
     last_col = len(cmp.scenarios)
-    for row_offset, color in ((1, "#3355cc"), (4, "#dd6b20"), (6, "#93a5d8")):  # bill, idle, API spend
+    # Bill, idle cost and API spend in the colours of the scenario comparison chart (core.presentation.palette).
+    for row_offset, color in ((1, palette.HOSTING["owned"]), (4, palette.ALERT), (6, palette.HOSTING["api"])):
         chart.add_series({
             "name": ["Comparison", header + row_offset, 0],
             "categories": ["Comparison", header, 1, header, last_col],
