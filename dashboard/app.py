@@ -39,6 +39,7 @@ SCREENS = [
     ("Your inputs", "screens/workloads.py", "Workloads", ":material/table_view:", "workloads"),
     ("Your inputs", "screens/pricing.py", "Pricing", ":material/payments:", "pricing"),
     ("Your inputs", "screens/performance.py", "Performance", ":material/speed:", "performance"),
+    ("Your inputs", "screens/telemetry.py", "Telemetry", ":material/monitoring:", "telemetry"),
     ("Share", "screens/scenarios.py", "Scenarios", ":material/compare:", "scenarios"),
     ("Share", "screens/export.py", "Export", ":material/download:", "export"),
 ]

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from core.presentation import charts, views
+from core.telemetry.profile import measured_vs_plan
 from dashboard import state
 from dashboard.format import badge, integer, md, money, percent, signed_money
 
@@ -46,3 +47,7 @@ with left:
 with right:
     st.plotly_chart(charts.verdict_mix_chart(ev.fleet["verdict_mix"]), key="overview_mix")
     st.caption("Details and reasons per workload: Routing. Nodes per route: Fleet sizing.")
+
+# Measured utilization beside the plan's (issue 15): one line, only once telemetry has been imported.
+if (measured := measured_vs_plan(state.store(), k["utilization"], ev.rate)) is not None:
+    st.info(md(measured))
