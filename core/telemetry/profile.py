@@ -16,7 +16,7 @@ import numpy as np
 from core.decision.economics import NodeRate, idle_usd, node_rate
 from core.errors import InputError
 from core.models import HOURS_PER_MONTH, Scenario
-from core.presentation.format import plain
+from core.presentation.format import integer, money, percent, plain
 from core.store import telemetry as tstore
 from core.telemetry.samples import METRIC_SHORT, UTILIZATION_METRICS
 
@@ -163,3 +163,34 @@ def summarize(store, scenario: Scenario | None = None, *, node: str | None = Non
     rate = node_rate(sc, store.node_prices(), store.owned_hardware())
     per_gpu = rate.full_usd_per_node_hour / rate.gpus_per_node
     return TelemetrySummary(p, rate, per_gpu, idle_usd(p.gpus * HOURS_PER_MONTH, per_gpu, p.utilization))
+
+
+_OVERVIEW_CACHE: dict[tuple, MeasuredUtilization | None] = {}
+
+
+def measured_vs_plan(store, plan_utilization: float | None, rate: NodeRate) -> str | None:
+    """One line for the Overview: measured utilization and idle $ (dated, all nodes) beside the plan's; None without telemetry.
+
+    Reads the hourly aggregates once per change of the stored telemetry (a
+    count and the newest import id, about a millisecond to check).
+    """
+    stamp = tstore.telemetry_stamp(store)
+    if stamp[0] == 0:
+        return None
+    key = (str(store.path), stamp)
+    if key not in _OVERVIEW_CACHE:
+        if len(_OVERVIEW_CACHE) > 16:
+            _OVERVIEW_CACHE.clear()
+        try:
+            _OVERVIEW_CACHE[key] = measured_profile(store)
+        except InputError:
+            _OVERVIEW_CACHE[key] = None
+    p = _OVERVIEW_CACHE[key]
+    if p is None:
+        return None
+    per_gpu = rate.full_usd_per_node_hour / rate.gpus_per_node
+    idle = idle_usd(p.gpus * HOURS_PER_MONTH, per_gpu, p.utilization)
+    plan = ("the plan above models " + percent(plan_utilization) + " (an estimate from your inventory)"
+            if plan_utilization is not None else "the plan has no owned nodes to compare")
+    return (f"As it is: {percent(p.utilization)} busy, {p.label} ({integer(p.gpus)} GPUs, {p.metric_label}); "
+            f"idle {money(idle)} a month at this scenario's node price. As planned: {plan}. Details: Telemetry.")
