@@ -373,3 +373,102 @@ def test_cli_import_errors_are_one_line_and_write_nothing(tmp_path, capsys, argv
         assert user_rows(s) == 0
     finally:
         s.close()
+
+
+# -- issue 16: plausibility bounds, dates, remove, bounded output ------------------------------
+
+
+def _vllm(**changes) -> bytes:
+    return json.dumps(json.loads(read("vllm_new.json")) | changes).encode()
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"median_ttft_ms": 90.0}, r"ttft_ms_p50 \(90 ms\) is above ttft_ms_p95 \(55\.9077 ms\); it must be at most ttft_ms_p95"),
+    ({"median_e2el_ms": 4000.0}, r"e2e_ms_p50 \(4,000 ms\) is above e2e_ms_p95 \(3,611\.58 ms\)"),
+    ({"output_throughput": 20.0}, r"output_tokens_per_s_per_stream \([\d.]+\) is above the total \(20 tok/s; at most "
+                                  r"[\d.]+ allowing for the first token and idle time\)"),
+    ({"output_throughput": 1e7}, r"output_tokens_per_s_total 1e\+07 is above [\d,]+ tok/s \(4 x the roofline bound for "
+                                 r"llama8b-bf16 on 1 x H100 SXM at full bandwidth and peak compute\)"),
+    ({"median_tpot_ms": 0.05, "output_throughput": 200_000.0}, r"output_tokens_per_s_per_stream 20,000 is above [\d,]+ tok/s \(4 x the roofline bound "
+                               r"for one stream of llama8b-bf16 on 1 x H100 SXM\)"),
+    ({"max_concurrency": 1e300, "num_prompts": 1e301}, r"concurrency 1e\+300 is above 1,000,000 requests in flight"),
+    ({"max_concurrency": 9000, "num_prompts": 9000}, r"concurrency 9,000 is above [\d,]+ \(8 x the [\d,]+ sequences of "
+                                                     r"1,256 tokens whose KV cache fits in memory for llama8b-bf16 on 1 x H100 SXM\)"),
+    ({"date": "99991231-120000"}, r"the file's date 9999-12-31 is outside 2015-01-01 to \d{4}-\d\d-\d\d \(today \+ 1 year\)"),
+    ({"date": "20120101-120000"}, r"the file's date 2012-01-01 is outside 2015-01-01"),
+    ({"output_throughput": True}, r"'output_throughput' is true, not a number"),
+    ({"output_throughput": "1,383"}, r"'output_throughput' is '1,383': ambiguous \(thousands separator or decimal comma\?\)"),
+])
+def test_each_implausible_figure_is_refused_naming_the_field_and_the_bound(bench_store, changes, message):
+    with pytest.raises(InputError, match=message):
+        bi.import_benchmark_file(bench_store, _vllm(**changes), "vllm_new.json", stack_id="llama8b-bf16", gpu="H100 SXM")
+    assert user_rows(bench_store) == 0
+
+
+def test_the_seed_benchmarks_pass_every_bound(bench_store):
+    """The bounds' margins are set so every bundled measurement and vendor claim passes them."""
+    from core.performance.bench_formats import bounds
+
+    stacks = {s.stack_id: s for s in bench_store.serving_stacks()}
+    gpus = {g.name: g for g in bench_store.gpus()}
+    for p in bench_store.benchmarks():
+        bounds.check_shape(p, p.source)
+        bounds.check_physics(p, stacks[p.stack_id], gpus[p.gpu], p.source)
+
+
+def test_an_as_of_outside_the_dates_is_refused():
+    with pytest.raises(InputError, match=r"the --as-of date 2014-12-31 is outside 2015-01-01"):
+        parse("vllm_new.json", as_of=dt.date(2014, 12, 31))
+    (p,) = parse("vllm_new.json", as_of=dt.date.today() + dt.timedelta(days=300))
+    assert p.as_of > dt.date.today()
+
+
+def test_a_stored_row_that_is_not_finite_is_skipped_not_raised(bench_store):
+    """A row an older version let in (concurrency 1e300, NaN) no longer breaks every page: it is skipped and logged."""
+    before = len(bench_store.benchmarks())
+
+    def work(cur):
+        cur.execute("INSERT INTO benchmarks SELECT * REPLACE (nextval('row_id_seq') AS row_id, 1e300 AS concurrency) "
+                    "FROM benchmarks LIMIT 1")
+        cur.execute("INSERT INTO benchmarks SELECT * REPLACE (nextval('row_id_seq') AS row_id, "
+                    "'NaN'::DOUBLE AS output_tokens_per_s_total, NULL AS output_tokens_per_s_per_stream) "
+                    "FROM benchmarks LIMIT 1")
+
+    bench_store.write(work)
+    assert len(bench_store.benchmarks()) == before
+    assert "2 stored benchmark row(s) skipped" in (bench_store.path.parent / "hangover-errors.log").read_text()
+
+
+def test_bench_remove_takes_out_one_import_and_lists_them(tmp_path, capsys):
+    db = str(tmp_path / "t.duckdb")
+    assert main(["--db", db, "bench", "import", str(BENCH / "guidellm_report.json"), "--stack", "llama8b-bf16",
+                 "--gpu", "H100 SXM"]) == 0
+    out = capsys.readouterr().out
+    import_id = bi.file_sha256(read("guidellm_report.json"))
+    assert f"import id {import_id[:12]} (undo with: hangover bench remove {import_id[:12]})" in out
+    assert main(["--db", db, "bench", "remove"]) == 0
+    listing = capsys.readouterr().out
+    assert import_id[:12] in listing and "guidellm_report.json" in listing
+    assert main(["--db", db, "bench", "remove", import_id[:10]]) == 0
+    assert f"removed 3 benchmark points of import {import_id[:12]}..." in capsys.readouterr().out
+    assert main(["--db", db, "bench", "remove", import_id[:10]]) == 2
+    assert "no imported benchmark file has id" in capsys.readouterr().err
+    assert main(["--db", db, "bench", "remove", "zz"]) == 2
+    assert "must be 8 or more hexadecimal characters" in capsys.readouterr().err
+    s = Store(db)
+    try:
+        assert user_rows(s) == 0 and len(s.benchmarks()) > 0  # the bundled points stay
+    finally:
+        s.close()
+
+
+def test_a_large_import_prints_a_short_summary(bench_store):
+    """issue 16: a 100k-point import printed a 458 KB line; the summary is now bounded whatever the count
+    (20,000 points here to keep the test fast; the message does not grow with the count)."""
+    d = json.loads(read("vllm_new.json"))
+    runs = [d | {"max_concurrency": 1 + (i % 64), "num_prompts": 100_000, "note": f"r{i}"} for i in range(20_000)]
+    data = "\n".join(json.dumps(r) for r in runs).encode()
+    res = bi.import_benchmark_file(bench_store, data, "sweep.jsonl", stack_id="llama8b-bf16", gpu="H100 SXM")
+    assert res.rows_added == 20_000
+    assert len(res.message) < 600, len(res.message)
+    assert "at 64 concurrencies from 1 to 64" in res.message

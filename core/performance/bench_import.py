@@ -18,6 +18,7 @@ import hashlib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pydantic import ValidationError
 
@@ -73,11 +74,15 @@ def _where(file_name: str, raw: Raw) -> str:
 def _resolve_name(value: str, known: Iterable[str] | None, what: str, flag: str) -> str:
     if known is None:
         return value
-    known = list(known)
-    by_lower = {k.lower(): k for k in known}
+    by_lower = _by_lower(tuple(known))
     if value.strip().lower() in by_lower:
         return by_lower[value.strip().lower()]
     raise InputError(f"unknown {what} {shorten(repr(value), 80)} ({flag}); known: {', '.join(sorted(known))}")
+
+
+@lru_cache(maxsize=64)
+def _by_lower(known: tuple[str, ...]) -> dict[str, str]:
+    return {k.lower(): k for k in known}
 
 
 def parse_benchmark_file(

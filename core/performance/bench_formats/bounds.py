@@ -21,6 +21,7 @@ What a file may claim for a (stack, GPU, GPUs per replica) route:
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -81,6 +82,7 @@ def check_shape(p: Benchmark, where: str) -> None:
                          "one stream cannot outrun all streams together")
 
 
+@lru_cache(maxsize=1024)
 def roofline_limits(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens: float, output_tokens: float) -> dict[str, float]:
     """The physics side of the bounds for one route: sequences that fit, best-case total and per-stream tokens/s."""
     fits = float(physics.max_concurrency(stack, gpu, gpus, input_tokens + output_tokens))

@@ -6,6 +6,7 @@ import datetime as dt
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from core.errorlog import shorten
 from core.errors import InputError
@@ -14,9 +15,6 @@ from core.errors import InputError
 # time zones, never "year 9999".
 EARLIEST_DATE = dt.date(2015, 1, 1)
 FUTURE_DAYS = 365
-
-# Deepest JSON nesting read (real reports nest 6-8 levels; 100k levels is an attack on the parser).
-MAX_DEPTH = 64
 
 # Text a tool writes for "no value" (GenAI-Perf writes N/A where a metric does not apply).
 _MISSING_WORDS = {"", "n/a", "na", "none", "null", "-"}
@@ -68,6 +66,7 @@ class Source:
         return display_name(self.file_name)
 
 
+@lru_cache(maxsize=256)
 def display_name(file_name: str) -> str:
     """The last part of a path, at most 200 characters."""
     base = re.split(r"[\\/]", file_name.rstrip("/\\"))[-1] or file_name
@@ -228,16 +227,3 @@ def to_ms(v: float | None, unit: str) -> float | None:
     if v is None:
         return None
     return {"ns": v / 1e6, "us": v / 1e3, "s": v * 1e3, "sec": v * 1e3}.get(unit.strip().lower(), v)
-
-
-def depth(obj: object) -> int:
-    """Nesting depth of a parsed JSON value, iteratively (a deep file must not exhaust the call stack)."""
-    deepest, stack = 0, [(obj, 1)]
-    while stack:
-        o, d = stack.pop()
-        if isinstance(o, dict | list):
-            deepest = max(deepest, d)
-            if deepest > MAX_DEPTH:
-                return deepest
-            stack.extend((v, d + 1) for v in (o.values() if isinstance(o, dict) else o))
-    return deepest
