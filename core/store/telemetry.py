@@ -136,11 +136,12 @@ def stage_nvidia_smi(csv_path: Path, plan: CsvPlan, node: str, out: Path, *, str
     exprs = [f"strptime({ts if strict else f'trim({ts})'}, $fmts) AS ts", f"trim({gpu}) AS gpu"]
     for k, col in enumerate(plan.columns):
         c = f"c{col.position}"
-        params[f"unit{k}"] = col.unit
-        params[f"cut{k}"] = -len(col.unit)
-        params[f"nounit{k}"] = f"{col.header}: a value lacks its unit {col.unit!r}"
         params[f"div{k}"] = col.divide_by
+        if col.unit:  # DuckDB refuses a bound parameter the statement does not use: only what each form reads
+            params[f"unit{k}"] = col.unit
+            params[f"nounit{k}"] = f"{col.header}: a value lacks its unit {col.unit!r}"
         if col.unit and strict:  # "45 %": cut the unit off the end; the CAST ignores the space before it
+            params[f"cut{k}"] = -len(col.unit)
             raw = (f"CASE WHEN ends_with({c}, $unit{k}) THEN CAST(left({c}, $cut{k}) AS DOUBLE) "
                    f"WHEN contains({c}, '[') THEN NULL ELSE error($nounit{k}) END")
         elif col.unit:

@@ -46,6 +46,8 @@ _LINE = re.compile(
 )
 _LABEL = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(?:,|$)')
 MAX_REPORTED = 20
+_NO_TS = ("no timestamp (a scrape saved with curl carries none); give the time of the scrape with "
+          "--at 2026-11-02T09:00")
 
 
 def detect(head: str) -> bool:
@@ -118,6 +120,8 @@ def parse(text: str, file_name: str, *, node: str | None = None, tz: str | None 
                 continue
             if why is None:
                 continue  # NaN: the exporter had no reading
+        if why.endswith(_NO_TS):  # the whole scrape lacks them: say it once
+            raise InputError(f"{file_name} line {n}: {why}")
         n_bad += 1
         if len(problems) < MAX_REPORTED:
             cut = " (the file ends mid-line: it looks cut short)" if n == len(lines) and not text.endswith("\n") else ""
@@ -167,8 +171,7 @@ def _parse_line(line: str, name: str, node: str | None, at_ms: int | None):
     elif at_ms is not None:
         ts = at_ms
     else:
-        return (f"{name}: no timestamp (a scrape saved with curl carries none); give the time of the scrape "
-                "with --at 2026-11-02T09:00"), None
+        return f"{name}: {_NO_TS}", None
     return None, (ts, where, gpu, metric, value)
 
 

@@ -34,7 +34,7 @@ def parse(text: str, file_name: str, *, node: str | None = None, tz: str | None 
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        cut = " (the file looks cut short)" if exc.pos >= len(text.rstrip()) else ""
+        cut = " (the file looks cut short)" if not text.rstrip().endswith(("}", "]")) else ""
         raise InputError(f"{file_name} line {exc.lineno}, column {exc.colno}: not valid JSON: {exc.msg}{cut}") from None
     data = doc.get("data") if isinstance(doc, dict) else None
     if not isinstance(data, dict) or not isinstance(data.get("result"), list):
