@@ -204,12 +204,15 @@ def _dump(obj) -> str:
 def _run_cli(argv: list[str]) -> str:
     from core.cli import main
 
-    out, err = io.StringIO(), io.StringIO()
+    # A text stream over bytes: commands may write through sys.stdout.buffer (binary formats).
+    raw, err = io.BytesIO(), io.StringIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
+    out.flush()
     if code != 0:
         raise RuntimeError(f"hangover {' '.join(argv)} exited {code}: {err.getvalue().strip()}")
-    return out.getvalue()
+    return raw.getvalue().decode("utf-8")
 
 
 @contextlib.contextmanager
