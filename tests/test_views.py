@@ -53,7 +53,8 @@ def test_overview_summary_quotes_the_fleet_figures(ev):
     assert "bundled sample" in lines[-1]
     assert "estimates" in lines[-1]
     owned = int((ev.verdicts_frame()["hosting"] == "owned").sum())
-    assert f"{owned} of {len(ev.workloads)} workloads run cheapest on owned GPUs" in text
+    assert f"{owned} of {len(ev.workloads)} workloads run on owned GPUs in the plan" in text
+    assert f"cash bill is {fmt.money(f['total_monthly_usd'])} a month" in text
 
 
 def test_overview_summary_without_owned_nodes(store):
@@ -61,7 +62,9 @@ def test_overview_summary_without_owned_nodes(store):
     lines = views.overview_summary(ev)
     assert lines[0].startswith("You own no nodes")
     assert not any("idle" in line for line in lines)
-    assert views.overview_kpis(ev)["utilization"] is None
+    # Utilization covers the nodes the plan would buy (issue 11); none only when the plan holds no node.
+    util = views.overview_kpis(ev)["utilization"]
+    assert (util is None) == (ev.fleet["nodes_in_plan"] == 0)
 
 
 def test_overview_summary_with_spare_nodes(store):

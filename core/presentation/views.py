@@ -62,7 +62,8 @@ def overview_kpis(ev: Evaluation) -> dict:
         "gpus_per_node": int(f["gpus_per_node"]),
         "gpu": f["gpu"],
         "nodes_needed": int(f["nodes_needed"]),
-        "utilization": float(f["utilization"]) if f["owned_nodes"] else None,
+        # Over every node in the plan (owned and to buy), so a fleet of zero owned nodes still shows its idle share.
+        "utilization": float(f["utilization"]) if f.get("nodes_in_plan", f["owned_nodes"]) else None,
         "idle_usd_per_month": float(f["idle_usd_per_month"]),
         "owned_usd_per_mtok_out": f["owned_usd_per_mtok_out"],
         "api_usd_per_mtok_out": api_equivalent_usd_per_mtok(ev),
@@ -133,8 +134,16 @@ def overview_summary(ev: Evaluation) -> list[str]:
     else:
         out.append("You own no nodes in this scenario: every owned route would run on new nodes.")
     if needed > owned:
-        out.append(f"Holding every latency target at peak takes {_plural(needed, 'node')}: {integer(needed - owned)} more "
-                   f"than you own, about {money(f['extra_nodes_monthly_usd'])} a month at full price.")
+        line = (f"Holding every latency target at peak takes {_plural(needed, 'node')}: {integer(needed - owned)} more "
+                f"than you own, about {money(f['extra_nodes_monthly_usd'])} a month at full price.")
+        drivers = node_drivers(ev)
+        saving = drivers.dropna(subset=["saves_usd_per_month"])
+        saving = saving[saving["saves_usd_per_month"] > 0.5].sort_values("saves_usd_per_month", ascending=False)
+        if len(saving):
+            top = saving.iloc[0]
+            line += (f" The biggest lever: {top['workload_id']} ({top['target']}): {top['change']} saves "
+                     f"{money(top['saves_usd_per_month'])} a month.")
+        out.append(line)
     elif needed < owned:
         out.append(f"The recommended mix needs {_plural(needed, 'node')} of your {integer(owned)}; "
                    f"{_plural(owned - needed, 'node')} could be released or given more work.")
@@ -146,7 +155,7 @@ def overview_summary(ev: Evaluation) -> list[str]:
     by_arch = vf.loc[hosting == "owned", "architecture"].value_counts()
     arch_words = ", ".join(f"{c} on {ARCHITECTURE_LABELS.get(a, a).lower() if a != 'moe' else 'MoE'}"
                            for a, c in by_arch.items())
-    line = f"{n_owned} of {_plural(n, 'workload')} run cheapest on owned GPUs" + (f" ({arch_words})" if arch_words else "")
+    line = f"{n_owned} of {_plural(n, 'workload')} run on owned GPUs in the plan" + (f" ({arch_words})" if arch_words else "")
     if n_api:
         line += f", {n_api} on public APIs ({money(f['api_monthly_usd'])} a month)"
     out.append(line + ".")
@@ -154,6 +163,11 @@ def overview_summary(ev: Evaluation) -> list[str]:
     if none:
         out.append(f"{_plural(len(none), 'workload')} {'has' if len(none) == 1 else 'have'} no feasible route: "
                    f"{', '.join(none[:5])}{'…' if len(none) > 5 else ''} (see Routing).")
+    out.append(f"The plan's cash bill is {money(f['total_monthly_usd'])} a month: owned nodes "
+               f"{money(f['owned_monthly_usd'])}, new nodes {money(f['extra_nodes_monthly_usd'])}, public APIs "
+               f"{money(f['api_monthly_usd'])}; {money(f['unallocated_usd_per_month'])} of it is charged to no "
+               "workload (spare GPUs and hours, whole-node rounding).")
+    out += licensed_words(ev)
     eff, api = k["owned_usd_per_mtok_out"], k["api_usd_per_mtok_out"]
     if eff is not None and api is not None:
         out.append(f"At this utilization an owned output token costs {money(eff)} per million, against "
@@ -274,6 +288,67 @@ def nodes_by_route(ev: Evaluation) -> pd.DataFrame:
                      "nodes": f["nodes_by_route"].get(rid), "monthly_usd": f["monthly_usd_by_route"].get(rid)})
     out = pd.DataFrame(rows, columns=["route_id", "route", "architecture", "gpus", "nodes", "monthly_usd"])
     return out.sort_values("gpus", ascending=False).reset_index(drop=True)
+
+
+def cash_bill(ev: Evaluation) -> pd.DataFrame:
+    """The monthly cash bill line by line, then how it splits between workloads and what no workload is charged.
+
+    The first lines add up to the bill; the last two add up to it as well (attributed + not attributed).
+    """
+    f = ev.fleet
+    new = max(int(f["nodes_needed"]) - int(f["owned_nodes"]), 0)
+    rows = [
+        ("Owned nodes", f"{_plural(int(f['owned_nodes']), 'node')} × {money(f['full_usd_per_node_hour'])}/node-hour "
+         "× 730 h, paid whatever runs on them", float(f["owned_monthly_usd"])),
+        ("New nodes", f"{_plural(new, 'node')} bought whole at the same price", float(f["extra_nodes_monthly_usd"])),
+        ("Public APIs", "per request, at list price × the scenario's scale", float(f["api_monthly_usd"])),
+        ("Licences", "licensed weights, per GPU-month", float(f.get("licence_monthly_usd", 0.0))),
+        ("Cash bill", "the same under either cost basis", float(f["total_monthly_usd"])),
+        ("Attributed to workloads", "interactive: share of reserved GPUs at peak; batch: GPU-hours used "
+         f"({ev.scenario.cost_basis.value} basis)", float(f["attributed_usd_per_month"])),
+        ("Not attributed", "idle GPUs, idle hours, whole-node rounding", float(f["unallocated_usd_per_month"])),
+    ]
+    return pd.DataFrame(rows, columns=["line", "what", "usd_per_month"])
+
+
+def node_drivers(ev: Evaluation) -> pd.DataFrame:
+    """Why each node beyond those owned is bought: the workload and target, and what relaxing it saves a month."""
+    rows = []
+    for d in ev.fleet.get("node_drivers", []):
+        target = (f"{integer(d['latency_slo_ms'])} ms p95" if d.get("latency_slo_ms") is not None
+                  else f"{number(d.get('batch_window_hours'), decimals=1)} h window")
+        for r in d["relaxations"] or [{"change": "—", "saves_usd_per_month": None}]:
+            rows.append({"workload_id": d["workload_id"], "route": d["route"], "target": target,
+                         "change": r["change"], "saves_usd_per_month": r.get("saves_usd_per_month")})
+    return pd.DataFrame(rows, columns=["workload_id", "route", "target", "change", "saves_usd_per_month"])
+
+
+def deployments(ev: Evaluation) -> pd.DataFrame:
+    """The owned deployments of the plan: who shares each, its replicas, GPUs and whole nodes."""
+    rows = [{"route": d["label"], "gpus_per_replica": d["gpus_per_replica"], "replicas": d["replicas"],
+             "concurrency_cap": d["concurrency_cap"], "gpus": d["gpus"], "nodes": d["nodes"],
+             "offline_gpu_hours_per_day": d["offline_gpu_hours_per_day"],
+             "workloads": ", ".join(d["workloads"][:8]) + (f" and {len(d['workloads']) - 8} more"
+                                                             if len(d["workloads"]) > 8 else "")}
+            for d in ev.fleet.get("deployments", [])]
+    return pd.DataFrame(rows, columns=["route", "gpus_per_replica", "replicas", "concurrency_cap", "gpus", "nodes",
+                                       "offline_gpu_hours_per_day", "workloads"])
+
+
+def licensed_words(ev: Evaluation) -> list[str]:
+    """One sentence per licensed stack whose fee is not entered: what it would unlock or save."""
+    out = []
+    for lic in ev.fleet.get("licensed_routes", []):
+        if lic.get("serves_unserved"):
+            out.append(f"{lic['label']} is the only route that can serve {', '.join(lic['serves_unserved'][:5])}; "
+                       "its weights need a licence: enter the fee (Pricing) to let the plan use it.")
+        elif lic.get("break_even_usd_per_gpu_month"):
+            out.append(f"{lic['label']} would pay for itself at a licence fee up to "
+                       f"{money(lic['break_even_usd_per_gpu_month'])} per GPU-month (break-even; it would save "
+                       f"{money(lic['saves_usd_per_month_at_zero_fee'])} a month at no fee).")
+        else:
+            out.append(f"{lic['label']} (licensed weights, fee not entered) would not lower the bill here.")
+    return out
 
 
 def costliest_interactive(ev: Evaluation, n: int) -> list[str]:

@@ -63,8 +63,30 @@ c1.metric("Nodes needed", integer(f["nodes_needed"]), help="Recommended mix: eve
 c2.metric("Owned nodes", integer(f["owned_nodes"]))
 c3.metric("For interactive work", integer(f["nodes_needed_interactive"]),
           help="Replicas sized by Erlang C (with the Allen–Cunneen correction) to hold p95 at the peak hour.")
-c4.metric("Monthly, all in", money(f["total_monthly_usd"]),
-          help="Owned nodes + new nodes at full price + API spend.")
+c4.metric("Cash bill a month", money(f["total_monthly_usd"]),
+          help="max(owned, needed) nodes × the full node price × 730 h + API spend + licences; "
+               "the same under either cost basis.")
+
+if f["nodes_needed"] > f["owned_nodes"]:
+    st.subheader("Why nodes are bought")
+    st.caption("For the workloads that hold the most GPUs on the new nodes: what relaxing each one's target, or "
+               "moving it to its best API where policy allows, would save a month (exact re-pricing of the plan).")
+    st.dataframe(views.node_drivers(ev), hide_index=True, key="fleet_drivers",
+                 column_config={"workload_id": text_col("Workload"), "route": text_col("Runs on", width="medium"),
+                                "target": text_col("Target"), "change": text_col("If", width="medium"),
+                                "saves_usd_per_month": money_col("Saves $/month")})
+
+st.subheader("Deployments")
+st.caption("One deployment per owned route: its workloads share one pooled queue and its replicas; "
+           "replicas are packed onto whole nodes.")
+st.dataframe(views.deployments(ev), hide_index=True, key="fleet_deployments",
+             column_config={"route": text_col("Route", width="medium"), "gpus_per_replica": count_col("GPUs/replica"),
+                            "replicas": count_col("Replicas"), "concurrency_cap": count_col("Concurrency cap"),
+                            "gpus": count_col("GPUs"), "nodes": count_col("Nodes (alone)"),
+                            "offline_gpu_hours_per_day": number_col("Batch GPU-h/day"),
+                            "workloads": text_col("Workloads", width="large")})
+for line in views.licensed_words(ev):
+    st.info(line)
 
 # Keyed on the result's content too: resource caches are shared by sessions whose data versions differ.
 key = (ev.scenario.model_dump_json(), state.data_version(), views.fingerprint(ev))

@@ -5,7 +5,7 @@ import streamlit as st
 from core.presentation import charts, views
 from core.telemetry.profile import measured_vs_plan
 from dashboard import state
-from dashboard.format import badge, integer, md, money, percent, signed_money
+from dashboard.format import badge, integer, md, money, money_col, percent, signed_money, text_col
 
 st.title("Overview")
 st.markdown(state.whose_figures())  # whose figures these are, before any figure (issue 14)
@@ -18,9 +18,10 @@ owned, needed = k["owned_nodes"], k["nodes_needed"]
 c1, c2, c3, c4, c5 = st.columns(5)
 c1.metric("Owned nodes", integer(owned), help=f"{k['gpus_per_node']} × {k['gpu']} per node (sidebar).")
 c2.metric("Utilization", percent(k["utilization"]),
-          help="Average share of owned GPU-hours busy over the day, batch fill included.")
+          help="Average share of the GPU-hours of every node in the plan (owned and to buy) busy over the day, "
+               "batch fill included (estimate).")
 c3.metric("Idle cost a month", money(k["idle_usd_per_month"]),
-          help=md("Owned GPU-hours × $/GPU-hour × (1 − utilization), under the sidebar's cost basis."))
+          help=md("GPU-hours of every node in the plan × full $/GPU-hour × (1 − utilization)."))
 eff, api = k["owned_usd_per_mtok_out"], k["api_usd_per_mtok_out"]
 gap = None if eff is None or api is None else f"{signed_money(eff - api)} vs API"
 c4.metric("Owned $/M output", money(eff), delta=gap, delta_color="inverse",
@@ -29,6 +30,11 @@ c4.metric("Owned $/M output", money(eff), delta=gap, delta_color="inverse",
 c5.metric("Nodes needed", integer(needed),
           delta=f"{'+' if needed > owned else ''}{integer(needed - owned)} vs owned" if needed != owned else None, delta_color="off",
           help="Nodes that hold every latency target at peak in the recommended mix, batch work filling idle hours.")
+
+with st.expander(f"Cash bill: {money(k['total_monthly_usd'])} a month — line by line"):
+    st.dataframe(views.cash_bill(ev), hide_index=True, key="overview_bill",
+                 column_config={"line": text_col("Line"), "what": text_col("What", width="large"),
+                                "usd_per_month": money_col("$/month")})
 
 with st.expander("Where these numbers come from (dates, sources, estimates)"):
     for word, line in views.provenance_notes(ev):
