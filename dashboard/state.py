@@ -70,6 +70,7 @@ def bump_data_version() -> None:
     """Call after any write (upload, override, import)."""
     st.session_state["data_version"] = data_version() + 1
     st.cache_data.clear()
+    _evaluate.clear()
 
 
 def init_state() -> None:
@@ -158,7 +159,9 @@ def load_into_sidebar(saved: SavedScenario) -> None:
                                                f"(saved on the {saved.inventory_label} inventory).{extra}")
 
 
-@st.cache_data(show_spinner="Routing every workload…", max_entries=32)
+# A resource, not data: the evaluation (with its plan and search caches) is shared read-only by every rerun and
+# session instead of being pickled and unpickled on each rerun (heavy for large inventories; issue 11).
+@st.cache_resource(show_spinner="Planning the fleet…", max_entries=8)
 def _evaluate(scenario_json: str, _version: int, inventory_version: int | None) -> Evaluation:
     sc = Scenario.model_validate_json(scenario_json)
     return evaluate_store(store(), sc, version=inventory_version, catalog=catalog(_version))

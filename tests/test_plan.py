@@ -197,3 +197,49 @@ def test_search_is_within_one_percent_of_brute_force(catalog, bank, seed):
     planner = Planner(replace(inp, allowed=inp.allowed & keep[None, :]))
     found = planner.optimise()
     assert found.bill <= _brute_force(planner) * 1.01 + 1e-6
+
+
+@pytest.mark.parametrize(("fee", "message"), [
+    (-5.0, "from 0 to 1,000,000"), (float("nan"), "from 0 to 1,000,000"), (float("inf"), "from 0 to 1,000,000"),
+    (5e6, "from 0 to 1,000,000"),
+])
+def test_a_bad_licence_fee_is_one_line_and_writes_nothing(tmp_path, fee, message):
+    from core.errors import InputError
+    from core.store import Store
+    from core.store.stacks import set_licence_fee
+
+    store = Store(tmp_path / "s.duckdb")
+    before = store.frame("SELECT count(*) AS n FROM serving_stacks")["n"].iloc[0]
+    with pytest.raises(InputError, match=message):
+        set_licence_fee(store, "mercury-class", fee, source="quote")
+    with pytest.raises(InputError, match="no stack 'nope'"):
+        set_licence_fee(store, "nope", 10.0, source="quote")
+    with pytest.raises(InputError, match="where the licence fee comes from"):
+        set_licence_fee(store, "mercury-class", 10.0, source=" ")
+    import datetime as dt
+    with pytest.raises(InputError, match="older than the stack's current row"):
+        set_licence_fee(store, "mercury-class", 10.0, source="quote", as_of=dt.date(2020, 1, 1))
+    assert store.frame("SELECT count(*) AS n FROM serving_stacks")["n"].iloc[0] == before
+
+
+def test_an_entered_licence_fee_lets_the_plan_use_the_stack_and_bills_it(tmp_path, capsys):
+    """With a fee of $2,000 per GPU-month entered, mercury-class may carry work; the bill then includes
+    $2,000 x the GPUs it runs on, and licence + nodes + APIs still add up to the cash bill."""
+    from core.cli import main
+
+    db = str(tmp_path / "s.duckdb")
+    assert main(["--db", db, "stacks", "licence", "mercury-class", "--usd-per-gpu-month", "2000",
+                 "--source", "vendor quote"]) == 0
+    capsys.readouterr()
+    assert main(["--db", db, "evaluate", "--format", "json", "--detail", "verdicts"]) == 0
+    import json
+    d = json.loads(capsys.readouterr().out)
+    f = d["fleet"]
+    assert not any(x["route_id"] == "owned:mercury-class" for x in f["licensed_routes"])  # fee known now
+    mercury = [x for x in f["deployments"] if x["route_id"] == "owned:mercury-class"]
+    if mercury:
+        gpus = mercury[0]["interactive_gpus"] + np.ceil(mercury[0]["offline_gpu_hours_per_day"] / 24 - 1e-9)
+        assert f["licence_monthly_usd"] == pytest.approx(2000.0 * gpus)
+    nodes = max(f["owned_nodes"], f["nodes_needed"])
+    assert f["total_monthly_usd"] == pytest.approx(nodes * 33.02 * HOURS_PER_MONTH + f["api_monthly_usd"]
+                                                   + f["licence_monthly_usd"])

@@ -60,6 +60,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.add_argument("--json", action="store_true", help="print the fields by their model names")
     show.set_defaults(func=cmd_show)
 
+    lic = ssub.add_parser("licence", help="enter the licence fee of licensed weights (the plan uses them only then)")
+    lic.add_argument("stack_id")
+    lic.add_argument("--usd-per-gpu-month", type=float, required=True, help="fee per GPU per month, $")
+    lic.add_argument("--source", required=True, help="where the fee comes from (a quote, a contract)")
+    lic.add_argument("--as-of", help="date of the fee, YYYY-MM-DD (default today)")
+    lic.set_defaults(func=cmd_licence)
+
     rem = ssub.add_parser("remove", help="remove one of your own stacks (bundled ones stay)")
     rem.add_argument("stack_id")
     rem.set_defaults(func=cmd_remove)
@@ -150,4 +157,20 @@ def cmd_remove(args: argparse.Namespace) -> int:
     """Delete one of the user's stacks."""
     n = remove_user_stack(_open(args), args.stack_id)
     print(f"removed {args.stack_id} ({n} row{'s' if n != 1 else ''}); its benchmark points stay in the store")
+    return 0
+
+
+def cmd_licence(args: argparse.Namespace) -> int:
+    """Store the licence fee of a licensed stack as the user's own dated row."""
+    from core.store.stacks import set_licence_fee
+
+    try:
+        day = dt.date.fromisoformat(args.as_of) if args.as_of else None
+    except ValueError:
+        raise InputError(f"--as-of must be a date YYYY-MM-DD (got {args.as_of!r})") from None
+    row = set_licence_fee(_open(args), args.stack_id, args.usd_per_gpu_month, source=args.source, as_of=day)
+    from core.presentation.format import money
+
+    print(f"{row.stack_id}: licence {money(row.licence_usd_per_gpu_month)} per GPU-month as of {row.as_of}; "
+          "the plan may now use it")
     return 0
