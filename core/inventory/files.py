@@ -178,6 +178,9 @@ def _read_xlsx(data: bytes, sheet: str | None, decimal: str | None) -> Raw:
                         f"stored dimension), but holds values up to row {real_rows:,}, column {real_cols}; "
                         "every row was read")
     header_row = header_index + 1
+    if real_rows - header_row > MAX_ROWS:
+        raise FileProblem(f"sheet {echo(ws.title, 40)!r} has {real_rows - header_row:,} rows below the header; one "
+                          f"inventory may hold at most {MAX_ROWS:,} workloads: split it")
     if header_row > 1:
         warnings.append(f"header found on row {header_row}; the {header_row - 1} row(s) above it (titles or blank) "
                         "were skipped")
@@ -388,8 +391,16 @@ def _read_csv(data: bytes, path: Path | None, decimal: str | None) -> Raw:
         # Excel for Mac's "CSV (Macintosh)": CR alone ends a line.
         body = body.replace(b"\r", b"\n")
         line_ends = ", line ends CR (Mac)"
-    head = body[:65536].decode("utf-8", errors="ignore")
-    if len(body) > 65536 and "\n" in head:
+    # The first lines (however wide: 10,000 columns make a long header), for the delimiter and the header row.
+    end = -1
+    for _ in range(HEADER_SCAN_ROWS + 1):
+        nxt = body.find(b"\n", end + 1)
+        if nxt < 0:
+            end = len(body) - 1
+            break
+        end = nxt
+    head = body[: max(end + 1, min(65536, len(body)))].decode("utf-8", errors="ignore")
+    if end + 1 < len(body) and "\n" in head:
         head = head[: head.rfind("\n") + 1]
     sep_lines = 0
     first_line = head.split("\n", 1)[0].strip()
@@ -504,9 +515,9 @@ def _read_csv_python(body: bytes, header: list[str], delimiter: str, header_reco
                 cells[i].append(record[i] if i < len(record) and record[i] != "" else None)
     except csv.Error as exc:
         if "field larger than field limit" in str(exc):
-            raise FileProblem(f"the row starting on line {line + 1} holds a cell longer than "
+            raise FileProblem(f"the row starting on line {line + 1} holds a cell of more than "
                               f"{csv.field_size_limit():,} characters; the limit is {MAX_CELL_CHARS:,} "
-                              "(Excel's own limit per cell)") from None
+                              "characters per cell (Excel's own limit)") from None
         raise FileProblem(f"cannot read the CSV near line {reader.line_num}: {exc}") from None
     if long_rows:
         hint = (" (a number with a ',' thousands separator must be in quotes, or save with ';' between cells)"

@@ -389,13 +389,12 @@ def validate(raw: Raw) -> InventoryReport:
 
 
 def _merge_notes(notes: pa.Array, extras: list[tuple[str, pa.Array]]) -> pa.Array:
-    """notes; header: value; header: value (blank parts left out), column by column."""
-    acc = pd.Series(notes.to_pandas().array, dtype="str")
+    """notes; header: value; header: value (blank parts left out), in one Arrow pass however many columns."""
+    acc = notes
     for label, values in extras:
-        v = pd.Series(values.to_pandas().array, dtype="str")
-        part = label + ": " + v  # NaN where the cell is blank
-        acc = (acc + "; " + part).fillna(acc).fillna(part)
-    return pa.array(acc.to_numpy(dtype=object, na_value=None), pa.string())
+        part = pc.binary_join_element_wise(pa.scalar(f"{label}: "), values.cast(pa.string()), "")  # null if blank
+        acc = pc.coalesce(pc.binary_join_element_wise(acc, part, "; "), acc, part)
+    return acc
 
 
 # -- a DataFrame (the dashboard's edited table, or code) -----------------------------------
