@@ -352,3 +352,22 @@ def test_another_sessions_writes_reach_the_shared_figures(app):
     assert "calibrated to 1 measured and 1 vendor-claim point" in texts(other.caption)
     again = new_session("screens/pricing.py")
     assert "at $30.00/node-hour" in texts(again.caption)
+
+
+def test_pricing_page_enters_a_licence_fee_the_plan_then_uses(app):
+    """mercury-class has licensed weights and no fee: entering $2,000/GPU-month on the Pricing page stores a
+    dated user row; an empty source is refused on the page and stores nothing."""
+    from core.store import open_store
+
+    at = show(app, "screens/pricing.py")
+    at.selectbox(key="price_licence_stack").set_value("mercury-class")
+    at.number_input(key="price_licence_fee").set_value(2000.0)
+    at.button(key="FormSubmitter:price_licence_form-Save licence fee").click()
+    run(at)
+    assert any("where the licence fee comes from" in e.value for e in at.error)
+    at.text_input(key="price_licence_source").set_value("vendor quote Q-7")
+    at.button(key="FormSubmitter:price_licence_form-Save licence fee").click()
+    run(at)
+    assert any("Saved the licence fee of mercury-class" in s.value for s in at.success)
+    mercury = next(s for s in open_store().serving_stacks() if s.stack_id == "mercury-class")
+    assert mercury.licence_usd_per_gpu_month == 2000.0 and mercury.confidence.value == "user"

@@ -208,3 +208,28 @@ try:
 except HangoverError as exc:
     if not lacks_price("The break-even"):  # a missing node price is explained once, in the sidebar
         st.error(md(str(exc)))
+
+# -- licence fees ------------------------------------------------------------------------
+st.subheader("Licensed weights: your licence fee")
+licensed = [s for s in cat.stacks if s.weights.value == "licensed"]
+if not licensed:
+    st.caption("No serving stack in the store needs a licence.")
+else:
+    st.caption("A stack whose weights need a licence is scored and shown, but the plan uses it only once you enter "
+               "its fee (per GPU per month, dated, with its source). Overview and Fleet sizing show the break-even fee.")
+    with st.form("price_licence_form"):
+        c1, c2, c3 = st.columns([2, 1, 2])
+        lic_stack = c1.selectbox("Stack", [s.stack_id for s in licensed], key="price_licence_stack")
+        lic_fee = c2.number_input("$ per GPU-month", min_value=0.0, max_value=1_000_000.0, value=0.0, step=100.0,
+                                  key="price_licence_fee")
+        lic_source = c3.text_input("Source (quote, contract)", key="price_licence_source")
+        if st.form_submit_button("Save licence fee"):
+            from core.store.stacks import set_licence_fee
+
+            try:
+                set_licence_fee(store(), lic_stack, lic_fee, source=lic_source)
+            except HangoverError as exc:
+                st.error(md(str(exc)))
+            else:
+                bump_data_version()
+                st.success(md(f"Saved the licence fee of {lic_stack}, dated today."))

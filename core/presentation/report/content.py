@@ -16,6 +16,7 @@ from core.decision.analysis import fleet_options, sensitivity
 from core.decision.engine import API_P95_OVER_TYPICAL, Evaluation
 from core.models import DEFAULT_MIN_QUALITY, HOURS_PER_MONTH, TASK_CLASSES, PricingOption
 from core.presentation.report.numbers import fmt
+from core.presentation.views import licensed_words
 
 TITLE = "GPU Hangover — procurement summary"
 # Moves listed one by one; the rest are summed in one line (inventories can hold thousands).
@@ -181,6 +182,8 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
                           f"{needed} of the {owned} owned; {tail}.", -saving if saving > 0 else None))
 
     out += _moves(ev)
+    for line in licensed_words(ev):  # every view states the break-even fee of licensed weights (issue 11)
+        out.append(Change("Licence", line))
 
     unserved = np.flatnonzero(ev.verdict < 0)
     if len(unserved):
