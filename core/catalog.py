@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from core.errors import InputError
@@ -24,6 +24,9 @@ class Catalog:
     owned_hardware: tuple[OwnedHardware, ...]
     benchmarks: tuple[Benchmark, ...] = ()
     _eff_cache: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+    # Which end of each route's efficiency range `efficiency` returns: "central" (the default, what every
+    # verdict uses), or "low" / "high" for the verdict-sensitivity runs (core/decision/sensitivity.py).
+    efficiency_end: str = "central"
 
     @classmethod
     def from_store(cls, store) -> Catalog:
@@ -46,10 +49,27 @@ class Catalog:
 
     def efficiency(self, stack: ServingStack, gpu: GpuSpec, gpus: int) -> tuple[Efficiency, str]:
         """Efficiency factors for a route and a provenance label, calibrated on matching benchmarks when any exist."""
+        if self.efficiency_end != "central":
+            bounds = self.efficiency_bounds(stack, gpu, gpus)
+            _, label = self._central(stack, gpu, gpus)
+            end = bounds.low if self.efficiency_end == "low" else bounds.high
+            return end, f"{label} ({'pessimistic' if self.efficiency_end == 'low' else 'optimistic'} end)"
+        return self._central(stack, gpu, gpus)
+
+    def _central(self, stack: ServingStack, gpu: GpuSpec, gpus: int) -> tuple[Efficiency, str]:
         key = (stack.stack_id, gpu.name, gpus)
         if key not in self._eff_cache:
             self._eff_cache[key] = _calibrate(stack, gpu, gpus, self.benchmarks)
         return self._eff_cache[key]
+
+    def at_efficiency_end(self, end: str) -> Catalog:
+        """The same data with `efficiency` returning every route's "low" (slower) or "high" end, or "central".
+
+        The copy shares the calibration cache (bounds and fits are the same whichever end is read).
+        """
+        if end not in ("low", "central", "high"):
+            raise InputError(f"efficiency end must be low, central or high; got {end!r}")
+        return replace(self, efficiency_end=end)
 
     def efficiency_bounds(self, stack: ServingStack, gpu: GpuSpec, gpus: int) -> EfficiencyBounds:
         """(low, central, high) Efficiency for a route (low = slower), with `.driver`: the assumption that dominates.

@@ -132,6 +132,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--detail", choices=["routes", "verdicts"], default="routes",
                    help="json: every route per workload (default) or verdicts only (large inventories)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output (needed for parquet)")
+    p.add_argument("--ranges", action="store_true",
+                   help="compute each verdict at both ends of the performance ranges even above 5,000 workloads "
+                        "(automatic up to 5,000; triples the engine time)")
     p.set_defaults(func=cmd_evaluate)
 
 
@@ -146,6 +149,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     store = Store(args.db or default_db_path())
     scenario, workloads = scenario_and_workloads(args, store)
     ev = evaluate_store(store, scenario, version=args.version, workloads=workloads)
+    if getattr(args, "ranges", False):
+        from core.decision.sensitivity import attach
+
+        attach(ev, force=True)
     if args.format in ("csv", "parquet"):
         from core.presentation.csv_export import routing_csv, routing_parquet
 

@@ -85,6 +85,17 @@ class Evaluation:
     plan: Any = field(default=None, repr=False)  # plan.PlanCost: the chosen assignment, priced exactly
     plan_inputs: Any = field(default=None, repr=False)  # plan.PlanInputs: what the search read
     planner: Any = field(default=None, repr=False)  # plan.Planner: prices other assignments (options, drivers)
+    verdict_ranges: Any = field(default=None, repr=False)  # pd.DataFrame from core.decision.sensitivity, once computed
+
+    def ranges(self) -> pd.DataFrame | None:
+        """Per-workload verdict at each end of the performance ranges (core/decision/sensitivity.py).
+
+        Computed on first use for inventories up to sensitivity.RANGES_MAX_WORKLOADS rows;
+        None above that unless already attached (`sensitivity.attach(ev, force=True)`, `evaluate --ranges`).
+        """
+        from core.decision import sensitivity
+
+        return sensitivity.attach(self)
 
     # -- tables -----------------------------------------------------------
     def verdicts_frame(self) -> pd.DataFrame:
@@ -128,7 +139,18 @@ class Evaluation:
             "value_usd_per_mtok": self.value_usd_per_mtok,
             "near_ties": [", ".join(self.routes[k].label for k in self._near_ties(i)) for i in range(len(w))]
             if len(w) <= 5000 else "",
+            **self._sensitivity_columns(),
         })
+
+    def _sensitivity_columns(self) -> dict:
+        """`sensitive` (True/False; missing when ranges were not computed) and `sensitivity` (where it moves)."""
+        from core.decision.sensitivity import flag_text
+
+        rg = self.ranges()
+        if rg is None:
+            return {"sensitive": pd.array([pd.NA] * len(self.workloads), dtype="boolean"), "sensitivity": ""}
+        return {"sensitive": rg["sensitive"].to_numpy(dtype=bool),
+                "sensitivity": [flag_text(r) for r in rg.to_dict("records")]}
 
     def routes_frame(self, i: int) -> pd.DataFrame:
         """Every route for workload i: figures, feasibility and why not (for the expander)."""
@@ -244,7 +266,7 @@ class Evaluation:
             rank = np.select([self.a["code"][i] == QUALITY, self.a["code"][i] == LATENCY], [0, 1], 2)
             for r in np.lexsort((np.nan_to_num(self.a["usd_per_request"][i], nan=np.inf), rank))[:3]:
                 out.append(f"{self.routes[r].label}: {self.why_not(i, int(r))}")
-            return out
+            return out + self._range_reasons(i)
         route = self.routes[v]
         a = {k: arr[i, v] for k, arr in self.a.items() if arr.ndim == 2}
         target = (f"the {integer(slo * self.scenario.sla_scale)} ms p95 target" if pd.notna(slo)
@@ -291,7 +313,26 @@ class Evaluation:
                     if c <= own * (1.0 + self.scenario.near_tie_share) + 1e-9]
             if ties:
                 out.append(f"Within {percent(self.scenario.near_tie_share)} of it on its own: " + ", ".join(ties) + ".")
-        return out
+        return out + self._range_reasons(i)
+
+    def _range_reasons(self, i: int) -> list[str]:
+        """One sentence when workload i's verdict flips inside the performance ranges (read from `verdict_ranges`)."""
+        from core.decision.sensitivity import sentence
+
+        row = self._range_row(i)
+        text = sentence(row) if row is not None else ""
+        return [text] if text else []
+
+    def _range_row(self, i: int) -> dict | None:
+        """Row i of `ranges()` as a dict (records built once: iloc per workload is slow at scale)."""
+        rg = self.ranges()
+        if rg is None:
+            return None
+        recs = self.__dict__.get("_range_records")
+        if recs is None or len(recs) != len(rg):
+            recs = rg.to_dict("records")
+            self.__dict__["_range_records"] = recs
+        return recs[i]
 
     # -- the JSON contract ------------------------------------------------
     def to_dict(self, detail: str = "routes") -> dict:
@@ -312,6 +353,7 @@ class Evaluation:
                 "value_usd_per_mtok": _num(row.value_usd_per_mtok),
                 "near_ties": [self.routes[k].route_id for k in self._near_ties(i)],
                 "reasons": self.reasons(i),
+                "verdict_range": self._verdict_range(i),
             }
             if with_routes:
                 item["routes"] = [{**self._route_fields(i, r), "feasible": bool(self.a["feasible"][i, r]),
@@ -319,6 +361,14 @@ class Evaluation:
                                   for r in range(len(self.routes))]
             workloads.append(item)
         return {"scenario": self.scenario_dict(), "workloads": workloads, "fleet": _jsonable(self.fleet)}
+
+    def _verdict_range(self, i: int) -> dict | None:
+        """{low, high, sensitive, driver}: the verdict route id at each efficiency end (None: ranges not computed)."""
+        row = self._range_row(i)
+        if row is None:
+            return None
+        return {"low": row["verdict_low"] or None, "high": row["verdict_high"] or None,
+                "sensitive": bool(row["sensitive"]), "driver": row["driver"] or None}
 
     def _route_fields(self, i: int, r: int) -> dict:
         route = self.routes[r]

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from core.decision import sensitivity
 from core.presentation import charts, views
 from core.telemetry.profile import measured_vs_plan
 from dashboard import state
@@ -30,6 +31,9 @@ c4.metric("Owned $/M output", money(eff), delta=gap, delta_color="inverse",
 c5.metric("Nodes needed", integer(needed),
           delta=f"{'+' if needed > owned else ''}{integer(needed - owned)} vs owned" if needed != owned else None, delta_color="off",
           help="Nodes that hold every latency target at peak in the recommended mix, batch work filling idle hours.")
+
+if (estimate_range := sensitivity.estimate_range_words(ev)) is not None:
+    st.caption(md(estimate_range))
 
 with st.expander(f"Cash bill: {money(k['total_monthly_usd'])} a month — line by line"):
     st.dataframe(views.cash_bill(ev), hide_index=True, key="overview_bill",

@@ -23,11 +23,15 @@ event = st.dataframe(
     selection_mode="single-row",
     selection_default={"selection": {"rows": [0]}},
     placeholder="—",
-    column_order=["workload_id", "route", "usd_per_request", "usd_per_mtok_out", "monthly_usd",
+    column_order=["workload_id", "route", "sensitive", "usd_per_request", "usd_per_mtok_out", "monthly_usd",
                   "p95_latency_ms", "nodes"],
     column_config={
         "workload_id": text_col("Workload", width=125),
         "route": text_col("Verdict", width=290),
+        "sensitive": st.column_config.CheckboxColumn(
+            "Flips in range", width=90, help="Ticked: the verdict changes between the pessimistic and optimistic "
+            "ends of the performance estimates; the reasons name the assumption to measure. Blank: not computed "
+            "(over 5,000 workloads; hangover evaluate --ranges)."),
         "usd_per_request": money_col("$/request", kind="usd_price"),
         "usd_per_mtok_out": money_col("$/M output", kind="usd_2", help="Per million output tokens, input cost included."),
         "monthly_usd": money_col("$/month"),

@@ -369,6 +369,8 @@ def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
             "latency_basis": _latency_basis(ev, r["route_id"], r["gpus_per_replica"]),
             "reasons": " ".join(ev.reasons(i)),
             "nodes": r["nodes"] if r["hosting"] == "owned" else np.nan,
+            "sensitivity": ("holds" if not r["sensitivity"] else r["sensitivity"]) if pd.notna(r["sensitive"])
+            else "not computed (large inventory: hangover evaluate --ranges)",
         })
     cols = [
         Column("workload_id", "Workload", "text"),
@@ -395,6 +397,7 @@ def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
         Column("fallback_share", "Escalated for quality", "pct"),
         Column("value_usd_per_mtok", "Cheapest API meeting floor, $/M", "usd_2"),
         Column("near_ties", "Within 10 % of best", "text", width=30, wrap=True),
+        Column("sensitivity", "Verdict across the performance range (estimate)", "text", width=40, wrap=True),
         Column("reasons", "Why", "text", width=90, wrap=True),
         Column("notes", "Notes", "text", width=40, wrap=True),
     ]

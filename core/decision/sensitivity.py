@@ -1,0 +1,184 @@
+"""Verdict sensitivity (issue 13): does each workload's verdict hold across the performance ranges, or flip inside them?
+
+Method. Every owned route's speed is an estimate with a range
+(`Catalog.efficiency_bounds`: low = the slower end, high = the faster end, and
+the assumption that drives the range). The engine is run twice more, once with
+every owned route at its low efficiency and once with every owned route at its
+high efficiency (`Catalog.at_efficiency_end`), on the same workloads, scenario
+and node price; a workload whose verdict route differs between the three runs is
+*sensitive*. Moving every route to the same end at once is the practical
+reading of "the model is optimistic / pessimistic across the board"; it does
+not explore one route slow while another is fast, so a verdict decided between
+two owned routes may flip under a mix of ends that this does not show.
+
+Cost. The two extra runs roughly triple the engine time, so ranges are
+computed automatically only for inventories of at most RANGES_MAX_WORKLOADS
+workloads (when the verdicts, reasons or exports are first read); above that,
+only on demand (`attach(ev, force=True)`, `hangover evaluate --ranges`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+# Above this many workloads ranges are computed only when asked (they triple the engine time).
+RANGES_MAX_WORKLOADS = 5_000
+
+END_WORDS = {"low": "pessimistic", "high": "optimistic"}
+
+
+def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev):
+    """(low, high): the engine re-run with every owned route at its slow, then its fast efficiency end.
+
+    `workloads` are the prepared rows of `base_ev` (the same order), and the node
+    price is `base_ev.rate`, so only the speed of owned routes differs.
+    """
+    from core.decision.engine import _evaluate
+
+    low = _evaluate(catalog.at_efficiency_end("low"), workloads, scenario, base_ev.rate)
+    high = _evaluate(catalog.at_efficiency_end("high"), workloads, scenario, base_ev.rate)
+    return low, high
+
+
+def _verdict_ids(ev) -> np.ndarray:
+    ids = np.array([r.route_id for r in ev.routes] + [""], dtype=object)
+    return ids[np.where(ev.verdict >= 0, ev.verdict, len(ev.routes))]
+
+
+def _drivers(catalog, ev) -> np.ndarray:
+    """Per workload, the dominant speed assumption of its verdict route at its GPUs per replica ("" for APIs, none)."""
+    gpu = catalog.gpu(ev.scenario.gpu)
+    W = len(ev.verdict)
+    out = np.full(W, "", dtype=object)
+    has = ev.verdict >= 0
+    rows = np.flatnonzero(has)
+    g = np.nan_to_num(ev.a["gpus_per_replica"][rows, ev.verdict[rows]], nan=0).astype(int)
+    for v, gg in set(zip(ev.verdict[rows].tolist(), g.tolist(), strict=True)):  # a few distinct (route, g) pairs
+        stack = ev.routes[v].stack
+        if stack is None or gg < 1:
+            continue
+        driver = catalog.efficiency_bounds(stack, gpu, gg).driver
+        out[rows[(ev.verdict[rows] == v) & (g == gg)]] = driver
+    return out
+
+
+def verdict_ranges(catalog, workloads: pd.DataFrame, scenario, base_ev, *, ends=None) -> pd.DataFrame:
+    """One row per workload: its verdict route at the central, low and high efficiency ends, and whether it flips.
+
+    Columns: workload_id; verdict_central, verdict_low, verdict_high (route ids, "" = no feasible route);
+    label_low, label_high (route labels, "no feasible route"); sensitive (bool: the three differ);
+    driver (the dominant assumption of the route whose speed decides the flip: the central verdict's route
+    when it is owned, else the route it moves to; "" when not sensitive). Pure: nothing is mutated.
+    `ends` = (low, high) evaluations already computed (`end_evaluations`), else they are run here.
+    """
+    low, high = ends if ends is not None else end_evaluations(catalog, workloads, scenario, base_ev)
+    c_id, lo_id, hi_id = _verdict_ids(base_ev), _verdict_ids(low), _verdict_ids(high)
+    sensitive = (lo_id != c_id) | (hi_id != c_id)
+    d_c, d_lo, d_hi = _drivers(catalog, base_ev), _drivers(catalog, low), _drivers(catalog, high)
+    # The route whose speed moves the verdict: the central one if owned, else the one it moves to.
+    moved_lo = lo_id != c_id
+    fallback = np.where(moved_lo & (d_lo != ""), d_lo, d_hi)
+    driver = np.where(d_c != "", d_c, fallback)
+    driver = np.where(sensitive, driver, "")
+    labels = {r.route_id: r.label for r in base_ev.routes}
+    labels[""] = "no feasible route"
+    return pd.DataFrame({
+        "workload_id": base_ev.workloads["workload_id"].to_numpy(),
+        "verdict_central": c_id,
+        "verdict_low": lo_id,
+        "verdict_high": hi_id,
+        "label_low": [labels[x] for x in lo_id],
+        "label_high": [labels[x] for x in hi_id],
+        "sensitive": sensitive.astype(bool),
+        "driver": driver.astype(object),
+    })
+
+
+def performance_range(base_ev, low_ev, high_ev) -> dict:
+    """The whole fleet at each efficiency end: nodes needed and the monthly cash bill.
+
+    `*_low` is the figure at the optimistic efficiency end (the low end of the
+    estimate), `*_high` at the pessimistic end. Each end may serve a different
+    set of workloads (a slower route can miss a latency target a faster one
+    meets), so the count left without a route is given at each end: a
+    pessimistic end serving fewer workloads can need fewer nodes.
+    """
+    def unserved(ev):
+        return int((ev.verdict < 0).sum())
+
+    return {
+        "nodes_needed_low": int(high_ev.fleet["nodes_needed"]),
+        "nodes_needed_high": int(low_ev.fleet["nodes_needed"]),
+        "total_monthly_usd_low": float(high_ev.fleet["total_monthly_usd"]),
+        "total_monthly_usd_high": float(low_ev.fleet["total_monthly_usd"]),
+        "unserved_low": unserved(high_ev),
+        "unserved_central": unserved(base_ev),
+        "unserved_high": unserved(low_ev),
+        "basis": "low: every owned route at the optimistic end of its efficiency range; high: at the pessimistic "
+                 "end (estimates; core/decision/sensitivity.py)",
+    }
+
+
+def attach(ev, *, force: bool = False) -> pd.DataFrame | None:
+    """Compute and set `ev.verdict_ranges` and `ev.fleet["performance_range"]` once; None when skipped.
+
+    Rule: automatic for inventories of at most RANGES_MAX_WORKLOADS workloads;
+    larger ones only with force=True (`hangover evaluate --ranges`).
+    """
+    if ev.verdict_ranges is not None:
+        return ev.verdict_ranges
+    if not force and len(ev.workloads) > RANGES_MAX_WORKLOADS:
+        return None
+    low, high = end_evaluations(ev.catalog, ev.workloads, ev.scenario, ev)
+    frame = verdict_ranges(ev.catalog, ev.workloads, ev.scenario, ev, ends=(low, high))
+    ev.fleet["performance_range"] = performance_range(ev, low, high)
+    ev.verdict_ranges = frame
+    return frame
+
+
+def sentence(row) -> str:
+    """The reasons line for a sensitive verdict (a row of `verdict_ranges`); "" when it holds across the range."""
+    if not row["sensitive"]:
+        return ""
+    driver = row["driver"] or "performance"
+    what = driver if driver.startswith("calibration") else f"{driver} assumption"
+    def where(end):
+        return f"it moves to {row['label_' + end]}" if row["verdict_" + end] else "no route meets its constraints"
+
+    ends = [end for end in ("low", "high") if row["verdict_" + end] != row["verdict_central"]]
+    if len(ends) == 2 and row["verdict_low"] == row["verdict_high"]:  # the plan re-pools: both ends agree
+        moves = [f"at either end of the range {where('low')}"]
+    else:
+        moves = [f"at the {END_WORDS[end]} end {where(end)}" for end in ends]
+    return f"Verdict sensitive to the {what}: {'; '.join(moves)}; measure it."
+
+
+def flag_text(row) -> str:
+    """Short routing-table text: where the verdict goes at each end that moves it ("" when it holds)."""
+    if not row["sensitive"]:
+        return ""
+    parts = [f"{END_WORDS[end]}: {row['label_' + end]}" for end in ("low", "high")
+             if row["verdict_" + end] != row["verdict_central"]]
+    return f"{'; '.join(parts)} ({row['driver']})" if row["driver"] else "; ".join(parts)
+
+
+def estimate_range_words(ev) -> str | None:
+    """The Overview's one line: nodes and cash bill at the two ends of the performance ranges (None when not computed)."""
+    from core.presentation.format import integer, money
+
+    if ev.ranges() is None:
+        return None
+    pr = ev.fleet["performance_range"]
+
+    def end(n, usd):
+        return f"{integer(n)} node{'s' if n != 1 else ''} and {money(usd)} a month"
+
+    flips = int(ev.verdict_ranges["sensitive"].sum())
+    line = (f"Estimate range across the performance estimates: "
+            f"{end(pr['nodes_needed_low'], pr['total_monthly_usd_low'])} at the optimistic end, "
+            f"{end(pr['nodes_needed_high'], pr['total_monthly_usd_high'])} at the pessimistic end")
+    if not pr["unserved_low"] == pr["unserved_central"] == pr["unserved_high"]:
+        line += (f" (workloads without a route: {pr['unserved_low']} optimistic, {pr['unserved_central']} central, "
+                 f"{pr['unserved_high']} pessimistic)")
+    return line + f"; {flips} verdict{'s' if flips != 1 else ''} flip{'' if flips != 1 else 's'} inside it (Routing)."
