@@ -424,14 +424,20 @@ def compare_evaluations(named: Sequence[tuple[str, object]], *, settings: Sequen
         })
         merged = part if merged is None else merged.merge(part, on="workload_id", how="outer", sort=False)
     n = len(named)
-    ids = merged[[f"route_id_{i}" for i in range(n)]]
-    missing = ids.isna()
-    merged["changed"] = (ids.fillna("\x00missing").nunique(axis=1) > 1).to_numpy() | missing.any(axis=1).to_numpy()
+    # Column against column, never row by row (inventories reach 100k+ workloads).
+    missing = np.column_stack([merged[f"route_id_{i}"].isna().to_numpy() for i in range(n)])
+    first = merged["route_id_0"].to_numpy(dtype=object)
+    changed = missing.any(axis=1)
+    for i in range(1, n):
+        changed |= merged[f"route_id_{i}"].to_numpy(dtype=object) != first
+    merged["changed"] = changed
     for i in range(n):
-        merged[f"route_{i}"] = merged[f"route_{i}"].where(~missing[f"route_id_{i}"], NOT_IN_INVENTORY)
-    name_cols = merged[[f"name_{i}" for i in range(n)]]
-    merged["name"] = name_cols.bfill(axis=1).iloc[:, 0]  # the first scenario that has the workload names it
-    merged = merged.drop(columns=list(name_cols.columns))
+        merged.loc[missing[:, i], f"route_{i}"] = NOT_IN_INVENTORY
+    name = merged["name_0"].copy()
+    for i in range(1, n):  # the first scenario that has the workload names it
+        name = name.fillna(merged[f"name_{i}"])
+    merged["name"] = name
+    merged = merged.drop(columns=[f"name_{i}" for i in range(n)])
     merged = merged.sort_values(["changed", "workload_id"], ascending=[False, True], kind="stable")
     cols = ["workload_id", "name"] + [f"{k}_{i}" for i in range(n) for k in ("route_id", "route", "hosting",
                                                                               "monthly_usd")] + ["changed"]

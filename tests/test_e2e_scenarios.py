@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -143,3 +145,43 @@ def test_a_garbled_link_opens_on_defaults_with_a_note(tmp_path):
         text = note.inner_text()
         assert "sc_fleet_nodes" in text and "sc_pricing" in text and "sc_whatever" in text
         assert metric(page, "Owned nodes") == "1"
+
+
+def test_saved_scenarios_load_and_compare_in_the_browser(tmp_path):
+    import openpyxl
+
+    from core import scenarios as S
+    from core.store import Store
+
+    db = tmp_path / "e2e-saved.duckdb"
+    store = Store(db)
+    S.save_scenario(store, "One node", S.scenario_from_inputs({}), created_by="alice")
+    S.save_scenario(store, "Three nodes", S.scenario_from_inputs({"fleet_nodes": 3, "pricing": "savings_3y"}))
+    store.close()
+    with streamlit_server(db) as url, chromium() as browser:
+        page = new_page(browser)
+        page.goto(url + "/scenarios")
+        wait_until_idle(page)
+        no_exception(page)
+        main = page.locator('[data-testid="stMain"]')
+        assert "Cash bill per month" in main.inner_text()
+
+        # Load a saved scenario into the sidebar; the link follows.
+        page.locator(".st-key-sc_manage_name button[aria-label='Open']").click()
+        page.get_by_role("option", name="Three nodes", exact=True).click()
+        wait_until_idle(page)
+        page.get_by_role("button", name="Load into the sidebar").click()
+        wait_until_idle(page)
+        no_exception(page)
+        page.get_by_text("Loaded 'Three nodes' into the sidebar").wait_for()
+        sidebar_shows(page, "sc_fleet_nodes", "3")
+        sidebar_shows(page, "sc_pricing", "3-year savings plan")
+        assert query(page).get("sc_fleet_nodes") == "3", page.url
+
+        # The comparison workbook is written when its download is clicked.
+        with page.expect_download() as info:
+            page.get_by_role("button", name="Comparison workbook (XLSX)").click()
+        assert info.value.suggested_filename == "gpu-hangover_compare_one-node_vs_three-nodes.xlsx"
+        wait_until_idle(page)
+        data = io.BytesIO(Path(info.value.path()).read_bytes())
+        assert openpyxl.load_workbook(data).sheetnames == ["Comparison", "Verdicts"]

@@ -1,5 +1,7 @@
 """Scenarios page: save the sidebar's scenario under a name, load, rename or delete saved ones, compare 2-4 side by side."""
 
+from functools import partial
+
 import streamlit as st
 
 from core.errors import HangoverError
@@ -31,10 +33,10 @@ def _compare(names: tuple[str, ...], _version: int, saved_stamp: tuple, current_
                              current_inventory=current_inventory)
 
 
-@st.cache_data(show_spinner="Writing the comparison workbook…", max_entries=4)
-def _exports(names: tuple[str, ...], _version: int, saved_stamp: tuple, current_inventory: bool):
-    cmp = _compare(names, _version, saved_stamp, current_inventory)
-    return build_comparison_xlsx(cmp), build_comparison_markdown(cmp)
+@st.cache_data(show_spinner=False, max_entries=4)
+def _workbook(names: tuple[str, ...], _version: int, saved_stamp: tuple, current_inventory: bool) -> bytes:
+    """The comparison workbook, written when the download is clicked (every workload: slow for 100k rows)."""
+    return build_comparison_xlsx(_compare(names, _version, saved_stamp, current_inventory))
 
 
 def _load(name: str) -> None:
@@ -143,10 +145,10 @@ st.dataframe(table, hide_index=True, width="stretch", key="sc_compare_verdicts",
                             **{n: text_col(n, width=260) for n in cmp.names},
                             "changed": st.column_config.CheckboxColumn("changes", width=70)})
 stem = comparison_stem(picked)
-xlsx, markdown = _exports(tuple(picked), state.data_version(), stamp, on_current)
 c1, c2 = st.columns(2)
-c1.download_button("Comparison workbook (XLSX)", xlsx, file_name=f"{stem}.xlsx",
-                   mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", key="sc_compare_xlsx",
+c1.download_button("Comparison workbook (XLSX)", partial(_workbook, tuple(picked), state.data_version(), stamp, on_current),
+                   file_name=f"{stem}.xlsx",
+                   mime="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", key="sc_compare_xlsx", on_click="ignore",
                    icon=":material/download:")
-c2.download_button("Comparison section (Markdown)", markdown, file_name=f"{stem}.md",
-                   mime="text/markdown", key="sc_compare_md", icon=":material/download:")
+c2.download_button("Comparison section (Markdown)", build_comparison_markdown(cmp), file_name=f"{stem}.md",
+                   mime="text/markdown", key="sc_compare_md", on_click="ignore", icon=":material/download:")
