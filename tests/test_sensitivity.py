@@ -1,0 +1,201 @@
+"""Verdict sensitivity (issue 13): each verdict at both ends of the performance ranges, flagged where it flips."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.catalog import Catalog
+from core.decision import sensitivity
+from core.decision.engine import evaluate
+from core.errors import InputError
+from core.models import Scenario
+from core.store.seed import load_seed, sample_workloads_path
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    s = load_seed()
+    return Catalog(gpus=s["gpus"], stacks=s["serving_stacks"], apis=s["api_prices"], node_prices=s["node_prices"],
+                   owned_hardware=s["owned_hardware"], benchmarks=s["benchmarks"])
+
+
+@pytest.fixture(scope="module")
+def bank():
+    return pd.read_csv(sample_workloads_path())
+
+
+@pytest.fixture(scope="module")
+def sample_ev(catalog, bank):
+    """The bundled sample, default scenario, with its ranges computed (7 workloads: automatic)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ev = evaluate(catalog, bank, Scenario())
+        assert ev.ranges() is not None
+    return ev
+
+
+def _row(ev, wid):
+    rg = ev.ranges()
+    return rg[rg["workload_id"] == wid].iloc[0]
+
+
+def test_the_hook_leaves_the_default_alone_and_returns_each_end(catalog):
+    gpu = catalog.gpu("H100 SXM")
+    stack = next(s for s in catalog.stacks if s.stack_id == "qwen3-30b-a3b-fp8")
+    low, central, high = catalog.efficiency_bounds(stack, gpu, 1)
+    assert catalog.efficiency_end == "central"
+    assert catalog.efficiency(stack, gpu, 1) == catalog.at_efficiency_end("central").efficiency(stack, gpu, 1)
+    eff_low, label = catalog.at_efficiency_end("low").efficiency(stack, gpu, 1)
+    assert eff_low == low and "pessimistic end" in label
+    assert catalog.at_efficiency_end("high").efficiency(stack, gpu, 1)[0] == high
+    assert low != high  # an estimated route carries a real range
+    with pytest.raises(InputError, match="low, central or high"):
+        catalog.at_efficiency_end("worst")
+
+
+def test_bundled_sample_flags_verdicts_that_flip_and_names_the_driver(sample_ev):
+    """Default scenario: some verdicts move between the pessimistic and optimistic ends (which ones depends on
+    the plan; at the time of writing lc-clearing, code-completion and internal-chat), each with the assumption
+    that drives the range of the route involved, and the reasons say so in one sentence."""
+    rg = sample_ev.ranges()
+    flipped = rg[rg["sensitive"]]
+    assert len(flipped) >= 1
+    # sensitive means exactly: the verdict route differs at one end or the other.
+    assert (rg["sensitive"] == ((rg["verdict_low"] != rg["verdict_central"])
+                                | (rg["verdict_high"] != rg["verdict_central"]))).all()
+    ids = [sample_ev.routes[k].route_id if k >= 0 else "" for k in sample_ev.verdict]
+    assert rg["verdict_central"].tolist() == ids
+    for i in flipped.index:
+        row = rg.loc[i]
+        assert row["driver"]  # e.g. "MoE expert-GEMM efficiency", "speculative acceptance rate"
+        last = sample_ev.reasons(int(i))[-1]
+        assert last.startswith("Verdict sensitive to the ") and row["driver"] in last and last.endswith("measure it.")
+    vf = sample_ev.verdicts_frame()
+    assert vf["sensitive"].tolist() == rg["sensitive"].tolist()
+    assert all(bool(t) == s for t, s in zip(vf["sensitivity"], vf["sensitive"], strict=True))
+
+
+def test_a_workload_far_from_any_boundary_is_not_flagged(sample_ev):
+    """credit-memos (reasoning, quality floor 0.90): no owned model reaches the floor, so no owned speed can
+    change where it goes; the API verdict holds at both ends and no sentence is added."""
+    row = _row(sample_ev, "credit-memos")
+    assert row["verdict_central"].startswith("api:")
+    assert row["verdict_low"] == row["verdict_high"] == row["verdict_central"]
+    assert not row["sensitive"] and row["driver"] == ""
+    i = int(np.flatnonzero(sample_ev.workloads["workload_id"] == "credit-memos")[0])
+    assert not any(r.startswith("Verdict sensitive") for r in sample_ev.reasons(i))
+
+
+def test_a_target_inside_the_range_flips_to_the_pessimistic_end(catalog, bank):
+    """Constructed: code-completion alone, 1,000 requests/day, its p95 target set between the verdict route's
+    latency alone on a replica at the central estimate and at the pessimistic end (geometric mean). At the
+    central estimate the workload is served on owned hardware; at the pessimistic end that verdict cannot hold."""
+    one = bank[bank["workload_id"] == "code-completion"].assign(requests_per_day=1000, latency_slo_ms=1e6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        loose = evaluate(catalog, one, Scenario(fleet_nodes=0))
+        v = int(loose.verdict[0])
+        low, _ = sensitivity.end_evaluations(catalog, loose.workloads, loose.scenario, loose)
+        central_ms, low_ms = loose.a["best_p95_ms"][0, v], low.a["best_p95_ms"][0, v]
+        assert low_ms > central_ms * 1.1
+        tight = one.assign(latency_slo_ms=float(np.sqrt(central_ms * low_ms)))
+        ev = evaluate(catalog, tight, Scenario(fleet_nodes=0))
+        rg = ev.ranges()
+    row = rg.iloc[0]
+    # The tight target may pick another owned route (a wider replica is faster); it holds only at the centre.
+    c = int(ev.verdict[0])
+    assert c >= 0 and ev.routes[c].hosting == "owned" and row["verdict_central"] == ev.routes[c].route_id
+    assert row["sensitive"] and row["verdict_low"] != row["verdict_central"]
+    g = int(ev.a["gpus_per_replica"][0, c])
+    driver = catalog.efficiency_bounds(ev.routes[c].stack, catalog.gpu("H100 SXM"), g).driver
+    assert row["driver"] == driver
+    assert f"Verdict sensitive to the {driver}" in ev.reasons(0)[-1]
+    assert "at the pessimistic end" in ev.reasons(0)[-1]
+
+
+def test_pessimistic_end_never_needs_fewer_nodes_when_the_same_work_is_served(catalog, bank):
+    """code-completion ×5 (1,000,000 requests/day) at a 1,500 ms target on no owned nodes: every end serves it
+    on owned hardware, so the optimistic end needs no more nodes (nor dollars) than the central estimate,
+    and the pessimistic end no fewer; the range is not empty (2 to 3 nodes when this was written)."""
+    one = bank[bank["workload_id"] == "code-completion"].assign(requests_per_day=1_000_000, latency_slo_ms=1500)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ev = evaluate(catalog, one, Scenario(fleet_nodes=0))
+        ev.ranges()
+    pr, f = ev.fleet["performance_range"], ev.fleet
+    assert pr["unserved_low"] == pr["unserved_central"] == pr["unserved_high"] == 0
+    assert pr["nodes_needed_low"] <= f["nodes_needed"] <= pr["nodes_needed_high"]
+    assert pr["total_monthly_usd_low"] <= f["total_monthly_usd"] + 0.01 <= pr["total_monthly_usd_high"] + 0.02
+    assert pr["total_monthly_usd_high"] > pr["total_monthly_usd_low"]
+    line = sensitivity.estimate_range_words(ev)
+    assert line.startswith("Estimate range") and "optimistic end" in line and "pessimistic end" in line
+
+
+def test_json_contract_carries_the_range(sample_ev):
+    d = json.loads(json.dumps(sample_ev.to_dict(detail="verdicts")))
+    for w in d["workloads"]:
+        assert set(w["verdict_range"]) == {"low", "high", "sensitive", "driver"}
+    assert any(w["verdict_range"]["sensitive"] for w in d["workloads"])
+    pr = d["fleet"]["performance_range"]
+    assert {"nodes_needed_low", "nodes_needed_high", "total_monthly_usd_low", "total_monthly_usd_high"} <= set(pr)
+
+
+def test_large_inventories_skip_ranges_unless_forced(sample_ev, monkeypatch):
+    """The rule: automatic up to RANGES_MAX_WORKLOADS workloads; above it only on demand (force / --ranges)."""
+    monkeypatch.setattr(sensitivity, "RANGES_MAX_WORKLOADS", 3)
+    fresh = dataclasses.replace(sample_ev, verdict_ranges=None,
+                                fleet={k: v for k, v in sample_ev.fleet.items() if k != "performance_range"})
+    fresh.__dict__.pop("_range_records", None)
+    assert fresh.ranges() is None
+    vf = fresh.verdicts_frame()
+    assert vf["sensitive"].isna().all() and (vf["sensitivity"] == "").all()
+    assert fresh._verdict_range(0) is None and not any(r.startswith("Verdict sensitive") for r in fresh.reasons(2))
+    fresh.verdict_ranges = sample_ev.verdict_ranges  # what attach(force=True) sets (computed above)
+    assert fresh.ranges() is sample_ev.verdict_ranges
+
+
+def test_cli_ranges_flag_forces_them(capsys, monkeypatch, tmp_path, bank):
+    from core.cli import main
+
+    monkeypatch.setattr(sensitivity, "RANGES_MAX_WORKLOADS", 0)
+    path = tmp_path / "two.csv"
+    bank[bank["workload_id"].isin(["kyc-overnight", "credit-memos"])].to_csv(path, index=False)
+    assert main(["evaluate", "--workloads", str(path), "--format", "json", "--detail", "verdicts"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert all(w["verdict_range"] is None for w in plain["workloads"])
+    assert main(["evaluate", "--workloads", str(path), "--format", "json", "--detail", "verdicts", "--ranges"]) == 0
+    forced = json.loads(capsys.readouterr().out)
+    assert [w["verdict_range"]["sensitive"] for w in forced["workloads"]] == [False, False]
+    assert "performance_range" in forced["fleet"]
+
+
+def test_overview_shows_the_estimate_range_and_routing_the_flag(monkeypatch, tmp_path):
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_pages_answer import APP
+
+    monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "fresh.duckdb"))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    try:
+        at = AppTest.from_file(str(APP), default_timeout=120)
+        at.run()
+        if not at.title or at.title[0].value != "Overview":
+            at.switch_page("screens/overview.py").run()
+        assert not at.exception, at.exception
+        assert any(c.value.startswith("Estimate range") for c in at.caption)
+        at.switch_page("screens/routing.py").run()
+        assert not at.exception, at.exception
+        table = at.dataframe[0].value
+        assert table["sensitive"].any()
+        assert any("Verdict sensitive to the" in m.value for m in at.markdown) or not table["sensitive"].iloc[0]
+    finally:
+        st.cache_resource.clear()
+        st.cache_data.clear()
