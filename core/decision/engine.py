@@ -338,9 +338,14 @@ class Evaluation:
     def to_dict(self, detail: str = "routes") -> dict:
         """The stable JSON contract of `hangover evaluate --format json`.
 
-        detail="routes" (default) lists every route for every workload with why it was refused;
-        detail="verdicts" keeps each workload's verdict, reasons and near-ties only (large inventories).
+        detail="routes" (default) lists every route for every workload with why it was refused, the
+        reasons in words and the near-ties; detail="verdicts" keeps each workload's verdict figures and
+        token value only, built column-wise (no sentence per row), for large inventories: the words are
+        one `--detail routes` run, or the Routing page, away.
         """
+        if detail == "verdicts":
+            return {"scenario": self.scenario_dict(), "workloads": self._verdict_records(),
+                    "fleet": _jsonable(self.fleet)}
         vf = self.verdicts_frame()
         workloads = []
         with_routes = detail == "routes"
@@ -361,6 +366,45 @@ class Evaluation:
                                   for r in range(len(self.routes))]
             workloads.append(item)
         return {"scenario": self.scenario_dict(), "workloads": workloads, "fleet": _jsonable(self.fleet)}
+
+    def _verdict_records(self) -> list[dict]:
+        """workloads[] with the verdict's fields, vectorised over rows (the same fields as _route_fields)."""
+        W = len(self.workloads)
+        v = self.verdict
+        has = v >= 0
+        rows = np.arange(W)
+        safe = np.where(has, v, 0)
+        owned = np.array([r.hosting == "owned" for r in self.routes] + [False])[np.where(has, v, len(self.routes))]
+
+        def col(name, only_owned=False):
+            x = self.a[name][rows, safe].astype(float) if len(self.routes) else np.full(W, np.nan)
+            ok = has & np.isfinite(x) & (owned if only_owned else True)
+            return np.where(ok, x, np.nan).astype(object)
+
+        def clean(a):
+            a = a.astype(object)
+            a[pd.isna(a)] = None
+            return a
+
+        fields = {k: clean(col(n, o)) for k, n, o in (
+            ("usd_per_request", "usd_per_request", False), ("usd_per_mtok_out", "usd_per_mtok_out", False),
+            ("monthly_usd", "monthly_usd", False), ("nodes", "nodes", True),
+            ("gpus_per_replica", "gpus_per_replica", True), ("p95_latency_ms", "p95_ms", False),
+            ("concurrency", "concurrency", False), ("quality", "quality", False),
+            ("fallback_share", "fallback_share", False))}
+        meta = [(r.route_id, r.label, r.hosting, r.architecture) for r in self.routes]
+        value = clean(np.where(np.isfinite(self.value_usd_per_mtok), self.value_usd_per_mtok, np.nan).astype(object))
+        ids = self.workloads["workload_id"].to_numpy()
+        names = self.workloads["name"].to_numpy()
+        out = []
+        for i in range(W):
+            verdict = None
+            if has[i]:
+                rid, label, hosting, arch = meta[v[i]]
+                verdict = {"route_id": rid, "label": label, "hosting": hosting, "architecture": arch,
+                           **{k: f[i] for k, f in fields.items()}}
+            out.append({"workload_id": ids[i], "name": names[i], "verdict": verdict, "value_usd_per_mtok": value[i]})
+        return out
 
     def _verdict_range(self, i: int) -> dict | None:
         """{low, high, sensitive, driver}: the verdict route id at each efficiency end (None: ranges not computed)."""
