@@ -243,3 +243,23 @@ def test_an_entered_licence_fee_lets_the_plan_use_the_stack_and_bills_it(tmp_pat
     nodes = max(f["owned_nodes"], f["nodes_needed"])
     assert f["total_monthly_usd"] == pytest.approx(nodes * 33.02 * HOURS_PER_MONTH + f["api_monthly_usd"]
                                                    + f["licence_monthly_usd"])
+
+
+def test_the_fallback_route_is_sized_for_the_escalated_share(catalog, bank):
+    """Every workload owned_only with a 0.92 floor and up to 40 % escalation: the overnight KYC queue runs on a
+    cheaper route under the floor and escalates a share f = (Q - q) / (q_fb - q) of its outputs to an owned
+    route that meets it; that route's deployment carries the escalated work (named in escalated_from) and
+    its GPU-hours, so the fallback's capacity is in the bill."""
+    w = bank.assign(min_quality=0.92, data_policy="owned_only")
+    ev = evaluate(catalog, w, Scenario(fleet_nodes=2, max_fallback_share=0.4))
+    escalating = [(i, ev.verdict[i]) for i in range(len(w))
+                  if ev.verdict[i] >= 0 and ev.a["fallback_share"][i, ev.verdict[i]] > 0]
+    assert escalating, "the scenario should make some workload escalate"
+    carried = {x for d in ev.fleet["deployments"] for x in d["escalated_from"]}
+    for i, v in escalating:
+        wid = str(ev.workloads["workload_id"].iloc[i])
+        fb = int(ev.a["fallback_route"][i])
+        if ev.routes[fb].hosting == "owned":
+            assert wid in carried
+            dep = next(d for d in ev.fleet["deployments"] if wid in d["escalated_from"])
+            assert dep["route_id"] == ev.routes[fb].route_id and dep["gpus"] > 0
