@@ -202,3 +202,32 @@ def test_the_workloads_tabs_do_not_move_after_a_commit_message(db):
     at.run()  # the next rerun (e.g. the first cell edit): the flash is gone
     assert not at.success
     assert before == with_flash == tabs_position(at)
+
+
+def test_rename_delete_and_a_scenario_the_sidebar_cannot_show(db):
+    _save(db, "Plan A")
+    _save(db, "Pricey APIs", api_price_scale=4.0)
+    store = Store(db)
+    try:  # saved from the CLI with an API price scale beyond the sidebar's 0.25-4 slider
+        S.save_scenario(store, "Tenfold", S.scenario_from_inputs({"api_price_scale": 10.0}))
+    finally:
+        store.close()
+    at = _show(_app(), "screens/scenarios.py")
+    at.selectbox(key="sc_manage_name").set_value("Tenfold")
+    at.button(key="sc_load").click().run()
+    (err,) = [e.value for e in at.error]
+    assert "Cannot load 'Tenfold' into the sidebar" in err and "outside the sidebar's 0.25 to 4" in err
+    assert at.sidebar.slider(key="sc_api_price_scale").value == 1.0  # nothing changed
+
+    at.selectbox(key="sc_manage_name").set_value("Plan A")
+    at.text_input(key="sc_rename_to").input("pricey apis")
+    at.button(key="sc_rename").click().run()
+    assert any("a scenario named 'Pricey APIs' is already saved" in e.value for e in at.error)
+    at.text_input(key="sc_rename_to").input("Plan B")
+    at.button(key="sc_rename").click().run()
+    assert any("Renamed 'Plan A' to 'Plan B'" in s.value for s in at.success)
+    at.selectbox(key="sc_manage_name").set_value("Plan B")
+    at.checkbox(key="sc_delete_sure").check().run()
+    at.button(key="sc_delete").click().run()
+    assert any("Deleted 'Plan B'" in s.value for s in at.success)
+    assert list(at.table[0].value["name"]) == ["Pricey APIs", "Tenfold"]

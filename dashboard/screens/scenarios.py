@@ -39,8 +39,13 @@ def _workbook(names: tuple[str, ...], _version: int, saved_stamp: tuple, current
     return build_comparison_xlsx(_compare(names, _version, saved_stamp, current_inventory))
 
 
-def _load(name: str) -> None:
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]  # str.capitalize would lower-case the scenario names
+
+
+def _load() -> None:
     """Button callback: runs before the sidebar draws, so the sidebar shows the loaded values."""
+    name = st.session_state.get("sc_manage_name")  # the choice as it is now, not as it was drawn
     try:
         saved = next(s for s in list_scenarios(state.store()) if s.name == name)
         state.load_into_sidebar(saved)
@@ -95,20 +100,20 @@ st.table(saved_rows(saved), hide_index=True)  # a few rows: a static table wraps
 names = [s.name for s in saved]
 c1, c2, c3 = st.columns([2, 2, 1], vertical_alignment="bottom")
 chosen = c1.selectbox("Saved scenario", names, key="sc_manage_name")
-c2.button("Load into the sidebar", key="sc_load", on_click=_load, args=(chosen,), icon=":material/upload:")
+c2.button("Load into the sidebar", key="sc_load", on_click=_load, icon=":material/upload:")
 with st.expander(f"Rename or delete {chosen!r}"):
     r1, r2 = st.columns([3, 1], vertical_alignment="bottom")
     new_name = r1.text_input("New name", max_chars=60, key="sc_rename_to")
     if r2.button("Rename", key="sc_rename"):
         try:
-            st.session_state["sc_flash"] = ("success", rename_scenario(state.store(), chosen, new_name).capitalize())
+            st.session_state["sc_flash"] = ("success", _sentence(rename_scenario(state.store(), chosen, new_name)))
             st.rerun()
         except HangoverError as exc:
             st.error(str(exc))
     sure = st.checkbox(f"Yes, delete {chosen!r}", key="sc_delete_sure")
     if st.button("Delete", key="sc_delete", disabled=not sure):
         try:
-            st.session_state["sc_flash"] = ("success", delete_scenario(state.store(), chosen).capitalize())
+            st.session_state["sc_flash"] = ("success", _sentence(delete_scenario(state.store(), chosen)))
             st.rerun()
         except HangoverError as exc:
             st.error(str(exc))
