@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "core.commands.report",
     "core.commands.telemetry",
     "core.commands.scenario",
+    "core.commands.simulate",
 ]
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from core.decision import latency
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
 from core.decision.plan import OwnedRoute, PlanCost, PlanInputs, Planner
 from core.models import CostBasis, Weights
@@ -94,6 +95,16 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
     allowed = allowed_r[:, col_route] if C else np.zeros((W, 0), bool)
     best_g = np.nan_to_num(a["gpus_per_replica"], nan=0.0).astype(int)
 
+    # The latency model's inputs (DESIGN.md "Latency model"): output-length spread per workload (the
+    # inventory's output_tokens_p95, else latency.DEFAULT_OUTPUT_CV) and the latency an escalated request
+    # adds: its fallback route's standalone p95 (an upper estimate of that one request's extra time).
+    n_out_p95 = _optional_column(ev.workloads, "output_tokens_p95", W)
+    fb_all = a["fallback_route"].astype(int)
+    fb_extra = np.where(fb_all >= 0, a["p95_ms"][rows_all, np.where(fb_all >= 0, fb_all, 0)], 0.0) if R \
+        else np.zeros(W)
+    fb_extra = np.nan_to_num(fb_extra, nan=0.0, posinf=0.0)
+    out_mu, out_sigma = latency.output_lognormal(n_out, n_out_p95)
+
     owned: list[OwnedRoute] = []
     for c, r, g in owned_spec:
         route = ev.routes[r]
@@ -101,9 +112,13 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         svc = np.full((W, 1, len(grid)), np.nan, dtype=np.float32)
         eff, _ = ev.catalog.efficiency(stack, gpu, g)
         tail = np.array([eff.p95_over_mean])
+        prefill = np.full(W, np.nan)
         rows = np.flatnonzero(allowed[:, c] & interactive)
+        spt = float(physics.decode_steps(stack, 1e6, eff)) / 1e6  # decode steps per output token
+        alone_ok = np.zeros(W, dtype=bool)
         if rows.size:
             pre = physics.prefill_ms(stack, gpu, g, n_in[rows], eff)
+            prefill[rows] = pre
             maxc = physics.max_concurrency(stack, gpu, g, n_in[rows] + n_out[rows], eff)
             for j, b in enumerate(grid):
                 fits = b <= maxc
@@ -111,11 +126,18 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
                     break
                 lat = physics.e2e_ms(stack, gpu, g, b, n_in[rows], n_out[rows], eff, prefill=pre) / 1e3
                 svc[rows, 0, j] = np.where(fits, lat, np.nan)
-        alone_ok = np.isfinite(svc[:, 0, 0]) & (svc[:, 0, 0] * 1e3 * tail[0] <= slo)
+            # Alone (batch 1, nobody else's prefill, no wait), with its escalations in the same 5 % budget:
+            # the best any deployment of this column can do for the workload (latency.min_replicas's test).
+            step1 = physics.decode_step(stack, gpu, g, 1.0, n_in[rows] + 0.5 * n_out[rows], eff)[0]
+            e = np.where(fb_all[rows] >= 0, np.nan_to_num(a["fallback_share"][rows, r]), 0.0)
+            alone = latency.ServiceTime(pre, spt * step1, out_mu[rows], out_sigma[rows])
+            p_miss = (1.0 - e) * alone.survival(slo[rows]) + e * alone.survival(slo[rows] - fb_extra[rows])
+            alone_ok[rows] = np.isfinite(svc[rows, 0, 0]) & (p_miss <= latency.SLO_TAIL)
         # Interactive work may use any g where it meets its target alone; offline work the g the engine sized.
         allowed[:, c] &= np.where(interactive, alone_ok, best_g[:, r] == g)
         fee = 0.0 if route.route_id in zero_fee_for else (stack.licence_usd_per_gpu_month or 0.0)
-        owned.append(OwnedRoute(c, r, route.route_id, route.label, route.architecture, (g,), float(fee), svc, tail))
+        owned.append(OwnedRoute(c, r, route.route_id, route.label, route.architecture, (g,), float(fee), svc, tail,
+                                stack=stack, gpu=gpu, eff=eff, prefill_ms=prefill, steps_per_token=spt))
 
     api_monthly = np.where(api_cols[col_route][None, :], base[:, col_route] * per_month[:, None], np.inf)
     fb = a["fallback_route"].astype(int)
@@ -138,7 +160,16 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         fallback_route=fb_col, fallback_api_monthly=fallback_api, latency_ms=a["p95_ms"][:, col_route],
         owned=tuple(owned), n_routes=C, col_route=col_route, gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
         full_usd_per_node_hour=rate.full_usd_per_node_hour, attribution_usd_per_node_hour=attribution_rate,
-        concurrency_grid=np.asarray(grid, dtype=float), sla_tail=1.0 - sc.sla_percentile)
+        concurrency_grid=np.asarray(grid, dtype=float), sla_tail=1.0 - sc.sla_percentile,
+        input_tokens=np.asarray(n_in, dtype=float), output_tokens=np.asarray(n_out, dtype=float),
+        output_p95_tokens=n_out_p95, fallback_extra_ms=fb_extra)
+
+
+def _optional_column(workloads: pd.DataFrame, name: str, n: int) -> np.ndarray:
+    """A numeric optional inventory column as floats (NaN where absent or blank)."""
+    if name not in workloads:
+        return np.full(n, np.nan)
+    return pd.to_numeric(workloads[name], errors="coerce").to_numpy(dtype=float)
 
 
 def restrict(inp: PlanInputs, route_mask: np.ndarray) -> PlanInputs:
@@ -165,7 +196,7 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     inp = replace(every, allowed=every.allowed & ~barred[None, :])
     planner = Planner(inp)
     best = planner.optimise()
-    ev.plan_inputs = inp
+    ev.plan_inputs = planner.inp  # the search may bar pairings a pooled deployment cannot hold
     ev.plan = best
     ev.planner = planner
     licensed = _licensed_routes(ev, best, every, barred, planner)

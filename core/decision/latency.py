@@ -26,6 +26,7 @@ workload rows on them (`row` says which configuration each belongs to).
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -263,6 +264,20 @@ class PooledDeployments:
         """Number of deployment configurations R."""
         return self.step_ms.shape[0]
 
+    def with_load_of(self, load: PooledDeployments) -> PooledDeployments:
+        """The same configurations and checked rows, queueing under `load`'s traffic (one configuration, tiled).
+
+        The queue reads the traffic only through per-configuration sums (_Moments), so a
+        sizing may check a few rows (those that can bind) while every row's traffic loads it.
+        """
+        if load.rows != 1:
+            raise ValueError("with_load_of: the load must be one configuration")
+        m = load.moments
+        tiled = _Moments(*(np.repeat(getattr(m, f), self.rows) for f in ("lam", "pre", "pre2", "n", "pre_n", "n2")))
+        out = copy.copy(self)
+        object.__setattr__(out, "moments", tiled)
+        return out
+
 
 @dataclass(frozen=True, eq=False)
 class _Moments:
@@ -386,7 +401,13 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
     for _ in range(_FIXED_POINT_ITERATIONS):
         _, _, s_bar, _ = at(b, 1.0)
         per = np.where(ok, np.nan_to_num(lam * s_bar / 1000.0 / safe_n, posinf=1e300), cap)
-        b = np.clip(1.0 + per * (1.0 - 1.0 / cap), 1.0, cap)
+        b_next = np.clip(1.0 + per * (1.0 - 1.0 / cap), 1.0, cap)
+        # Stop once no batch moves by more than 1e-12 of itself: further rounds change nothing
+        # the sizing reads (the plan calls this hundreds of times on a few configurations).
+        settled = bool(np.all(np.abs(b_next - b) <= 1e-12 * b_next))
+        b = b_next
+        if settled:
+            break
     per = np.where(ok, np.nan_to_num(lam * s_bar / 1000.0 / safe_n, posinf=1e300), np.inf)
     busy = -np.expm1(-np.minimum(per, 50.0))  # P(the replica is running something)
     c, join, s_bar, slope = at(b, busy)

@@ -25,20 +25,27 @@ re-prices only the two deployments it touches.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
+from core.decision import latency
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
-from core.decision.queueing import replicas_for_sla
 
-SERVICE_CV2 = 0.5  # estimate: squared coefficient of variation of service time (output lengths vary)
+# The old fixed service spread: the plan no longer uses it (it sizes on core.decision.latency); kept for the
+# engine's standalone operating points until they move to the latency model too.
+SERVICE_CV2 = 0.5
 # Shadow prices tried, as multiples of the full $/GPU-hour: 0 fills owned nodes, 1 makes a node pay for itself.
 SHADOW_PRICES = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0, 1.25, 1.6, 2.0, 3.0)
 SHADOW_PRICES_LARGE = (0.0, 0.1, 0.35, 0.7, 1.0, 1.6, 3.0)  # fewer rungs where one exact pricing costs more
 LARGE_ROWS = 20_000
 SINGLE_MOVE_ROWS = 400  # up to this many workloads the search also tries moving each one alone
 MAX_PASSES = 6
+MAX_REPAIR_ROUNDS = 6  # rounds of barring members a pooled deployment cannot hold (see optimise)
+# Target given to requests escalated onto a deployment: they load its queue, their own target is held on the
+# deployment that served them first (finite, so the latency model's arithmetic stays finite).
+_LOAD_ONLY_SLO_MS = 1e12
 
 
 @dataclass(frozen=True)
@@ -53,9 +60,24 @@ class OwnedRoute:
     tp_options: tuple[int, ...]  # GPUs per replica it may use
     licence_usd_per_gpu_month: float  # 0 for open weights
     # (W, G, B) mean service seconds per request at GPUs-per-replica option g and concurrency grid b
-    # (NaN where the workload does not fit), and the p95 / mean tail factor per option.
+    # (NaN where the workload does not fit): the linear view of the search and the memory check.
     service_s: np.ndarray = field(repr=False)
-    tail: np.ndarray = field(repr=False)  # (G,)
+    tail: np.ndarray = field(repr=False)  # (G,) kept for callers of the old fixed tail; sizing does not use it
+    # The latency model (core.decision.latency) of a deployment on this column: physics of the stack on
+    # the GPU, each workload's prefill here (ms, NaN where not computed) and decode steps per output token.
+    stack: Any = field(default=None, repr=False)
+    gpu: Any = field(default=None, repr=False)
+    eff: Any = field(default=None, repr=False)
+    prefill_ms: np.ndarray | None = field(default=None, repr=False)  # (W,)
+    steps_per_token: float = 1.0
+
+    def step_curve_ms(self, context_tokens: float, max_batch: int) -> np.ndarray:
+        """One decode step at running batch b = 1..max_batch with this mean context (physics)."""
+        from core.performance import physics
+
+        b = np.arange(1, max_batch + 1, dtype=float)
+        return np.asarray(physics.decode_step(self.stack, self.gpu, self.tp_options[0], b, context_tokens,
+                                              self.eff)[0], dtype=float)
 
 
 @dataclass(frozen=True)
@@ -86,6 +108,11 @@ class PlanInputs:
     attribution_usd_per_node_hour: float  # the owned nodes' rate under the cost basis
     concurrency_grid: np.ndarray
     sla_tail: float = 0.05
+    # The latency model's per-workload inputs (None: built without them, e.g. by older tests).
+    input_tokens: np.ndarray | None = None  # (W,) mean input tokens
+    output_tokens: np.ndarray | None = None  # (W,) mean output tokens
+    output_p95_tokens: np.ndarray | None = None  # (W,) NaN: latency.DEFAULT_OUTPUT_CV
+    fallback_extra_ms: np.ndarray | None = None  # (W,) latency an escalated request adds (its fallback's p95)
 
     @property
     def full_usd_per_gpu_hour(self) -> float:
@@ -93,7 +120,7 @@ class PlanInputs:
         return self.full_usd_per_node_hour / self.gpus_per_node
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class DeploymentSize:
     """One owned route's deployment for a set of members (cached by the search)."""
 
@@ -102,14 +129,28 @@ class DeploymentSize:
     shares: np.ndarray  # share of each row's rate (1 primary, f escalated)
     feasible: bool
     gpus_per_replica: int
-    concurrency: int
+    concurrency: int  # concurrency cap per replica
     replicas: int
-    service_s: np.ndarray  # (len(rows),) mean service at the chosen point
-    p95_ms: np.ndarray  # (len(rows),) service p95 at the chosen point
-    wait_budget_s: float
+    service_s: np.ndarray  # (len(rows),) mean service (admission to last token) at the chosen point
+    # (len(rows),) analytic p95 of time in system (wait + service, escalations included; NaN for escalated
+    # rows, whose target is held on their own deployment), or a function computing it on first use: the
+    # search compares bills and mean latencies, only the chosen plan reports percentiles.
+    p95_source: Any
+    wait_budget_s: float  # slack the binding member leaves for waiting: min(target - service p95), seconds
     busy: np.ndarray = field(default_factory=lambda: np.zeros(24))  # (24,) GPUs busy with its interactive work
-    lat_sum: float = 0.0  # sum of rate x p95 over its members (the search's latency tie-break)
+    lat_sum: float = 0.0  # sum of rate x mean time in system over its members (the search's latency tie-break)
     lat_w: float = 0.0  # sum of rates
+    binding: int = -1  # member row (index into rows) that needs the most replicas; -1: none
+    n_primary: int = 0  # rows[:n_primary] are served here first; the rest are escalated here
+
+    @property
+    def p95_ms(self) -> np.ndarray:
+        """Analytic p95 of time in system per member row (computed once)."""
+        src = self.p95_source
+        if callable(src):
+            src = np.asarray(src(), dtype=float)
+            object.__setattr__(self, "p95_source", src)
+        return src
 
     @property
     def gpus(self) -> int:
@@ -178,58 +219,156 @@ class Planner:
         self._fb_owned = owned_cols[inp.fallback_route]  # index -1 hits the spare False at the end
         self._owned_cols = np.array(sorted(o.index for o in inp.owned), dtype=int)
         self._lin = None
+        self._hopeless: set[tuple[int, int]] = set()  # (row, plan column) found unable to meet the target there
         # The standalone view depends on physics only, so planners over the same inputs may share it.
         self._gpu_hours_month = gpu_hours_month if gpu_hours_month is not None else self._standalone_gpu_hours()
 
     # -- exact pricing --------------------------------------------------------
-    def size(self, pos: int, rows: np.ndarray, shares: np.ndarray, slo_ms: np.ndarray | None = None) -> DeploymentSize:
-        """Size one deployment: the (GPUs per replica, concurrency) needing the fewest GPUs that holds every target."""
-        key = (pos, rows.tobytes(), shares.tobytes(), None if slo_ms is None else slo_ms.tobytes())
+    def size(self, pos: int, rows: np.ndarray, shares: np.ndarray, slo_ms: np.ndarray | None = None,
+             n_primary: int | None = None) -> DeploymentSize:
+        """Size one deployment on the latency model: the concurrency cap and replicas needing the fewest GPUs
+        such that every primary member's p95 of time in system (wait + service, its escalated requests
+        inside the same 5 % budget) meets its own target (DESIGN.md "Latency model").
+
+        rows[:n_primary] are the members served here first (share 1); the rest are requests escalated
+        here from other deployments (share f), which load the queue but whose target is held on their
+        own deployment. Every grid concurrency the members fit at is a candidate cap; one
+        `latency.min_replicas` call sizes them all. Only members that can bind are checked: with the
+        same output-length spread and no escalation, a member with less slack (target - prefill) and
+        longer outputs (larger lognormal mu) than another misses whenever that one does, so the
+        sizing checks the Pareto front of (slack, mu) and every member still loads the queue.
+        """
+        n_primary = len(rows) if n_primary is None else int(n_primary)
+        key = (pos, rows.tobytes(), shares.tobytes(), None if slo_ms is None else slo_ms.tobytes(), n_primary)
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        inp, route = self.inp, self.inp.owned[pos]
-        slo = inp.slo_ms[rows] if slo_ms is None else slo_ms
-        lam = inp.lam_peak[rows] * shares
-        svc = route.service_s[rows]  # (n, G, B)
-        p95 = svc * 1e3 * route.tail[None, :, None]
-        ok = np.all(np.isfinite(svc) & (p95 <= slo[:, None, None] + 1e-9), axis=0)  # (G, B)
-        total = lam.sum()
-        best = None
-        if total <= 0:
-            # No traffic: nothing to reserve (the route still reports an operating point).
-            gi = int(np.argmax(ok.any(axis=1))) if ok.any() else 0
-            bi = int(np.flatnonzero(ok[gi])[-1]) if ok[gi].any() else 0
-            best = (gi, bi, 0, np.inf)
-        elif ok.any():
-            gg, bb = np.nonzero(ok)
-            s = svc[:, gg, bb]  # (n, K)
-            pool = (lam[:, None] * s).sum(axis=0) / total
-            budget = np.min(slo[:, None] - p95[:, gg, bb], axis=0) / 1e3
-            slots = inp.concurrency_grid[bb]
-            n = replicas_for_sla(np.full(len(gg), total), pool, slots, budget, tail=inp.sla_tail,
-                                 service_cv2=SERVICE_CV2).astype(float)
-            n = np.where(n < 0, np.inf, np.maximum(n, 1.0))
-            gpus = n * np.array(route.tp_options)[gg]
-            lat = (lam[:, None] * p95[:, gg, bb]).sum(axis=0) / total
-            if np.isfinite(gpus).any():
-                k = int(np.lexsort((lat, gpus))[0])
-                best = (int(gg[k]), int(bb[k]), int(n[k]), float(budget[k]))
-        if best is None:
-            res = DeploymentSize(pos, rows, shares, False, 0, 0, 0, np.full(len(rows), np.nan),
-                                 np.full(len(rows), np.nan), np.nan)
-        else:
-            gi, bi, n, budget = best
-            g, b = route.tp_options[gi], float(inp.concurrency_grid[bi])
-            s_chosen = svc[:, gi, bi].astype(float)
-            p95_chosen = s_chosen * 1e3 * route.tail[gi]
-            # GPUs busy each hour: rate(h) x GPU-seconds per request at the operating point.
-            busy = ((inp.lam_mean[rows] * shares * g * np.nan_to_num(s_chosen) / b)[:, None]
-                    * inp.profile[rows]).sum(axis=0)
-            res = DeploymentSize(pos, rows, shares, True, g, int(b), n, s_chosen, p95_chosen, budget,
-                                 busy, float((lam * np.nan_to_num(p95_chosen)).sum()), float(lam.sum()))
+        slo = self.inp.slo_ms[rows] if slo_ms is None else slo_ms
+        res = self._size(pos, rows, shares, slo, n_primary)
         self._cache[key] = res
         return res
+
+    def _model(self, pos, rows, shares, slo, n_primary, b_max) -> dict:
+        """The latency model's inputs for these members on owned column `pos` (what the simulation replays too)."""
+        inp, route = self.inp, self.inp.owned[pos]
+        n = len(rows)
+        lam = inp.lam_peak[rows] * shares
+        prefill = np.nan_to_num(route.prefill_ms[rows], nan=0.0)
+        n_out = inp.output_tokens[rows]
+        primary = np.arange(n) < n_primary
+        esc_share = np.where(primary & (inp.fallback_route[rows] >= 0), inp.fallback_share[rows, route.index], 0.0)
+        esc_extra = np.where(esc_share > 0, inp.fallback_extra_ms[rows], 0.0)
+        # One step curve per deployment, at the members' mean context weighted by the time each spends in
+        # the batch (rate x output tokens): KV reads grow with the contexts actually running.
+        ctx = inp.input_tokens[rows] + 0.5 * n_out
+        occ = lam * n_out
+        context = float((occ * ctx).sum() / occ.sum()) if occ.sum() > 0 else float(ctx.mean() if n else 0.0)
+        return {
+            "n_primary": n_primary, "arrival_rate_per_s": lam, "prefill_ms": prefill, "output_mean_tokens": n_out,
+            "output_p95_tokens": inp.output_p95_tokens[rows],
+            # Escalated rows only load the queue: a target far out of reach of any miss.
+            "slo_ms": np.where(primary, slo, _LOAD_ONLY_SLO_MS),
+            "escalated_share": esc_share, "escalated_extra_ms": esc_extra,
+            "step_ms": route.step_curve_ms(context, b_max), "steps_per_token": route.steps_per_token,
+            "context_tokens": context,
+        }
+
+    def deployment_model(self, d: DeploymentSize) -> dict:
+        """The latency model of a sized deployment (its members' arrays and step curve up to its cap)."""
+        return self._model(d.route, d.rows, d.shares, self.inp.slo_ms[d.rows], d.n_primary, d.concurrency)
+
+    def _size(self, pos, rows, shares, slo, n_primary) -> DeploymentSize:
+        inp, route = self.inp, self.inp.owned[pos]
+        n = len(rows)
+        lam = inp.lam_peak[rows] * shares
+        svc = route.service_s[rows][:, 0, :]  # (n, B) mean seconds at each grid concurrency (NaN: does not fit)
+        grid = inp.concurrency_grid
+        fits = np.all(np.isfinite(svc), axis=0) if n else np.ones(len(grid), bool)
+        g = int(route.tp_options[0])
+        total = float(lam.sum())
+
+        def infeasible():
+            return DeploymentSize(pos, rows, shares, False, 0, 0, 0, np.full(n, np.nan), np.full(n, np.nan), np.nan,
+                                  n_primary=n_primary)
+
+        if not fits.any():
+            return infeasible()
+        caps_j = np.flatnonzero(fits)
+        b_max = int(grid[caps_j[-1]])
+        parts = self._model(pos, rows, shares, slo, n_primary, b_max)
+        prefill, n_out, p95_out = parts["prefill_ms"], parts["output_mean_tokens"], parts["output_p95_tokens"]
+        esc_share, esc_extra, slo_eff = parts["escalated_share"], parts["escalated_extra_ms"], parts["slo_ms"]
+        step, spt = parts["step_ms"], parts["steps_per_token"]
+        primary = np.arange(n) < n_primary
+        load = latency.PooledDeployments.build(
+            row=np.zeros(n, dtype=np.int64), arrival_rate_per_s=lam, prefill_ms=prefill, output_mean_tokens=n_out,
+            output_p95_tokens=p95_out, slo_ms=slo_eff, step_ms=step[None, :], concurrency_cap=b_max,
+            escalated_share=esc_share, escalated_extra_ms=esc_extra, steps_per_token=spt)
+
+        if total <= 0:
+            # No traffic: nothing to reserve (the route still reports an operating point).
+            bi = int(caps_j[-1])
+            return DeploymentSize(pos, rows, shares, True, g, int(grid[bi]), 0, np.full(n, np.nan),
+                                  np.full(n, np.nan), np.nan, np.zeros(24), 0.0, 0.0, -1, n_primary)
+
+        check = _binding_candidates(slo_eff - prefill, load.output_mu, load.output_sigma, esc_share > 0, primary)
+        J = caps_j.size
+        caps = grid[caps_j].astype(np.int64)
+        k = check.size
+        dep = latency.PooledDeployments.build(
+            row=np.repeat(np.arange(J), k), arrival_rate_per_s=np.tile(lam[check], J),
+            prefill_ms=np.tile(prefill[check], J), output_mean_tokens=np.tile(n_out[check], J),
+            output_p95_tokens=np.tile(p95_out[check], J), slo_ms=np.tile(slo_eff[check], J),
+            step_ms=np.broadcast_to(step, (J, b_max)), concurrency_cap=caps,
+            escalated_share=np.tile(esc_share[check], J), escalated_extra_ms=np.tile(esc_extra[check], J),
+            steps_per_token=spt).with_load_of(load)
+        sizing = latency.min_replicas(dep)
+        reps = sizing.replicas.astype(float)
+        ok = reps >= 1
+        if not ok.any():
+            if sizing.service_tail_misses.all():
+                # The step curve (hence the batch-1 service) is the same for every cap: name the members whose
+                # service alone misses here, so the search stops pairing them with this column.
+                alone = latency.ServiceTime(prefill, np.full(n, spt * step[0]), load.output_mu, load.output_sigma)
+                p_alone = (1.0 - esc_share) * alone.survival(slo_eff) + esc_share * alone.survival(slo_eff - esc_extra)
+                for i in np.flatnonzero(primary & (p_alone > latency.SLO_TAIL) & (lam > 0)):
+                    self._hopeless.add((int(rows[i]), int(route.index)))
+            return infeasible()
+        st = latency.pooled_state(dep, np.where(ok, reps, 1.0))
+        # Mean time in system of the whole traffic per candidate cap (closed form from the load's sums):
+        # free slot: p + join + c E N at the typical batch; waited: + 1/theta, at the full batch.
+        m = load.moments
+        with np.errstate(divide="ignore", invalid="ignore"):
+            free = m.pre[0] + m.lam[0] * st.join_ms + st.ms_per_token * m.n[0]
+            waited = m.pre[0] + m.lam[0] * st.full_join_ms + st.full_ms_per_token * m.n[0] \
+                + np.where(st.wait_rate_per_ms > 0, m.lam[0] / st.wait_rate_per_ms, 0.0)
+            lat = (1.0 - st.p_wait) * free + st.p_wait * waited + float((lam * esc_share * esc_extra).sum())
+        gpus = np.where(ok, reps * g, np.inf)
+        best = int(np.lexsort((np.nan_to_num(lat, nan=np.inf), gpus))[0])
+        cap, replicas = int(caps[best]), int(reps[best])
+        mean_n = np.exp(load.output_mu + load.output_sigma**2 / 2.0)
+        service_ms = prefill + st.join_ms[best] + st.ms_per_token[best] * mean_n
+        s_chosen = service_ms / 1e3
+        free_p95 = latency.ServiceTime(prefill + st.join_ms[best], np.full(n, st.ms_per_token[best]),
+                                       load.output_mu, load.output_sigma).quantile(1.0 - latency.SLO_TAIL)
+        budget = float(np.min(slo[:n_primary] - free_p95[:n_primary]) / 1e3) if n_primary else np.nan
+
+        def p95():
+            out = np.full(n, np.nan)
+            if n_primary:
+                chosen = latency.PooledDeployments.build(
+                    row=np.zeros(n, dtype=np.int64), arrival_rate_per_s=lam, prefill_ms=prefill,
+                    output_mean_tokens=n_out, output_p95_tokens=p95_out, slo_ms=slo_eff, step_ms=step[None, :cap],
+                    concurrency_cap=cap, escalated_share=esc_share, escalated_extra_ms=esc_extra,
+                    steps_per_token=spt)
+                out[:n_primary] = latency.p95_ms(chosen, np.array([float(replicas)]), idx=np.arange(n_primary))
+            return out
+
+        # GPUs busy each hour: rate(h) x GPU-seconds per request at the operating point (cap slots per replica).
+        busy = ((inp.lam_mean[rows] * shares * g * s_chosen / cap)[:, None] * inp.profile[rows]).sum(axis=0)
+        bind = int(sizing.binding[best])
+        return DeploymentSize(pos, rows, shares, True, g, cap, replicas, s_chosen, p95, budget, busy,
+                              float(lat[best]), total, int(check[bind % k]) if bind >= 0 else -1, n_primary)
 
     def _groups(self, col: np.ndarray) -> dict[int, np.ndarray]:
         """Rows per owned plan column (ascending row order), from one stable sort instead of a mask per column."""
@@ -279,7 +418,7 @@ class Planner:
                 slo[inter_rows == slo_override[0]] = slo_override[1]
             d_gpus = 0
             if inter_rows.size:
-                d = self.size(pos, inter_rows, shares, slo)
+                d = self.size(pos, inter_rows, shares, slo, n_primary=p_int.size)
                 sizes[pos] = d
                 if not d.feasible:
                     return PlanCost(assign, False, np.inf, np.inf, np.inf, 0, 0, 0, api_monthly, licence, sizes,
@@ -373,29 +512,51 @@ class Planner:
         if W == 0 or R == 0:
             return self.price(np.full(W, -1))
         best: PlanCost | None = None
-        seen = set()
-        for mult in SHADOW_PRICES if W <= LARGE_ROWS else SHADOW_PRICES_LARGE:
-            assign = self._choose(mult * inp.full_usd_per_gpu_hour)
-            k = assign.tobytes()
-            if k in seen:
-                continue
-            seen.add(k)
-            cand = self.price(assign)
-            if cand.feasible and (best is None or cand.key < best.key):
-                best = cand
+        # A member that meets its target alone at its own context may miss it at batch 1 on a pool whose
+        # mean context is longer (a slower step): that pairing is barred and the candidates re-chosen.
+        for _ in range(MAX_REPAIR_ROUNDS):
+            best, seen = None, set()
+            for mult in SHADOW_PRICES if W <= LARGE_ROWS else SHADOW_PRICES_LARGE:
+                assign = self._choose(mult * self.inp.full_usd_per_gpu_hour)
+                k = assign.tobytes()
+                if k in seen:
+                    continue
+                seen.add(k)
+                cand = self.price(assign)
+                if cand.feasible and (best is None or cand.key < best.key):
+                    best = cand
+            if not self._bar_hopeless():
+                break
         if best is None:  # every candidate failed to size (should not happen): serve what can be served
-            best = self.price(np.where(inp.allowed.any(axis=1), np.argmax(inp.allowed, axis=1), -1))
+            best = self.price(np.where(self.inp.allowed.any(axis=1), np.argmax(self.inp.allowed, axis=1), -1))
         return self._improve(best)
+
+    def _bar_hopeless(self) -> bool:
+        """Disallow the (workload, column) pairs found hopeless while sizing; whether there were any new."""
+        if not self._hopeless:
+            return False
+        rows, cols = np.array([p[0] for p in self._hopeless]), np.array([p[1] for p in self._hopeless])
+        self._hopeless.clear()
+        allowed = self.inp.allowed.copy()
+        allowed[rows, cols] = False
+        self.inp = replace(self.inp, allowed=allowed)
+        self._lin = None
+        return True
 
     def _standalone_gpu_hours(self) -> np.ndarray:
         """(W, R) GPU-hours a month each workload would hold on each owned route, alone on its pool."""
         inp = self.inp
         W = len(inp.workload_ids)
         out = np.full((W, inp.n_routes), np.nan)
+        mu, sigma = latency.output_lognormal(inp.output_tokens, inp.output_p95_tokens)
+        tail_n = np.exp(mu + latency.Z95 * sigma) / np.exp(mu + sigma**2 / 2.0)
         for route in inp.owned:
             r = route.index
             svc = route.service_s  # (W, G, B)
-            p95 = svc * 1e3 * route.tail[None, :, None]
+            # Service p95 alone at each concurrency: the decode part scaled by the output length's p95/mean
+            # (the latency model's lognormal), the prefill as it is.
+            pre = np.nan_to_num(route.prefill_ms, nan=0.0)[:, None, None]
+            p95 = pre + (svc * 1e3 - pre) * tail_n[:, None, None]
             ok = np.isfinite(svc) & (p95 <= inp.slo_ms[:, None, None])
             # Interactive: GPU-seconds per request at the cheapest point meeting the target, at the peak rate
             # (capacity is reserved for the peak all month); offline: GPU-hours used.
@@ -479,3 +640,27 @@ def fill_idle(busy: np.ndarray, capacity: float, gpu_hours: float) -> np.ndarray
         else:
             hi = level
     return np.clip(hi - busy, 0.0, room)
+
+
+def _binding_candidates(slack_ms, mu, sigma, escalates, primary) -> np.ndarray:
+    """Member rows that can be the one missing its target first (indices, ascending).
+
+    P(wait + a + c N > target) grows as the slack target - prefill shrinks and as N grows
+    stochastically (larger mu at the same sigma), and with the escalated share and its extra
+    latency. So among primary rows with the same sigma and no escalation only the Pareto front
+    of (small slack, large mu) can bind; rows that escalate are all kept; escalated-in rows
+    (load only) never bind.
+    """
+    idx = np.flatnonzero(primary & ~escalates)
+    keep = [np.flatnonzero(primary & escalates)]
+    if idx.size:
+        order = idx[np.lexsort((-mu[idx], slack_ms[idx], sigma[idx]))]
+        s, m = sigma[order], mu[order]
+        first = np.r_[True, s[1:] != s[:-1]]
+        group = np.cumsum(first) - 1
+        span = float(m.max() - m.min()) + 2.0
+        # Offsetting each sigma group above the previous makes one running maximum serve every group.
+        shifted = (m - m.min() + 1.0) + group * span
+        before = np.r_[-np.inf, np.maximum.accumulate(shifted)[:-1]]
+        keep.append(order[first | (shifted > before)])
+    return np.sort(np.concatenate(keep))

@@ -1,0 +1,162 @@
+"""Check a fleet plan by simulation: its owned interactive deployments as simulate.DeploymentLoad, simulated.
+
+The plan sizes every owned deployment on the analytic latency model
+(core.decision.latency); `check_plan` replays each one's peak hour in the
+discrete-event simulation (core.decision.simulate) with the same step-time
+curve, prefills, output-length spreads and escalations, and reports per
+workload the analytic and simulated p95 and the share within target, and per
+deployment whether one replica fewer would still do (issue 12).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from core.decision.simulate import (
+    DeploymentLoad,
+    SimulationResult,
+    WorkloadLoad,
+    simulate_deployment,
+)
+
+if TYPE_CHECKING:
+    from core.decision.engine import Evaluation
+
+
+def deployment_loads(ev: Evaluation) -> list[DeploymentLoad]:
+    """Every owned deployment of the plan serving interactive work, as the simulation's input.
+
+    Per deployment: the planned replicas and concurrency cap, the decode step curve the plan
+    sized it with (physics at the members' mean context), and per interactive member its peak
+    rate, prefill, output length (mean and p95), target, and the share escalated to a fallback
+    with the latency that adds. Requests escalated here from other deployments load it as
+    workloads of their own ("<id> (escalated)"), with no target of theirs to hold here.
+    """
+    planner, plan = getattr(ev, "planner", None), getattr(ev, "plan", None)
+    if planner is None or plan is None:
+        return []
+    out = []
+    # A stack may run at two GPU counts per replica (two plan columns): those deployments are "<route>@<g>".
+    route_count: dict[str, int] = {}
+    for pos, d in plan.sizes.items():
+        if d.feasible and d.replicas >= 1:
+            rid = planner.inp.owned[pos].route_id
+            route_count[rid] = route_count.get(rid, 0) + 1
+    for pos, d in sorted(plan.sizes.items()):
+        if not d.feasible or d.replicas < 1 or len(d.rows) == 0:
+            continue
+        parts = planner.deployment_model(d)
+        inp = planner.inp
+        loads = []
+        for k, row in enumerate(d.rows):
+            wid = str(inp.workload_ids[row])
+            primary = k < parts["n_primary"]
+            loads.append(WorkloadLoad(
+                workload_id=wid if primary else f"{wid} (escalated)",
+                arrival_rate_per_s=float(parts["arrival_rate_per_s"][k]),
+                prefill_ms=float(parts["prefill_ms"][k]),
+                output_mean_tokens=float(parts["output_mean_tokens"][k]),
+                slo_ms=float(parts["slo_ms"][k]),
+                output_p95_tokens=None if not math.isfinite(parts["output_p95_tokens"][k])
+                else float(parts["output_p95_tokens"][k]),
+                escalated_share=float(parts["escalated_share"][k]),
+                escalated_extra_ms=float(parts["escalated_extra_ms"][k]),
+            ))
+        if not any(w.arrival_rate_per_s > 0 for w in loads):
+            continue
+        out.append(DeploymentLoad(
+            replicas=int(d.replicas), concurrency_cap=int(d.concurrency),
+            step_ms=tuple(parts["step_ms"][: d.concurrency]), workloads=tuple(loads),
+            steps_per_token=float(parts["steps_per_token"]),
+            deployment_id=rid if route_count.get(rid := inp.owned[pos].route_id, 0) <= 1
+            else f"{rid}@{d.gpus_per_replica}",
+        ))
+    return out
+
+
+@dataclass(frozen=True)
+class PlanCheck:
+    """The plan's owned interactive deployments, each simulated at its peak hour."""
+
+    results: tuple[SimulationResult, ...]
+    primary_ids: frozenset[str]  # workload ids whose own target is held here (not escalated-in load)
+
+    def workloads(self) -> list[dict]:
+        """Per workload: analytic vs simulated p95 (with its 95 % interval) and the share within target."""
+        rows = []
+        for res in self.results:
+            for w in res.workloads:
+                if w.workload_id not in self.primary_ids:
+                    continue
+                lo, hi = w.simulated_p95_ci_ms
+                rows.append({
+                    "workload_id": w.workload_id, "deployment_id": res.deployment_id, "hosting": "owned",
+                    "slo_ms": _num(w.slo_ms), "analytic_p95_ms": _num(w.analytic_p95_ms),
+                    "simulated_p95_ms": _num(w.simulated_p95_ms), "simulated_p95_ci_ms": [_num(lo), _num(hi)],
+                    "share_within_slo": _num(w.share_within_slo),
+                })
+        return rows
+
+    def deployments(self) -> list[dict]:
+        """Per deployment: replicas, cap, and the worst member's share within target with one replica fewer."""
+        out = []
+        for res in self.results:
+            mine = [w for w in res.workloads if w.workload_id in self.primary_ids]
+            fewer = [w.share_within_slo_one_replica_fewer for w in mine
+                     if not math.isnan(w.share_within_slo_one_replica_fewer)]
+            out.append({
+                "deployment_id": res.deployment_id, "replicas": res.replicas, "concurrency_cap": res.concurrency_cap,
+                "share_within_slo_one_replica_fewer": _num(min(fewer)) if fewer and res.replicas > 1 else None,
+                "requests": res.requests, "seconds": res.seconds,
+            })
+        return out
+
+    def to_dict(self) -> dict:
+        """The `hangover simulate --format json` contract."""
+        return {"workloads": self.workloads(), "deployments": self.deployments()}
+
+
+def check_plan(ev: Evaluation, requests: int | None = None, seed: int = 0, deployment: str | None = None,
+               progress: Callable[[int, int, str], None] | None = None) -> PlanCheck:
+    """Simulate every owned interactive deployment of the plan (or the one named), with one replica fewer too.
+
+    requests None: the simulation's own choice (the peak hour's arrivals, enough for a p95 within
+    about +-2 %). progress(done, total, deployment_id) is called before each deployment.
+    """
+    from core.errors import InputError
+
+    loads = deployment_loads(ev)
+    if deployment is not None:
+        known = [d.deployment_id for d in loads]
+        loads = [d for d in loads if deployment in (d.deployment_id, d.deployment_id.split("@")[0])]
+        if not loads:
+            raise InputError(f"--deployment {deployment!r}: no owned interactive deployment of that id in the plan"
+                             f" (there are: {', '.join(known) or 'none'})")
+    results = []
+    for k, d in enumerate(loads):
+        if progress is not None:
+            progress(k, len(loads), d.deployment_id)
+        results.append(simulate_deployment(d, requests=requests, seed=seed))
+    if progress is not None:
+        progress(len(loads), len(loads), "")
+    primary = frozenset(w.workload_id for d in loads for w in d.workloads if not w.workload_id.endswith(" (escalated)"))
+    return PlanCheck(tuple(results), primary)
+
+
+def _num(x) -> float | None:
+    """JSON-safe float (None for NaN or infinity)."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def within(share: float | None, requests: int, target: float = 0.95) -> bool:
+    """Whether a simulated share within target is at least `target`, allowing its binomial 95 % interval."""
+    if share is None:
+        return False
+    half = 1.96 * np.sqrt(max(share * (1 - share), 1e-12) / max(requests, 1))
+    return share + half >= target
