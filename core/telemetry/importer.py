@@ -62,6 +62,12 @@ def import_telemetry(store, source: bytes | str | Path, file_name: str | None = 
     shown in (default UTC; nvidia-smi already writes the node's local time).
     at: the time of a DCGM scrape saved without timestamps.
     """
+    with store.held():  # the duplicate check, the commit and the read-back share one open of the file
+        return _import(store, source, file_name, node=node, tz=tz, at=at)
+
+
+def _import(store, source: bytes | str | Path, file_name: str | None, *, node: str | None, tz: str | None,
+            at: dt.datetime | None) -> TelemetryImport:
     is_path = not isinstance(source, bytes | bytearray)
     path = Path(source).expanduser() if is_path else None
     name = file_name or (path.name if path else "upload")

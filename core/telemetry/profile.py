@@ -80,8 +80,10 @@ def measured_profile(store, node: str | None = None, date_from: dt.date | None =
     """
     if metric is not None and metric not in UTILIZATION_METRICS:
         raise InputError(f"unknown metric {metric!r}; use one of {', '.join(UTILIZATION_METRICS)}")
-    cells = tstore.hourly_cells(store, node=node, date_from=date_from, date_to=date_to, metrics=UTILIZATION_METRICS)
-    cover = tstore.coverage(store, node=node, date_from=date_from, date_to=date_to)
+    with store.held():  # one open of the file for the three reads (the store closes it between units of work)
+        cells = tstore.hourly_cells(store, node=node, date_from=date_from, date_to=date_to,
+                                    metrics=UTILIZATION_METRICS)
+        cover = tstore.coverage(store, node=node, date_from=date_from, date_to=date_to)
     where = (f" for node {node!r}" if node else "") + (
         f" between {date_from or 'the start'} and {date_to or 'the end'}" if date_from or date_to else "")
     if cells.empty:
@@ -154,13 +156,14 @@ def summarize(store, scenario: Scenario | None = None, *, node: str | None = Non
               date_to: dt.date | None = None, node_usd_per_hour: float | None = None,
               metric: str | None = None, profile: MeasuredUtilization | None = None) -> TelemetrySummary:
     """Measured utilization and the idle $ a month at the scenario's node price (default Scenario(); an override wins)."""
-    p = profile or measured_profile(store, node, date_from, date_to, metric=metric)
     sc = scenario or Scenario()
     if node_usd_per_hour is not None:
         if not node_usd_per_hour > 0:
             raise InputError(f"--node-usd-per-hour must be above 0; got {plain(node_usd_per_hour)}")
         sc = sc.model_copy(update={"node_usd_per_hour": float(node_usd_per_hour)})
-    rate = node_rate(sc, store.node_prices(), store.owned_hardware())
+    with store.held():
+        p = profile or measured_profile(store, node, date_from, date_to, metric=metric)
+        rate = node_rate(sc, store.node_prices(), store.owned_hardware())
     per_gpu = rate.full_usd_per_node_hour / rate.gpus_per_node
     return TelemetrySummary(p, rate, per_gpu, idle_usd(p.gpus * HOURS_PER_MONTH, per_gpu, p.utilization))
 
@@ -174,17 +177,18 @@ def measured_vs_plan(store, plan_utilization: float | None, rate: NodeRate) -> s
     Reads the hourly aggregates once per change of the stored telemetry (a
     count and the newest import id, about a millisecond to check).
     """
-    stamp = tstore.telemetry_stamp(store)
-    if stamp[0] == 0:
-        return None
-    key = (str(store.path), stamp)
-    if key not in _OVERVIEW_CACHE:
-        if len(_OVERVIEW_CACHE) > 16:
-            _OVERVIEW_CACHE.clear()
-        try:
-            _OVERVIEW_CACHE[key] = measured_profile(store)
-        except InputError:
-            _OVERVIEW_CACHE[key] = None
+    with store.held():
+        stamp = tstore.telemetry_stamp(store)
+        if stamp[0] == 0:
+            return None
+        key = (str(store.path), stamp)
+        if key not in _OVERVIEW_CACHE:
+            if len(_OVERVIEW_CACHE) > 16:
+                _OVERVIEW_CACHE.clear()
+            try:
+                _OVERVIEW_CACHE[key] = measured_profile(store)
+            except InputError:
+                _OVERVIEW_CACHE[key] = None
     p = _OVERVIEW_CACHE[key]
     if p is None:
         return None

@@ -19,7 +19,9 @@ ALL_NODES = "(all nodes)"
 # shows here too; these reads touch the hourly aggregates only, never the raw samples.
 @st.cache_data(show_spinner=False, max_entries=8)
 def _imports(stamp: tuple):
-    return tstore.list_imports(state.store()), tstore.nodes(state.store()), tstore.coverage(state.store())
+    store = state.store()
+    with store.held():
+        return tstore.list_imports(store), tstore.nodes(store), tstore.coverage(store)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
