@@ -364,6 +364,9 @@ class Workload(BaseModel):
     peak_factor: Annotated[float, Field(ge=1.0, le=24.0, allow_inf_nan=False)] = Field(default=3.0, description="Peak-hour rate / mean rate (>= 1, <= 24).")
     input_tokens: Annotated[float, Field(ge=0.0, le=1e7, allow_inf_nan=False)] = Field(description="Mean input tokens per request.")
     output_tokens: Annotated[float, Field(ge=1, le=1e6, allow_inf_nan=False)] = Field(description="Mean output tokens per request.")
+    # Optional (issue 12): the spread of output lengths the latency model uses; without it the model assumes
+    # a coefficient of variation of 0.5 (core.decision.latency.DEFAULT_OUTPUT_CV, an estimate).
+    output_tokens_p95: Annotated[float, Field(ge=1, le=1e6, allow_inf_nan=False)] | None = Field(default=None, description="95th percentile of output tokens per request, >= the mean (default: a spread of cv 0.5).")
     latency_slo_ms: Annotated[float, Field(gt=0.0, le=86_400_000.0, allow_inf_nan=False)] | None = Field(default=None, description="p95 end-to-end target, ms (interactive work).")
     batch_window_hours: Annotated[float, Field(gt=0, le=24)] | None = Field(default=None, description="Hours the day's queue may take (offline work).")
     data_policy: DataPolicy = Field(description="external_ok or owned_only.")
@@ -376,6 +379,13 @@ class Workload(BaseModel):
     def _one_of_slo_or_window(self) -> Workload:
         if (self.latency_slo_ms is None) == (self.batch_window_hours is None):
             raise ValueError("give exactly one of latency_slo_ms (interactive) or batch_window_hours (offline)")
+        return self
+
+    @model_validator(mode="after")
+    def _p95_not_below_mean(self) -> Workload:
+        if self.output_tokens_p95 is not None and self.output_tokens_p95 < self.output_tokens:
+            raise ValueError(f"output_tokens_p95 ({self.output_tokens_p95:g}) is below the mean output_tokens "
+                             f"({self.output_tokens:g}): a 95th percentile of lengths is at least their mean here")
         return self
 
     @property

@@ -516,7 +516,8 @@ def prepare_workloads(df: pd.DataFrame) -> pd.DataFrame:
     if df is None or len(df) == 0:
         raise InputError("the inventory has no rows: upload or import at least one workload")
     w = df.reset_index(drop=True).copy()
-    for col in ("latency_slo_ms", "batch_window_hours", "min_quality", "cached_input_share", "peak_factor"):
+    for col in ("latency_slo_ms", "batch_window_hours", "min_quality", "cached_input_share", "peak_factor",
+                "output_tokens_p95"):
         if col not in w:
             w[col] = np.nan
         w[col] = pd.to_numeric(w[col], errors="coerce")
