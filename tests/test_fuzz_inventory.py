@@ -40,8 +40,8 @@ from core.store import Store
 SEED = 20261201
 N_CASES = 330
 HEADER = list(COLUMNS)
-NUMS = ("requests_per_day", "peak_factor", "input_tokens", "output_tokens", "latency_slo_ms",
-        "batch_window_hours", "min_quality", "cached_input_share")
+NUMS = tuple(c for c in ("requests_per_day", "peak_factor", "input_tokens", "output_tokens", "output_tokens_p95",
+                          "latency_slo_ms", "batch_window_hours", "min_quality", "cached_input_share") if c in HEADER)
 SHARES = ("min_quality", "cached_input_share")
 NAMES = ["Customer chat", "Überweisung prüfen", "Résumé parsing €", "Say \"hi\", then go", "a;b|c",
          "KYC overnight", "Code completion 🚀", "naïve — test", "=SUM(A1)", "@ops desk", "multi\nline note",
@@ -98,6 +98,7 @@ def intended_rows(rng: random.Random, k: int) -> list[dict[str, str | None]]:
             "peak_factor": rng.choice([None, _decimal_text(rng, 1, 24, 1), "3"]),
             "input_tokens": str(rng.randint(0, 200_000)),
             "output_tokens": rng.choice([str(rng.randint(1, 4000)), _decimal_text(rng, 1, 999, 3)]),
+            "output_tokens_p95": None,
             "latency_slo_ms": str(rng.randint(100, 60_000)) if interactive else None,
             "batch_window_hours": None if interactive else _decimal_text(rng, 0.5, 24, 2),
             "data_policy": rng.choice(["external_ok", "owned_only"]),
@@ -106,7 +107,9 @@ def intended_rows(rng: random.Random, k: int) -> list[dict[str, str | None]]:
             "cached_input_share": rng.choice([None, _decimal_text(rng, 0, 1, 3), "0"]),
             "notes": rng.choice([None, "nightly", "-5 is fine", "Q3; with \"quotes\""]),
         }
-        out.append(r)
+        if "output_tokens_p95" in HEADER and rng.random() < 0.3:
+            r["output_tokens_p95"] = str(math.ceil(float(r["output_tokens"])) * rng.randint(1, 4))
+        out.append({c: r.get(c) for c in HEADER})
     return out
 
 

@@ -399,7 +399,7 @@ def test_fast_and_careful_csv_readers_agree():
     header = HEADER
     n_records, empty = files._record_layout(body)
     assert n_records == 6 and empty.tolist() == [False, False, False, True, False, True]
-    fast = files._read_csv_duckdb(body, None, header, ",", 0, 1, n_records, empty)
+    fast = files._read_csv_duckdb(body, None, header, ",", 0, 1, lambda: (n_records, empty))
     careful = files._read_csv_python(body, header, ",", 1)
     assert fast is not None
     assert fast.rows.tolist() == [2, 3, 5] and careful.rows.tolist() == [2, 3, 4, 5, 6]
@@ -543,11 +543,16 @@ def test_decimal_comma_shortcut_gives_what_the_rules_give(cells):
     from core.inventory import numbers
 
     arr = pa.array(cells, pa.string())
-    quick_values, quick_ok, quick_amb = numbers.parse_careful(arr, ",")
-    rule_values, rule_ok, rule_amb = numbers.parse_rules(arr, ",")
-    assert quick_ok.tolist() == rule_ok.tolist()
-    assert not quick_amb.any() and not rule_amb.any()  # the decimal separator is settled: nothing is ambiguous
-    np.testing.assert_array_equal(quick_values, rule_values)
+    for decimal in (",", None):  # settled, or left to the file's cells
+        quick_values, quick_ok, quick_amb = numbers.parse_careful(arr, decimal)
+        rule_values, rule_ok, rule_amb = numbers.parse_rules(arr, decimal)
+        assert quick_ok.tolist() == rule_ok.tolist()
+        assert quick_amb.tolist() == rule_amb.tolist()
+        if decimal == ",":
+            assert not quick_amb.any()  # the decimal separator is settled: nothing is ambiguous
+        np.testing.assert_array_equal(quick_values, rule_values)
+    ambiguous = numbers.is_ambiguous(arr)
+    assert ambiguous.tolist() == numbers.match(arr, numbers.AMBIGUOUS).tolist()  # the cheap filter misses none
 
 
 # -- hypothesis: the column checks agree with the model -------------------------------

@@ -240,11 +240,11 @@ def test_the_fast_reader_count_is_checked_against_the_careful_count(monkeypatch)
     n_records, empty = inventory_files._record_layout(body)
     assert n_records == 4 and empty is None
     # One record more than DuckDB returns (as when it drops a row): the fast result is not used.
-    assert inventory_files._read_csv_duckdb(body, None, HEADER, ",", 0, 1, n_records + 1, empty) is None
+    assert inventory_files._read_csv_duckdb(body, None, HEADER, ",", 0, 1, lambda: (n_records + 1, empty)) is None
     real = inventory_files._read_csv_duckdb
 
     def count_one_more(*args):
-        return real(*args[:6], args[6] + 1, args[7])
+        return real(*args[:6], lambda: (args[6]()[0] + 1, None))
 
     monkeypatch.setattr(inventory_files, "_read_csv_duckdb", count_one_more)
     report = read_inventory(csv_bytes([row(), row(workload_id="b"), row(workload_id="c")]), "x.csv")
@@ -378,3 +378,11 @@ def test_template_still_reads_back_with_its_columns_sheet_left_alone():
     report = read_inventory(template_bytes("xlsx"), "t.xlsx")
     assert report.ok and report.sheet == "Workloads" and report.sheets == ("Workloads",)
     assert not math.isnan(report.frame["requests_per_day"].iloc[0])
+
+
+def test_a_typed_number_stays_exact_beside_a_bad_text_cell_in_its_column():
+    """The column's one-shot cast fails on 'abc'; the typed 40.125 must still never count as ambiguous."""
+    data = workbook({"S": [HEADER, book_row(1, requests_per_day=40.125), book_row(2, requests_per_day="abc")]})
+    report = read_inventory(data, "b.xlsx")
+    assert not report.needs_decimal
+    assert [(r[0], r[1], r[2]) for r in report.errors.itertuples(index=False)] == [(3, "requests_per_day", "abc")]

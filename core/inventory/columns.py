@@ -162,6 +162,8 @@ COLUMN_HELP: dict[str, tuple[str, str]] = {
     "input_tokens": ("required", f"Mean input (prompt) tokens per request: {NUMBER_RULES['input_tokens'].allowed}."),
     "output_tokens": ("required",
                       f"Mean output (generated) tokens per request: {NUMBER_RULES['output_tokens'].allowed}."),
+    "output_tokens_p95": ("optional", f"95th percentile of output tokens per request, at least output_tokens: "
+                                      f"{NUMBER_RULES['output_tokens_p95'].allowed}."),
     "latency_slo_ms": (
         "one of two",
         f"Interactive work: {NUMBER_RULES['latency_slo_ms'].allowed}. Leave blank for offline work.",
@@ -182,6 +184,9 @@ COLUMN_HELP: dict[str, tuple[str, str]] = {
     "cached_input_share": ("optional", "Share of input tokens served from a prompt cache, 0-1 (or 60%)."),
     "notes": ("optional", "Free text. Unknown extra columns are added here as 'column: value'."),
 }
+# A field added to the model later still gets a line (its own description) until one is written here.
+for _c, _f in Workload.model_fields.items():
+    COLUMN_HELP.setdefault(_c, ("required" if _f.is_required() else "optional", _f.description or ""))
 
 # One example per task class; the template shows them and the tests read them back.
 EXAMPLE_ROWS: tuple[dict[str, object], ...] = (

@@ -13,6 +13,7 @@ import io
 import os
 import re
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import duckdb
@@ -135,14 +136,15 @@ def _read_xlsx(data: bytes, sheet: str | None, decimal: str | None) -> Raw:
             head = list(itertools.islice(ws.iter_rows(values_only=True), HEADER_SCAN_ROWS))
             k, n = _header_in(head)
             scores.append((n, -pos, k))
-        matching = [sheets[-s[1]].title for s in sorted(scores, reverse=True) if s[0] >= MIN_HEADER_MATCHES]
+        matching = [ws.title for ws, s in zip(sheets, scores, strict=True) if s[0] >= MIN_HEADER_MATCHES]
+        best = [sheets[-s[1]].title for s in sorted(scores, reverse=True) if s[0] >= MIN_HEADER_MATCHES]
         warnings: list[str] = []
         if sheet is not None:
             ws = match[0]
         elif matching:
-            ws = next(w for w in sheets if w.title == matching[0])
+            ws = next(w for w in sheets if w.title == best[0])
             if len(matching) > 1:
-                others = ", ".join(repr(echo(m, 40)) for m in matching[1:6])
+                others = ", ".join(repr(echo(m, 40)) for m in best[1:6])
                 warnings.append(f"several sheets hold an inventory header; read {echo(ws.title, 40)!r} (the closest "
                                 f"match), not {others}; choose another with --sheet NAME (the sheet choice in "
                                 "the dashboard)")
@@ -417,14 +419,21 @@ def _read_csv(data: bytes, path: Path | None, decimal: str | None) -> Raw:
         raise FileProblem("the first row is empty; it must name the columns (download the template to see them)")
     skip = sep_lines + lines_before
     header_records = sep_lines + header_index + 1
-    # The careful count: every record, before anything is parsed (refuses an open quote, bounds the size).
-    n_records, empty = _record_layout(body)
-    if n_records - header_records > MAX_ROWS:
-        raise FileProblem(f"the file has {n_records - header_records:,} rows below the header; one inventory "
-                          f"may hold at most {MAX_ROWS:,} workloads: split it")
     utf8_on_disk = encoding in ("UTF-8", "UTF-8 with BOM") and not line_ends
-    raw = _read_csv_duckdb(body, path if utf8_on_disk else None, header, delimiter, skip,
-                           header_records, n_records, empty)
+
+    def within_limit(layout: tuple[int, np.ndarray | None]) -> tuple[int, np.ndarray | None]:
+        if layout[0] - header_records > MAX_ROWS:
+            raise FileProblem(f"the file has {layout[0] - header_records:,} rows below the header; one inventory "
+                              f"may hold at most {MAX_ROWS:,} workloads: split it")
+        return layout
+
+    # The careful count of every record (it refuses an open quote, and rows past the limit) runs
+    # alongside the fast reader: both release the GIL.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        counting = pool.submit(_record_layout, body)
+        raw = _read_csv_duckdb(body, path if utf8_on_disk else None, header, delimiter, skip, header_records,
+                               lambda: within_limit(counting.result()))
+        within_limit(counting.result())
     if raw is None:
         raw = _read_csv_python(body, header, delimiter, header_records)
     raw.header_row = header_records
@@ -445,11 +454,12 @@ def _read_csv(data: bytes, path: Path | None, decimal: str | None) -> Raw:
 
 
 def _read_csv_duckdb(body: bytes, path: Path | None, header: list[str], delimiter: str, skip: int,
-                     header_records: int, n_records: int, empty: np.ndarray | None) -> Raw | None:
+                     header_records: int, layout) -> Raw | None:
     """Fast path: DuckDB's parallel CSV reader, every cell as text; None when the careful path must decide.
 
-    Its row count is checked against the careful count of records: any
-    difference (a row it dropped or split) sends the file the careful way.
+    Its row count is checked against the careful count of records (`layout()`
+    gives it: records, and which are empty): any difference (a row it dropped
+    or split) sends the file the careful way.
     """
     columns = {f"c{i}": "VARCHAR" for i in range(len(header))}
     tmp = None
@@ -482,6 +492,7 @@ def _read_csv_duckdb(body: bytes, path: Path | None, header: list[str], delimite
             os.unlink(tmp)
     if table is None:
         return None
+    n_records, empty = layout()
     numbers = np.arange(1, n_records + 1, dtype=np.int64)
     if empty is None:
         body_rows, blank_rows = numbers[header_records:], np.array([], dtype=np.int64)

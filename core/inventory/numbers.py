@@ -67,14 +67,34 @@ def _candidates(a: pa.Array, exact: np.ndarray | None) -> np.ndarray:
     return m
 
 
-def ambiguous_cells(a: pa.Array, exact: np.ndarray | None = None, share: bool = False) -> np.ndarray:
-    """Mask of cells such as "40.000" or "1,000" (one separator, three digits after it)."""
-    out = np.zeros(len(a), dtype=bool)
-    cand = _candidates(a, exact)
+def is_ambiguous(sub: pa.Array) -> np.ndarray:
+    """Mask of trimmed cells such as "40.000" or "1,000" (one separator, three digits after it).
+
+    The regular expression runs only on cells whose first separator stands
+    three characters from the end (two cheap kernels), so a million-row
+    column costs milliseconds.
+    """
+    out = np.zeros(len(sub), dtype=bool)
+    length = pc.utf8_length(sub)
+    cand = np.zeros(len(sub), dtype=bool)
+    for sep in ".,":
+        pos = pc.find_substring(sub, sep)
+        hit = pc.and_(pc.greater(pos, 0), pc.equal(pc.subtract(length, pos), 4))
+        cand |= pc.fill_null(hit, False).to_numpy(zero_copy_only=False)
     if cand.any():
         idx = np.flatnonzero(cand)
-        sub = _strip_percent(trim(a.take(pa.array(idx))))[0] if share else trim(a.take(pa.array(idx)))
-        out[idx] = match(sub, AMBIGUOUS)
+        out[idx] = match(sub.take(pa.array(idx)), AMBIGUOUS)
+    return out
+
+
+def ambiguous_cells(a: pa.Array, exact: np.ndarray | None = None, share: bool = False) -> np.ndarray:
+    """Mask of cells such as "40.000" or "1,000" (typed workbook numbers never are)."""
+    t = trim(a)
+    if share and contains(t, "%").any():
+        t = _strip_percent(t)[0]
+    out = is_ambiguous(t)
+    if exact is not None:
+        out &= ~exact
     return out
 
 
@@ -89,7 +109,7 @@ def decide_decimal(columns: Sequence[tuple[pa.Array, np.ndarray | None, bool]]) 
         sub = trim(a.filter(pa.array(cand)))
         if share:
             sub = _strip_percent(sub)[0]
-        unambiguous = ~match(sub, AMBIGUOUS)
+        unambiguous = ~is_ambiguous(sub)
         for patterns, side in ((_SAYS_COMMA, ","), (_SAYS_POINT, ".")):
             hit = np.zeros(len(sub), dtype=bool)
             for p in patterns:
@@ -127,6 +147,11 @@ def parse_numbers(a: pa.Array, decimal: str | None, *, exact: np.ndarray | None 
     n = len(a)
     given = valid(a)
     values = np.full(n, np.nan)
+    present = given.copy()
+    if exact is not None and (typed := given & exact).any():
+        # A workbook's typed numbers: their own digits in the plain form, never ambiguous, never careful.
+        values[typed] = pc.cast(a.filter(pa.array(typed)), pa.float64()).to_numpy(zero_copy_only=False)
+        given = given & ~exact
     # Fast path: Arrow's cast reads exactly the plain form (digits, sign, '.', exponent;
     # plus nan/inf, caught below). Cells with a comma, or a '.' where '.' may group
     # thousands, go the careful way, as does every cell of a column where the cast
@@ -134,19 +159,16 @@ def parse_numbers(a: pa.Array, decimal: str | None, *, exact: np.ndarray | None 
     risky = contains(a, ",")
     if decimal != ".":
         risky |= contains(a, ".")
-    if exact is not None:
-        risky &= ~exact
     fast = given & ~risky
     careful = given & risky
     if fast.any():
         try:
-            if not careful.any():  # the usual case: cast the whole column, blanks stay null -> NaN
+            if not careful.any() and exact is None:  # the usual case: cast the whole column, blanks stay NaN
                 values = np.array(pc.cast(a, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
             else:
                 values[fast] = pc.cast(a.filter(pa.array(fast)), pa.float64()).to_numpy(zero_copy_only=False)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             careful = given
-    present = given.copy()
     bad = np.zeros(n, dtype=bool)
     ambiguous = np.zeros(n, dtype=bool)
     rest = np.flatnonzero(careful)
@@ -188,10 +210,13 @@ def _percent_values(sub: pa.Array, mask: np.ndarray, decimal: str | None) -> np.
 
 def parse_careful(sub: pa.Array, decimal: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Locale forms, rule by rule (first match wins): (values, mask of cells a rule read, mask of ambiguous cells)."""
-    if decimal == ",":
-        # Most cells of a decimal-comma file read "0,85". No earlier rule reads such a
-        # cell differently in a decimal-comma file, so the last rule's answer is given at once.
+    if decimal != ".":
+        # Most cells of a decimal-comma file read "0,85". No earlier rule reads such a cell
+        # differently (an ambiguous "1,000" aside, left to the rules), so the last rule's answer
+        # is given at once.
         quick = match(sub, DECIMAL_COMMA)
+        if decimal is None and quick.any():
+            quick &= ~is_ambiguous(sub)
         if quick.any():
             values = np.full(len(sub), np.nan)
             values[quick] = pc.cast(pc.replace_substring(sub.filter(pa.array(quick)), ",", "."),
@@ -223,7 +248,7 @@ def _rules(sub: pa.Array, decimal: str | None) -> tuple[pa.Array, np.ndarray, np
             canon = pc.if_else(pa.array(hit), converted, canon)
             done[hit] = True
 
-    amb = match(sub, AMBIGUOUS)
+    amb = is_ambiguous(sub)
     if decimal == ".":
         rule(amb, pc.replace_substring(sub, ",", ""))
     elif decimal == ",":

@@ -182,7 +182,9 @@ class _Checker:
     def cell_sizes(self) -> None:
         """No cell longer than Excel's own limit (a longer one was not written by Excel; it may hide a lost row)."""
         for i, a in enumerate(self.cells):
-            if not len(a):
+            # A cell has no more characters than bytes: the byte lengths (read off Arrow's offsets) rule
+            # out almost every column before any character is counted.
+            if not len(a) or (pc.max(pc.binary_length(a)).as_py() or 0) <= MAX_CELL_CHARS:
                 continue
             lengths = pc.utf8_length(a)
             longest = pc.max(lengths).as_py()
@@ -243,6 +245,12 @@ class _Checker:
                 blank = np.isnan(values) if col is None else ~col.present
                 values = np.where(blank, DEFAULTS[c], values)
             out[c] = values
+        if "output_tokens_p95" in self.mapped and "output_tokens" in self.mapped:
+            # The model's own rule (a percentile is never below the mean), judged where both are numbers.
+            with np.errstate(invalid="ignore"):
+                below = out["output_tokens_p95"] < out["output_tokens"]
+            self.error_cells("output_tokens_p95", self.as_typed("output_tokens_p95"), below,
+                             "below the mean output_tokens of its row; allowed: at least output_tokens")
         return out
 
     def ambiguous(self, c: str, typed: pa.Array, mask: np.ndarray) -> None:

@@ -7,6 +7,7 @@ the caller holds, so a commit stays one transaction.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import duckdb
@@ -65,8 +66,12 @@ def insert_workloads(cur: Cursor, version: int, table: pa.Table, rows: np.ndarra
     try:
         cur.execute(f"INSERT INTO workloads (version, row_number, {cols}) "
                     f"SELECT version, row_number, {cols} FROM _inventory_rows")
-    finally:
-        cur.unregister("_inventory_rows")
+    except BaseException:
+        # The failed insert aborted the transaction: unregistering now would fail too and hide its error.
+        with contextlib.suppress(Exception):
+            cur.unregister("_inventory_rows")
+        raise
+    cur.unregister("_inventory_rows")
 
 
 def copy_workloads(cur: Cursor, source: int, target: int, columns: Sequence[str]) -> None:
