@@ -81,12 +81,13 @@ class Staged:
     hourly: pa.Table  # node, gpu, hour, samples, first_ts, last_ts, <metric>_n, <metric>_sum
 
 
-def _hourly_sql(present: tuple[str, ...] = METRICS) -> str:
+def _hourly_sql(present: tuple[str, ...] = METRICS, *, with_node: bool = True) -> str:
     """Sums by GPU-hour; metrics the file cannot have are constant zeros (a fifth less work for nvidia-smi)."""
     per = [f"count({m}) AS {m}_n, coalesce(sum({m}), 0) AS {m}_sum" if m in present
            else f"CAST(0 AS BIGINT) AS {m}_n, CAST(0 AS DOUBLE) AS {m}_sum" for m in METRICS]
-    return ("SELECT node, gpu, date_trunc('hour', ts) AS hour, count(*) AS samples, min(ts) AS first_ts, "
-            f"max(ts) AS last_ts, {', '.join(per)} FROM _s GROUP BY node, gpu, date_trunc('hour', ts)")
+    node = "node, " if with_node else ""
+    return (f"SELECT {node}gpu, date_trunc('hour', ts) AS hour, count(*) AS samples, min(ts) AS first_ts, "
+            f"max(ts) AS last_ts, {', '.join(per)} FROM _s GROUP BY {node}gpu, date_trunc('hour', ts)")
 
 
 def partition_folder(node: str, month: str) -> str:
@@ -94,29 +95,33 @@ def partition_folder(node: str, month: str) -> str:
     return f"node={quote(node, safe='')}/month={month}"
 
 
-def _write_and_aggregate(con: duckdb.DuckDBPyConnection, out: Path, present: tuple[str, ...] = METRICS) -> Staged:
+def _write_and_aggregate(con: duckdb.DuckDBPyConnection, out: Path, present: tuple[str, ...] = METRICS,
+                         node: str | None = None) -> Staged:
     """From the table `_s` (node, ts, gpu, METRICS): hourly sums, and one Parquet file per node and month.
 
     One COPY per (node, month) rather than COPY ... PARTITION_BY: measured on
     10 M rows over 29 months, the partitioned writer took 3x the CPU of these
     filtered copies (the table's zone maps skip the other months' row groups).
     The months come from the hourly sums, not another pass over the samples.
+    With `node` given, `_s` has no node column (one node's file: not 10 M copies of its name).
     """
-    hourly = con.sql(_hourly_sql(present)).to_arrow_table()
+    hourly = con.sql(_hourly_sql(present, with_node=node is None)).to_arrow_table()
+    if node is not None:
+        hourly = hourly.add_column(0, "node", pa.array([node] * hourly.num_rows, pa.string()))
     con.register("_h", hourly)
     rows, = con.execute("SELECT coalesce(sum(samples), 0) FROM _h").fetchall()[0]
     parts = con.execute("SELECT DISTINCT node, date_trunc('month', hour) AS m FROM _h ORDER BY node, m").fetchall()
-    for node, month in parts:
-        folder = out / partition_folder(node, f"{month:%Y-%m}")
+    for name, month in parts:
+        folder = out / partition_folder(name, f"{month:%Y-%m}")
         folder.mkdir(parents=True, exist_ok=True)
         con.execute(
-            f"COPY (SELECT ts, gpu, {', '.join(METRICS)} FROM _s WHERE node = ? AND ts >= ? "
+            f"COPY (SELECT ts, gpu, {', '.join(METRICS)} FROM _s WHERE {'true' if node else 'node'} = ? AND ts >= ? "
             f"AND ts < ? + INTERVAL 1 MONTH) TO '{_sql_path(folder / 'samples.parquet')}' "
             # No dictionary pages: readings rarely repeat, and trying costs a fifth of the write's CPU
             # (measured on 10 M rows: 1.8 s against 2.3 s, files 10 % larger). Plain Parquet v1, which
             # every reader (Spark, Trino, pyarrow) takes.
             "(FORMAT parquet, DICTIONARY_SIZE_LIMIT 1)",
-            [node, month, month])
+            [True if node else name, month, month])
     return Staged(out, int(rows), hourly)
 
 
@@ -134,8 +139,8 @@ def stage_nvidia_smi(csv_path: Path, plan: CsvPlan, node: str, out: Path, *, str
     then trims every cell (about a third slower on 10 M rows).
     """
     strict = strict and plan.ts_format is not None
-    params: dict[str, object] = {"path": str(csv_path), "node": node, "header": plan.header_first_cell,
-                                 "fmts": [plan.ts_format] if strict else _TIMESTAMP_FORMATS}
+    params: dict[str, object] = {"path": str(csv_path), "header": plan.header_first_cell,
+                                 "fmts": plan.ts_format if strict else _TIMESTAMP_FORMATS}
     cols = {f"c{i}": "VARCHAR" for i in range(plan.n_columns)}
     ts, gpu = f"c{plan.ts_position}", f"c{plan.gpu_position}"
     exprs = [f"strptime({ts if strict else f'trim({ts})'}, $fmts) AS ts", f"trim({gpu}) AS gpu"]
@@ -166,7 +171,7 @@ def stage_nvidia_smi(csv_path: Path, plan: CsvPlan, node: str, out: Path, *, str
     parsed = f"SELECT {', '.join(exprs)} FROM {csv} WHERE {where}"
     con = _scratch()
     try:
-        con.execute(f"CREATE TABLE _s AS SELECT $node AS node, ts, gpu, {metrics} FROM ({parsed})", params)
+        con.execute(f"CREATE TABLE _s AS SELECT ts, gpu, {metrics} FROM ({parsed})", params)
         # Bounds in one pass over the typed table, not a CASE per cell; max() sorts NaN above everything.
         if plan.columns:
             row = con.execute("SELECT " + ", ".join(f"min({c.metric}), max({c.metric})" for c in plan.columns)
@@ -176,7 +181,7 @@ def stage_nvidia_smi(csv_path: Path, plan: CsvPlan, node: str, out: Path, *, str
                 high = col.high / col.divide_by if col.high is not None else float("inf")
                 if lo is not None and (lo < col.low / col.divide_by or not hi <= high):
                     raise OutOfRange(f"{col.header}: a value is out of range")
-        return _write_and_aggregate(con, out, tuple(c.metric for c in plan.columns))
+        return _write_and_aggregate(con, out, tuple(c.metric for c in plan.columns), node=node)
     finally:
         con.close()
 
