@@ -199,6 +199,11 @@ def m007_scenarios(cur: duckdb.DuckDBPyConnection) -> None:
         )""")
 
 
+def m008_workload_output_p95(cur: duckdb.DuckDBPyConnection) -> None:
+    """Workload.output_tokens_p95 (issue 12) needs its column: without it every inventory commit failed."""
+    cur.execute("ALTER TABLE workloads ADD COLUMN IF NOT EXISTS output_tokens_p95 DOUBLE")
+
+
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
 
 # Append only: never reorder or edit a released migration (simonw/llm's habit).
@@ -210,6 +215,7 @@ MIGRATIONS: list[Migration] = [
     m005_performance_v2,
     m006_telemetry,
     m007_scenarios,
+    m008_workload_output_p95,
 ]
 
 
