@@ -86,8 +86,12 @@ class PlanCheck:
     results: tuple[SimulationResult, ...]
     primary_ids: frozenset[str]  # workload ids whose own target is held here (not escalated-in load)
 
-    def workloads(self) -> list[dict]:
-        """Per workload: analytic vs simulated p95 (with its 95 % interval) and the share within target."""
+    def workloads(self, detail: bool = False) -> list[dict]:
+        """Per workload: analytic vs simulated p95 (with its 95 % interval) and the share within target.
+
+        detail adds the simulated p50/p99, the share within target with one replica fewer and the
+        workload's simulated requests (the JSON contract has only the issue's keys).
+        """
         rows = []
         for res in self.results:
             for w in res.workloads:
@@ -100,6 +104,10 @@ class PlanCheck:
                     "simulated_p95_ms": _num(w.simulated_p95_ms), "simulated_p95_ci_ms": [_num(lo), _num(hi)],
                     "share_within_slo": _num(w.share_within_slo),
                 })
+                if detail:
+                    rows[-1].update(simulated_p50_ms=_num(w.simulated_p50_ms), simulated_p99_ms=_num(w.simulated_p99_ms),
+                                    share_within_slo_one_replica_fewer=_num(w.share_within_slo_one_replica_fewer),
+                                    requests=w.requests)
         return rows
 
     def deployments(self) -> list[dict]:
