@@ -110,8 +110,11 @@ class PlanCheck:
                                     requests=w.requests)
         return rows
 
-    def deployments(self) -> list[dict]:
-        """Per deployment: replicas, cap, and the worst member's share within target with one replica fewer."""
+    def deployments(self, detail: bool = False) -> list[dict]:
+        """Per deployment: replicas, cap, and the worst member's share within target with one replica fewer.
+
+        detail adds the simulated requests and the run's seconds (not in the JSON contract).
+        """
         out = []
         for res in self.results:
             mine = [w for w in res.workloads if w.workload_id in self.primary_ids]
@@ -120,8 +123,9 @@ class PlanCheck:
             out.append({
                 "deployment_id": res.deployment_id, "replicas": res.replicas, "concurrency_cap": res.concurrency_cap,
                 "share_within_slo_one_replica_fewer": _num(min(fewer)) if fewer and res.replicas > 1 else None,
-                "requests": res.requests, "seconds": res.seconds,
             })
+            if detail:
+                out[-1].update(requests=res.requests, seconds=res.seconds)
         return out
 
     def to_dict(self) -> dict:
