@@ -362,3 +362,28 @@ def test_kill_9_mid_commit_leaves_whole_commits_only(tmp_path, after_s):
     users = int(store.frame("SELECT count(*) AS n FROM gpus WHERE origin = 'user'").n[0])
     assert users % 50 == 0
     store.add("gpus", [_gpu("After the kill")])  # and takes writes again
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="/usr/bin/chromium is absent")
+def test_cli_commands_run_while_a_browser_has_the_dashboard_open(tmp_path):
+    """issue 16: once a browser opened the dashboard, every `hangover` command on its store failed."""
+    pytest.importorskip("playwright.sync_api")
+    from tests.e2e_support import chromium_page, streamlit_server, wait_until_idle
+
+    db = tmp_path / "shared.duckdb"
+    bench = Path(__file__).parent / "data" / "bench" / "vllm_new.json"
+    env = os.environ | {"HANGOVER_DB": str(db)}
+    with streamlit_server(db) as url, chromium_page() as page:
+        page.goto(url + "/performance")
+        wait_until_idle(page)
+        for argv in (["db", "info"], ["bench", "import", str(bench), "--stack", "llama8b-bf16", "--gpu", "H100 SXM"],
+                     ["bench", "list"]):
+            out = subprocess.run([sys.executable, "-m", "core.cli", *argv], capture_output=True, text=True,
+                                 timeout=120, env=env, cwd=Path(__file__).resolve().parents[1])
+            assert out.returncode == 0, (argv, out.stderr)
+        assert "vllm_new.json" in out.stdout
+        page.reload()  # and the page reads what the command wrote (the list of imports is read on every run)
+        wait_until_idle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert "Remove an imported file" in page.locator('[data-testid="stMain"]').inner_text()
