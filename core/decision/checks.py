@@ -128,6 +128,43 @@ class PlanCheck:
                 out[-1].update(requests=res.requests, seconds=res.seconds)
         return out
 
+    def frame(self):
+        """One row per workload for the page's chart and table (pandas), CI bounds as columns."""
+        import pandas as pd
+
+        rows = self.workloads(detail=True)
+        fewer = {d["deployment_id"]: d for d in self.deployments()}
+        for r in rows:
+            r["ci_lo_ms"], r["ci_hi_ms"] = (np.nan if x is None else x for x in r.pop("simulated_p95_ci_ms"))
+            d = fewer[r["deployment_id"]]
+            r["replicas"], r["concurrency_cap"] = d["replicas"], d["concurrency_cap"]
+        cols = ["workload_id", "deployment_id", "slo_ms", "analytic_p95_ms", "simulated_p95_ms", "ci_lo_ms",
+                "ci_hi_ms", "share_within_slo", "share_within_slo_one_replica_fewer", "replicas", "concurrency_cap",
+                "requests"]
+        return pd.DataFrame(rows, columns=cols).astype({c: float for c in cols[2:9]})
+
+    def verdicts(self) -> list[str]:
+        """One sentence per deployment: does the plan hold, and would one replica fewer do?"""
+        from core.presentation.format import percent
+
+        out = []
+        for d in self.deployments(detail=True):
+            mine = [w for w in self.workloads(detail=True) if w["deployment_id"] == d["deployment_id"]]
+            worst = min((w["share_within_slo"] for w in mine if w["share_within_slo"] is not None), default=None)
+            holds = worst is not None and all(within(w["share_within_slo"], w["requests"]) for w in mine)
+            fewer = d["share_within_slo_one_replica_fewer"]
+            if d["replicas"] <= 1:
+                tight = "it runs one replica, the fewest possible"
+            elif fewer is not None and fewer >= 0.95:
+                tight = f"one replica fewer would also do (worst workload {percent(fewer, decimals=1)} within target)"
+            else:
+                tight = ("one replica fewer would not do (worst workload "
+                         f"{percent(fewer or 0.0, decimals=1)} within target)")
+            out.append(f"{d['deployment_id']}: {d['replicas']} replica(s) x {d['concurrency_cap']} slots "
+                       f"{'hold' if holds else 'do NOT hold'} every target in simulation "
+                       f"(worst workload {percent(worst or 0.0, decimals=1)} within target); {tight}.")
+        return out
+
     def to_dict(self) -> dict:
         """The `hangover simulate --format json` contract."""
         return {"workloads": self.workloads(), "deployments": self.deployments()}

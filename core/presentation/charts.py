@@ -238,3 +238,43 @@ def fleet_options_chart(options: pd.DataFrame) -> go.Figure:
                      range=[0, float(d["monthly_usd"].max() or 1.0) * 1.18])
     fig.update_yaxes(title_text=None, automargin=True)
     return _style(fig, "$ a month: owned nodes + public APIs", height=max(260, 110 + 45 * len(d)))
+
+
+def simulation_check_chart(rows: pd.DataFrame) -> go.Figure:
+    """Analytic vs simulated p95 per workload against its target (checks.PlanCheck.frame()): the plan's check.
+
+    Per workload: a bar of the simulated p95 with its 95 % interval, a diamond at the analytic
+    p95 the plan sized on, and a tick at the target; a bar over its target is drawn in the alert colour.
+    """
+    d = rows.reset_index(drop=True)
+    labels = [escape_plotly(f"{w} · {dep}") for w, dep in zip(d["workload_id"], d["deployment_id"], strict=True)]
+    over = d["simulated_p95_ms"] > d["slo_ms"]
+    lo = (d["simulated_p95_ms"] - d["ci_lo_ms"]).clip(lower=0).fillna(0)
+    hi = (d["ci_hi_ms"] - d["simulated_p95_ms"]).clip(lower=0).fillna(0)
+    fig = go.Figure()
+    fig.add_trace(go.Bar(
+        x=d["simulated_p95_ms"], y=labels, orientation="h", name="Simulated p95 (95 % interval)",
+        marker_color=[palette.ALERT if o else OWNED_COLOR for o in over],
+        error_x={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo, "color": palette.INK},
+        customdata=np.stack([d["share_within_slo"], d["slo_ms"]], axis=-1),
+        hovertemplate=("%{y}<br>simulated p95 " + hover("x", "int") + " ms<br>within target "
+                       + hover("customdata[0]", "pct") + " of requests (target "
+                       + hover("customdata[1]", "int") + " ms)<extra></extra>"),
+    ))
+    fig.add_trace(go.Scatter(
+        x=d["analytic_p95_ms"], y=labels, mode="markers", name="Analytic p95 (what the plan sized on)",
+        marker={"symbol": "diamond", "size": 11, "color": palette.ARCHITECTURE["moe"],
+                "line": {"color": palette.WHITE, "width": 1}},
+        hovertemplate="%{y}<br>analytic p95 " + hover("x", "int") + " ms<extra></extra>",
+    ))
+    fig.add_trace(go.Scatter(
+        x=d["slo_ms"], y=labels, mode="markers", name="Target (p95)",
+        marker={"symbol": "line-ns-open", "size": 22, "color": palette.INK, "line": {"width": 3}},
+        hovertemplate="%{y}<br>target " + hover("x", "int") + " ms<extra></extra>",
+    ))
+    top = float(np.nanmax(np.r_[d["slo_ms"], d["ci_hi_ms"].fillna(0), d["analytic_p95_ms"], 1.0]))
+    fig.update_xaxes(title_text="ms at the peak hour (p95 of wait + service)", rangemode="tozero",
+                     range=[0, top * 1.08])
+    fig.update_yaxes(title_text=None, automargin=True, autorange="reversed")
+    return _style(fig, "Analytic vs simulated p95 per workload, against its target",
+                  height=max(280, 120 + 38 * len(d)), legend_below=True)

@@ -3,17 +3,20 @@
 import streamlit as st
 
 from core.decision import analysis
+from core.decision.checks import check_plan
 from core.decision.engine import Evaluation
 from core.presentation import charts, views
 from dashboard import state
 from dashboard.format import (
     count_col,
     integer,
+    md,
     money,
     money_col,
     ms_col,
     number_col,
     plain,
+    share_bar_col,
     text_col,
 )
 
@@ -154,3 +157,36 @@ st.dataframe(options, hide_index=True, key="fleet_options_table", placeholder="�
                             "workloads_unserved": count_col("Unserved"),
                             "unserved": text_col("Cannot serve", width=330)})
 st.caption("An option that cannot serve a workload is cheaper only on paper: it leaves that work undone.")
+
+st.subheader("Check by simulation")
+st.caption("Replays the peak hour of every owned deployment that serves interactive work in a discrete-event "
+           "simulation of continuous batching (Poisson arrivals, admission up to the concurrency cap, the step "
+           "time at the running batch, other requests' prefills), with the planned replicas and with one fewer. "
+           "Estimates: it checks the queueing arithmetic the plan sized on, not the physics.")
+if st.button("Check by simulation", key="fleet_simulate"):
+    bar = st.progress(0.0, text="Simulating…")
+    result = check_plan(ev, seed=0, progress=lambda done, total, dep: bar.progress(
+        done / max(total, 1), text=f"Simulating {dep}…" if dep else "Done"))
+    st.session_state["fleet_simulation"] = (id(ev), result)
+checked = st.session_state.get("fleet_simulation")
+if checked is not None and checked[0] == id(ev):
+    sim = checked[1].frame()
+    if sim.empty:
+        st.info("No owned deployment serves interactive work in this plan: nothing to simulate.")
+    else:
+        for line in checked[1].verdicts():
+            st.markdown(f"- {md(line)}")
+        st.plotly_chart(charts.simulation_check_chart(sim), key="fleet_simulation_chart")
+        st.dataframe(sim, hide_index=True, key="fleet_simulation_table", placeholder="—",
+                     column_order=["workload_id", "deployment_id", "slo_ms", "analytic_p95_ms", "simulated_p95_ms",
+                                   "ci_lo_ms", "ci_hi_ms", "share_within_slo", "share_within_slo_one_replica_fewer"],
+                     column_config={"workload_id": text_col("Workload", width=120),
+                                    "deployment_id": text_col("Deployment", width=180),
+                                    "slo_ms": ms_col("Target"),
+                                    "analytic_p95_ms": ms_col("Analytic p95", help="What the plan sized on."),
+                                    "simulated_p95_ms": ms_col("Simulated p95"),
+                                    "ci_lo_ms": ms_col("95 % interval, low"),
+                                    "ci_hi_ms": ms_col("95 % interval, high"),
+                                    "share_within_slo": share_bar_col("Within target"),
+                                    "share_within_slo_one_replica_fewer": share_bar_col(
+                                        "Within target, one replica fewer")})
