@@ -416,10 +416,11 @@ def test_excel_sep_hint_line_is_obeyed_and_counted():
 
 
 def test_row_with_more_values_than_header_is_refused_by_row():
-    data = csv_bytes([row()]) + b"b,name,,1,3,1,1,100,,external_ok,chat,,,,surprise\r\n"
+    data = csv_bytes([row()]) + (",".join(str(row(workload_id="b").get(c, "")) for c in HEADER) + ",surprise\r\n").encode()
     report = read_inventory(data, "x.csv")
     assert report.errors.loc[0, "row"] == 0
-    assert "row(s) 3 have more values than the header has columns (14)" in report.errors.loc[0, "problem"]
+    assert (f"row(s) 3 have more values than the header has columns ({len(HEADER)})"
+            in report.errors.loc[0, "problem"])
     assert "thousands separator must be in quotes" in report.errors.loc[0, "problem"]
 
 
@@ -442,7 +443,12 @@ def test_header_names_match_ignoring_case_and_spaces_and_extra_columns_go_to_not
 def test_duplicate_header_is_an_error():
     header = HEADER + ["Workload_ID"]
     report = read_inventory(csv_bytes([row()], header=header), "x.csv")
-    assert errors_of(report) == [(1, "workload_id", "Workload_ID", "column appears twice (columns 1 and 15); keep one")]
+    assert errors_of(report) == [(1, "workload_id", "Workload_ID", f"column appears twice (columns 1 and {len(HEADER) + 1}); keep one")]
+
+
+def cells(**values: object) -> list[object]:
+    """One workbook row in the contract's column order (None = empty cell)."""
+    return [values.get(c) for c in HEADER]
 
 
 def _xlsx(sheets: dict[str, list[list[object]]]) -> bytes:
@@ -460,9 +466,12 @@ def _xlsx(sheets: dict[str, list[list[object]]]) -> bytes:
 
 def test_xlsx_named_sheet_typed_numbers_text_numbers_and_blank_rows():
     good = [HEADER,
-            ["a", "Alpha", None, 1000, None, 1500.5, 300, 2000, None, "owned_only", "chat", 0.85, None, None],
+            cells(workload_id="a", name="Alpha", requests_per_day=1000, input_tokens=1500.5, output_tokens=300,
+                  latency_slo_ms=2000, data_policy="owned_only", task_class="chat", min_quality=0.85),
             [None] * len(HEADER),
-            ["b", "Beta", "T", "1.000", "2", "0,5", 1, None, 8, "external_ok", "extraction", None, None, 12345]]
+            cells(workload_id="b", name="Beta", team="T", requests_per_day="1.000", peak_factor="2", input_tokens="0,5",
+                  output_tokens=1, batch_window_hours=8, data_policy="external_ok", task_class="extraction",
+                  notes=12345)]
     data = _xlsx({"Readme": [["nothing here"]], "Inventory": good})
     report = read_inventory(data, "book.xlsx", sheet="inventory")
     assert report.ok, report.error_lines()
@@ -477,7 +486,8 @@ def test_xlsx_named_sheet_typed_numbers_text_numbers_and_blank_rows():
 
 
 def test_xlsx_errors_use_spreadsheet_rows_and_unknown_sheet_lists_the_sheets():
-    rows = [HEADER, ["a", "Alpha", None, -1, None, 1, 1, 1, None, "owned_only", "chat", None, None, None]]
+    rows = [HEADER, cells(workload_id="a", name="Alpha", requests_per_day=-1, input_tokens=1, output_tokens=1,
+                          latency_slo_ms=1, data_policy="owned_only", task_class="chat")]
     data = _xlsx({"Workloads": rows})
     assert [(r[0], r[1]) for r in errors_of(read_inventory(data, "b.xlsx"))] == [(2, "requests_per_day")]
     missing = read_inventory(data, "b.xlsx", sheet="Nope")
