@@ -100,7 +100,7 @@ def _write_and_aggregate(con: duckdb.DuckDBPyConnection, out: Path, present: tup
     """From the table `_s` (node, ts, gpu, METRICS): hourly sums, and one Parquet file per node and month.
 
     One COPY per (node, month) rather than COPY ... PARTITION_BY: measured on
-    10 M rows over 29 months, the partitioned writer took 3x the CPU of these
+    10 M rows over 29 months, the partitioned writer took 1.5x the CPU of these
     filtered copies (the table's zone maps skip the other months' row groups).
     The months come from the hourly sums, not another pass over the samples.
     With `node` given, `_s` has no node column (one node's file: not 10 M copies of its name).
