@@ -67,3 +67,36 @@ def test_refusals_are_one_line(db, capsys, argv, message):
     assert main(["--db", db, "simulate", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err
+
+
+def test_fleet_page_check_by_simulation_button(monkeypatch, tmp_path):
+    """AppTest: the button runs the check and shows the chart (analytic vs simulated vs target), table and verdicts."""
+    from pathlib import Path
+
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_support import figures
+
+    monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "fresh.duckdb"))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    try:
+        at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py"), default_timeout=240)
+        at.run()
+        at.switch_page("screens/fleet.py").run()
+        assert not at.exception, at.exception
+        assert not [c for c in figures(at) if c.startswith("Analytic vs simulated")]  # nothing before the click
+        at.button(key="fleet_simulate").click().run()
+        assert not at.exception, at.exception
+        (chart,) = [c for t, c in figures(at).items() if t.startswith("Analytic vs simulated")]
+        names = [tr["name"] for tr in chart["data"]]
+        assert names == ["Simulated p95 (95 % interval)", "Analytic p95 (what the plan sized on)", "Target (p95)"]
+        (table,) = [d.value for d in at.dataframe if "simulated_p95_ms" in d.value.columns]
+        assert len(table) == len(chart["data"][0]["x"]) >= 1
+        assert (table["simulated_p95_ms"] > 0).all() and table["share_within_slo"].between(0, 1).all()
+        said = " ".join(m.value for m in at.markdown)
+        assert "in simulation" in said and "replica" in said
+    finally:
+        st.cache_resource.clear()
+        st.cache_data.clear()
