@@ -89,10 +89,12 @@ def _show_report(report, what: str) -> bool:
         st.warning(md(w))
     if report.ok:
         return True
-    n = len(report.errors)
-    st.error(md(f"{what}: {n} problem{'s' if n != 1 else ''}; nothing can be committed until "
+    n = max(report.error_count, len(report.errors))  # the report lists the first MAX_LISTED_ERRORS
+    st.error(md(f"{what}: {integer(n)} problem{'s' if n != 1 else ''}; nothing can be committed until "
                 f"{'they are' if n != 1 else 'it is'} fixed."))
     st.dataframe(report.errors, hide_index=True, width="stretch", column_config=ERROR_COLUMNS, key=f"wl_errors_{what}")
+    if report.unlisted_errors:
+        st.caption(f"The first {integer(len(report.errors))} are listed; fix them and upload again to see the rest.")
     return False
 
 
