@@ -122,7 +122,12 @@ st.dataframe(
     imports[["imported_at", "file_name", "file_format", "nodes", "gpus", "samples", "first_ts", "last_ts",
              "metrics", "time_basis"]],
     hide_index=True, width="stretch",
-    column_config={"gpus": st.column_config.NumberColumn("GPUs", format=column_format("int")),
+    column_config={"imported_at": st.column_config.DatetimeColumn("imported", format="YYYY-MM-DD HH:mm"),
+                   "file_name": st.column_config.TextColumn("file"),
+                   "file_format": st.column_config.TextColumn("format"),
+                   "gpus": st.column_config.NumberColumn("GPUs", format=column_format("int")),
                    "samples": st.column_config.NumberColumn("samples", format=column_format("int")),
+                   "first_ts": st.column_config.DatetimeColumn("first sample", format="YYYY-MM-DD HH:mm"),
+                   "last_ts": st.column_config.DatetimeColumn("last sample", format="YYYY-MM-DD HH:mm"),
                    "time_basis": st.column_config.TextColumn("clock")},
 )
