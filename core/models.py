@@ -368,7 +368,7 @@ class Workload(BaseModel):
     # a coefficient of variation of 0.5 (core.decision.latency.DEFAULT_OUTPUT_CV, an estimate).
     output_tokens_p95: Annotated[float, Field(ge=1, le=1e6, allow_inf_nan=False)] | None = Field(default=None, description="95th percentile of output tokens per request, >= the mean (default: a spread of cv 0.5).")
     latency_slo_ms: Annotated[float, Field(gt=0.0, le=86_400_000.0, allow_inf_nan=False)] | None = Field(default=None, description="p95 end-to-end target, ms (interactive work).")
-    batch_window_hours: Annotated[float, Field(gt=0, le=24)] | None = Field(default=None, description="Hours the day's queue may take (offline work).")
+    batch_window_hours: Annotated[float, Field(gt=0, le=168)] | None = Field(default=None, description="Hours the queue may take, up to a week (offline work; over 24 h the work spreads over the idle hours of every day).")
     data_policy: DataPolicy = Field(description="external_ok or owned_only.")
     task_class: TaskClass = Field(description="extraction, code_completion, chat, agentic_step or reasoning.")
     min_quality: Share | None = Field(default=None, description="Quality floor, 0-1; default per task class.")

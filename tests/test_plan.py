@@ -263,3 +263,14 @@ def test_the_fallback_route_is_sized_for_the_escalated_share(catalog, bank):
             assert wid in carried
             dep = next(d for d in ev.fleet["deployments"] if wid in d["escalated_from"])
             assert dep["route_id"] == ev.routes[fb].route_id and dep["gpus"] > 0
+
+
+def test_a_weekly_batch_window_spreads_the_work_over_the_week(catalog, bank):
+    """A 168 h window (a weekly job) is accepted and needs no more GPUs at once than a daily one: the day's
+    volume of work spreads over every day in the window, filling idle hours first."""
+    kyc = bank.iloc[[0]]
+    daily = evaluate(catalog, kyc, Scenario(fleet_nodes=1))
+    weekly = evaluate(catalog, kyc.assign(batch_window_hours=168.0), Scenario(fleet_nodes=1))
+    assert weekly.verdict[0] >= 0
+    assert weekly.fleet["nodes_needed"] <= daily.fleet["nodes_needed"]
+    assert weekly.fleet["offline_gpu_hours_per_day"] == pytest.approx(daily.fleet["offline_gpu_hours_per_day"])
