@@ -278,8 +278,10 @@ def test_cli_round_trip(capsys, tmp_path):
     cmp = json.loads(out)
     assert [s["name"] for s in cmp["scenarios"]] == ["baseline", "Plan A"]
     assert [s["owned_nodes"] for s in cmp["scenarios"]] == [1, 3]
-    code, out, _ = _run(capsys, "--db", db, "scenario", "compare", "baseline", "Plan A")
+    book = tmp_path / "compare.xlsx"
+    code, out, err = _run(capsys, "--db", db, "scenario", "compare", "baseline", "Plan A", "--out", str(book))
     assert code == 0 and "Cash bill per month" in out and "Verdicts that change" in out
+    assert err.startswith(f"wrote {book}") and openpyxl.load_workbook(book).sheetnames == ["Comparison", "Verdicts"]
 
     # --scenario on evaluate gives the saved scenario's figures; a flag on top overrides one input.
     code, out, _ = _run(capsys, "--db", db, "evaluate", "--scenario", "plan a", "--format", "json")
