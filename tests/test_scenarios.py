@@ -338,3 +338,14 @@ def test_cli_share_flags_take_percent_or_fraction(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["evaluate", "--max-fallback-share", "lots"])
     assert stop.value.code == 2 and "not a share; write it as 95%, 95 or 0.95" in capsys.readouterr().err
+
+
+def test_simulate_takes_a_saved_scenario(capsys, tmp_path):
+    db = str(tmp_path / "sim.duckdb")
+    assert _run(capsys, "--db", db, "scenario", "save", "Plan A", "--fleet-nodes", "2")[0] == 0
+    code, out, err = _run(capsys, "--db", db, "simulate", "--scenario", "plan a", "--requests", "1000",
+                          "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["workloads"]
+    code, _, err = _run(capsys, "--db", db, "simulate", "--scenario", "nope")
+    assert code == 2 and "no saved scenario named 'nope'" in err
