@@ -121,19 +121,27 @@ class _Checker:
                                      "batch_window_hours column (offline work), or both"))
 
     def settle_decimal(self) -> None:
-        """When the reader left the decimal separator open, let the file's own cells settle it (if any cell needs it)."""
+        """When the reader left the decimal separator open and a cell needs it, let the file's own cells settle it.
+
+        Runs after the parallel column pass, which marks ambiguous cells as it
+        parses, so a file without any (nearly all) pays nothing; columns with
+        ambiguous cells are parsed again once the separator is known.
+        """
         if self.decimal is not None:
             return
         numeric = [(c, i) for c, i in self.mapped.items() if c in NUMERIC_COLUMNS]
-        if not any(numbers.ambiguous_cells(self.raw.columns[i], self.exact(i), c in SHARE_COLUMNS).any()
-                   for c, i in numeric):
+        needing = [(c, i) for c, i in numeric if self.cols[i].ambiguous is not None and self.cols[i].ambiguous.any()]
+        if not needing:
             self.decimal_reason = "no cell needed one" if self.raw.kind == "csv" else ""
             return
         decimal, example = numbers.decide_decimal(
             [(self.raw.columns[i], self.exact(i), c in SHARE_COLUMNS) for c, i in numeric])
-        if decimal is not None:
-            self.decimal = decimal
-            self.decimal_reason = f"the file's own cells, such as {echo(example, 20)!r}, show it"
+        if decimal is None:
+            return
+        self.decimal = decimal
+        self.decimal_reason = f"the file's own cells, such as {echo(example, 20)!r}, show it"
+        for c, i in needing:
+            self.cols[i] = _number_column(self.raw.columns[i], decimal, self.exact(i), c in SHARE_COLUMNS)
 
     def columns(self) -> None:
         """Trim or parse every column, columns in parallel (Arrow releases the GIL), then drop blank rows."""
@@ -148,6 +156,7 @@ class _Checker:
 
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             self.cols = list(pool.map(work, range(len(self.raw.columns))))
+        self.settle_decimal()
         self.cells = list(self.raw.columns)
         self.rows = self.raw.rows
         # Rows with every cell blank (Excel leaves them about) are skipped and reported.
@@ -368,7 +377,6 @@ def validate(raw: Raw) -> InventoryReport:
     """Column checks over the whole table; every bad cell becomes one error row."""
     check = _Checker(raw)
     check.header()
-    check.settle_decimal()
     check.columns()
     check.cell_sizes()
     out: dict[str, object] = {}
