@@ -563,7 +563,9 @@ class Planner:
             g = np.array(route.tp_options, dtype=float)[None, :, None]
             b = inp.concurrency_grid[None, None, :]
             gpu_s = np.where(ok, svc * g / b, np.inf).reshape(W, -1).min(axis=1)
-            inter = inp.lam_peak * gpu_s * HOURS_PER_MONTH  # GPUs busy at the peak, held every hour
+            # GPUs busy at the peak, held every hour; NaN where no point meets the target alone (not allowed).
+            inter = np.where(np.isfinite(gpu_s), inp.lam_peak * np.where(np.isfinite(gpu_s), gpu_s, 0.0), np.nan) \
+                * HOURS_PER_MONTH
             out[:, r] = np.where(inp.interactive, inter, inp.gpu_hours_day[:, r] * DAYS_PER_MONTH)
         return out
 

@@ -357,7 +357,9 @@ def simulate_deployment(deployment: DeploymentLoad, requests: int | None = None,
     if adaptive and requests < MAX_REQUESTS:
         widest = max(_relative_half_width(raw.latency_ms[raw.workload == j]) for j in range(len(deployment.workloads)))
         if widest > target_ci:
-            requests = min(int(requests * (widest / target_ci) ** 2 * 1.1) + 1, MAX_REQUESTS)
+            # A quiet workload with too few requests for an interval at all (inf): as many as allowed.
+            requests = MAX_REQUESTS if not math.isfinite(widest) else \
+                min(int(requests * (widest / target_ci) ** 2 * 1.1) + 1, MAX_REQUESTS)
             raw = simulate_latencies(deployment, requests, seed)
     fewer = None
     if one_replica_fewer and deployment.replicas > 1:
