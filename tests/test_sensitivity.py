@@ -141,6 +141,8 @@ def test_json_contract_carries_the_range(sample_ev):
     d = json.loads(json.dumps(sample_ev.to_dict(detail="verdicts")))
     for w in d["workloads"]:
         assert set(w["verdict_range"]) == {"low", "high", "sensitive", "driver"}
+    full = sample_ev.to_dict()  # detail="routes": the same ranges beside the words
+    assert [w["verdict_range"] for w in full["workloads"]] == [w["verdict_range"] for w in d["workloads"]]
     assert any(w["verdict_range"]["sensitive"] for w in d["workloads"])
     pr = d["fleet"]["performance_range"]
     assert {"nodes_needed_low", "nodes_needed_high", "total_monthly_usd_low", "total_monthly_usd_high"} <= set(pr)

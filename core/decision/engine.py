@@ -396,6 +396,8 @@ class Evaluation:
         value = clean(np.where(np.isfinite(self.value_usd_per_mtok), self.value_usd_per_mtok, np.nan).astype(object))
         ids = self.workloads["workload_id"].to_numpy()
         names = self.workloads["name"].to_numpy()
+        # Verdict ranges: computed up to sensitivity.RANGES_MAX_WORKLOADS rows (or forced), else None per row.
+        ranged = [self._verdict_range(i) for i in range(W)] if self.ranges() is not None else [None] * W
         out = []
         for i in range(W):
             verdict = None
@@ -403,7 +405,8 @@ class Evaluation:
                 rid, label, hosting, arch = meta[v[i]]
                 verdict = {"route_id": rid, "label": label, "hosting": hosting, "architecture": arch,
                            **{k: f[i] for k, f in fields.items()}}
-            out.append({"workload_id": ids[i], "name": names[i], "verdict": verdict, "value_usd_per_mtok": value[i]})
+            out.append({"workload_id": ids[i], "name": names[i], "verdict": verdict, "value_usd_per_mtok": value[i],
+                        "verdict_range": ranged[i]})
         return out
 
     def _verdict_range(self, i: int) -> dict | None:
