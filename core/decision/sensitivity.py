@@ -9,7 +9,10 @@ and node price; a workload whose verdict route differs between the three runs is
 *sensitive*. Moving every route to the same end at once is the practical
 reading of "the model is optimistic / pessimistic across the board"; it does
 not explore one route slow while another is fast, so a verdict decided between
-two owned routes may flip under a mix of ends that this does not show.
+two owned routes may flip under a mix of ends that this does not show. The
+plan pools workloads on shared nodes, so a verdict can also move because
+another one did (a workload left without a route frees capacity already paid
+for, which a neighbour then fills); the driver then names the route it moves to.
 
 Cost. The two extra runs roughly triple the engine time, so ranges are
 computed automatically only for inventories of at most RANGES_MAX_WORKLOADS
