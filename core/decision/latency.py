@@ -305,9 +305,12 @@ class _Moments:
 
 def _step_at(step_ms, b):
     """step_ms(b) by linear interpolation between integer batches, and its slope d step / d b."""
-    b = np.clip(b, 1.0, step_ms.shape[1])
-    lo = np.clip(np.floor(b).astype(np.int64), 1, step_ms.shape[1])
-    hi = np.minimum(lo + 1, step_ms.shape[1])
+    # np.minimum/np.maximum rather than np.clip: this runs thousands of times on a few values per plan,
+    # where np.clip's dispatch costs more than the arithmetic. b >= 1, so truncation is the floor.
+    top = step_ms.shape[1]
+    b = np.minimum(np.maximum(b, 1.0), float(top))
+    lo = np.minimum(np.maximum(np.asarray(b).astype(np.int64), 1), top)  # bounded even for a NaN batch
+    hi = np.minimum(lo + 1, top)
     idx = np.arange(step_ms.shape[0])
     s_lo, s_hi = step_ms[idx, lo - 1], step_ms[idx, hi - 1]
     frac = b - lo
@@ -401,7 +404,7 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
     for _ in range(_FIXED_POINT_ITERATIONS):
         _, _, s_bar, _ = at(b, 1.0)
         per = np.where(ok, np.nan_to_num(lam * s_bar / 1000.0 / safe_n, posinf=1e300), cap)
-        b_next = np.clip(1.0 + per * (1.0 - 1.0 / cap), 1.0, cap)
+        b_next = np.minimum(np.maximum(1.0 + per * (1.0 - 1.0 / cap), 1.0), cap)
         # Stop once no batch moves by more than 1e-12 of itself: further rounds change nothing
         # the sizing reads (the plan calls this hundreds of times on a few configurations).
         settled = bool(np.all(np.abs(b_next - b) <= 1e-12 * b_next))

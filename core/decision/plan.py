@@ -525,7 +525,8 @@ class Planner:
                 cand = self.price(assign)
                 if cand.feasible and (best is None or cand.key < best.key):
                     best = cand
-            if not self._bar_hopeless():
+            # Re-choose only when no candidate could be sized at all: a feasible best is improved by moves.
+            if best is not None or not self._bar_hopeless():
                 break
         if best is None:  # every candidate failed to size (should not happen): serve what can be served
             best = self.price(np.where(self.inp.allowed.any(axis=1), np.argmax(self.inp.allowed, axis=1), -1))
