@@ -405,9 +405,9 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
         _, _, s_bar, _ = at(b, 1.0)
         per = np.where(ok, np.nan_to_num(lam * s_bar / 1000.0 / safe_n, posinf=1e300), cap)
         b_next = np.minimum(np.maximum(1.0 + per * (1.0 - 1.0 / cap), 1.0), cap)
-        # Stop once no batch moves by more than 1e-12 of itself: further rounds change nothing
+        # Stop once no batch moves by more than 1e-9 of itself: further rounds change nothing
         # the sizing reads (the plan calls this hundreds of times on a few configurations).
-        settled = bool(np.all(np.abs(b_next - b) <= 1e-12 * b_next))
+        settled = bool(np.all(np.abs(b_next - b) <= 1e-9 * b_next))
         b = b_next
         if settled:
             break
