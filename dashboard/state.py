@@ -188,7 +188,7 @@ def evaluation() -> Evaluation | None:
             return None
         return _evaluate(sc.model_dump_json(), data_version(), st.session_state.get("inventory_version"))
     except HangoverError as exc:
-        st.error(str(exc))
+        st.error(md(str(exc)))
         return None
 
 
@@ -286,7 +286,7 @@ def _link_notes() -> None:
     notes = st.session_state.get("sc_link_notes")
     if notes:
         st.warning("Some settings in this link could not be used, so the sidebar shows defaults for them:\n\n"
-                   + "\n".join(f"- {n}" for n in notes))
+                   + "\n".join(f"- {md(n)}" for n in notes))
         if st.button("Dismiss", key="sc_link_dismiss"):
             st.session_state["sc_link_notes"] = []
             st.rerun()

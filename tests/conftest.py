@@ -21,6 +21,9 @@ def _isolated_store_path(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HANGOVER_DB", str(home / "hangover.duckdb"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "xdg"))
     monkeypatch.delenv("HANGOVER_DATA_DIR", raising=False)
+    # The dashboard's error boundary turns a crash into one line for users; in tests it re-raises, so
+    # AppTest's `at.exception` still catches a broken page.
+    monkeypatch.setenv("HANGOVER_RAISE_ERRORS", "1")
 
 
 @pytest.fixture

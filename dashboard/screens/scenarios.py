@@ -63,14 +63,14 @@ if flash := st.session_state.pop("sc_flash", None):
 try:
     saved = list_scenarios(state.store())
 except HangoverError as exc:
-    st.error(str(exc))
+    st.error(md(str(exc)))
     st.stop()
 
 st.subheader("Save the sidebar's scenario")
 try:
     current = state.scenario()
 except HangoverError as exc:
-    st.error(str(exc))
+    st.error(md(str(exc)))
     st.stop()
 showing = state.saved_name()
 st.markdown(md(words(current)) + (f" — this is the saved scenario **{md(showing)}**." if showing else "."))
@@ -89,7 +89,7 @@ with st.form("sc_save_form", clear_on_submit=False, border=False):
             st.session_state["sc_flash"] = ("success", f"Saved {done.name!r} on the {done.inventory_label} inventory.")
             st.rerun()
         except HangoverError as exc:
-            st.error(str(exc))
+            st.error(md(str(exc)))
 
 st.subheader("Saved scenarios")
 if not saved:
@@ -109,14 +109,14 @@ with st.expander(f"Rename or delete {chosen!r}"):
             st.session_state["sc_flash"] = ("success", _sentence(rename_scenario(state.store(), chosen, new_name)))
             st.rerun()
         except HangoverError as exc:
-            st.error(str(exc))
+            st.error(md(str(exc)))
     sure = st.checkbox(f"Yes, delete {chosen!r}", key="sc_delete_sure")
     if st.button("Delete", key="sc_delete", disabled=not sure):
         try:
             st.session_state["sc_flash"] = ("success", _sentence(delete_scenario(state.store(), chosen)))
             st.rerun()
         except HangoverError as exc:
-            st.error(str(exc))
+            st.error(md(str(exc)))
 
 st.subheader("Compare side by side")
 if len(saved) < 2:
@@ -133,7 +133,7 @@ stamp = tuple((s.name, str(s.updated_at)) for s in saved if s.name in picked)
 try:
     cmp = _compare(tuple(picked), state.data_version(), stamp, on_current)
 except HangoverError as exc:
-    st.error(str(exc))
+    st.error(md(str(exc)))
     st.stop()
 
 st.table(figures_display(cmp), hide_index=True)  # static: the settings rows wrap instead of being cut off
