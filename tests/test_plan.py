@@ -130,8 +130,14 @@ def test_higher_api_prices_never_move_work_off_owned_gpus(catalog, bank):
 
 
 def test_tighter_targets_never_need_fewer_nodes(catalog, bank):
-    nodes = [evaluate(catalog, bank, Scenario(sla_scale=s)).fleet["nodes_needed"] for s in (4.0, 2.0, 1.0)]
-    assert nodes == sorted(nodes)
+    """Tighter targets never need fewer nodes for the same work; fewer nodes only when work drops out
+    (a target the service tail alone cannot meet leaves that workload unserved, and says so)."""
+    runs = [evaluate(catalog, bank, Scenario(sla_scale=s)) for s in (4.0, 2.0, 1.0, 0.5)]
+    for loose, tight in itertools.pairwise(runs):
+        served_loose, served_tight = (loose.verdict >= 0).sum(), (tight.verdict >= 0).sum()
+        assert served_tight <= served_loose
+        if served_tight == served_loose:
+            assert tight.fleet["nodes_needed"] >= loose.fleet["nodes_needed"]
 
 
 def test_an_extra_owned_node_never_raises_the_bill_by_more_than_its_price(catalog, bank):
@@ -256,7 +262,7 @@ def test_the_fallback_route_is_sized_for_the_escalated_share(catalog, bank):
                   if ev.verdict[i] >= 0 and ev.a["fallback_share"][i, ev.verdict[i]] > 0]
     assert escalating, "the scenario should make some workload escalate"
     carried = {x for d in ev.fleet["deployments"] for x in d["escalated_from"]}
-    for i, v in escalating:
+    for i, _v in escalating:
         wid = str(ev.workloads["workload_id"].iloc[i])
         fb = int(ev.a["fallback_route"][i])
         if ev.routes[fb].hosting == "owned":

@@ -146,14 +146,14 @@ def _fake_ev(monthly, verdict, *, p95=None, fleet_nodes=1, needed=1, pricing="sa
 
 def test_recommended_changes_name_what_forces_the_purchase(sample):
     """The sample on 1 owned node needs n > 1 (issue 11): buy n - 1 at 33.02 x 730 = 24,104.6 each, and say
-    which workload's target forces them, with what relaxing it saves (agent-steps: doubling its 2,000 ms target
-    saves at least a whole node)."""
+    which workload's target forces them (the plan's first node driver), with what relaxing it saves."""
     ev, s, *_ = sample
     n = ev.fleet["nodes_needed"]
     first = s.changes[0]
     assert n > 1
     assert first.text.startswith(f"Buy {n - 1} more 8×H100 SXM node")
-    assert f"needs {n}, you own 1" in first.text and "What forces it: agent-steps (its 2,000 ms target)" in first.text
+    driver = ev.fleet["node_drivers"][0]["workload_id"]
+    assert f"needs {n}, you own 1" in first.text and f"What forces it: {driver} (its " in first.text
     assert first.usd_per_month == pytest.approx((n - 1) * 24104.6)
     # Every move is worded as its exact effect on the cash bill (never "saves" an attributed share).
     moves = [c.text for c in s.changes[1:]]
