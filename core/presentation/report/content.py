@@ -19,6 +19,9 @@ from core.presentation.report.numbers import fmt
 from core.presentation.views import licensed_words
 
 TITLE = "GPU Hangover — procurement summary"
+CHANGES_NOTE = ("Each move is priced as its effect on the plan's cash bill, re-priced exactly with the workload on "
+                "its cheapest route of another kind (API, owned autoregressive, owned diffusion); the attributed "
+                "share is what the workload is charged in the plan (estimates).")
 # Moves listed one by one; the rest are summed in one line (inventories can hold thousands).
 MAX_MOVES = 10
 
@@ -746,8 +749,7 @@ def changes_table(summary: ProcurementSummary) -> Table:
             Column("usd_per_month", "$/month (− saves)", "usd"),
             Column("text", "Recommendation", "text", width=64, wrap=True)]
     return Table("Changes", "Recommended changes", cols, rows,
-                 "Savings compare each workload's verdict with its cheapest feasible route of another kind "
-                 "(API, owned autoregressive, owned diffusion); owned costs are allocated GPU costs (estimate).")
+                 CHANGES_NOTE)
 
 
 def api_prices_table(summary: ProcurementSummary) -> Table:

@@ -8,6 +8,7 @@ from core.presentation import palette
 from core.presentation.format import duration_h, duration_ms
 from core.presentation.report.charts import COLORS, cost_by_route_figure, hourly_utilization_figure
 from core.presentation.report.content import (
+    CHANGES_NOTE,
     ProcurementSummary,
     Table,
     api_prices_table,
@@ -165,8 +166,7 @@ def build_html_text(s: ProcurementSummary) -> str:
         render_table(head, ["figure", "value", "note"], [34, 13, 53]),
         "<h2>Recommended changes</h2>",
         f'<ol class="changes">{changes}</ol>',
-        '<p class="note">Savings compare each verdict with the cheapest feasible route of another kind (API, owned '
-        "autoregressive, owned diffusion); owned costs are allocated GPU costs (estimate).</p>",
+        f'<p class="note">{esc(CHANGES_NOTE)}</p>',
         f'<div class="chart">{cost_chart}</div>',
         f'<p class="note">{esc(s.cost_by_route.note)}</p>',
         f'<div class="chart">{util_chart}</div>',
