@@ -384,8 +384,12 @@ class Workload(BaseModel):
     @model_validator(mode="after")
     def _p95_not_below_mean(self) -> Workload:
         if self.output_tokens_p95 is not None and self.output_tokens_p95 < self.output_tokens:
-            raise ValueError(f"output_tokens_p95 ({self.output_tokens_p95:g}) is below the mean output_tokens "
-                             f"({self.output_tokens:g}): a 95th percentile of lengths is at least their mean here")
+            from core.presentation.format import (
+                plain,  # the one formatter (a leaf module: no import cycle)
+            )
+
+            raise ValueError(f"output_tokens_p95 ({plain(self.output_tokens_p95)}) is below the mean output_tokens "
+                             f"({plain(self.output_tokens)}): a 95th percentile of lengths is at least their mean here")
         return self
 
     @property

@@ -50,7 +50,8 @@ COLOR_ALLOWLIST: dict[str, str] = {
 
 _SPEC = re.compile(r"^(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d+)?(?P<group>[,_])?(?:\.(?P<prec>\d+))?(?P<type>[bcdeEfFgGnosxX%])?$")
 _BRACED = re.compile(r"\{[^{}:]*:(?P<spec>[^{}]*)\}")
-_PRINTF = re.compile(r"%[-+ 0#]*(?P<group>,)?\d*(?P<prec>\.\d+)?[dfeEgGi]")
+# A conversion letter followed by more letters is prose ("95 % interval"), not a printf code.
+_PRINTF = re.compile(r"%[-+ 0#]*(?P<group>,)?\d*(?P<prec>\.\d+)?[dfeEgGi](?![a-zA-Z])")
 _D3_BARE = re.compile(r"^\$?,?\.\d+~?[a-zA-Z%]$|^\$?,[dfegs%]$")
 _COLOR = re.compile(r"#[0-9a-fA-F]{6}(?:[0-9a-fA-F]{2})?\b|\b(?:rgba?|hsla?)\(")
 
