@@ -133,7 +133,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="json: every route per workload (default) or verdicts only (large inventories)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output (needed for parquet)")
     p.add_argument("--ranges", action="store_true",
-                   help="compute each verdict at both ends of the performance ranges even above 5,000 workloads "
+                   help="compute each verdict at both ends of the performance ranges even above 1,000 workloads "
                         "(automatic up to 5,000; triples the engine time)")
     p.set_defaults(func=cmd_evaluate)
 
