@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import core.store.seed
+from core.catalog import Catalog
 from core.store import Store
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -47,3 +48,11 @@ def data_copy(tmp_path, monkeypatch):
     core.store.seed._load.cache_clear()
     yield target
     core.store.seed._load.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def seed_catalog() -> Catalog:
+    """The bundled reference data (data/*.csv) as a Catalog, without a store; read once per test session."""
+    s = core.store.seed.load_seed()
+    return Catalog(gpus=s["gpus"], stacks=s["serving_stacks"], apis=s["api_prices"], node_prices=s["node_prices"],
+                   owned_hardware=s["owned_hardware"], benchmarks=s["benchmarks"])

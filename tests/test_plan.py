@@ -8,21 +8,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.catalog import Catalog
 from core.decision.analysis import fleet_options
 from core.decision.engine import evaluate
 from core.decision.plan import Planner, pack_nodes
 from core.models import HOURS_PER_MONTH, Scenario
-from core.store.seed import load_seed, sample_workloads_path
+from core.store.seed import sample_workloads_path
 
 NODE_MONTH = 33.02 * HOURS_PER_MONTH  # AWS p5.48xlarge, 1-year savings plan, per node-month (seed)
 
 
 @pytest.fixture(scope="module")
-def catalog():
-    s = load_seed()
-    return Catalog(gpus=s["gpus"], stacks=s["serving_stacks"], apis=s["api_prices"], node_prices=s["node_prices"],
-                   owned_hardware=s["owned_hardware"], benchmarks=s["benchmarks"])
+def catalog(seed_catalog):
+    return seed_catalog
 
 
 @pytest.fixture(scope="module")

@@ -8,14 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.catalog import Catalog
 from core.decision import latency
 from core.decision.checks import check_plan, deployment_loads, within
 from core.decision.engine import evaluate
 from core.decision.plan import _binding_candidates
 from core.decision.simulate import simulate_deployment
 from core.models import Scenario
-from core.store.seed import load_seed, sample_workloads_path
+from core.store.seed import sample_workloads_path
 
 REQUESTS = 20_000  # per deployment: a p95 interval of a few percent, a few seconds per plan
 SEED = 7
@@ -40,10 +39,8 @@ def _generated_inventory(n: int = 50, seed: int = 3) -> pd.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def catalog():
-    s = load_seed()
-    return Catalog(gpus=s["gpus"], stacks=s["serving_stacks"], apis=s["api_prices"], node_prices=s["node_prices"],
-                   owned_hardware=s["owned_hardware"], benchmarks=s["benchmarks"])
+def catalog(seed_catalog):
+    return seed_catalog
 
 
 @pytest.fixture(scope="module")

@@ -10,19 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.catalog import Catalog
 from core.decision import sensitivity
 from core.decision.engine import evaluate
 from core.errors import InputError
 from core.models import Scenario
-from core.store.seed import load_seed, sample_workloads_path
+from core.store.seed import sample_workloads_path
 
 
 @pytest.fixture(scope="module")
-def catalog():
-    s = load_seed()
-    return Catalog(gpus=s["gpus"], stacks=s["serving_stacks"], apis=s["api_prices"], node_prices=s["node_prices"],
-                   owned_hardware=s["owned_hardware"], benchmarks=s["benchmarks"])
+def catalog(seed_catalog):
+    return seed_catalog
 
 
 @pytest.fixture(scope="module")
