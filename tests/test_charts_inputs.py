@@ -199,9 +199,10 @@ def test_roofline_frame_places_each_stack_twice_under_the_roof(cat):
     df = ci.roofline_frame(cat.stacks, h100, cat.benchmarks)
     assert df.groupby("stack_id").size().eq(2).all() and set(df["stack_id"]) == {s.stack_id for s in cat.stacks}
     pt = df.set_index(["stack_id", "point"])
-    # Dense AR at batch 1: 2 FLOPs per parameter over the weight bytes (plus a little KV): about 1 for BF16, 2 for FP8.
-    assert pt.loc[("llama70b-bf16", "batch 1"), "arithmetic_intensity"] == pytest.approx(1.0, abs=0.02)
-    assert pt.loc[("llama70b-fp8", "batch 1"), "arithmetic_intensity"] == pytest.approx(2.0, abs=0.03)
+    # Dense AR at batch 1: 2 FLOPs per parameter over the weight bytes, about 1 for BF16 and 2 for FP8, plus
+    # the attention FLOPs over the KV cache the model v2 counts (a few percent at a 1,000-token context).
+    assert pt.loc[("llama70b-bf16", "batch 1"), "arithmetic_intensity"] == pytest.approx(1.0, abs=0.05)
+    assert pt.loc[("llama70b-fp8", "batch 1"), "arithmetic_intensity"] == pytest.approx(2.0, abs=0.06)
     # Diffusion refines a block per pass: far right of AR even at batch 1.
     assert pt.loc[("llada-8b", "batch 1"), "arithmetic_intensity"] > 10 * pt.loc[("llama8b-bf16", "batch 1"), "arithmetic_intensity"]
     bw = h100.hbm_tb_per_s * 1e12
