@@ -64,6 +64,13 @@ class TaskClass(StrEnum):
     REASONING = "reasoning"
 
 
+class TrafficProfile(StrEnum):
+    """Where the hour-by-hour shape of interactive traffic comes from."""
+
+    OFFICE_HOURS = "office_hours"  # an assumption, stated as one
+    MEASURED = "measured"  # the hourly profile of imported GPU telemetry (issue 15)
+
+
 class DataPolicy(StrEnum):
     """Whether a workload's data may leave the company's own hardware."""
 
@@ -421,3 +428,10 @@ class Scenario(BaseModel):
     max_fallback_share: Share = Field(default=0.20, description="Largest share of outputs that may be escalated for quality.")
     near_tie_share: Share = Field(default=0.10, description="Routes within this share of the best cost are listed as near-ties.")
     sla_percentile: Annotated[float, Field(gt=0.5, lt=1.0)] = Field(default=0.95, description="Percentile the latency targets refer to.")
+    traffic_profile: TrafficProfile = Field(
+        default=TrafficProfile.OFFICE_HOURS,
+        description="Shape of interactive traffic over the day: the assumed office hours, or measured GPU telemetry.")
+    measured_hourly_shape: tuple[Share, ...] | None = Field(
+        default=None, min_length=24, max_length=24,
+        description="With a measured profile: utilization by hour of day (0-1), read from imported telemetry.")
+    measured_label: str | None = Field(default=None, description="Where and when the measured profile was taken.")

@@ -47,6 +47,7 @@ DEFAULT_INPUTS: dict[str, object] = {
     "api_price_scale": 1.0,
     "sla_scale": 1.0,
     "max_fallback_pct": 20.0,
+    "traffic_profile": "office_hours",
 }
 # Owned-hardware inputs: sidebar name -> OwnedHardware field. Cost of capital is typed in percent.
 OWNED_INPUT_FIELDS: dict[str, str] = {
@@ -113,6 +114,7 @@ def scenario_from_inputs(values: Mapping[str, object]) -> Scenario:
         api_price_scale=float(v["api_price_scale"]),
         sla_scale=float(v["sla_scale"]),
         max_fallback_share=share_from_percent(v["max_fallback_pct"]),
+        traffic_profile=str(v["traffic_profile"]),
     )
 
 
@@ -127,6 +129,7 @@ def inputs_from_scenario(sc: Scenario) -> dict[str, object]:
         "api_price_scale": float(sc.api_price_scale),
         "sla_scale": float(sc.sla_scale),
         "max_fallback_pct": percent_from_share(sc.max_fallback_share),
+        "traffic_profile": sc.traffic_profile.value,
     }
     if sc.owned_hardware is not None:
         hw = sc.owned_hardware

@@ -81,9 +81,30 @@ def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
         label, workloads = inventory(store, version)
     else:
         label = "given"
+    scenario = with_measured_profile(store, scenario)
     ev = evaluate(catalog, workloads, scenario)
     ev.fleet["inventory"] = label
     return ev
+
+
+def with_measured_profile(store, scenario: Scenario) -> Scenario:
+    """A scenario asking for the measured traffic profile gets the store's telemetry shape (dated) filled in.
+
+    No telemetry: an InputError saying how to import it. A scenario that already carries a shape (saved
+    with one) keeps it, so a saved comparison reproduces what was seen.
+    """
+    from core.models import TrafficProfile
+
+    if scenario.traffic_profile is not TrafficProfile.MEASURED or scenario.measured_hourly_shape is not None:
+        return scenario
+    from core.telemetry import measured_profile
+
+    p = measured_profile(store)
+    shape = tuple(float(x) if x == x else None for x in p.hourly_utilization)
+    known = [x for x in shape if x is not None]
+    fill = sum(known) / len(known) if known else 0.0
+    return scenario.model_copy(update={"measured_hourly_shape": tuple(fill if x is None else x for x in shape),
+                                       "measured_label": f"{p.label}, {p.metric_label}"})
 
 
 def _describe_cell(e) -> str:

@@ -256,6 +256,12 @@ def scenario_sidebar() -> None:
                         value=d["sc_max_fallback_pct"], key="sc_max_fallback_pct", bind=URL_BIND,
                         help=_FALLBACK.help + " A cheaper route escalates them to a stronger one to meet a quality "
                              "floor; 20 means 20 %.")
+        profiles = ["office_hours", "measured"]
+        st.radio("Traffic over the day", profiles, index=_index(profiles, d["sc_traffic_profile"]),
+                 key="sc_traffic_profile", horizontal=True, bind=URL_BIND,
+                 format_func={"office_hours": "Office hours (assumed)", "measured": "Measured (telemetry)"}.get,
+                 help="The hour-by-hour shape of interactive traffic: an assumed office-hours profile, or the "
+                      "profile of the GPU telemetry you imported (Telemetry page).")
         _link_notes()
         _price_warning(cat, price_slot)
 

@@ -42,10 +42,11 @@ def test_percent_inputs_become_shares():
 @settings(max_examples=25, deadline=None)
 @given(nodes=st.integers(0, 10_000), pct=st.integers(0, 50), api=st.sampled_from([0.25, 0.5, 1.0, 2.0, 4.0]),
        pricing=st.sampled_from(["on_demand", "savings_1y", "savings_3y"]), basis=st.sampled_from(["full", "marginal"]),
-       price=st.sampled_from([0.0, 12.5, 98.32]))
-def test_inputs_round_trip(nodes, pct, api, pricing, basis, price):
+       price=st.sampled_from([0.0, 12.5, 98.32]), traffic=st.sampled_from(["office_hours", "measured"]))
+def test_inputs_round_trip(nodes, pct, api, pricing, basis, price, traffic):
     values = {"gpu": "H100 SXM", "fleet_nodes": nodes, "pricing": pricing, "cost_basis": basis,
-              "node_usd_per_hour": price, "api_price_scale": api, "sla_scale": 1.5, "max_fallback_pct": float(pct)}
+              "node_usd_per_hour": price, "api_price_scale": api, "sla_scale": 1.5, "max_fallback_pct": float(pct),
+              "traffic_profile": traffic}
     sc = S.scenario_from_inputs(values)
     assert S.inputs_from_scenario(sc) == values
     assert S.scenario_from_inputs(S.inputs_from_scenario(sc)) == sc

@@ -25,14 +25,35 @@ MAX_DRIVERS = 5  # workloads examined as the cause of each purchase (each costs 
 BREAK_EVEN_REFINE_ROWS = 5000  # above this, the break-even licence fee is the one-step estimate
 
 
-def hourly_profile(peak_factor) -> np.ndarray:
-    """(W, 24) multipliers of the mean rate: mean 1, maximum = peak factor (office-hours shape).
+def traffic_shape(scenario) -> tuple[np.ndarray, str]:
+    """The scenario's hour-of-day shape of interactive traffic (0..1, peak 1) and words saying where it comes from.
+
+    A measured profile (GPU telemetry) replaces the assumed office hours; hours the logs do not cover take
+    the mean of the covered ones (unknown, not idle), and the shape is scaled so its busiest hour is 1.
+    """
+    from core.errors import InputError
+    from core.models import TrafficProfile
+
+    if scenario.traffic_profile is not TrafficProfile.MEASURED:
+        return OFFICE_HOURS, "office-hours traffic shape (an assumption)"
+    if scenario.measured_hourly_shape is None:
+        raise InputError("the measured traffic profile needs imported GPU telemetry "
+                         "(hangover telemetry import, or the Telemetry page); or use the office-hours profile")
+    shape = np.array(scenario.measured_hourly_shape, dtype=float)
+    if not np.isfinite(shape).any() or np.nanmax(shape) <= 0:
+        raise InputError("the measured traffic profile is empty (no busy hour in the telemetry)")
+    shape = np.where(np.isfinite(shape), shape, np.nanmean(shape))
+    return shape / shape.max(), f"measured traffic shape ({scenario.measured_label or 'imported telemetry'})"
+
+
+def hourly_profile(peak_factor, shape: np.ndarray = OFFICE_HOURS) -> np.ndarray:
+    """(W, 24) multipliers of the mean rate: mean 1, maximum = peak factor (office-hours shape by default).
 
     p(h) = a + b s(h) with mean(p) = 1 and max(p) = peak; where a would go
     negative the shape is clipped at 0 and renormalised to mean 1.
     """
     pf = np.asarray(peak_factor, dtype=float)[:, None]
-    s = OFFICE_HOURS[None, :]
+    s = np.asarray(shape, dtype=float)[None, :]
     b = (pf - 1.0) / (1.0 - s.mean())
     a = pf - b
     p = np.maximum(a + b * s, 0.0)
@@ -152,7 +173,7 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         else rate.full_usd_per_node_hour
     return PlanInputs(
         workload_ids=ev.workloads["workload_id"].to_numpy(), interactive=interactive, lam_peak=lam_peak,
-        lam_mean=rpd / 86400.0, profile=hourly_profile(pf), slo_ms=slo, allowed=allowed,
+        lam_mean=rpd / 86400.0, profile=hourly_profile(pf, traffic_shape(sc)[0]), slo_ms=slo, allowed=allowed,
         api_monthly=api_monthly, gpu_hours_day=np.nan_to_num(a["gpu_hours_per_day"], nan=0.0)[:, col_route],
         offline_min_gpus=np.nan_to_num(a["replicas"] * a["gpus_per_replica"], nan=0.0)[:, col_route],
         offline_gpus_per_replica=np.where(col_g > 0, col_g, 1)[None, :].repeat(W, axis=0),
@@ -395,6 +416,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
     drivers = node_drivers(ev, planner, best) if best.nodes_needed > sc.fleet_nodes else []
     ev.fleet = {
         "gpu": ev.gpu_name,
+        "traffic_shape": traffic_shape(sc)[1],
         "gpus_per_node": gpn,
         "owned_nodes": sc.fleet_nodes,
         "nodes_needed": int(best.nodes_needed),

@@ -52,8 +52,9 @@ with left:
     st.plotly_chart(charts.utilization_chart(ev.fleet["hourly_utilization"],
                                              ev.fleet["hourly_utilization_without_batch"], owned_nodes=owned),
                     key="overview_utilization")
-    st.caption("Interactive load follows an office-hours profile scaled to each workload's peak factor (an "
-               "assumption); batch work is placed in the idlest hours first.")
+    st.caption(md(f"Interactive load follows the {ev.fleet['traffic_shape']}, scaled to each workload's peak "
+                  "factor; batch work is placed in the idlest hours first. The sidebar's 'Traffic over the day' "
+                  "switches to your measured telemetry."))
 with right:
     st.plotly_chart(charts.verdict_mix_chart(ev.fleet["verdict_mix"]), key="overview_mix")
     st.caption("Details and reasons per workload: Routing. Nodes per route: Fleet sizing.")

@@ -445,7 +445,8 @@ def _fleet(ev: Evaluation, vf: pd.DataFrame) -> tuple[Table, Table]:
               f"Interactive routes share nodes: the fleet needs {_plural(int(f['nodes_needed']), 'node')} in all "
               f"({f['nodes_needed_interactive']} interactive + {f['nodes_needed_offline_extra']} more for batch)."),
         Table("Hourly", "Hourly utilization of the owned fleet (estimate)", hour_cols, hourly,
-              "Office-hours traffic shape scaled to each workload's peak factor; batch work fills the idlest hours."),
+              f"Interactive traffic: {f.get('traffic_shape', 'office-hours traffic shape (an assumption)')}, "
+              "scaled to each workload's peak factor; batch work fills the idlest hours."),
     )
 
 
