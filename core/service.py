@@ -84,7 +84,26 @@ def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
     scenario = with_measured_profile(store, scenario)
     ev = evaluate(catalog, workloads, scenario)
     ev.fleet["inventory"] = label
+    ev.fleet["measured"] = measured_beside_plan(store, ev)
     return ev
+
+
+def measured_beside_plan(store, ev: Evaluation) -> dict | None:
+    """The measured utilization and idle $ (dated) to show beside the plan's, when telemetry was imported."""
+    from core.decision.economics import idle_usd
+    from core.models import HOURS_PER_MONTH
+    from core.store.telemetry import telemetry_stamp
+    from core.telemetry import measured_profile
+
+    try:
+        if telemetry_stamp(store)[0] == 0:
+            return None
+        p = measured_profile(store)
+    except InputError:
+        return None
+    per_gpu = ev.rate.full_usd_per_node_hour / ev.rate.gpus_per_node
+    return {"utilization": float(p.utilization), "gpus": int(p.gpus), "label": p.label, "metric": p.metric_label,
+            "idle_usd_per_month": float(idle_usd(p.gpus * HOURS_PER_MONTH, per_gpu, p.utilization))}
 
 
 def with_measured_profile(store, scenario: Scenario) -> Scenario:

@@ -66,3 +66,20 @@ def test_cli_traffic_profile_flag(tmp_path, capsys):
     db = str(tmp_path / "c.duckdb")
     assert main(["--db", db, "evaluate", "--traffic-profile", "measured"]) == 2
     assert "telemetry" in capsys.readouterr().err
+
+
+def test_exports_carry_the_measured_figures_beside_the_plan(store, tmp_path):
+    """With telemetry imported, the evaluation carries the measured utilization (dated) and the procurement
+    summary shows it beside the plan's estimate: the night-shift log is busy 8 of 24 hours at 90 % and 16 at
+    10 %, so (8 x 0.9 + 16 x 0.1) / 24 = 36.7 %."""
+    from core.presentation.report import build_summary
+    from core.telemetry import import_telemetry
+
+    assert evaluate_store(store, make_scenario()).fleet["measured"] is None
+    import_telemetry(store, _night_shift_log(tmp_path), node="n1")
+    ev = evaluate_store(store, make_scenario())
+    m = ev.fleet["measured"]
+    assert m["utilization"] == pytest.approx((8 * 0.9 + 16 * 0.1) / 24) and "n1" in m["label"]
+    s = build_summary(ev)
+    assert s.figure("measured_utilization").value == pytest.approx(m["utilization"])
+    assert "n1" in s.figure("measured_utilization").note

@@ -690,6 +690,13 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
     as_of = rate.as_of or "the report date (your override)"
     figs.append(Figure("node_usd_per_hour", "Node price used, $/node-hour", rate.usd_per_node_hour, "usd_2",
                        f"{rate.label}, as of {as_of}, {rate.confidence}; source: {rate.source}"))
+    measured = f.get("measured")
+    if measured:  # the hangover as it is, dated, beside the plan's estimate (issue 15)
+        figs.append(Figure("measured_utilization", "Measured utilization (GPU telemetry)", measured["utilization"],
+                           "pct", f"{measured['label']}, {measured['metric']}; {fmt(measured['gpus'], 'int')} GPUs"))
+        figs.append(Figure("measured_idle_usd_per_month", "Measured idle capacity, $/month",
+                           measured["idle_usd_per_month"], "usd", "measured GPUs × 730 h × full $/GPU-hour × "
+                           "(1 − measured utilization), at this scenario's node price"))
     mix = ", ".join(f"{k} {v}" for k, v in f["verdict_mix"].items())
     figs.append(Figure("workloads", "Workloads evaluated", n, "int", f"verdicts: {mix}"))
     return figs
