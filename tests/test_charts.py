@@ -58,6 +58,12 @@ def test_utilization_chart_says_so_when_nothing_is_owned():
     assert "0 owned nodes" in fig.layout.title.text
 
 
+def test_utilization_chart_names_the_plan_nodes_when_more_than_owned():
+    fig = charts.utilization_chart([0.1] * 24, [0.1] * 24, owned_nodes=1, plan_nodes=3)
+    assert "plan's 3 nodes" in fig.layout.title.text and "1 owned node" in fig.layout.title.text
+    assert "plan's GPUs" in fig.layout.yaxis.title.text and not fig.layout.annotations
+
+
 def _points() -> pd.DataFrame:
     return pd.DataFrame({
         "workload_id": ["chat", "batch", "nofloor", "coder"],

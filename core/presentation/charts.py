@@ -68,7 +68,8 @@ def verdict_mix_chart(mix: Mapping[str, int]) -> go.Figure:
                   legend=False)
 
 
-def utilization_chart(with_batch: Sequence[float], without_batch: Sequence[float], *, owned_nodes: int) -> go.Figure:
+def utilization_chart(with_batch: Sequence[float], without_batch: Sequence[float], *, owned_nodes: int,
+                      plan_nodes: int | None = None) -> go.Figure:
     """Owned fleet utilization by hour of day: interactive load, and with batch work filling the idle hours."""
     hours = [hour_of_day(h) for h in range(24)]
     fig = go.Figure()
@@ -82,12 +83,18 @@ def utilization_chart(with_batch: Sequence[float], without_batch: Sequence[float
         hovertemplate="%{x}: " + hover("y", "pct") + " busy with interactive work<extra></extra>",
     ))
     fig.update_layout(barmode="overlay", bargap=0.1)
-    fig.update_yaxes(title_text="Share of owned GPUs busy", tickformat=D3["pct"], range=[0, 1.05])
+    # The shares are of every node in the plan (issue 11): say so when the plan holds more than is owned.
+    more = plan_nodes is not None and plan_nodes > owned_nodes
+    fig.update_yaxes(title_text="Share of the plan's GPUs busy" if more else "Share of owned GPUs busy",
+                     tickformat=D3["pct"], range=[0, 1.05])
     fig.update_xaxes(title_text="Hour of day (local time)", type="category", tickangle=0, dtick=3)
-    if owned_nodes == 0:
+    if owned_nodes == 0 and not more:
         fig.add_annotation(text="No owned nodes in this scenario", x=0.5, y=0.5, xref="paper", yref="paper",
                            showarrow=False, font={"size": 14})
-    return _style(fig, f"Utilization of your {owned_nodes} owned node{'s' if owned_nodes != 1 else ''} by hour")
+    owned_words = f"{owned_nodes} owned node{'s' if owned_nodes != 1 else ''}"
+    if more:
+        return _style(fig, f"Utilization of the plan's {plan_nodes} nodes by hour ({owned_words})")
+    return _style(fig, f"Utilization of your {owned_words} by hour")
 
 
 def routing_map_chart(points: pd.DataFrame) -> go.Figure:

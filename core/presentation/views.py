@@ -110,10 +110,15 @@ def overview_summary(ev: Evaluation) -> list[str]:
     owned, needed, gpn = k["owned_nodes"], k["nodes_needed"], k["gpus_per_node"]
     out: list[str] = []
     fleet_words = f"{_plural(owned, 'owned node')} ({gpn} × {k['gpu']} each)"
+    plan_nodes = int(f.get("nodes_in_plan", owned))
     if owned:
-        out.append(f"Your {fleet_words} {'is' if owned == 1 else 'are'} busy {percent(k['utilization'])} of the time "
+        # Utilization and idle cost cover every node in the plan (issue 11): name them when more than owned.
+        subject = (f"Your {fleet_words} {'is' if owned == 1 else 'are'}" if plan_nodes <= owned else
+                   f"The plan's {_plural(plan_nodes, 'node')} ({integer(owned)} owned, {integer(plan_nodes - owned)} "
+                   f"to buy; {gpn} × {k['gpu']} each) are")
+        out.append(f"{subject} busy {percent(k['utilization'])} of the time "
                    f"on average and idle {percent(1 - k['utilization'])}: {money(k['idle_usd_per_month'])} a month "
-                   f"pays for idle GPUs at {money(f['usd_per_node_hour'])} per node-hour.")
+                   f"pays for idle GPUs at {money(f['full_usd_per_node_hour'])} per node-hour.")
         without = f["hourly_utilization_without_batch"]
         peak_h = int(np.argmax(without))
         quiet = _quiet_window(without)
