@@ -61,9 +61,9 @@ def check_store_file(path: Path) -> str | None:
         for i in (1, 2):
             off = i * HEADER_BYTES
             words = np.frombuffer(head[off:off + HEADER_BYTES], dtype="<u8")
-            stored = int(words[0])
+            header_sum = int(words[0])
             fields = struct.unpack_from("<5Q", head, off + 8)  # iteration, meta, free list, blocks, block size
-            headers.append((stored == _checksum(words[1:]), *fields))
+            headers.append((header_sum == _checksum(words[1:]), *fields))
         valid = [h for h in headers if h[0]]
         if not valid:
             return "both of its database headers fail their checksum"

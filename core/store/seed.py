@@ -5,14 +5,23 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, ValidationError
 
 from core.errors import InputError, describe_validation_error
-from core.models import ApiPrice, Benchmark, GpuSpec, NodePrice, OwnedHardware, ServingStack
+from core.models import (
+    ApiPrice,
+    Benchmark,
+    GpuSpec,
+    NodePrice,
+    OwnedHardware,
+    ServingStack,
+    Sourced,
+)
 
-SEED_TABLES: dict[str, type[BaseModel]] = {
+SEED_TABLES: dict[str, type[Sourced]] = {
     "gpus": GpuSpec,
     "node_prices": NodePrice,
     "owned_hardware": OwnedHardware,
@@ -68,7 +77,8 @@ def load_seed() -> dict[str, tuple[BaseModel, ...]]:
     return seeds
 
 
-def _check_references(seeds: dict[str, tuple[BaseModel, ...]]) -> None:
+def _check_references(seeds: dict[str, tuple[Any, ...]]) -> None:
+    # Any: rows of several record types, each read here by a field it has (name, gpu, stack_id).
     gpus = {g.name for g in seeds["gpus"]}
     stacks = {s.stack_id for s in seeds["serving_stacks"]}
     for table in ("node_prices", "owned_hardware", "benchmarks"):

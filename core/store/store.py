@@ -16,15 +16,23 @@ from pydantic import BaseModel
 
 from core.errorlog import log_error
 from core.errors import StoreError
-from core.models import ApiPrice, Benchmark, GpuSpec, NodePrice, OwnedHardware, ServingStack
+from core.models import (
+    ApiPrice,
+    Benchmark,
+    GpuSpec,
+    NodePrice,
+    OwnedHardware,
+    ServingStack,
+    Sourced,
+)
 from core.store import migrations
 from core.store.integrity import check_store_file, file_signature
 from core.store.seed import SEED_TABLES, load_seed
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound=Sourced)  # every reference table row is a Sourced record
 
 # Table name -> model of one row (the same tables the seed fills). Everything read back is validated again.
-TABLE_MODELS: dict[str, type[BaseModel]] = SEED_TABLES
+TABLE_MODELS: dict[str, type[Sourced]] = SEED_TABLES
 
 
 # Seconds a command waits for another process (the dashboard, another command) to let go of the file.
@@ -303,16 +311,19 @@ class Store:
         _check_table(name)
         return self.frame(f"SELECT * FROM {name} ORDER BY row_id")
 
-    def models(self, name: str) -> list[BaseModel]:
+    def models(self, name: str) -> list[Sourced]:
         """Rows of a reference table as validated models."""
-        model = TABLE_MODELS[name]
+        return self._validated(name, TABLE_MODELS[name])
+
+    def _validated(self, name: str, model: type[M]) -> list[M]:
+        """models(name), typed as the table's record class (the one TABLE_MODELS names for it)."""
         fields = list(model.model_fields)
         df = self.table(name)
         return [model.model_validate(_clean(rec)) for rec in df[fields].to_dict("records")]
 
     def gpus(self) -> list[GpuSpec]:
         """GPU specs, the latest row per GPU name."""
-        return _latest(self.models("gpus"), key=lambda g: g.name)
+        return _latest(self._validated("gpus", GpuSpec), key=lambda g: g.name)
 
     def gpu(self, name: str) -> GpuSpec:
         """One GPU by name (case-insensitive), or a StoreError listing the known ones."""
@@ -325,19 +336,19 @@ class Store:
 
     def node_prices(self) -> list[NodePrice]:
         """Node price snapshots, the latest per (provider, instance, pricing option, region)."""
-        return _latest(self.models("node_prices"), key=lambda p: (p.provider, p.instance, p.pricing_option, p.region))
+        return _latest(self._validated("node_prices", NodePrice), key=lambda p: (p.provider, p.instance, p.pricing_option, p.region))
 
     def owned_hardware(self) -> list[OwnedHardware]:
         """Owned-hardware cost figures, the latest per name."""
-        return _latest(self.models("owned_hardware"), key=lambda h: h.name)
+        return _latest(self._validated("owned_hardware", OwnedHardware), key=lambda h: h.name)
 
     def api_prices(self) -> list[ApiPrice]:
         """API prices, the latest per (provider, model)."""
-        return _latest(self.models("api_prices"), key=lambda a: (a.provider, a.model))
+        return _latest(self._validated("api_prices", ApiPrice), key=lambda a: (a.provider, a.model))
 
     def serving_stacks(self) -> list[ServingStack]:
         """Serving stacks, the latest per stack id."""
-        return _latest(self.models("serving_stacks"), key=lambda s: s.stack_id)
+        return _latest(self._validated("serving_stacks", ServingStack), key=lambda s: s.stack_id)
 
     def benchmarks(self) -> list[Benchmark]:
         """Every benchmark point (seed and imported) that is valid and finite.
@@ -357,10 +368,10 @@ class Store:
             for name in TABLE_MODELS:
                 n, users, oldest = cur.execute(
                     f"SELECT count(*), count(*) FILTER (WHERE origin = 'user'), min(as_of) FROM {name}"
-                ).fetchone()
+                ).fetchall()[0]  # an aggregate: always one row
                 rows.append({"table": name, "rows": n, "user_rows": users, "oldest_as_of": oldest})
-            n, latest = cur.execute("SELECT count(*), max(version) FROM inventory_versions").fetchone()
-            w = cur.execute("SELECT count(*) FROM workloads").fetchone()[0]
+            n, latest = cur.execute("SELECT count(*), max(version) FROM inventory_versions").fetchall()[0]
+            w = cur.execute("SELECT count(*) FROM workloads").fetchall()[0][0]
         rows.append({"table": "inventory_versions", "rows": n, "user_rows": n, "oldest_as_of": None})
         rows.append({"table": "workloads", "rows": w, "user_rows": w, "oldest_as_of": None})
         df = pd.DataFrame(rows)
@@ -392,7 +403,7 @@ class Store:
         seeds = load_seed()
         if only_if_empty:
             with self.cursor() as cur:
-                have = cur.execute("SELECT count(*) FROM gpus").fetchone()[0]
+                have = cur.execute("SELECT count(*) FROM gpus").fetchall()[0][0]
             if have:
                 return {}
 

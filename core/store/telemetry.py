@@ -312,7 +312,8 @@ def nodes(store) -> list[str]:
 
 
 def _where(node: str | None, date_from: dt.date | None, date_to: dt.date | None) -> tuple[str, list]:
-    clauses, params = ["true"], []
+    clauses = ["true"]
+    params: list[object] = []
     if node:
         clauses.append("node = ?")
         params.append(node)
