@@ -68,8 +68,9 @@ def import_telemetry(store, source: bytes | str | Path, file_name: str | None = 
 
 def _import(store, source: bytes | str | Path, file_name: str | None, *, node: str | None, tz: str | None,
             at: dt.datetime | None) -> TelemetryImport:
-    is_path = not isinstance(source, bytes | bytearray)
-    path = Path(source).expanduser() if is_path else None
+    # A path's file, or an upload's bytes (b"" for a path: never read then).
+    path = None if isinstance(source, bytes | bytearray) else Path(source).expanduser()
+    upload = source if isinstance(source, bytes | bytearray) else b""
     name = file_name or (path.name if path else "upload")
     if path is not None:
         if not path.is_file():
@@ -81,8 +82,8 @@ def _import(store, source: bytes | str | Path, file_name: str | None, *, node: s
         except OSError as exc:
             raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
     else:
-        import_id = hashlib.sha256(source).hexdigest()
-        head_bytes = bytes(source[:_HEAD_BYTES])
+        import_id = hashlib.sha256(upload).hexdigest()
+        head_bytes = bytes(upload[:_HEAD_BYTES])
     head = _decode(head_bytes, name, partial=True)
     if not head.strip():
         raise InputError(f"{name} is empty")
@@ -101,10 +102,10 @@ def _import(store, source: bytes | str | Path, file_name: str | None, *, node: s
             csv_path = path
             if csv_path is None:  # an upload: DuckDB's reader wants a file
                 csv_path = staging / "upload.csv"
-                csv_path.write_bytes(source)
+                csv_path.write_bytes(upload)
             staged = _stage_csv(csv_path, parsed.csv, node, staging / "parquet", name)
         else:
-            text = _decode(path.read_bytes() if path else bytes(source), name)
+            text = _decode(path.read_bytes() if path else bytes(upload), name)
             parsed = (prometheus.parse(text, name, node=node, tz=tz) if fmt == prometheus.FORMAT
                       else dcgm.parse(text, name, node=node, tz=tz, at=at))
             staged = tstore.stage_table(parsed.table, staging / "parquet")

@@ -89,7 +89,7 @@ def plan(head: str, file_name: str) -> ParsedTelemetry:
     gpu_field = next((f for f in _GPU_FIELDS if f in names), None)
     if gpu_field is None:
         missing.append("index (or uuid)")
-    if missing:
+    if missing or gpu_field is None:  # gpu_field is None only when missing names it
         raise InputError(
             f"{file_name} line {header_line}: the header has no {', '.join(missing)} column; "
             f"query at least timestamp,index,utilization.gpu (header read: {line.strip()!r})"
@@ -172,7 +172,8 @@ def check_line(cells: list[str], csv: CsvPlan) -> str | None:
 
 def diagnose(lines: Iterable[str], csv: CsvPlan, file_name: str, *, ends_with_newline: bool) -> list[str]:
     """Every bad line (up to MAX_REPORTED, then a count) as 'FILE line N: why'; [] when all lines are good."""
-    problems, count, last_n = [], 0, 0
+    problems: list[tuple[int, str]] = []  # (line number, why)
+    count, last_n = 0, 0
     for n, line in enumerate(lines, start=1):
         last_n = n
         if n <= csv.header_line:

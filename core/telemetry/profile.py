@@ -95,7 +95,8 @@ def measured_profile(store, node: str | None = None, date_from: dt.date | None =
         if have:
             chosen[str(n)] = have[0]
     if not chosen:
-        raise InputError(f"no {METRIC_SHORT.get(metric, metric)} readings{where}")
+        what = METRIC_SHORT.get(metric, metric) if metric else "utilization"  # None: any of them
+        raise InputError(f"no {what} readings{where}")
     gh = np.zeros((7, 24))
     total = np.zeros((7, 24))
     for m in set(chosen.values()):
