@@ -120,7 +120,8 @@ def routing_map_chart(points: pd.DataFrame) -> go.Figure:
                            + hover("x", "int") + " ms<br>value of the token: $" + hover("y", "usd_2")
                            + "/M output<extra></extra>"),
         ))
-    lo, hi = _MS_TICKS[0], _MS_TICKS[-1]
+    lo: float = _MS_TICKS[0]
+    hi: float = _MS_TICKS[-1]
     if len(shown):
         lo = min(lo, float(shown["batchability_ms"].min()))
         hi = max(hi, float(shown["batchability_ms"].max()))

@@ -5,10 +5,11 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from core.decision.economics import (
     NodeRate,
@@ -28,6 +29,7 @@ from core.models import (
     OwnedHardware,
     Scenario,
     ServingStack,
+    Sourced,
 )
 from core.performance import physics
 from core.performance.calibration import performance_curve
@@ -36,6 +38,8 @@ from core.presentation.format import integer, money, percent, plain
 # A snapshot older than this is flagged: list prices and discounts move within half a year.
 STALE_AFTER_DAYS = 180
 STALE_MARK = "⚠ stale"
+
+S = TypeVar("S", bound=Sourced)
 
 
 _OPTION_LABELS = {"on_demand": "on-demand", "savings_1y": "1-year plan", "savings_3y": "3-year plan", "owned": "owned"}
@@ -55,7 +59,7 @@ def stale_marks(as_of: Iterable[dt.date], today: dt.date, limit_days: int = STAL
     return [STALE_MARK if d > limit_days else "" for d in age_days(as_of, today)]
 
 
-def _sourced_columns(rows: Sequence[BaseModel], today: dt.date) -> dict[str, object]:
+def _sourced_columns(rows: Sequence[Sourced], today: dt.date) -> dict[str, object]:
     as_of = [r.as_of for r in rows]
     return {
         "as_of": as_of,
@@ -319,7 +323,7 @@ def api_price_label(a: ApiPrice) -> str:
             f"{a.as_of.isoformat()}")
 
 
-def _overridden(base: BaseModel, changes: dict[str, object], source: str, today: dt.date, what: str) -> BaseModel:
+def _overridden(base: S, changes: dict[str, object], source: str, today: dt.date, what: str) -> S:
     source = (source or "").strip()
     if not source:
         raise InputError("say where the new price comes from (a quote, a contract, an invoice) in 'Source'")

@@ -80,7 +80,7 @@ def _quiet_window(util: list[float]) -> tuple[int, int] | None:
     if all(quiet) or not any(quiet):
         return None
     start = quiet.index(False)  # walk from a busy hour so a run across midnight stays whole
-    best, run_start, run = (0, 0), None, 0
+    best, run_start, run = (0, 0), 0, 0  # run_start is set as each quiet run begins
     for k in range(1, 25):
         h = (start + k) % 24
         if quiet[h]:
