@@ -71,6 +71,11 @@ def _constraints(info: FieldInfo) -> list[object]:
     return found
 
 
+def _num(bound: object) -> float:
+    """A constraint's bound as a float (annotated_types types it as a comparison protocol, not a number)."""
+    return float(typing.cast(typing.SupportsFloat, bound))
+
+
 def field_bounds(model: type[BaseModel], name: str) -> FieldBounds:
     """(min, max, exclusiveness, default, help) of one field of a pydantic model; KeyError for an unknown field."""
     info = model.model_fields[name]
@@ -78,22 +83,22 @@ def field_bounds(model: type[BaseModel], name: str) -> FieldBounds:
     lo_x = hi_x = False
     for c in _constraints(info):
         if isinstance(c, at.Ge):
-            lo, lo_x = float(c.ge), False
+            lo, lo_x = _num(c.ge), False
         elif isinstance(c, at.Gt):
-            lo, lo_x = float(c.gt), True
+            lo, lo_x = _num(c.gt), True
         elif isinstance(c, at.Le):
-            hi, hi_x = float(c.le), False
+            hi, hi_x = _num(c.le), False
         elif isinstance(c, at.Lt):
-            hi, hi_x = float(c.lt), True
+            hi, hi_x = _num(c.lt), True
         elif isinstance(c, at.Interval):
             if c.ge is not None:
-                lo, lo_x = float(c.ge), False
+                lo, lo_x = _num(c.ge), False
             if c.gt is not None:
-                lo, lo_x = float(c.gt), True
+                lo, lo_x = _num(c.gt), True
             if c.le is not None:
-                hi, hi_x = float(c.le), False
+                hi, hi_x = _num(c.le), False
             if c.lt is not None:
-                hi, hi_x = float(c.lt), True
+                hi, hi_x = _num(c.lt), True
     default = None if info.default is PydanticUndefined else info.default
     default = getattr(default, "value", default)  # an enum default as the text a flag or widget takes
     return FieldBounds(lo, hi, lo_x, hi_x, default, (info.description or "").strip())

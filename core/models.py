@@ -313,9 +313,11 @@ class ServingStack(Sourced, Quality):
         missing = [f for f in required if getattr(self, f) is None]
         if missing:
             raise ValueError(f"a {self.architecture.value} stack needs {', '.join(missing)}")
+        steps, block = self.diffusion_steps_per_block, self.diffusion_block_tokens
         if (
             self.architecture is Architecture.DIFFUSION
-            and self.diffusion_steps_per_block > self.diffusion_block_tokens * 4
+            and steps is not None and block is not None  # set for diffusion: checked just above
+            and steps > block * 4
         ):
             raise ValueError("diffusion_steps_per_block is implausibly large for the block length")
         return self

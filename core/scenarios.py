@@ -15,6 +15,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,9 @@ from pydantic import ValidationError
 from core.errors import InputError
 from core.models import CostBasis, PricingOption, Scenario
 from core.service import OWNED_INPUTS, make_scenario, owned_hardware_defaults
+
+if TYPE_CHECKING:
+    from core.decision.engine import Evaluation
 
 # --------------------------------------------------------------------------------------------------------------
 # sidebar inputs
@@ -37,8 +41,8 @@ PRICING_LABELS = {
 BASIS_LABELS = {CostBasis.FULL.value: "Full allocation", CostBasis.MARGINAL.value: "Marginal"}
 
 # The sidebar's inputs and their starting values, in the units a person types: shares are percent
-# (20 means 20 %), a node price of 0 means "use the dated snapshot".
-DEFAULT_INPUTS: dict[str, object] = {
+# (20 means 20 %), a node price of 0 means "use the dated snapshot". Any: each key holds its own type.
+DEFAULT_INPUTS: dict[str, Any] = {
     "gpu": "H100 SXM",
     "fleet_nodes": 1,
     "pricing": PricingOption.SAVINGS_1Y.value,
@@ -97,7 +101,7 @@ def owned_input_defaults(catalog, gpu: str) -> dict[str, float]:
             for name, f in OWNED_INPUT_FIELDS.items() if f in seed}
 
 
-def scenario_from_inputs(values: Mapping[str, object]) -> Scenario:
+def scenario_from_inputs(values: Mapping[str, Any]) -> Scenario:
     """The Scenario the sidebar's values describe (missing ones take DEFAULT_INPUTS); a bad value is an InputError."""
     v = {**DEFAULT_INPUTS, **{k: x for k, x in values.items() if x is not None}}
     owned = None
@@ -287,10 +291,10 @@ def save_scenario(store, name: str, scenario: Scenario, *, inventory_version: in
     from core.store.scenarios import insert_scenario, latest_inventory_version
 
     clean = check_name(name)
-    if inventory_version is _LATEST:
-        inventory_version = latest_inventory_version(store)[0]
+    version = (latest_inventory_version(store)[0] if inventory_version is _LATEST
+               else cast("int | None", inventory_version))  # anything but the sentinel is the caller's int | None
     insert_scenario(store, name=clean, scenario_json=scenario.model_dump_json(),
-                    inventory_version=inventory_version, created_by=created_by, note=note.strip(), replace=replace)
+                    inventory_version=version, created_by=created_by, note=note.strip(), replace=replace)
     return load_scenario(store, clean)
 
 
@@ -404,7 +408,7 @@ class Comparison:
         return out.reset_index(drop=True)
 
 
-def compare_evaluations(named: Sequence[tuple[str, object]], *, settings: Sequence[str] | None = None) -> Comparison:
+def compare_evaluations(named: Sequence[tuple[str, Evaluation]], *, settings: Sequence[str] | None = None) -> Comparison:
     """Set evaluations side by side (pure: no store). `named` is (name, Evaluation) in the order to show.
 
     Uses only the evaluation contract: ev.fleet's total_monthly_usd (the cash
@@ -414,7 +418,7 @@ def compare_evaluations(named: Sequence[tuple[str, object]], *, settings: Sequen
     """
     if not MIN_COMPARED <= len(named) <= MAX_COMPARED:
         raise InputError(f"compare {MIN_COMPARED} to {MAX_COMPARED} scenarios (got {len(named)})")
-    merged = None
+    parts: list[pd.DataFrame] = []
     for i, (_, ev) in enumerate(named):
         vf = ev.verdicts_frame()
         part = pd.DataFrame({
@@ -425,7 +429,10 @@ def compare_evaluations(named: Sequence[tuple[str, object]], *, settings: Sequen
             f"hosting_{i}": vf["hosting"].astype(str).to_numpy(),
             f"monthly_usd_{i}": vf["monthly_usd"].to_numpy(dtype=float),
         })
-        merged = part if merged is None else merged.merge(part, on="workload_id", how="outer", sort=False)
+        parts.append(part)
+    merged = parts[0]
+    for part in parts[1:]:
+        merged = merged.merge(part, on="workload_id", how="outer", sort=False)
     n = len(named)
     # Column against column, never row by row (inventories reach 100k+ workloads).
     missing = np.column_stack([merged[f"route_id_{i}"].isna().to_numpy() for i in range(n)])

@@ -37,10 +37,10 @@ def make_scenario(*, owned_inputs: dict[str, float] | None = None, **settings) -
     clean = {k: v for k, v in settings.items() if v is not None}
     try:
         if clean.get("pricing_option") == "owned" and owned_inputs:
-            clean["owned_hardware"] = OwnedHardware(
-                name=f"{clean.get('gpus_per_node', 8)}×{clean.get('gpu', 'H100 SXM')} node (your figures)",
-                gpu=clean.get("gpu", "H100 SXM"), gpus_per_node=clean.get("gpus_per_node", 8),
-                source="your scenario inputs", as_of=dt.date.today(), confidence="user", **owned_inputs)
+            clean["owned_hardware"] = OwnedHardware.model_validate({
+                "name": f"{clean.get('gpus_per_node', 8)}×{clean.get('gpu', 'H100 SXM')} node (your figures)",
+                "gpu": clean.get("gpu", "H100 SXM"), "gpus_per_node": clean.get("gpus_per_node", 8),
+                "source": "your scenario inputs", "as_of": dt.date.today(), "confidence": "user", **owned_inputs})
         return Scenario(**clean)
     except ValidationError as exc:
         raise InputError(describe_validation_error(exc, where="scenario").replace("\n", "; ")) from None

@@ -174,7 +174,7 @@ def cmd_errors(args: argparse.Namespace) -> int:
         table = (by_regime if by_regime is not None else df.iloc[0:0]) if args.summary else df
         print(json.dumps(json.loads(table.to_json(orient="records")), indent=2))
         return 0
-    if df.empty:
+    if df.empty or by_regime is None:  # by_regime is None only for an empty table
         print("no measured or vendor-claim benchmark points in the store")
         return 0
     if not args.summary:
