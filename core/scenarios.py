@@ -40,19 +40,6 @@ PRICING_LABELS = {
 }
 BASIS_LABELS = {CostBasis.FULL.value: "Full allocation", CostBasis.MARGINAL.value: "Marginal"}
 
-# The sidebar's inputs and their starting values, in the units a person types: shares are percent
-# (20 means 20 %), a node price of 0 means "use the dated snapshot". Any: each key holds its own type.
-DEFAULT_INPUTS: dict[str, Any] = {
-    "gpu": "H100 SXM",
-    "fleet_nodes": 1,
-    "pricing": PricingOption.SAVINGS_1Y.value,
-    "cost_basis": CostBasis.FULL.value,
-    "node_usd_per_hour": 0.0,
-    "api_price_scale": 1.0,
-    "sla_scale": 1.0,
-    "max_fallback_pct": 20.0,
-    "traffic_profile": "office_hours",
-}
 # Owned-hardware inputs: sidebar name -> OwnedHardware field. Cost of capital is typed in percent.
 OWNED_INPUT_FIELDS: dict[str, str] = {
     ("own_cost_of_capital_pct" if k == "cost_of_capital_rate" else f"own_{k}"): k for k in OWNED_INPUTS
@@ -141,6 +128,12 @@ def inputs_from_scenario(sc: Scenario) -> dict[str, object]:
             x = float(getattr(hw, f))
             out[name] = percent_from_share(x) if f in _PERCENT_FIELDS else x
     return out
+
+
+# The sidebar's inputs and their starting values, in the units a person types: shares are percent
+# (20 means 20 %), a node price of 0 means "use the dated snapshot". Read from the Scenario model's field
+# defaults, the one source (issue 10). Any: each key holds its own type.
+DEFAULT_INPUTS: dict[str, Any] = inputs_from_scenario(Scenario())
 
 
 def settings_the_sidebar_lacks(sc: Scenario) -> list[str]:

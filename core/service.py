@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 from pydantic import ValidationError
 
+from core.bounds import field_bounds
 from core.catalog import Catalog
 from core.decision.engine import Evaluation, evaluate
 from core.errors import InputError, describe_validation_error
@@ -37,9 +38,11 @@ def make_scenario(*, owned_inputs: dict[str, float] | None = None, **settings) -
     clean = {k: v for k, v in settings.items() if v is not None}
     try:
         if clean.get("pricing_option") == "owned" and owned_inputs:
+            gpu = clean.get("gpu", field_bounds(Scenario, "gpu").default)
+            gpus_per_node = clean.get("gpus_per_node", field_bounds(Scenario, "gpus_per_node").default)
             clean["owned_hardware"] = OwnedHardware.model_validate({
-                "name": f"{clean.get('gpus_per_node', 8)}×{clean.get('gpu', 'H100 SXM')} node (your figures)",
-                "gpu": clean.get("gpu", "H100 SXM"), "gpus_per_node": clean.get("gpus_per_node", 8),
+                "name": f"{gpus_per_node}×{gpu} node (your figures)",
+                "gpu": gpu, "gpus_per_node": gpus_per_node,
                 "source": "your scenario inputs", "as_of": dt.date.today(), "confidence": "user", **owned_inputs})
         return Scenario(**clean)
     except ValidationError as exc:

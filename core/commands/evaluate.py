@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from core.models import CostBasis, PricingOption
+from core.models import DEFAULT_GPU, CostBasis, PricingOption
 
 
 def flag_help(model, name: str, how: str = "", *, percent: bool = False) -> str:
@@ -87,7 +87,7 @@ def scenario_and_workloads(args: argparse.Namespace, store):
         if saved is not None and saved.owned_hardware is not None:  # a saved scenario's own figures, not the seed's
             base = {k: float(getattr(saved.owned_hardware, k)) for k in OWNED_FLAGS}
         else:
-            base = owned_hardware_defaults(Catalog.from_store(store), args.gpu or (saved.gpu if saved else "H100 SXM"))
+            base = owned_hardware_defaults(Catalog.from_store(store), args.gpu or (saved.gpu if saved else DEFAULT_GPU))
         owned_inputs = {**base, **{k: v for k, v in given.items() if v is not None}}
     flags = dict(
         gpu=args.gpu, fleet_nodes=args.fleet_nodes, pricing_option=args.pricing, cost_basis=args.cost_basis,

@@ -6,6 +6,7 @@ import argparse
 import json
 
 from core.errors import InputError
+from core.models import REFERENCE_TOKENS
 from core.performance import physics
 from core.performance.calibration import (
     check_fits,
@@ -13,10 +14,11 @@ from core.performance.calibration import (
     performance_curve,
     route_points,
 )
+from core.presentation.format import integer
 from core.store import Store, default_db_path
 
 DEFAULT_CONCURRENCY = "1,2,4,8,16,32,64,128,256"
-DEFAULT_TOKENS = (1000.0, 256.0)
+DEFAULT_TOKENS = REFERENCE_TOKENS  # (input, output) when the route has no benchmark
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,8 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu", required=True, help="GPU name, e.g. 'H100 SXM'")
     p.add_argument("--gpus-per-replica", type=int, help="GPUs per replica (default: the smallest count that fits)")
     p.add_argument("--concurrency", default=DEFAULT_CONCURRENCY, help=f"comma-separated concurrencies (default {DEFAULT_CONCURRENCY})")
-    p.add_argument("--input-tokens", type=float, help="mean input tokens (default: those of the route's benchmarks, else 1000)")
-    p.add_argument("--output-tokens", type=float, help="mean output tokens (default: those of the route's benchmarks, else 256)")
+    p.add_argument("--input-tokens", type=float, help=f"mean input tokens (default: those of the route's benchmarks, else {integer(DEFAULT_TOKENS[0])})")
+    p.add_argument("--output-tokens", type=float, help=f"mean output tokens (default: those of the route's benchmarks, else {integer(DEFAULT_TOKENS[1])})")
     p.add_argument("--json", action="store_true", help="print the curve as JSON records")
     p.set_defaults(func=cmd_perf)
 
