@@ -386,3 +386,72 @@ def test_a_typed_number_stays_exact_beside_a_bad_text_cell_in_its_column():
     report = read_inventory(data, "b.xlsx")
     assert not report.needs_decimal
     assert [(r[0], r[1], r[2]) for r in report.errors.itertuples(index=False)] == [(3, "requests_per_day", "abc")]
+
+
+# -- workbooks read by calamine (issue 16: a 100k-row workbook took 21 s through openpyxl) ---------
+
+
+def test_formula_error_cells_are_read_as_their_text_never_as_blank():
+    """calamine reads #N/A as blank: an optional column would quietly take its default. They are put back."""
+    buf = io.BytesIO()
+    wb = xlsxwriter.Workbook(buf, {"in_memory": True})
+    ws = wb.add_worksheet("S")
+    for j, c in enumerate(HEADER):
+        ws.write_string(0, j, c)
+    for i in (1, 2):
+        for j, v in enumerate(book_row(i)):
+            if isinstance(v, str):
+                ws.write_string(i, j, v)
+            elif v is not None:
+                ws.write_number(i, j, v)
+    ws.write_formula(1, HEADER.index("min_quality"), "=NA()", None, "#N/A")
+    ws.write_formula(2, HEADER.index("name"), "=1/0", None, "#DIV/0!")
+    wb.close()
+    report = read_inventory(buf.getvalue(), "b.xlsx")
+    assert [(r[0], r[1], r[2]) for r in report.errors.itertuples(index=False)] == [(2, "min_quality", "#N/A")]
+    assert report.errors.loc[0, "problem"].startswith("not a number")
+
+
+def test_workbook_cells_at_excels_limit_pass_and_formula_text_is_kept_and_flagged():
+    at_limit = "x" * MAX_CELL_CHARS
+    data = workbook({"S": [HEADER, book_row(1, notes=at_limit, name="=cmd|' /C calc'!A0"), book_row(2)]})
+    report = read_inventory(data, "b.xlsx")
+    assert report.ok, report.error_lines()
+    assert report.frame.loc[2, "notes"] == at_limit and report.frame.loc[2, "name"] == "=cmd|' /C calc'!A0"
+    assert any(w.startswith("row 2, column 'name':") and "formula" in w for w in report.warnings)
+    # xlsxwriter (like Excel) will not write a longer cell: lengthen it in the shared strings afterwards.
+    book = workbook({"S": [HEADER, book_row(1, notes="y" * MAX_CELL_CHARS)]})
+    zin, out = zipfile.ZipFile(io.BytesIO(book)), io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zout:
+        for item in zin.infolist():
+            body = zin.read(item.filename)
+            zout.writestr(item, body.replace(b"y" * MAX_CELL_CHARS, b"y" * (MAX_CELL_CHARS + 1)))
+    report = read_inventory(out.getvalue(), "b.xlsx")
+    assert [(r[0], r[1]) for r in report.errors.itertuples(index=False)] == [(2, "notes")]
+    assert f"the limit is {MAX_CELL_CHARS:,}" in report.errors.loc[0, "problem"]
+
+
+def test_workbook_numbers_text_and_other_cells_read_as_openpyxl_read_them():
+    """Whole numbers as integers, fractions exactly, booleans TRUE/FALSE, dates ISO; typed numbers never ambiguous."""
+    import datetime as dt
+
+    buf = io.BytesIO()
+    wb = xlsxwriter.Workbook(buf, {"in_memory": True})
+    ws = wb.add_worksheet("S")
+    for j, c in enumerate(HEADER):
+        ws.write_string(0, j, c)
+    values = [1000, 40.125, 1e-5, 2.5e9, 1 / 3]
+    for i, v in enumerate(values, start=1):
+        for j, cell in enumerate(book_row(i)):
+            if isinstance(cell, str):
+                ws.write_string(i, j, cell)
+            elif cell is not None:
+                ws.write_number(i, j, cell)
+        ws.write_number(i, HEADER.index("requests_per_day"), v)
+    ws.write_boolean(1, HEADER.index("notes"), True)
+    ws.write_datetime(2, HEADER.index("notes"), dt.datetime(2026, 1, 2), wb.add_format({"num_format": "yyyy-mm-dd"}))
+    wb.close()
+    report = read_inventory(buf.getvalue(), "b.xlsx")
+    assert report.ok, report.error_lines()
+    assert report.frame["requests_per_day"].tolist() == values
+    assert report.frame["notes"].tolist()[:2] == ["TRUE", "2026-01-02"]

@@ -8,11 +8,13 @@ allows, more rows than MAX_ROWS, a workbook whose stored size hides rows.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
 import re
 import tempfile
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -107,105 +109,243 @@ def _header_in(rows: list[tuple]) -> tuple[int, int]:
 
 
 def _read_xlsx(data: bytes, sheet: str | None, decimal: str | None) -> Raw:
-    import itertools
+    """Read a workbook with calamine (Rust): every cell the sheets hold, whatever their stored <dimension> says.
 
-    import openpyxl  # imported here: only workbooks need it
+    openpyxl read cell by cell in Python (a 100,000-row workbook took 21-24 s,
+    holding the GIL all along, so other dashboard sessions stalled); calamine
+    parses the sheet XML natively and the cells cross into Python once.
+    """
+    from python_calamine import CalamineWorkbook  # imported here: only workbooks need it
 
     try:
-        wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    except Exception as exc:  # openpyxl raises many kinds for a damaged zip
+        wb = CalamineWorkbook.from_filelike(io.BytesIO(data))
+    except Exception as exc:  # calamine raises several kinds for a damaged zip or XML
         raise FileProblem(f"cannot open the workbook ({type(exc).__name__}: {echo(exc)}); "
                           "save it again as .xlsx") from None
     try:
-        sheets = wb.worksheets
-        names = [ws.title for ws in sheets]
-        if not sheets:
-            raise FileProblem("the workbook has no worksheet")
-        if sheet is not None:
-            match = ([ws for ws in sheets if ws.title == sheet]
-                     or [ws for ws in sheets if ws.title.strip().lower() == sheet.strip().lower()])
-            if not match:
-                raise FileProblem(f"no sheet named {echo(sheet)!r}; the workbook has: "
-                                  f"{', '.join(echo(n, 40) for n in names[:30])}")
-        # Find the inventory: in each sheet, the row among the first ones that names most columns.
-        stated: dict[str, tuple[int | None, int | None]] = {}
-        scores: list[tuple[int, int, int]] = []  # (score, -position, header index)
-        for pos, ws in enumerate(sheets):
-            stated[ws.title] = (ws._max_row, ws._max_column)  # the <dimension> the file claims
-            ws.reset_dimensions()  # read every row and column there is, whatever the file claims
-            head = list(itertools.islice(ws.iter_rows(values_only=True), HEADER_SCAN_ROWS))
-            k, n = _header_in(head)
-            scores.append((n, -pos, k))
-        matching = [ws.title for ws, s in zip(sheets, scores, strict=True) if s[0] >= MIN_HEADER_MATCHES]
-        best = [sheets[-s[1]].title for s in sorted(scores, reverse=True) if s[0] >= MIN_HEADER_MATCHES]
-        warnings: list[str] = []
-        if sheet is not None:
-            ws = match[0]
-        elif matching:
-            ws = next(w for w in sheets if w.title == best[0])
-            if len(matching) > 1:
-                others = ", ".join(repr(echo(m, 40)) for m in best[1:6])
-                warnings.append(f"several sheets hold an inventory header; read {echo(ws.title, 40)!r} (the closest "
-                                f"match), not {others}; choose another with --sheet NAME (the sheet choice in "
-                                "the dashboard)")
-            elif ws is not sheets[0]:
-                warnings.append(f"read sheet {echo(ws.title, 40)!r}: its header names the inventory columns "
-                                f"(the first sheet, {echo(sheets[0].title, 40)!r}, does not)")
-        else:
-            ws = sheets[0]
-        position = names.index(ws.title)
-        header_index = scores[position][2] if scores[position][0] >= MIN_HEADER_MATCHES else None
-        records: list[tuple] = []
-        limit = MAX_ROWS + HEADER_SCAN_ROWS + 1
-        for r in ws.iter_rows(values_only=True):
-            records.append(r)
-            if len(records) > limit:
-                raise FileProblem(f"sheet {echo(ws.title, 40)!r} has more than {MAX_ROWS:,} rows; one inventory "
-                                  f"may hold at most {MAX_ROWS:,} workloads: split it or remove unused rows")
+        return _read_workbook(wb, data, sheet, decimal)
     finally:
-        wb.close()
+        with contextlib.suppress(Exception):
+            wb.close()
+
+
+def _load_sheet(wb, name: str):
+    try:
+        return wb.get_sheet_by_name(name)
+    except Exception as exc:  # damaged sheet XML, a chart sheet, ...
+        raise FileProblem(f"cannot read sheet {echo(name, 40)!r} ({type(exc).__name__}: {echo(exc)}); "
+                          "save the workbook again as .xlsx") from None
+
+
+def _read_workbook(wb, data: bytes, sheet: str | None, decimal: str | None) -> Raw:
+    from python_calamine import SheetTypeEnum
+
+    names = [m.name for m in wb.sheets_metadata if m.typ == SheetTypeEnum.WorkSheet]
+    if not names:
+        raise FileProblem("the workbook has no worksheet")
+    if sheet is not None:
+        match = ([n for n in names if n == sheet]
+                 or [n for n in names if n.strip().lower() == sheet.strip().lower()])
+        if not match:
+            raise FileProblem(f"no sheet named {echo(sheet)!r}; the workbook has: "
+                              f"{', '.join(echo(n, 40) for n in names[:30])}")
+    # Find the inventory: in each sheet, the row among the first ones that names most columns.
+    scores: list[tuple[int, int, int]] = []  # (score, -position, header index)
+    loaded = {}
+    for pos, name in enumerate(names):
+        ws = _load_sheet(wb, name)
+        head = ws.to_python(skip_empty_area=False, nrows=HEADER_SCAN_ROWS)
+        k, n = _header_in(head)
+        scores.append((n, -pos, k))
+        if sheet is None or name == match[0]:
+            loaded[name] = ws
+    matching = [n for n, s in zip(names, scores, strict=True) if s[0] >= MIN_HEADER_MATCHES]
+    best = [names[-s[1]] for s in sorted(scores, reverse=True) if s[0] >= MIN_HEADER_MATCHES]
+    warnings: list[str] = []
+    if sheet is not None:
+        chosen = match[0]
+    elif matching:
+        chosen = best[0]
+        if len(matching) > 1:
+            others = ", ".join(repr(echo(m, 40)) for m in best[1:6])
+            warnings.append(f"several sheets hold an inventory header; read {echo(chosen, 40)!r} (the closest "
+                            f"match), not {others}; choose another with --sheet NAME (the sheet choice in "
+                            "the dashboard)")
+        elif chosen != names[0]:
+            warnings.append(f"read sheet {echo(chosen, 40)!r}: its header names the inventory columns "
+                            f"(the first sheet, {echo(names[0], 40)!r}, does not)")
+    else:
+        chosen = names[0]
+    ws = loaded[chosen]
+    loaded.clear()  # the other sheets' cells are not needed any more
+    position = names.index(chosen)
+    header_index = scores[position][2] if scores[position][0] >= MIN_HEADER_MATCHES else None
+    if ws.total_height > MAX_ROWS + HEADER_SCAN_ROWS + 1:
+        raise FileProblem(f"sheet {echo(chosen, 40)!r} has more than {MAX_ROWS:,} rows; one inventory "
+                          f"may hold at most {MAX_ROWS:,} workloads: split it or remove unused rows")
+    records = ws.to_python(skip_empty_area=False)
+    _restore_error_cells(data, chosen, records)
+
+    def filled(r: list) -> bool:
+        return any(v != "" and not (isinstance(v, str) and not v.strip()) for v in r)
+
     # Trailing rows with nothing in them are not part of the sheet (Excel keeps formatted empty rows).
-    while records and not any(v is not None and str(v).strip() for v in records[-1]):
+    while records and not filled(records[-1]):
         records.pop()
     if header_index is None:
-        header_index = next((k for k, r in enumerate(records) if any(v is not None and str(v).strip() for v in r)),
-                            None)
+        header_index = next((k for k, r in enumerate(records) if filled(r)), None)
         if header_index is None:
-            raise FileProblem(f"sheet {echo(ws.title, 40)!r} is empty; its first row must name the columns")
+            raise FileProblem(f"sheet {echo(chosen, 40)!r} is empty; its first row must name the columns")
     real_rows = len(records)
-    real_cols = max((len(r) for r in records), default=0)
-    max_row, max_col = stated[ws.title]
+    real_cols = ws.end[1] + 1 if ws.end is not None else 0
+    max_row, max_col = _stated_dimension(data, chosen)
     if max_row is not None and (real_rows > max_row or real_cols > (max_col or 0)):
-        warnings.append(f"sheet {echo(ws.title, 40)!r} says it ends at row {max_row:,}, column {max_col or 0} (its "
+        warnings.append(f"sheet {echo(chosen, 40)!r} says it ends at row {max_row:,}, column {max_col or 0} (its "
                         f"stored dimension), but holds values up to row {real_rows:,}, column {real_cols}; "
                         "every row was read")
     header_row = header_index + 1
     if real_rows - header_row > MAX_ROWS:
-        raise FileProblem(f"sheet {echo(ws.title, 40)!r} has {real_rows - header_row:,} rows below the header; one "
+        raise FileProblem(f"sheet {echo(chosen, 40)!r} has {real_rows - header_row:,} rows below the header; one "
                           f"inventory may hold at most {MAX_ROWS:,} workloads: split it")
     if header_row > 1:
         warnings.append(f"header found on row {header_row}; the {header_row - 1} row(s) above it (titles or blank) "
                         "were skipped")
     header = [cell_text(v) or "" for v in records[header_index]]
-    width = len(header)
+    # calamine pads every row to the sheet's width: the header's last named cell ends the table.
+    width = max((j + 1 for j, h in enumerate(header) if h.strip()), default=len(header))
+    header = header[:width]
     body = records[header_index + 1:]
+    del records
     cols: list[pa.Array] = []
     exact: list[np.ndarray | None] = []
     for i in range(width):
-        cells = [r[i] if i < len(r) else None for r in body]
-        exact.append(np.fromiter((isinstance(v, int | float) and not isinstance(v, bool) for v in cells),
-                                 dtype=bool, count=len(cells)))
-        cols.append(pa.array([cell_text(v) for v in cells], pa.string()))
-    over = [k + header_row + 1 for k, r in enumerate(body)
-            if len(r) > width and any(v is not None for v in r[width:])]
-    where = f"XLSX, sheet {echo(ws.title, 40)!r}" + (f", header on row {header_row}" if header_row > 1 else "")
+        cells = [r[i] for r in body]
+        text, typed = _sheet_column(cells)
+        cols.append(text)
+        exact.append(typed)
+    over = [k + header_row + 1 for k, r in enumerate(body) if len(r) > width and filled(r[width:])]
+    where = f"XLSX, sheet {echo(chosen, 40)!r}" + (f", header on row {header_row}" if header_row > 1 else "")
     raw = Raw(header=header, columns=cols, rows=np.arange(header_row + 1, header_row + 1 + len(body), dtype=np.int64),
               header_row=header_row, decimal=decimal, decimal_reason="your choice" if decimal else "",
-              dialect=where, kind="xlsx", exact=exact, sheet=ws.title, sheets=tuple(matching),
+              dialect=where, kind="xlsx", exact=exact, sheet=chosen, sheets=tuple(matching),
               warnings=warnings)
     if over:
         raw.warnings.append(f"values right of the last named column were ignored in row(s) {some(np.array(over))}")
     return raw
+
+
+def _sheet_column(cells: list) -> tuple[pa.Array, np.ndarray]:
+    """(the cells as text, blank = null; mask of cells that were real numbers) for one workbook column."""
+    n = len(cells)
+    kinds = np.fromiter(map(type, cells), dtype=object, count=n)
+    is_str = np.equal(kinds, str)
+    if is_str.all():  # text only (ids, names, choices): no per-cell conversion
+        return pa.array(cells, pa.string()), np.zeros(n, dtype=bool)
+    is_float = np.equal(kinds, float)
+    exact = is_float | np.equal(kinds, int)
+    values = np.empty(n, dtype=object)
+    values[:] = cells
+    out = np.full(n, None, dtype=object)
+    out[is_str] = values[is_str]
+    # Numbers as cell_text writes them, a whole column at once: whole numbers below 1e15 as integers, others
+    # in Arrow's shortest round-trip form (it parses back to the very same double).
+    f = values[is_float].astype(np.float64)
+    whole = (f == np.floor(f)) & (np.abs(f) < 1e15)
+    texts = np.empty(len(f), dtype=object)
+    texts[whole] = pa.array(f[whole].astype(np.int64)).cast(pa.string()).to_numpy(zero_copy_only=False)
+    texts[~whole] = pa.array(f[~whole]).cast(pa.string()).to_numpy(zero_copy_only=False)
+    out[is_float] = texts
+    other = np.flatnonzero(~is_str & ~is_float)  # ints, booleans, dates, times: few, one by one
+    out[other] = [cell_text(values[i]) for i in other]
+    return pa.array(out, pa.string()), exact
+
+
+_DIMENSION = re.compile(rb"<(?:\w+:)?dimension\s+ref=\"([A-Za-z]*)([0-9]*)(?::([A-Za-z]*)([0-9]*))?\"")
+_ERROR_CELL = re.compile(rb"<(?:\w+:)?c\s([^>]*?\bt=\"e\"[^>]*)>(.*?)</(?:\w+:)?c>", re.S)
+_CELL_REF = re.compile(rb"\br=\"([A-Z]+)([0-9]+)\"")
+_VALUE = re.compile(rb"<(?:\w+:)?v>([^<]*)</(?:\w+:)?v>")
+
+
+def _sheet_part(data: bytes, name: str) -> tuple[zipfile.ZipFile, str] | None:
+    """(the open zip, the path of a sheet's XML part), from the workbook's own relationships; None if not found."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+        book = ET.fromstring(zf.read("xl/workbook.xml"))
+        rels = ET.fromstring(zf.read("xl/_rels/workbook.xml.rels"))
+    except (KeyError, zipfile.BadZipFile, ET.ParseError, OSError):
+        return None
+    rid = next((el.get(f"{{{_REL_NS}}}id") for el in book.iter() if el.tag.endswith("}sheet")
+                and el.get("name") == name), None)
+    target = next((el.get("Target") for el in rels.iter() if el.get("Id") == rid), None)
+    if rid is None or target is None:
+        return None
+    part = target.lstrip("/") if target.startswith("/") else "xl/" + target
+    return (zf, part) if part in zf.namelist() else None
+
+
+_REL_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def _column_number(letters: bytes) -> int:
+    n = 0
+    for ch in letters.upper():
+        n = n * 26 + ch - 64
+    return n
+
+
+def _stated_dimension(data: bytes, name: str) -> tuple[int | None, int | None]:
+    """The (last row, last column) a sheet's stored <dimension> claims, or (None, None) when it states none."""
+    found = _sheet_part(data, name)
+    if found is None:
+        return None, None
+    zf, part = found
+    with zf.open(part) as f:
+        head = f.read(65536)  # the dimension comes before the sheet data
+    m = _DIMENSION.search(head)
+    if m is None:
+        return None, None
+    col, row = (m.group(3), m.group(4)) if m.group(3) is not None else (m.group(1), m.group(2))
+    return (int(row) if row else None), (_column_number(col) if col else None)
+
+
+def _restore_error_cells(data: bytes, name: str, records: list[list]) -> None:
+    """Put back the text of cells showing a formula error (#N/A, #DIV/0!), which calamine reads as blank.
+
+    openpyxl gave them as text and validation reports them ("not a number
+    '#N/A'"); read as blank, an optional column would silently take its
+    default. The sheet XML is searched in 16 MiB pieces; almost no file has
+    such a cell, and then only the search is paid.
+    """
+    found = _sheet_part(data, name)
+    if found is None:
+        return
+    zf, part = found
+    tail = b""
+    with zf.open(part) as f:
+        while piece := f.read(16 * 2**20):
+            chunk = tail + piece
+            # Keep an unfinished cell for the next piece: cut after the last closed cell.
+            cut = chunk.rfind(b"</c>")
+            cut = len(chunk) if cut < 0 else cut + 4
+            body, tail = chunk[:cut], chunk[cut:]
+            if b't="e"' in body:
+                _error_cells_in(body, name, records)
+    if b't="e"' in tail:
+        _error_cells_in(tail, name, records)
+
+
+def _error_cells_in(xml: bytes, name: str, records: list[list]) -> None:
+    for m in _ERROR_CELL.finditer(xml):
+        ref = _CELL_REF.search(m.group(1))
+        value = _VALUE.search(m.group(2))
+        if ref is None:
+            raise FileProblem(f"sheet {echo(name, 40)!r} holds cells showing a formula error (such as #N/A) "
+                              "without a cell reference; fix those formulas or save the sheet as 'CSV UTF-8'")
+        r, c = int(ref.group(2)) - 1, _column_number(ref.group(1)) - 1
+        if r < len(records) and c < len(records[r]):
+            records[r][c] = value.group(1).decode("utf-8", "replace") if value else "#VALUE!"
 
 
 # -- text: encodings ------------------------------------------------------------------------
