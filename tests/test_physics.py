@@ -470,3 +470,102 @@ def test_perfect_efficiency_is_never_slower_than_any_default():
             slow = physics.estimate(stack, H100_NV, 8, 16.0, 1000, 256, eff)["output_tokens_per_s_total"]
             best = physics.estimate(stack, H100_NV, 8, 16.0, 1000, 256, physics.PERFECT_EFFICIENCY)["output_tokens_per_s_total"]
             assert float(best) >= float(slow), stack.stack_id
+
+
+# -- issue 13, accuracy: FP4, host time, attention data parallelism, expert parallelism, marginal prefills --
+
+FP4_70 = LLAMA70_FP8_706.model_copy(update={"stack_id": "l70-fp4", "bytes_per_param": 0.5, "engine": "trtllm"})
+L8_FP8_TRT = LLAMA8_BF16.model_copy(update={"stack_id": "l8-fp8-trt", "bytes_per_param": 1, "kv_bytes_per_token": 65536,
+                                            "engine": "trtllm"})
+Q235_TRT = make_stack(
+    "q235-trt", architecture="moe", params_total_b=235, params_active_b=22, bytes_per_param=1, kv_bytes_per_token=96256,
+    n_experts=128, experts_per_token=8, n_layers=94, hidden_size=4096, engine="trtllm",
+)
+Q235_VLLM = Q235_TRT.model_copy(update={"stack_id": "q235-vllm", "engine": "vllm"})
+
+
+def test_fp4_weights_carry_block_scales_and_fp4_gemms_reach_a_lower_share_of_their_peak():
+    """Llama-70B (70.6 B) in NVFP4 on one B200, 256 streams, no context, TensorRT-LLM:
+
+    bytes per weight 0.5 + 1/16 (one FP8 scale per 16 values) = 0.5625; resident 70.6e9 x 0.5625 = 39.71 GB;
+    weights 39.71 GB / (8 TB/s x 0.8) = 6.205 ms; GEMMs 2 x 70.6e9 x 256 = 36.15 TFLOP at
+    9,000 TFLOP/s x 0.5 x 0.55 (fp4_compute) = 2,475 TFLOP/s -> 14.605 ms (compute-bound);
+    + 0.4 ms (trtllm) = 15.005 ms. Host 256 x 30 us = 7.68 ms < step: not binding.
+    At fp4_compute 1 the GEMMs would take 8.033 ms: the step 8.433 ms.
+    """
+    assert physics.param_bytes(FP4_70) == pytest.approx(0.5625)
+    assert physics.param_bytes(LLAMA70_FP8_706) == 1.0
+    assert physics.resident_weight_bytes(FP4_70) / 1e9 == pytest.approx(39.7125)
+    assert physics.gemm_share(FP4_70, B200, DEFAULT_EFFICIENCY) == 0.55
+    assert physics.gemm_share(FP4_70, H100, DEFAULT_EFFICIENCY) == 1.0  # no FP4 cores: FP8 GEMMs, full share
+    assert one(physics.decode_step(FP4_70, B200, 1, 256, 0.0)[0]) == pytest.approx(15.005, abs=1e-3)
+    full = DEFAULT_EFFICIENCY.scaled(fp4_compute=1.0)
+    assert one(physics.decode_step(FP4_70, B200, 1, 256, 0.0, full)[0]) == pytest.approx(8.433, abs=1e-3)
+
+
+def test_host_time_per_sequence_caps_a_small_model_at_thousands_of_streams():
+    """Llama-8B FP8 on one H100 (TensorRT-LLM), no context:
+
+    b = 2,048: GPU 2 x 8e9 x 2,048 / (1,979e12 x 0.5) = 33.116 ms + 0.4 = 33.516 ms; host 2,048 x 30 us = 61.44 ms:
+    the step is the host's 61.44 ms, i.e. at most 1 / 30 us = 33,333 tokens/s whatever the GPU.
+    b = 64: weights 8 GB / 2.68 TB/s = 2.985 ms + 0.4 = 3.385 ms > host 1.92 ms: the GPU's.
+    """
+    assert one(physics.decode_step(L8_FP8_TRT, H100, 1, 2048, 0.0)[0]) == pytest.approx(61.44)
+    assert one(physics.decode_step(L8_FP8_TRT, H100, 1, 64, 0.0)[0]) == pytest.approx(3.385, abs=1e-3)
+    assert one(physics.decode_step(L8_FP8_TRT, H200, 1, 2048, 0.0)[0]) == pytest.approx(61.44)  # more bandwidth, same cap
+    assert one(physics.host_ms(L8_FP8_TRT, 1, 2048, physics.PERFECT_EFFICIENCY)) == 0.0
+
+
+def test_attention_data_parallel_moe_splits_host_work_and_drops_the_attention_all_reduce():
+    """Qwen3-235B-A22B (94 layers, hidden 4096, k = 8) on 8 x H100 NVLink, 1,000 tokens per pass:
+
+    TensorRT-LLM (attention data parallel): host 1,600 / 8 x 30 us = 6.0 ms (vLLM, one scheduler: 48 ms).
+    per layer, dispatch + combine only: bytes 1,000 x 4,096 x 2 x 8 x 7/64 = 7.168 MB / 360 GB/s = 19.91 us;
+      2 x (10 us x 3 + 19.91 us) = 99.82 us; x 94 = 9.383 ms.
+    vLLM (tensor parallel) adds the attention all-reduce: 18 us + 1.75 x 8.192 MB / 360 GB/s = 57.82 us per layer:
+      94 x 157.64 us = 14.819 ms.
+    """
+    assert physics.attention_dp(Q235_TRT, 8) and not physics.attention_dp(Q235_TRT, 1)
+    assert not physics.attention_dp(Q235_VLLM, 8) and not physics.attention_dp(L70_TP, 8)
+    assert one(physics.host_ms(Q235_TRT, 8, 1600)) == pytest.approx(6.0)
+    assert one(physics.host_ms(Q235_VLLM, 8, 1600)) == pytest.approx(48.0)
+    assert float(physics.tp_comm_ms(Q235_TRT, H100_NV, 8, 1000.0)) == pytest.approx(9.383, abs=1e-3)
+    assert float(physics.tp_comm_ms(Q235_VLLM, H100_NV, 8, 1000.0)) == pytest.approx(14.819, abs=1e-3)
+
+
+def test_expert_parallel_moe_runs_its_experts_at_the_ep_share():
+    """Qwen3-235B-A22B experts: (235 - 22) / (1 - 8/128) = 227.2 B / (128 x 94) = 18.88 M each:
+
+    0.9 x 18.88 / 28.88 = 0.5884; whole experts on 8 GPUs (TensorRT-LLM, expert parallel): x 0.40 = 0.2354.
+    One GPU, or vLLM's tensor-parallel experts, keep 0.5884.
+    """
+    assert physics.expert_efficiency(Q235_TRT, DEFAULT_EFFICIENCY, 8) == pytest.approx(0.2354, abs=1e-4)
+    assert physics.expert_efficiency(Q235_TRT, DEFAULT_EFFICIENCY, 1) == pytest.approx(0.5884, abs=1e-4)
+    assert physics.expert_efficiency(Q235_VLLM, DEFAULT_EFFICIENCY, 8) == pytest.approx(0.5884, abs=1e-4)
+    names = {a.name for a in physics.applicable_assumptions(Q235_TRT, 8)}
+    assert "MoE expert-parallel efficiency" in names
+    assert "MoE expert-parallel efficiency" not in {a.name for a in physics.applicable_assumptions(Q235_VLLM, 8)}
+    assert "FP4 GEMM efficiency" in {a.name for a in physics.applicable_assumptions(FP4_70, 1)}
+    assert "FP4 GEMM efficiency" not in {a.name for a in physics.applicable_assumptions(LLAMA70_FP8, 1)}
+    for stack, gpu, g in ((Q235_TRT, H100_NV, 8), (FP4_70, B200, 1)):
+        assumptions = physics.applicable_assumptions(stack, g)
+        lo, hi = (physics.shifted(DEFAULT_EFFICIENCY, stack, assumptions, end) for end in ("slow", "fast"))
+        t = [float(physics.estimate(stack, gpu, g, 256.0, 1000, 1000, e)["output_tokens_per_s_total"])
+             for e in (lo, DEFAULT_EFFICIENCY, hi)]
+        assert t[0] < t[1] < t[2], stack.stack_id
+
+
+def test_other_requests_prefills_cost_only_their_marginal_time():
+    """Llama-8B BF16 on one H100 (vLLM), 64 streams, 128 in / 256 out:
+
+    own prefill: max(compute 2 x 8e9 x 128 / 494.5e12 = 4.142 ms, weights 16 GB / 2.68 TB/s = 5.970 ms) + 1.0 = 6.970 ms;
+    another request's prefill riding in a running step: its compute only, 4.142 ms (no weight read, no overhead).
+    step (context 256) 7.771 ms; e2e = 6.970 + 7.771 / 2 + 256 x 7.771 + 63 x 4.142 = 2,261.3 ms
+    (charging the full prefill instead would add 63 x 2.829 = 178 ms).
+    """
+    assert one(physics.prefill_ms(LLAMA8_BF16, H100, 1, 128.0)) == pytest.approx(6.970, abs=1e-3)
+    assert one(physics.prefill_ms(LLAMA8_BF16, H100, 1, 128.0, marginal=True)) == pytest.approx(4.142, abs=1e-3)
+    est = physics.estimate(LLAMA8_BF16, H100, 1, 64, 128, 256)
+    assert float(est["step_ms"]) == pytest.approx(7.771, abs=1e-3)
+    assert float(est["e2e_ms"]) == pytest.approx(2261.3, abs=0.1)
+    assert float(physics.e2e_ms(LLAMA8_BF16, H100, 1, 64, 128, 256)) == pytest.approx(float(est["e2e_ms"]))

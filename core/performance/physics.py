@@ -23,6 +23,9 @@ from core.models import Architecture, Engine, GpuSpec, ServingStack, SpecMethod
 
 # Activations travel between GPUs in BF16 (vLLM, SGLang and TensorRT-LLM all-reduce in the model dtype).
 ACTIVATION_BYTES = 2.0
+# NVFP4 stores one FP8 (E4M3) scale per 16 FP4 values (plus one FP32 scale per tensor): 1/16 byte per
+# parameter on top of the 0.5 (NVIDIA technical blog "Introducing NVFP4", 2025-06-24).
+FP4_SCALE_BYTES_PER_PARAM = 1.0 / 16.0
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,12 @@ class EngineProfile:
     step_overhead_ms: float  # scheduling, sampling, kernel launches per step at small batch
     max_running_seqs: int  # default cap on the running batch (max_num_seqs and alike)
     source: str
+    # CPU time per running sequence per step (scheduling, sampling bookkeeping, detokenising, stop checks).
+    # The engines overlap it with the GPU's step, so it binds only when it outlasts the step.
+    host_us_per_seq: float = 30.0
+    # MoE on g > 1 GPUs with attention data parallelism: each GPU runs attention (and its own scheduler)
+    # for its own share of the requests; only the experts are split, reached by all-to-all.
+    moe_attention_dp: bool = False
 
 
 ENGINES: dict[Engine, EngineProfile] = {
@@ -42,7 +51,9 @@ ENGINES: dict[Engine, EngineProfile] = {
         0.5, 1024, "SGLang server arguments (max_running_requests derived from the KV pool; 1,024 is an estimate); "
         "overhead an estimate (overlap scheduler hides most CPU work)"),
     Engine.TRTLLM: EngineProfile(
-        0.4, 2048, "TensorRT-LLM LLM API max_batch_size default 2,048; overhead an estimate (C++ runtime)"),
+        0.4, 2048, "TensorRT-LLM LLM API max_batch_size default 2,048; overhead an estimate (C++ runtime); "
+        "MoE with attention data parallelism as in its performance overview (enable_attention_dp: true)",
+        moe_attention_dp=True),
 }
 
 
@@ -85,22 +96,30 @@ class Efficiency:
     alltoall_us_per_doubling: float = 10.0  # latency of one MoE dispatch or combine, per doubling of GPUs
     moe_expert: float = 0.90  # expert GEMMs' best share of the dense GEMM efficiency
     moe_expert_half_mparams: float = 10.0  # expert size (M params) at which that share halves
+    moe_ep_efficiency: float = 0.40  # expert efficiency multiplier under expert parallelism (experts whole on g > 1 GPUs)
     moe_layer_overhead_us: float = 15.0  # router, top-k and token permutation per MoE layer per step
     draft_step_overhead_ms: float = 0.15  # launches of one draft-model or draft-head step
     spec_acceptance_scale: float = 1.0  # multiplies the stack's acceptance (ranges: task and temperature)
     diffusion_progress_scale: float = 1.0  # multiplies tokens committed per pass (ranges)
     p95_over_mean: float = 1.15  # tail of end-to-end latency over its mean (no measured p95)
     memory_headroom: float = 0.90  # share of HBM usable for weights + KV (activations, fragmentation)
+    fp4_compute: float = 0.55  # FP4 GEMMs' share of the FP4 peak, relative to FP8 GEMMs' share of theirs
+    host_us_per_seq: float | None = None  # engine CPU time per running sequence per step (None: engine default)
 
     def scaled(self, **changes: float) -> Efficiency:
         """A copy with some factors changed (used by calibration)."""
         return replace(self, **changes)
 
     def for_stack(self, stack: ServingStack) -> Efficiency:
-        """The same factors with the engine's step overhead filled in where it was left to the engine."""
-        if self.step_overhead_ms is not None:
+        """The same factors with the engine's step overhead and host time filled in where they were left to the engine."""
+        if self.step_overhead_ms is not None and self.host_us_per_seq is not None:
             return self
-        return replace(self, step_overhead_ms=ENGINES[Engine(stack.engine)].step_overhead_ms)
+        engine = ENGINES[Engine(stack.engine)]
+        return replace(
+            self,
+            step_overhead_ms=engine.step_overhead_ms if self.step_overhead_ms is None else self.step_overhead_ms,
+            host_us_per_seq=engine.host_us_per_seq if self.host_us_per_seq is None else self.host_us_per_seq,
+        )
 
 
 DEFAULT_EFFICIENCY = Efficiency()
@@ -110,7 +129,7 @@ DEFAULT_EFFICIENCY = Efficiency()
 PERFECT_EFFICIENCY = Efficiency(
     mem=1.0, compute=1.0, prefill_compute=1.0, step_overhead_ms=0.0, comm_ms_per_doubling=0.0, moe_overhead_ms=0.0,
     link=1.0, allreduce_us_per_doubling=0.0, alltoall_us_per_doubling=0.0, moe_expert=1.0, moe_expert_half_mparams=0.0,
-    moe_layer_overhead_us=0.0, draft_step_overhead_ms=0.0, memory_headroom=1.0,
+    moe_layer_overhead_us=0.0, draft_step_overhead_ms=0.0, memory_headroom=1.0, fp4_compute=1.0, host_us_per_seq=0.0,
 )
 
 
@@ -128,6 +147,28 @@ def peak_flops(stack: ServingStack, gpu: GpuSpec) -> float:
     if stack.bytes_per_param <= 1.0 and gpu.fp8_tflops:
         return gpu.fp8_tflops * 1e12
     return gpu.bf16_tflops * 1e12
+
+
+def on_fp4_cores(stack: ServingStack, gpu: GpuSpec) -> bool:
+    """True when the stack's GEMMs run on FP4 tensor cores (0.5-byte weights on a GPU that has them)."""
+    return bool(stack.bytes_per_param <= 0.5 and gpu.fp4_tflops)
+
+
+def gemm_share(stack: ServingStack, gpu: GpuSpec, eff: Efficiency) -> float:
+    """Multiplier on the GEMM efficiency for the stack's precision: fp4_compute on FP4 tensor cores, else 1.
+
+    FP4 GEMMs quantise their activations on the fly, apply a scale per 16 values
+    and, at the 100-1,000 rows a decode step has, are further from their (twice
+    as high) peak than FP8 GEMMs are from theirs.
+    """
+    return eff.fp4_compute if on_fp4_cores(stack, gpu) else 1.0
+
+
+def param_bytes(stack: ServingStack) -> float:
+    """Bytes streamed per weight: the stack's bytes per parameter, plus NVFP4's block scales for 0.5-byte weights."""
+    if stack.bytes_per_param <= 0.5:
+        return stack.bytes_per_param + FP4_SCALE_BYTES_PER_PARAM
+    return stack.bytes_per_param
 
 
 def attention_peak_flops(stack: ServingStack, gpu: GpuSpec) -> float:
@@ -207,11 +248,11 @@ def weight_bytes_read(stack: ServingStack, tokens_per_step: np.ndarray | float) 
     t = np.asarray(tokens_per_step, dtype=float)
     dense, experts = _expert_split(stack)
     if experts == 0.0:
-        return np.full_like(t, stack.params_total_b * 1e9 * stack.bytes_per_param)
-    return (dense + experts * _touched_share(stack, t)) * stack.bytes_per_param
+        return np.full_like(t, stack.params_total_b * 1e9 * param_bytes(stack))
+    return (dense + experts * _touched_share(stack, t)) * param_bytes(stack)
 
 
-def expert_efficiency(stack: ServingStack, eff: Efficiency = DEFAULT_EFFICIENCY) -> float:
+def expert_efficiency(stack: ServingStack, eff: Efficiency = DEFAULT_EFFICIENCY, gpus: int = 1) -> float:
     """Share of the dense GEMM efficiency an expert GEMM reaches: moe_expert x p / (p + p_half).
 
     p is one expert's size (all its matrices in one layer). Small experts (a few
@@ -222,16 +263,17 @@ def expert_efficiency(stack: ServingStack, eff: Efficiency = DEFAULT_EFFICIENCY)
     _, experts = _expert_split(stack)
     if experts == 0.0:
         return 1.0
+    ep = eff.moe_ep_efficiency if expert_parallel(stack, gpus) else 1.0
     if not stack.n_layers:
-        return eff.moe_expert
+        return eff.moe_expert * ep
     p_m = experts / (stack.n_experts * stack.n_layers) / 1e6
-    return eff.moe_expert * p_m / (p_m + eff.moe_expert_half_mparams)
+    return eff.moe_expert * p_m / (p_m + eff.moe_expert_half_mparams) * ep
 
 
 def resident_weight_bytes(stack: ServingStack) -> float:
-    """Weight bytes that must sit in HBM: the model, plus the draft model or heads for speculative decoding."""
+    """Weight bytes that must sit in HBM: the model (with NVFP4 scales), plus the draft model or heads for speculative decoding."""
     draft = (stack.spec_draft_params_b or 0.0) if stack.architecture is Architecture.SPECULATIVE else 0.0
-    return stack.weight_bytes + draft * 1e9 * stack.bytes_per_param
+    return (stack.params_total_b + draft) * 1e9 * param_bytes(stack)
 
 
 def engine_batch_cap(stack: ServingStack) -> int:
@@ -289,6 +331,8 @@ def tp_comm_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, tokens, eff: Effici
     a2a_alpha = eff.alltoall_us_per_doubling * np.log2(gpus) * 1e-3
     a2a_bytes = per_layer * stack.experts_per_token * (gpus - 1) / gpus**2
     a2a = 2.0 * (a2a_alpha + a2a_bytes / bw * 1e3)
+    if attention_dp(stack, gpus):
+        return stack.n_layers * a2a
     return stack.n_layers * (allreduce_ms(gpu, gpus, per_layer, eff) + a2a)
 
 
@@ -310,23 +354,33 @@ def _attention_flops(stack: ServingStack, context, positions):
 # -- prefill and decode -----------------------------------------------------------------
 
 
-def prefill_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
+def prefill_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens, eff: Efficiency = DEFAULT_EFFICIENCY,
+               marginal: bool = False):
     """Prefill of one request (ms).
 
     Compute: 2 x P_dense x n + 2 x P_expert_active x n / expert efficiency +
     causal attention 2 x layers x hidden x n^2, at the prefill share of peak;
     never faster than one read of the weights; plus the all-reduces of n tokens
     per layer, the engine's step overhead and MoE routing.
+
+    `marginal=True`: what the prefill adds to a step it shares with the running
+    batch (chunked prefill / in-flight batching): its compute and the bytes its
+    activations send, but no read of the weights, no per-pass latency and no step
+    overhead, which the decode step pays anyway. This is the cost other
+    requests' prefills take from a running request.
     """
     eff = _eff(eff, stack)
     n = np.asarray(input_tokens, dtype=float)
     dense, experts = _expert_split(stack)
     active_experts = stack.params_active_b * 1e9 - dense
-    flops = 2.0 * dense * n + 2.0 * active_experts * n / expert_efficiency(stack, eff)
-    t_cmp = flops / (gpus * peak_flops(stack, gpu) * eff.prefill_compute)
+    flops = 2.0 * dense * n + 2.0 * active_experts * n / expert_efficiency(stack, eff, gpus)
+    t_cmp = flops / (gpus * peak_flops(stack, gpu) * eff.prefill_compute * gemm_share(stack, gpu, eff))
     if stack.n_layers and stack.hidden_size:
         attn = 2.0 * stack.n_layers * stack.hidden_size * n * n
         t_cmp = t_cmp + attn / (gpus * attention_peak_flops(stack, gpu) * eff.prefill_compute)
+    if marginal:
+        no_latency = replace(eff, allreduce_us_per_doubling=0.0, alltoall_us_per_doubling=0.0, comm_ms_per_doubling=0.0)
+        return t_cmp * 1e3 + tp_comm_ms(stack, gpu, gpus, n, no_latency)
     t_mem = weight_bytes_read(stack, np.maximum(n, 1.0)) / (gpus * gpu.hbm_tb_per_s * 1e12 * eff.mem)
     return (np.maximum(t_cmp, t_mem) * 1e3 + eff.step_overhead_ms + tp_comm_ms(stack, gpu, gpus, n, eff)
             + _moe_overhead_ms(stack, eff))
@@ -343,7 +397,7 @@ def _draft_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, b, bw: float, fl: fl
     if pd == 0.0:
         return 0.0, 0.0, 0.0
     method = spec_method(stack)
-    nbytes = pd * stack.bytes_per_param
+    nbytes = pd * param_bytes(stack)
     flops = 2.0 * pd * b
     one = np.maximum(nbytes / bw, flops / fl) * 1e3
     if method is SpecMethod.MEDUSA:
@@ -356,6 +410,35 @@ def _draft_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, b, bw: float, fl: fl
         comm = eff.comm_ms_per_doubling * np.log2(gpus)
     k = stack.spec_draft_tokens
     return k * (one + comm + eff.draft_step_overhead_ms), k * flops, k * nbytes
+
+
+def attention_dp(stack: ServingStack, gpus: int) -> bool:
+    """True when the stack's engine runs this MoE stack's attention data-parallel across its g > 1 GPUs.
+
+    Such engines (TensorRT-LLM's MoE layout) also place experts whole on GPUs
+    (expert parallelism) rather than slicing every expert across them.
+    """
+    return bool(gpus > 1 and stack.n_experts and stack.experts_per_token
+                and ENGINES[Engine(stack.engine)].moe_attention_dp)
+
+
+def expert_parallel(stack: ServingStack, gpus: int) -> bool:
+    """True when the MoE stack's experts sit whole on g > 1 GPUs (with attention data parallelism)."""
+    return attention_dp(stack, gpus)
+
+
+def host_ms(stack: ServingStack, gpus: int, concurrency, eff: Efficiency = DEFAULT_EFFICIENCY):
+    """CPU time the engine spends per step on b running sequences (ms): host_us_per_seq x b.
+
+    Engines overlap it with the GPU's work on the step before (vLLM async
+    scheduling, SGLang's overlap scheduler, TensorRT-LLM's overlap scheduler), so
+    a step lasts max(GPU time, host time): invisible at 70 B, the ceiling for a
+    small model at thousands of sequences (~1 / 30 us = 33,000 tokens/s per
+    engine process, whatever the GPU).
+    """
+    eff = _eff(eff, stack)
+    processes = gpus if attention_dp(stack, gpus) else 1
+    return np.asarray(concurrency, dtype=float) / processes * eff.host_us_per_seq * 1e-3
 
 
 def decode_step(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, context_tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
@@ -372,18 +455,18 @@ def decode_step(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, conte
     per_stream = tokens_computed_per_step(stack)
     tokens = b * per_stream
     bw = gpus * gpu.hbm_tb_per_s * 1e12 * eff.mem
-    fl = gpus * peak_flops(stack, gpu) * eff.compute
+    fl = gpus * peak_flops(stack, gpu) * eff.compute * gemm_share(stack, gpu, eff)
 
     dense, experts = _expert_split(stack)
-    dense_bytes = dense * stack.bytes_per_param
+    dense_bytes = dense * param_bytes(stack)
     dense_flops = 2.0 * dense * tokens
     t_dense = np.maximum(dense_bytes / bw, dense_flops / fl)
     moved = dense_bytes + 0.0 * tokens
     flops = dense_flops
     t_mem, t_cmp = dense_bytes / bw, dense_flops / fl
     if experts:
-        ee = expert_efficiency(stack, eff)
-        exp_bytes = experts * _touched_share(stack, tokens) * stack.bytes_per_param
+        ee = expert_efficiency(stack, eff, gpus)
+        exp_bytes = experts * _touched_share(stack, tokens) * param_bytes(stack)
         exp_flops = 2.0 * (stack.params_active_b * 1e9 - dense) * tokens
         t_dense = t_dense + np.maximum(exp_bytes / (bw * ee), exp_flops / (fl * ee))
         moved = moved + exp_bytes
@@ -404,6 +487,7 @@ def decode_step(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, conte
         step_ms = step_ms + d_ms
         flops = flops + d_flops
         moved = moved + d_bytes
+    step_ms = np.maximum(step_ms, host_ms(stack, gpus, b, eff))
     return step_ms, flops, moved, t_mem >= t_cmp
 
 
@@ -420,8 +504,10 @@ def _timeline(stack, gpu, gpus, b, n_in, n_out, eff, pre=None):
     step_ms, flops, moved, mem_bound = decode_step(stack, gpu, gpus, b, n_in + 0.5 * n_out, eff)
     if pre is None:
         pre = prefill_ms(stack, gpu, gpus, n_in, eff)
+    # The other b - 1 requests' prefills ride in the running steps: each costs its marginal time only.
+    steal = prefill_ms(stack, gpu, gpus, n_in, eff, marginal=True)
     joined = pre + 0.5 * step_ms
-    e2e = joined + decode_steps(stack, n_out, eff) * step_ms + np.maximum(b - 1.0, 0.0) * pre
+    e2e = joined + decode_steps(stack, n_out, eff) * step_ms + np.maximum(b - 1.0, 0.0) * steal
     return step_ms, flops, moved, mem_bound, pre, joined, e2e
 
 
@@ -511,7 +597,7 @@ class Assumption:
     fields: tuple[str, ...]  # Efficiency fields it moves
     slow: float  # multiplier giving the pessimistic end
     fast: float  # multiplier giving the optimistic end
-    applies: str  # "all", "tp" (g > 1), "moe", "moe_tp", "speculative", "diffusion"
+    applies: str  # "all", "tp" (g > 1), "moe", "moe_tp", "moe_ep", "fp4", "speculative", "diffusion"
 
 
 # Shares of a peak never exceed 1 (checked in _bounded). Sources and reasons: docs/performance-model.md.
@@ -519,16 +605,18 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
     Assumption("HBM bandwidth share", ("mem",), 0.85, 1.10, "all"),
     Assumption("GEMM compute efficiency", ("compute",), 0.75, 1.25, "all"),
     Assumption("prefill compute efficiency", ("prefill_compute",), 0.75, 1.25, "all"),
-    Assumption("engine step overhead", ("step_overhead_ms", "draft_step_overhead_ms"), 2.0, 0.6, "all"),
+    Assumption("engine step overhead", ("step_overhead_ms", "draft_step_overhead_ms", "host_us_per_seq"), 2.0, 0.6, "all"),
+    Assumption("FP4 GEMM efficiency", ("fp4_compute",), 0.75, 1.3, "fp4"),
     Assumption("tensor-parallel all-reduce cost", ("allreduce_us_per_doubling",), 2.0, 0.6, "tp"),
     Assumption("GPU link bandwidth share", ("link",), 0.6, 1.15, "tp"),
     Assumption("MoE expert-GEMM efficiency", ("moe_expert",), 0.6, 1.1, "moe"),
     Assumption("MoE routing overhead", ("moe_layer_overhead_us", "moe_overhead_ms"), 2.0, 0.5, "moe"),
     Assumption("MoE all-to-all latency", ("alltoall_us_per_doubling",), 2.0, 0.6, "moe_tp"),
+    Assumption("MoE expert-parallel efficiency", ("moe_ep_efficiency",), 0.75, 1.25, "moe_ep"),
     Assumption("speculative acceptance rate", ("spec_acceptance_scale",), 0.85, 1.08, "speculative"),
     Assumption("diffusion tokens committed per pass", ("diffusion_progress_scale",), 0.75, 1.2, "diffusion"),
 )
-_CAPPED = {"mem", "compute", "prefill_compute", "link", "moe_expert"}
+_CAPPED = {"mem", "compute", "prefill_compute", "link", "moe_expert", "fp4_compute", "moe_ep_efficiency"}
 
 
 def applicable_assumptions(stack: ServingStack, gpus: int) -> tuple[Assumption, ...]:
@@ -536,6 +624,7 @@ def applicable_assumptions(stack: ServingStack, gpus: int) -> tuple[Assumption, 
     moe = bool(stack.n_experts and stack.experts_per_token)
     ok = {
         "all": True, "tp": gpus > 1, "moe": moe, "moe_tp": moe and gpus > 1,
+        "moe_ep": expert_parallel(stack, gpus), "fp4": stack.bytes_per_param <= 0.5,
         "speculative": stack.architecture is Architecture.SPECULATIVE,
         "diffusion": stack.architecture is Architecture.DIFFUSION,
     }
@@ -566,10 +655,11 @@ def scaled_speed(eff: Efficiency, stack: ServingStack, factor: float) -> Efficie
     Used for the range of a calibrated route, whose factors were fitted together.
     """
     eff = eff.for_stack(stack)
-    speeds = {f: getattr(eff, f) * factor for f in ("mem", "compute", "prefill_compute", "link", "moe_expert")}
+    speeds = {f: getattr(eff, f) * factor for f in (
+        "mem", "compute", "prefill_compute", "link", "moe_expert", "fp4_compute", "moe_ep_efficiency")}
     costs = {f: getattr(eff, f) / factor for f in (
         "step_overhead_ms", "comm_ms_per_doubling", "moe_overhead_ms", "allreduce_us_per_doubling",
-        "alltoall_us_per_doubling", "moe_layer_overhead_us", "draft_step_overhead_ms")}
+        "alltoall_us_per_doubling", "moe_layer_overhead_us", "draft_step_overhead_ms", "host_us_per_seq")}
     return _bounded(eff, {**speeds, **costs})
 
 
