@@ -53,7 +53,10 @@ def fleet_options(ev: Evaluation) -> pd.DataFrame:
         if name == "Recommended mix":
             plan = ev.plan
         else:
-            plan = Planner(restrict(inp, _allowed(ev, kinds))).optimise()
+            planner = getattr(ev, "planner", None)
+            # Same owned routes as the plan's: its standalone view and sizings are shared, not recomputed.
+            plan = Planner(restrict(inp, _allowed(ev, kinds)), None if planner is None else planner._gpu_hours_month,
+                           cache=None if planner is None else planner._cache).optimise()
         has = plan.assignment >= 0
         owned_monthly = max(plan.nodes_needed, ev.scenario.fleet_nodes) * inp.full_usd_per_node_hour * HOURS_PER_MONTH
         rows.append({

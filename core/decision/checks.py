@@ -42,11 +42,14 @@ def deployment_loads(ev: Evaluation) -> list[DeploymentLoad]:
         return []
     out = []
     # A stack may run at two GPU counts per replica (two plan columns): those deployments are "<route>@<g>".
+    # and one stack at one GPU count may run a pool per concurrency tier: those are "<route>@<g>/<tier>".
     route_count: dict[str, int] = {}
+    g_count: dict[tuple[str, int], int] = {}
     for pos, d in plan.sizes.items():
         if d.feasible and d.replicas >= 1:
             rid = planner.inp.owned[pos].route_id
             route_count[rid] = route_count.get(rid, 0) + 1
+            g_count[(rid, d.gpus_per_replica)] = g_count.get((rid, d.gpus_per_replica), 0) + 1
     for pos, d in sorted(plan.sizes.items()):
         if not d.feasible or d.replicas < 1 or len(d.rows) == 0:
             continue
@@ -73,10 +76,19 @@ def deployment_loads(ev: Evaluation) -> list[DeploymentLoad]:
             replicas=int(d.replicas), concurrency_cap=int(d.concurrency),
             step_ms=tuple(parts["step_ms"][: d.concurrency]), workloads=tuple(loads),
             steps_per_token=float(parts["steps_per_token"]),
-            deployment_id=rid if route_count.get(rid := inp.owned[pos].route_id, 0) <= 1
-            else f"{rid}@{d.gpus_per_replica}",
+            deployment_id=_deployment_id(inp.owned[pos], d.gpus_per_replica, route_count, g_count),
         ))
     return out
+
+
+def _deployment_id(route, g: int, route_count: dict, g_count: dict) -> str:
+    """The route id, with "@g" when the stack runs at two GPU counts and "/tier" when one has two tiers."""
+    rid = route.route_id
+    if route_count.get(rid, 0) <= 1:
+        return rid
+    if g_count.get((rid, g), 0) <= 1 or not route.tier:
+        return f"{rid}@{g}"
+    return f"{rid}@{g}/{route.tier}"
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,16 @@ import pandas as pd
 
 from core.decision import latency
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
-from core.decision.plan import OwnedRoute, PlanCost, PlanInputs, Planner
+from core.decision.plan import (
+    CAP_BANDS,
+    EDGE_TIER,
+    TIER_NAMES,
+    OwnedRoute,
+    PlanCost,
+    PlanInputs,
+    Planner,
+    service_p95_alone_ms,
+)
 from core.models import CostBasis, Weights
 from core.performance import physics
 from core.presentation.format import integer
@@ -99,23 +108,6 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
     api_cols = np.array([r.hosting == "api" for r in ev.routes], dtype=bool)
     gpn = sc.gpus_per_node
 
-    cols: list[tuple[int, int]] = []  # (engine route, GPUs per replica; 0 for an API)
-    owned_spec = []
-    for r, route in enumerate(ev.routes):
-        if route.hosting != "owned":
-            cols.append((r, 0))
-            continue
-        stack = route.stack
-        for g in tp_options:
-            if g <= gpn and physics.max_concurrency(stack, gpu, g, 1024.0) >= 1:
-                owned_spec.append((len(cols), r, g))
-                cols.append((r, g))
-    col_route = np.array([c[0] for c in cols], dtype=int)
-    col_g = np.array([c[1] for c in cols], dtype=int)
-    C = len(cols)
-    allowed = allowed_r[:, col_route] if C else np.zeros((W, 0), bool)
-    best_g = np.nan_to_num(a["gpus_per_replica"], nan=0.0).astype(int)
-
     # The latency model's inputs (DESIGN.md "Latency model"): output-length spread per workload (the
     # inventory's output_tokens_p95, else latency.DEFAULT_OUTPUT_CV) and the latency an escalated request
     # adds: its fallback route's standalone p95 (an upper estimate of that one request's extra time).
@@ -125,40 +117,61 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         else np.zeros(W)
     fb_extra = np.nan_to_num(fb_extra, nan=0.0, posinf=0.0)
     out_mu, out_sigma = latency.output_lognormal(n_out, n_out_p95)
+    best_g = np.nan_to_num(a["gpus_per_replica"], nan=0.0).astype(int)
+
+    # Physics of every owned stack at every GPU count it fits on, once; its tiers (plan.CAP_BANDS) share it.
+    phys: dict[tuple[int, int], dict] = {}
+    for r, route in enumerate(ev.routes):
+        if route.hosting != "owned":
+            continue
+        for g in tp_options:
+            if g <= gpn and physics.max_concurrency(route.stack, gpu, g, 1024.0) >= 1:
+                phys[(r, g)] = _owned_physics(ev, route.stack, gpu, g, r, allowed_r[:, r] & interactive, n_in, n_out,
+                                              slo, grid, out_mu, out_sigma, fb_all, fb_extra)
+
+    cols: list[tuple[int, int]] = []  # (engine route, GPUs per replica; 0 for an API)
+    owned_spec: list[tuple[int, int, int, int]] = []  # (plan column, engine route, g, tier)
+    top = len(CAP_BANDS) - 1
+    for r, route in enumerate(ev.routes):
+        if route.hosting != "owned":
+            cols.append((r, 0))
+            continue
+        for g in tp_options:
+            ph = phys.get((r, g))
+            if ph is None:
+                continue
+            # A lower tier only where some interactive workload can run there and nowhere higher: a tier
+            # nobody needs would only multiply the search's columns.
+            tiers = [t for t in range(len(CAP_BANDS))
+                     if t == top or (ph["tier_ok"][t] & ~ph["tier_ok"][t + 1:].any(axis=0)).any()]
+            if 0 in tiers:
+                # Beside a latency tier, a second low-batch pool: the search moves there the few members whose
+                # target sits at the edge of what the hardware does alone (see Planner._evict).
+                tiers.append(EDGE_TIER)
+            for t in tiers:
+                owned_spec.append((len(cols), r, g, t))
+                cols.append((r, g))
+    col_route = np.array([c[0] for c in cols], dtype=int)
+    col_g = np.array([c[1] for c in cols], dtype=int)
+    C = len(cols)
+    allowed = allowed_r[:, col_route] if C else np.zeros((W, 0), bool)
 
     owned: list[OwnedRoute] = []
-    for c, r, g in owned_spec:
-        route = ev.routes[r]
-        stack = route.stack
-        svc = np.full((W, 1, len(grid)), np.nan, dtype=np.float32)
-        eff, _ = ev.catalog.efficiency(stack, gpu, g)
-        tail = np.array([eff.p95_over_mean])
-        prefill = np.full(W, np.nan)
-        rows = np.flatnonzero(allowed[:, c] & interactive)
-        spt = float(physics.decode_steps(stack, 1e6, eff)) / 1e6  # decode steps per output token
-        alone_ok = np.zeros(W, dtype=bool)
-        if rows.size:
-            pre = physics.prefill_ms(stack, gpu, g, n_in[rows], eff)
-            prefill[rows] = pre
-            maxc = physics.max_concurrency(stack, gpu, g, n_in[rows] + n_out[rows], eff)
-            for j, b in enumerate(grid):
-                fits = b <= maxc
-                if not fits.any():
-                    break
-                lat = physics.e2e_ms(stack, gpu, g, b, n_in[rows], n_out[rows], eff, prefill=pre) / 1e3
-                svc[rows, 0, j] = np.where(fits, lat, np.nan)
-            # Alone (batch 1, nobody else's prefill, no wait), with its escalations in the same 5 % budget:
-            # the best any deployment of this column can do for the workload (latency.min_replicas's test).
-            step1 = physics.decode_step(stack, gpu, g, 1.0, n_in[rows] + 0.5 * n_out[rows], eff)[0]
-            e = np.where(fb_all[rows] >= 0, np.nan_to_num(a["fallback_share"][rows, r]), 0.0)
-            alone = latency.ServiceTime(pre, spt * step1, out_mu[rows], out_sigma[rows])
-            p_miss = (1.0 - e) * alone.survival(slo[rows]) + e * alone.survival(slo[rows] - fb_extra[rows])
-            alone_ok[rows] = np.isfinite(svc[rows, 0, 0]) & (p_miss <= latency.SLO_TAIL)
-        # Interactive work may use any g where it meets its target alone; offline work the g the engine sized.
-        allowed[:, c] &= np.where(interactive, alone_ok, best_g[:, r] == g)
-        fee = 0.0 if route.route_id in zero_fee_for else (stack.licence_usd_per_gpu_month or 0.0)
-        owned.append(OwnedRoute(c, r, route.route_id, route.label, route.architecture, (g,), float(fee), svc, tail,
-                                stack=stack, gpu=gpu, eff=eff, prefill_ms=prefill, steps_per_token=spt))
+    tiers_of: dict[tuple[int, int], int] = {}
+    for _, r, g, _ in owned_spec:
+        tiers_of[(r, g)] = tiers_of.get((r, g), 0) + 1
+    for c, r, g, t in owned_spec:
+        route, ph = ev.routes[r], phys[(r, g)]
+        # Interactive work may use any tier where it meets its target alone; offline work the top tier at the
+        # g the engine sized.
+        allowed[:, c] &= np.where(interactive, ph["alone_ok"] & ph["tier_ok"][min(t, top)],
+                                  (best_g[:, r] == g) & (t == top))
+        fee = 0.0 if route.route_id in zero_fee_for else (route.stack.licence_usd_per_gpu_month or 0.0)
+        lo, hi = CAP_BANDS[0] if t == EDGE_TIER else CAP_BANDS[t]
+        owned.append(OwnedRoute(c, r, route.route_id, route.label, route.architecture, (g,), float(fee), ph["svc"],
+                                ph["tail"], stack=route.stack, gpu=gpu, eff=ph["eff"], prefill_ms=ph["prefill"],
+                                steps_per_token=ph["spt"], cap_lo=lo, cap_hi=hi,
+                                tier=TIER_NAMES[t] if tiers_of[(r, g)] > 1 else "", edge=t == EDGE_TIER))
 
     api_monthly = np.where(api_cols[col_route][None, :], base[:, col_route] * per_month[:, None], np.inf)
     fb = a["fallback_route"].astype(int)
@@ -166,7 +179,8 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
     fb_is_api = (fb >= 0) & api_cols[fb_safe] if R else np.zeros(W, bool)
     fallback_api = np.where(fb_is_api, base[rows_all, fb_safe] * per_month, 0.0) if R else np.zeros(W)
     # The escalated share lands on the fallback's column: its API, or its stack at the GPU count the engine sized.
-    col_of = {(r, g): k for k, (r, g) in enumerate(cols)}
+    col_of = {(r, g): c for c, r, g, t in owned_spec if t == top}
+    col_of.update({(r, 0): k for k, (r, g) in enumerate(cols) if g == 0})
     fb_col = np.array([col_of.get((int(f), 0 if api_cols[int(f)] else int(best_g[i, int(f)])), -1) if f >= 0 else -1
                        for i, f in enumerate(fb)], dtype=int) if np.any(fb >= 0) else np.full(W, -1)
     attribution_rate = rate.owned_fleet_usd_per_node_hour if sc.cost_basis is CostBasis.MARGINAL \
@@ -184,6 +198,48 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         concurrency_grid=np.asarray(grid, dtype=float), sla_tail=1.0 - sc.sla_percentile,
         input_tokens=np.asarray(n_in, dtype=float), output_tokens=np.asarray(n_out, dtype=float),
         output_p95_tokens=n_out_p95, fallback_extra_ms=fb_extra)
+
+
+def _owned_physics(ev: Evaluation, stack, gpu, g: int, r: int, rows_mask: np.ndarray, n_in, n_out, slo, grid,
+                   out_mu, out_sigma, fb_all, fb_extra) -> dict:
+    """One owned stack at g GPUs per replica: each interactive workload's mean service on the concurrency
+    grid (NaN where it does not fit), its prefill, whether it meets its target alone, and per tier
+    (plan.CAP_BANDS) whether it meets it alone at some cap of the tier."""
+    a = ev.a
+    W = len(rows_mask)
+    svc = np.full((W, 1, len(grid)), np.nan, dtype=np.float32)
+    eff, _ = ev.catalog.efficiency(stack, gpu, g)
+    prefill = np.full(W, np.nan)
+    rows = np.flatnonzero(rows_mask)
+    spt = float(physics.decode_steps(stack, 1e6, eff)) / 1e6  # decode steps per output token
+    alone_ok = np.zeros(W, dtype=bool)
+    tier_ok = np.zeros((len(CAP_BANDS), W), dtype=bool)
+    if rows.size:
+        pre = physics.prefill_ms(stack, gpu, g, n_in[rows], eff)
+        prefill[rows] = pre
+        maxc = physics.max_concurrency(stack, gpu, g, n_in[rows] + n_out[rows], eff)
+        for j, b in enumerate(grid):
+            fits = b <= maxc
+            if not fits.any():
+                break
+            lat = physics.e2e_ms(stack, gpu, g, b, n_in[rows], n_out[rows], eff, prefill=pre) / 1e3
+            svc[rows, 0, j] = np.where(fits, lat, np.nan)
+        # Alone (batch 1, nobody else's prefill, no wait), with its escalations in the same 5 % budget:
+        # the best any deployment of this column can do for the workload (latency.min_replicas's test).
+        step1 = physics.decode_step(stack, gpu, g, 1.0, n_in[rows] + 0.5 * n_out[rows], eff)[0]
+        e = np.where(fb_all[rows] >= 0, np.nan_to_num(a["fallback_share"][rows, r]), 0.0)
+        alone = latency.ServiceTime(pre, spt * step1, out_mu[rows], out_sigma[rows])
+        p_miss = (1.0 - e) * alone.survival(slo[rows]) + e * alone.survival(slo[rows] - fb_extra[rows])
+        alone_ok[rows] = np.isfinite(svc[rows, 0, 0]) & (p_miss <= latency.SLO_TAIL)
+        # Per tier: its service p95 alone at some cap of the band within target (the search's linear view).
+        p95 = service_p95_alone_ms(svc[rows], prefill[rows], out_mu[rows], out_sigma[rows])[:, 0, :]
+        meets = np.isfinite(p95) & (p95 <= slo[rows, None])
+        g_arr = np.asarray(grid)
+        for t, (lo, hi) in enumerate(CAP_BANDS):
+            tier_ok[t, rows] = meets[:, (g_arr >= lo) & (g_arr <= hi)].any(axis=1)
+        tier_ok[0, rows] |= alone_ok[rows]  # the latency tier holds anyone who meets the target at batch 1
+    return {"svc": svc, "tail": np.array([eff.p95_over_mean]), "prefill": prefill, "spt": spt, "eff": eff,
+            "alone_ok": alone_ok, "tier_ok": tier_ok}
 
 
 def _optional_column(workloads: pd.DataFrame, name: str, n: int) -> np.ndarray:
@@ -233,7 +289,10 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
             continue
         mine = np.array([ev.routes[r].route_id == route.route_id for r in every.col_route], dtype=bool)
         inp = replace(every, allowed=every.allowed & (~barred | mine)[None, :])
-        with_it = Planner(inp, planner._gpu_hours_month).optimise()
+        # From the plan without it (so using it never looks dearer), sharing the sizings already made.
+        # Large inventories: only moves from that plan (each shadow-price candidate re-sizes every pool).
+        with_it = Planner(inp, planner._gpu_hours_month, cache=planner._cache).optimise(
+            start=best.assignment, ladder=len(inp.workload_ids) <= BREAK_EVEN_REFINE_ROWS)
         positions = [k for k, o in enumerate(inp.owned) if o.route_id == route.route_id]
         gpus = _route_gpus(inp, with_it, positions)
         newly = tuple(str(x) for x in inp.workload_ids[(with_it.assignment >= 0) & (best.assignment < 0)])
@@ -247,7 +306,8 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
                 for _ in range(3):
                     owned = [replace(o, licence_usd_per_gpu_month=fee) if k in positions else o
                              for k, o in enumerate(inp.owned)]
-                    at_fee = Planner(replace(inp, owned=tuple(owned)), planner._gpu_hours_month).optimise()
+                    at_fee = Planner(replace(inp, owned=tuple(owned)), planner._gpu_hours_month,
+                                     cache=planner._cache).optimise(start=best.assignment)
                     g2 = _route_gpus(inp, at_fee, positions)
                     gap = best.bill - at_fee.bill
                     if g2 <= 0 or gap <= 0.01:
@@ -343,6 +403,8 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
             "workloads": [str(x) for x in members],
             "escalated_from": [str(x) for x in inp.workload_ids[np.flatnonzero(extra)]],
             "gpus_per_replica": int(route.tp_options[0]),
+            # Several tiers of one stack at one GPU count run as separate pools (plan.CAP_BANDS).
+            "tier": route.tier or None,
             "concurrency_cap": int(d.concurrency) if d is not None and d.feasible else None,
             "replicas": int(d.replicas) if d is not None and d.feasible else 0,
             "interactive_gpus": int(inter_gpus),

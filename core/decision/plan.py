@@ -41,8 +41,24 @@ SHADOW_PRICES = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0, 1.25, 1.6
 SHADOW_PRICES_LARGE = (0.0, 0.1, 0.35, 0.7, 1.0, 1.6, 3.0)  # fewer rungs where one exact pricing costs more
 LARGE_ROWS = 20_000
 SINGLE_MOVE_ROWS = 400  # up to this many workloads the search also tries moving each one alone
+# Above that, binding members of the deployments holding the most GPUs are moved out one at a time (exact
+# pricings per pass, deployments looked at per pass): a deterministic budget, not a clock.
+EVICT_PRICINGS = 60
+EVICT_DEPLOYMENTS = 8
+EVICT_GROUPS = (1, 2, 4, 8, 16, 32)  # how many of a pool's members closest to the edge are moved at once
 MAX_PASSES = 6
 MAX_REPAIR_ROUNDS = 6  # rounds of barring members a pooled deployment cannot hold (see optimise)
+# Concurrency tiers of one stack at one GPU count: (lowest, highest) concurrency cap per replica. One pool holds
+# every member to the tightest target among them, so one member that needs batch 2 would otherwise force a
+# pool of hundreds of loose ones to cap 2 (and 10x the replicas); a tier per band lets the search keep the
+# tight members on low-batch replicas of the same model while the rest run at high batch, as operators run a
+# latency pool beside a throughput pool. Offline work uses the top tier (its batch is sized by the engine).
+CAP_BANDS = ((1, 4), (8, 32), (64, 1 << 30))
+# Beside a latency tier the plan may run one more low-batch pool for members whose target sits at the edge of
+# what the hardware does alone: in a big pool such a member needs nearly every replica idle (hundreds of
+# surplus GPUs), on a pool of its own a few (Planner._evict moves them there when the bill falls).
+EDGE_TIER = len(CAP_BANDS)
+TIER_NAMES = ("latency tier", "middle tier", "throughput tier", "edge pool")
 # Target given to requests escalated onto a deployment: they load its queue, their own target is held on the
 # deployment that served them first (finite, so the latency model's arithmetic stays finite).
 _LOAD_ONLY_SLO_MS = 1e12
@@ -70,6 +86,16 @@ class OwnedRoute:
     eff: Any = field(default=None, repr=False)
     prefill_ms: np.ndarray | None = field(default=None, repr=False)  # (W,)
     steps_per_token: float = 1.0
+    # The concurrency caps per replica this column's deployment may run at (CAP_BANDS); tier names it when
+    # the same stack and GPU count has several tiers in the plan ("" when it has one).
+    cap_lo: int = 1
+    cap_hi: int = 1 << 30
+    tier: str = ""
+    edge: bool = False  # the edge pool beside a latency tier (EDGE_TIER)
+
+    def band_mask(self, grid: np.ndarray) -> np.ndarray:
+        """Which grid concurrencies this column's deployment may use as its cap."""
+        return (grid >= self.cap_lo) & (grid <= self.cap_hi)
 
     def step_curve_ms(self, context_tokens: float, max_batch: int) -> np.ndarray:
         """One decode step at running batch b = 1..max_batch with this mean context (physics)."""
@@ -208,10 +234,13 @@ class PlanCost:
 class Planner:
     """Prices assignments exactly (with a cache of deployment sizings) and searches for the cheapest."""
 
-    def __init__(self, inp: PlanInputs, gpu_hours_month: np.ndarray | None = None):
+    def __init__(self, inp: PlanInputs, gpu_hours_month: np.ndarray | None = None,
+                 cache: dict[tuple, DeploymentSize] | None = None):
         self.inp = inp
         self._owned_pos = {o.index: k for k, o in enumerate(inp.owned)}
-        self._cache: dict[tuple, DeploymentSize] = {}
+        # Sizings depend on the owned routes' physics and the members only, so planners over the same owned
+        # routes (the licensed-route and fleet-option re-plans) may share them.
+        self._cache: dict[tuple, DeploymentSize] = {} if cache is None else cache
         w = len(inp.workload_ids)
         self._rows = np.arange(w)
         owned_cols = np.zeros(inp.n_routes + 1, dtype=bool)
@@ -220,6 +249,11 @@ class Planner:
         self._owned_cols = np.array(sorted(o.index for o in inp.owned), dtype=int)
         self._lin = None
         self._hopeless: set[tuple[int, int]] = set()  # (row, plan column) found unable to meet the target there
+        # The edge pool beside each tier of a stack at one GPU count (plan column -> plan column).
+        edge_cols = {(o.route_index, o.tp_options[0]): o.index for o in inp.owned if o.edge}
+        self._edge_of = {o.index: edge_cols[(o.route_index, o.tp_options[0])] for o in inp.owned
+                         if not o.edge and (o.route_index, o.tp_options[0]) in edge_cols}
+        self._evict_budget = EVICT_PRICINGS
         # The standalone view depends on physics only, so planners over the same inputs may share it.
         self._gpu_hours_month = gpu_hours_month if gpu_hours_month is not None else self._standalone_gpu_hours()
 
@@ -284,6 +318,15 @@ class Planner:
         svc = route.service_s[rows][:, 0, :]  # (n, B) mean seconds at each grid concurrency (NaN: does not fit)
         grid = inp.concurrency_grid
         fits = np.all(np.isfinite(svc), axis=0) if n else np.ones(len(grid), bool)
+        band = route.band_mask(grid)
+        if (fits & band).any():
+            fits &= band
+        else:
+            # Members that each fit in the tier but not all at once (their contexts add up): the largest cap
+            # below the tier that holds them all, so a tier never makes a servable pool unservable.
+            below = np.flatnonzero(fits & (grid < route.cap_lo))
+            fits = np.zeros_like(fits)
+            fits[below[-1:]] = True
         g = int(route.tp_options[0])
         total = float(lam.sum())
 
@@ -505,18 +548,24 @@ class Planner:
         out[cols] = fixed[i] + res[i] * inp.full_usd_per_gpu_hour
         return out
 
-    def optimise(self) -> PlanCost:
-        """The cheapest plan found: shadow-price candidates, then improving moves."""
+    def optimise(self, start: np.ndarray | None = None, ladder: bool = True) -> PlanCost:
+        """The cheapest plan found: shadow-price candidates (and `start`, a plan known to be allowed here, such
+        as the plan without a route this one may also use), then improving moves. ladder=False (with a start)
+        skips the shadow-price candidates: only moves from the start."""
         inp = self.inp
         W, R = inp.allowed.shape
         if W == 0 or R == 0:
             return self.price(np.full(W, -1))
         best: PlanCost | None = None
+        if start is not None:
+            first = self.price(np.asarray(start))
+            best = first if first.feasible else None
         # A member that meets its target alone at its own context may miss it at batch 1 on a pool whose
         # mean context is longer (a slower step): that pairing is barred and the candidates re-chosen.
+        warm = best
         for _ in range(MAX_REPAIR_ROUNDS):
-            best, seen = None, set()
-            for mult in SHADOW_PRICES if W <= LARGE_ROWS else SHADOW_PRICES_LARGE:
+            best, seen = warm, set()
+            for mult in (SHADOW_PRICES if W <= LARGE_ROWS else SHADOW_PRICES_LARGE) if ladder or warm is None else ():
                 assign = self._choose(mult * self.inp.full_usd_per_gpu_hour)
                 k = assign.tobytes()
                 if k in seen:
@@ -550,15 +599,12 @@ class Planner:
         W = len(inp.workload_ids)
         out = np.full((W, inp.n_routes), np.nan)
         mu, sigma = latency.output_lognormal(inp.output_tokens, inp.output_p95_tokens)
-        tail_n = np.exp(mu + latency.Z95 * sigma) / np.exp(mu + sigma**2 / 2.0)
         for route in inp.owned:
             r = route.index
             svc = route.service_s  # (W, G, B)
-            # Service p95 alone at each concurrency: the decode part scaled by the output length's p95/mean
-            # (the latency model's lognormal), the prefill as it is.
-            pre = np.nan_to_num(route.prefill_ms, nan=0.0)[:, None, None]
-            p95 = pre + (svc * 1e3 - pre) * tail_n[:, None, None]
-            ok = np.isfinite(svc) & (p95 <= inp.slo_ms[:, None, None])
+            p95 = service_p95_alone_ms(svc, route.prefill_ms, mu, sigma)
+            band = route.band_mask(inp.concurrency_grid)[None, None, :]
+            ok = np.isfinite(svc) & (p95 <= inp.slo_ms[:, None, None]) & band
             # Interactive: GPU-seconds per request at the cheapest point meeting the target, at the peak rate
             # (capacity is reserved for the peak all month); offline: GPU-hours used.
             g = np.array(route.tp_options, dtype=float)[None, :, None]
@@ -589,6 +635,10 @@ class Planner:
                 cand = self.price(cand_assign)
                 if cand.feasible and cand.key < best.key:
                     best, improved = cand, True
+            if W > SINGLE_MOVE_ROWS:
+                evicted = self._evict(best)
+                if evicted is not best:
+                    best, improved = evicted, True
             # Single workloads (small inventories): every allowed route, first improvement.
             if W <= SINGLE_MOVE_ROWS:
                 for i in range(W):
@@ -603,6 +653,68 @@ class Planner:
             if not improved:
                 break
         return best
+
+    def _evict(self, best: PlanCost) -> PlanCost:
+        """Move the members at the edge of their target out of the deployments holding the most GPUs.
+
+        A pool is sized so that its most demanding member meets its target. A member whose target sits at
+        the edge of what the hardware does alone (service p95 at batch 1 close to the target) leaves no room
+        to wait or to batch, so a big pool keeps most replicas idle for it (a pool at 4x its offered load for
+        a few workloads at 0.2 requests/s each); on a small pool of their own (the edge pool beside the
+        latency tier) such members need a few replicas. Per deployment the k members closest to the edge
+        (k = 1, 2, 4, ...) are moved to the edge pool, or to their next-best route, and each result priced
+        exactly; the cheapest is kept while the bill falls. Large inventories only: up to SINGLE_MOVE_ROWS
+        workloads the single moves already try every member on every route. The budget (EVICT_PRICINGS
+        exact pricings per search) is a count, not a clock, so the plan does not depend on the machine.
+        """
+        inp = self.inp
+        full = inp.full_usd_per_gpu_hour
+        mu, sigma = latency.output_lognormal(inp.output_tokens, inp.output_p95_tokens)
+        looked: set[int] = set()
+        while self._evict_budget > 0:
+            moved = False
+            for pos, d in sorted(best.sizes.items(), key=lambda kv: -kv[1].gpus)[:EVICT_DEPLOYMENTS]:
+                if pos in looked or not d.feasible or d.replicas <= 1 or d.n_primary < 2:
+                    continue
+                looked.add(pos)
+                route = inp.owned[pos]
+                prim = d.rows[:d.n_primary]
+                p95_alone = service_p95_alone_ms(route.service_s[prim][:, :, :1], route.prefill_ms[prim], mu[prim],
+                                                 sigma[prim])[:, 0, 0]
+                order = prim[np.argsort(-(p95_alone / inp.slo_ms[prim]), kind="stable")]
+                edge = self._edge_of.get(route.index)
+                winner = best
+                for k in EVICT_GROUPS:
+                    if k >= prim.size or self._evict_budget <= 0:
+                        break
+                    out = order[:k]
+                    target = self._choose(full, rows=out, exclude=route.index)
+                    if edge is not None:
+                        target = np.where(inp.allowed[out, edge], edge, target)
+                    if (target < 0).any():
+                        continue
+                    cand_assign = best.assignment.copy()
+                    cand_assign[out] = target
+                    self._evict_budget -= 1
+                    cand = self.price(cand_assign)
+                    if cand.feasible and cand.key < winner.key:
+                        winner = cand
+                if winner is not best:
+                    best, moved = winner, True
+                    looked.discard(pos)  # its next members at the edge may be worth moving too
+                    break  # the sizes changed: look at the biggest deployments again
+            if not moved:
+                break
+        return best
+
+
+def service_p95_alone_ms(service_s: np.ndarray, prefill_ms: np.ndarray | None, mu: np.ndarray,
+                         sigma: np.ndarray) -> np.ndarray:
+    """(W, G, B) p95 of each workload's service alone at each grid concurrency, ms: the decode part scaled
+    by its output length's p95/mean (the latency model's lognormal), the prefill as it is."""
+    tail_n = np.exp(mu + latency.Z95 * sigma) / np.exp(mu + sigma**2 / 2.0)
+    pre = np.nan_to_num(prefill_ms, nan=0.0)[:, None, None] if prefill_ms is not None else 0.0
+    return pre + (service_s * 1e3 - pre) * tail_n[:, None, None]
 
 
 def pack_nodes(replicas: list[tuple[int, int]], gpus_per_node: int) -> int:
