@@ -27,6 +27,7 @@ from core.scenarios import (
 )
 from core.service import evaluate_store
 from core.store import Store, open_store
+from core.store.integrity import file_signature
 from dashboard.format import md
 
 # Scenario widget keys live in session state under this prefix; every page reads the same values.
@@ -62,13 +63,22 @@ def store() -> Store:
 
 
 def data_version() -> int:
-    """Bumped whenever a page writes to the store, so cached reads refresh."""
-    return st.session_state.setdefault("data_version", 0)
+    """The store's stamp: it changes whenever the store file is written, so cached reads key on it.
+
+    Every writer moves it: this session, another session, and a `hangover`
+    command (`workloads import`, `bench import`, `stacks add`) run beside the
+    dashboard, whose write the next rerun then sees (issue 16). It is the
+    file's (size, mtime, inode) and its write-ahead log's
+    (core.store.integrity.file_signature): a read leaves both as they were,
+    and two sessions on the same store share one key, so they share the cached
+    catalog and the evaluation instead of computing one each.
+    """
+    path = store().path
+    return hash((file_signature(path), file_signature(path.with_name(path.name + ".wal"))))
 
 
 def bump_data_version() -> None:
-    """Call after any write (upload, override, import)."""
-    st.session_state["data_version"] = data_version() + 1
+    """Call after any write (upload, override, import): drops the cached reads of the old store at once."""
     st.cache_data.clear()
     _evaluate.clear()
 
@@ -87,14 +97,16 @@ def init_state() -> None:
         st.session_state["sc_link"] = st.query_params.to_dict()
 
 
-@st.cache_data(show_spinner=False)
-def catalog(_version: int) -> Catalog:
-    """Reference data, re-read when the data version changes."""
+# The store stamp is a hashed argument (no leading underscore): a parameter named `_version` is left out of
+# Streamlit's cache key, so the catalog was read once and never again until a dashboard write cleared it.
+@st.cache_data(show_spinner=False, max_entries=4)
+def catalog(version: int) -> Catalog:
+    """Reference data, re-read when the store's stamp (data_version) changes."""
     return Catalog.from_store(store())
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
-def _provenance(_version: int) -> str:
+def _provenance(version: int) -> str:
     return inventory_provenance(store())
 
 
@@ -162,9 +174,25 @@ def load_into_sidebar(saved: SavedScenario) -> None:
 # A resource, not data: the evaluation (with its plan and search caches) is shared read-only by every rerun and
 # session instead of being pickled and unpickled on each rerun (heavy for large inventories; issue 11).
 @st.cache_resource(show_spinner="Planning the fleet…", max_entries=8)
-def _evaluate(scenario_json: str, _version: int, inventory_version: int | None) -> Evaluation:
+def _evaluate(scenario_json: str, version: int, inventory_version: int | None) -> Evaluation:
     sc = Scenario.model_validate_json(scenario_json)
-    return evaluate_store(store(), sc, version=inventory_version, catalog=catalog(_version))
+    return evaluate_store(store(), sc, version=inventory_version, catalog=catalog(version))
+
+
+# The store stamp the cached evaluations were made on (process-wide, like the cache itself).
+_evaluated_on: list[int] = []
+
+
+def _evaluation_for(scenario_json: str, stamp: int, inventory_version: int | None) -> Evaluation:
+    """The shared evaluation; when the store changed (any writer), the evaluations of the old store go at once.
+
+    An evaluation of a large inventory holds hundreds of MB: keeping up to
+    max_entries of them from before a write would multiply the server's memory.
+    """
+    if _evaluated_on and _evaluated_on[0] != stamp:
+        _evaluate.clear()
+    _evaluated_on[:] = [stamp]
+    return _evaluate(scenario_json, stamp, inventory_version)
 
 
 def lacks_price(what: str) -> bool:
@@ -186,7 +214,7 @@ def evaluation() -> Evaluation | None:
         sc = scenario()
         if lacks_price("This page"):
             return None
-        return _evaluate(sc.model_dump_json(), data_version(), st.session_state.get("inventory_version"))
+        return _evaluation_for(sc.model_dump_json(), data_version(), st.session_state.get("inventory_version"))
     except HangoverError as exc:
         st.error(md(str(exc)))
         return None

@@ -727,6 +727,9 @@ def test_diff_and_restore(store):
         {"workload_id": "new-one", "change": "added", "fields": ""},
         {"workload_id": "onboarding-rt", "change": "removed", "fields": ""},
     ]
+    assert diff.attrs["total"] == 3
+    first = diff_versions(store, 1, 2, limit=2)  # a page shows the first changes and counts them all
+    assert first["workload_id"].tolist() == ["kyc-overnight", "new-one"] and first.attrs["total"] == 3
     assert diff_versions(store, 2, 2).empty
     restored = restore_version(store, 1, created_by="bo")
     assert restored == inventory_store.CommitResult(3, True, "restored version 1 as version 3 (7 workloads)")
@@ -749,7 +752,7 @@ def test_failure_mid_commit_leaves_the_store_exactly_as_it_was(store, monkeypatc
     before = snapshot(store)
     real_insert = inventories.insert_workloads
 
-    def half_then_fail(cur, version, table, rows):
+    def half_then_fail(cur, version, table, rows, **kwargs):
         real_insert(cur, version, table.slice(0, 3), rows[:3])  # the version row and 3 workloads are in
         raise RuntimeError("disk full")
 
@@ -761,6 +764,52 @@ def test_failure_mid_commit_leaves_the_store_exactly_as_it_was(store, monkeypatc
     assert snapshot(store) == before
     monkeypatch.undo()
     assert commit_inventory(store, changed, file_name="v2.csv").version == 2
+
+
+def test_a_commit_in_slices_reports_progress_and_a_failing_slice_leaves_the_store_as_it_was(store, monkeypatch):
+    """Issue 16: large commits go in slices (bounded copies, progress); still one transaction."""
+    from core.inventory import versions
+
+    base = read_inventory(sample_workloads_path()).frame  # 7 rows: slices of 3, 3 and 1
+    monkeypatch.setattr(versions, "COMMIT_SLICE_ROWS", 3)
+    seen: list[tuple[float, str]] = []
+    result = commit_inventory(store, base, file_name="v1.csv", progress=lambda f, what: seen.append((f, what)))
+    assert result.version == 1
+    pd.testing.assert_frame_equal(load_version(store, 1), base)
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0) and len(fractions) == 3 + 3
+    assert seen[0][1] == "checksum of the rows" and seen[-1][1] == "writing 7 rows"
+    assert list_versions(store).loc[0, "checksum"] == checksum(base)  # the sliced checksum is the same
+    before = snapshot(store)
+    real_execute_calls = []
+    real_insert = inventories.insert_workloads
+
+    def fail_on_the_third_slice(cur, version, table, rows, *, slice_rows=None, progress=None):
+        def tick(f):
+            real_execute_calls.append(f)
+            if len(real_execute_calls) == 2:
+                raise RuntimeError("disk full")
+        real_insert(cur, version, table, rows, slice_rows=slice_rows, progress=tick)
+
+    monkeypatch.setattr(inventories, "insert_workloads", fail_on_the_third_slice)
+    changed = base.copy()
+    changed["requests_per_day"] = 1.0
+    with pytest.raises(RuntimeError, match="disk full"):
+        commit_inventory(store, changed, file_name="v2.csv")
+    assert snapshot(store) == before
+
+
+def test_latest_size_and_a_page_of_a_version(store):
+    from core.inventory import latest_size, version_page
+
+    base = read_inventory(sample_workloads_path()).frame
+    assert latest_size(store) == (None, len(base))
+    commit_inventory(store, base, file_name="v1.csv")
+    assert latest_size(store) == (1, len(base))
+    pd.testing.assert_frame_equal(version_page(store, 1, 2, 3), base.iloc[2:5])
+    assert version_page(store, 1, 100, 3).empty
+    with pytest.raises(InputError, match="no inventory version 9"):
+        version_page(store, 9, 0, 3)
 
 
 def test_commits_from_several_threads_get_distinct_versions(store):

@@ -304,7 +304,7 @@ def test_the_row_limit_refuses_a_larger_upload(monkeypatch):
     monkeypatch.setattr(inventory_files, "MAX_ROWS", 3)
     report = read_inventory(csv_bytes([row(workload_id=str(i)) for i in range(4)]), "x.csv")
     assert report.error_lines() == ["file: the file has 4 rows below the header; one inventory may hold at most "
-                                    "3 workloads: split it"]
+                                    "3 workloads (HANGOVER_MAX_ROWS sets this limit): split it"]
     assert read_inventory(csv_bytes([row(workload_id=str(i)) for i in range(3)]), "x.csv").ok
     book = workbook({"S": [HEADER] + [book_row(i) for i in range(60)]})
     assert "has more than 3 rows" in read_inventory(book, "b.xlsx").errors.loc[0, "problem"]
@@ -455,3 +455,26 @@ def test_workbook_numbers_text_and_other_cells_read_as_openpyxl_read_them():
     assert report.ok, report.error_lines()
     assert report.frame["requests_per_day"].tolist() == values
     assert report.frame["notes"].tolist()[:2] == ["TRUE", "2026-01-02"]
+
+
+def test_the_row_limit_is_configured_in_the_environment():
+    from core.inventory.columns import DEFAULT_MAX_ROWS, configured_max_rows
+
+    assert configured_max_rows({}) == DEFAULT_MAX_ROWS == 2_000_000
+    assert configured_max_rows({"HANGOVER_MAX_ROWS": "500,000"}) == 500_000
+    assert configured_max_rows({"HANGOVER_MAX_ROWS": "250_000"}) == 250_000
+    # Nonsense, zero, or more than the default (the memory bound is measured at 2M) keep the default.
+    for bad in ("", "lots", "-5", "0", "3e6", "5000000"):
+        assert configured_max_rows({"HANGOVER_MAX_ROWS": bad}) == DEFAULT_MAX_ROWS
+
+
+def test_the_progress_callback_hears_the_read_and_the_check():
+    seen: list[tuple[float, str]] = []
+    report = read_inventory(csv_bytes([row(), row(workload_id="b")]), "x.csv",
+                            progress=lambda f, what: seen.append((f, what)))
+    assert report.ok
+    assert [f for f, _ in seen] == [0.0, 0.6, 1.0]
+    assert seen[0][1].startswith("reading x.csv (") and seen[-1][1] == "checked 2 rows"
+    seen.clear()
+    assert not read_inventory(b"", "x.csv", progress=lambda f, what: seen.append((f, what))).ok
+    assert seen[-1] == (1.0, "the file cannot be read")

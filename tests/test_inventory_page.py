@@ -105,3 +105,58 @@ def test_an_ambiguous_file_asks_for_the_decimal_separator(at):
     preview = next(d.value for d in at.dataframe if "requests_per_day" in d.value.columns
                    and d.editing_mode == "read_only")  # AppTest gives tables no key: the preview by its columns
     assert preview["requests_per_day"].tolist() == [40_000.0]
+
+
+# -- large inventories and writes from the command line (issue 16) ----------------------------------
+
+
+def sample_csv(tmp_path: Path) -> Path:
+    from core.store.seed import sample_workloads_path
+
+    path = tmp_path / "inventory.csv"
+    path.write_bytes(sample_workloads_path().read_bytes())
+    return path
+
+
+def test_a_version_committed_from_the_command_line_shows_on_the_next_rerun(at, tmp_path):
+    """The page's cached reads key on the store file's stamp, so a CLI write needs no dashboard write or restart."""
+    from core.cli import main
+    from core.models import GpuSpec
+    from core.store import Store
+
+    assert "bundled sample" in texts(at.caption)
+    db = str(tmp_path / "fresh.duckdb")
+    assert main(["--db", db, "workloads", "import", str(sample_csv(tmp_path))]) == 0
+    run(at)
+    assert "The routing uses **version 1**" in texts(at.caption)
+    # Reference data too (the catalog): a GPU another program adds appears in the sidebar's choice.
+    Store(db).add("gpus", [GpuSpec(name="Test GPU 9000", hbm_gb=1, hbm_tb_per_s=1, bf16_tflops=1, tdp_w=1,
+                                   source="test", as_of="2026-12-01")])
+    run(at)
+    assert "Test GPU 9000" in at.selectbox(key="sc_gpu").options
+
+
+def test_an_inventory_above_the_editor_limit_is_shown_read_only_a_page_at_a_time(at, tmp_path, monkeypatch):
+    from core.cli import main
+    from core.inventory import columns
+
+    monkeypatch.setattr(columns, "EDITOR_MAX_ROWS", 5)
+    monkeypatch.setattr(columns, "PAGE_ROWS", 3)
+    assert main(["--db", str(tmp_path / "fresh.duckdb"), "workloads", "import", str(sample_csv(tmp_path))]) == 0
+    run(at)
+    assert not [e for e in at.get("arrow_data_frame") if e.editing_mode != "read_only"], "no editor above the limit"
+    assert "holds 7 workloads, more than the 5 the editor takes" in texts(at.info)
+    page = at.number_input(key="wl_page_1")
+    assert page.max == 3 and page.value == 1
+    shown = next(d.value for d in at.dataframe if d.value.index.name == "row")
+    assert shown.index.tolist() == [2, 3, 4]
+    assert "Workloads 1 to 3 of 7" in texts(at.caption)
+    page.set_value(3)
+    run(at)
+    assert next(d.value for d in at.dataframe if d.value.index.name == "row").index.tolist() == [8]
+    # An upload above the preview's rows sends only the first ones and says so.
+    at.file_uploader(key="wl_upload").set_value(("inventory.csv", sample_csv(tmp_path).read_bytes(), "text/csv"))
+    run(at)
+    tables = [d.value.index.tolist() for d in at.dataframe if "requests_per_day" in d.value.columns]
+    assert sorted(tables) == [[2, 3, 4], [8]]  # the preview's first rows beside the page in view
+    assert "The first 3 of 7 rows are shown; all of them are committed." in texts(at.caption)

@@ -22,7 +22,7 @@ from core.inventory.columns import (
     REQUIRED_COLUMNS,
     SHARE_COLUMNS,
 )
-from core.inventory.files import DECIMALS, read_inventory
+from core.inventory.files import DECIMALS, Progress, read_inventory
 from core.inventory.report import InventoryReport, frame_from_arrow
 from core.inventory.template import template_bytes, write_template
 from core.inventory.validate import validate_frame
@@ -32,15 +32,17 @@ from core.inventory.versions import (
     commit_inventory,
     diff_versions,
     latest_inventory,
+    latest_size,
     list_versions,
     load_version,
     restore_version,
+    version_page,
 )
 
 __all__ = [
     "COLUMNS", "COLUMN_HELP", "DECIMALS", "ENUM_VALUES", "EXAMPLE_ROWS", "MAX_CELL_CHARS", "MAX_LISTED_ERRORS",
     "MAX_ROWS", "NUMBER_RULES", "NUMERIC_COLUMNS", "REQUIRED_COLUMNS", "SHARE_COLUMNS",
-    "CommitResult", "InventoryReport", "checksum", "commit_inventory", "diff_versions", "frame_from_arrow",
-    "latest_inventory", "list_versions", "load_version", "read_inventory", "restore_version",
-    "template_bytes", "validate_frame", "write_template",
+    "CommitResult", "InventoryReport", "Progress", "checksum", "commit_inventory", "diff_versions",
+    "frame_from_arrow", "latest_inventory", "latest_size", "list_versions", "load_version", "read_inventory",
+    "restore_version", "template_bytes", "validate_frame", "version_page", "write_template",
 ]

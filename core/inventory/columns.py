@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import typing
 from dataclasses import dataclass
@@ -38,7 +39,22 @@ SLO_OR_WINDOW = ("latency_slo_ms", "batch_window_hours")
 # -- limits (issue 16): stated once, named in every refusal -------------------------------
 
 # Largest inventory one upload may hold: the dashboard keeps a whole inventory in memory per session.
-MAX_ROWS = 2_000_000
+# A server with less memory sets a lower limit in the environment (HANGOVER_MAX_ROWS=500000), read once at start.
+DEFAULT_MAX_ROWS = 2_000_000
+MAX_ROWS_ENV = "HANGOVER_MAX_ROWS"
+
+
+def configured_max_rows(environ: typing.Mapping[str, str] = os.environ) -> int:
+    """HANGOVER_MAX_ROWS when it is a whole number from 1 to the default (commas or underscores allowed), else the default."""
+    text = environ.get(MAX_ROWS_ENV, "").replace(",", "").replace("_", "").strip()
+    return int(text) if text.isdigit() and 0 < int(text) <= DEFAULT_MAX_ROWS else DEFAULT_MAX_ROWS
+
+
+MAX_ROWS = configured_max_rows()
+# Above EDITOR_MAX_ROWS rows the dashboard shows an inventory read-only, PAGE_ROWS rows a page: an editor or a
+# table sends every row it is given to the browser (issue 16: a 2M-row inventory was a 295 MB message).
+EDITOR_MAX_ROWS = 10_000
+PAGE_ROWS = 1_000
 # Largest cell: Excel's own limit ("Total number of characters that a cell can contain: 32,767",
 # Microsoft, Excel specifications and limits, checked 2026-12-01). A longer cell was not written by Excel.
 MAX_CELL_CHARS = 32_767

@@ -15,6 +15,7 @@ import os
 import re
 import tempfile
 import zipfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from core.inventory.columns import (
     HEADER_SCAN_ROWS,
     MAX_CELL_CHARS,
     MAX_ROWS,
+    MAX_ROWS_ENV,
     MIN_HEADER_MATCHES,
     echo,
     known_count,
@@ -42,14 +44,24 @@ _COMMA_RULE = "comma-separated: Excel writes ',' between cells only where '.' is
 DECIMALS = (",", ".")
 
 
+# progress(fraction done 0..1, what is being done): how core reports a long read or commit to the CLI or a page.
+Progress = Callable[[float, str], None]
+
+
 def read_inventory(source: str | Path | bytes, file_name: str | None = None, sheet: str | None = None,
-                   decimal: str | None = None) -> InventoryReport:
+                   decimal: str | None = None, progress: Progress | None = None) -> InventoryReport:
     """Read a CSV or XLSX inventory and validate it; never raises for bad content (see `errors`).
 
     `sheet` picks a workbook sheet (default: the sheet whose header matches the
     inventory columns). `decimal` ("," or ".") settles numbers such as 40.000
     that the file itself leaves ambiguous (see core.inventory.numbers).
+    `progress` is told when reading starts, when the cells are being checked
+    and when the report is ready (a 2,000,000-row file takes several seconds).
     """
+    def tell(fraction: float, what: str) -> None:
+        if progress is not None:
+            progress(fraction, what)
+
     if decimal is not None and decimal not in DECIMALS:
         return unreadable(f"the decimal separator must be ',' or '.', not {echo(decimal, 10)!r}")
     path: Path | None = None
@@ -70,10 +82,15 @@ def read_inventory(source: str | Path | bytes, file_name: str | None = None, she
                 raise FileProblem(f"{path} is a folder, not a file") from None
             except PermissionError:
                 raise FileProblem(f"cannot read {path}: permission denied") from None
+        tell(0.0, f"reading {echo(file_name or 'the file', 60)} ({len(data) / 1e6:,.1f} MB)")
         raw = _read_bytes(data, file_name or "", sheet, path, decimal)
     except FileProblem as exc:
+        tell(1.0, "the file cannot be read")
         return unreadable(str(exc))
-    return validate(raw)
+    tell(0.6, f"checking every cell of {len(raw.rows):,} rows")
+    report = validate(raw)
+    tell(1.0, f"checked {len(raw.rows):,} rows")
+    return report
 
 
 def _read_bytes(data: bytes, file_name: str, sheet: str | None, path: Path | None, decimal: str | None) -> Raw:
@@ -182,7 +199,8 @@ def _read_workbook(wb, data: bytes, sheet: str | None, decimal: str | None) -> R
     header_index = scores[position][2] if scores[position][0] >= MIN_HEADER_MATCHES else None
     if ws.total_height > MAX_ROWS + HEADER_SCAN_ROWS + 1:
         raise FileProblem(f"sheet {echo(chosen, 40)!r} has more than {MAX_ROWS:,} rows; one inventory "
-                          f"may hold at most {MAX_ROWS:,} workloads: split it or remove unused rows")
+                          f"may hold at most {MAX_ROWS:,} workloads ({MAX_ROWS_ENV} sets this limit): split it "
+                          "or remove unused rows")
     records = ws.to_python(skip_empty_area=False)
     _restore_error_cells(data, chosen, records)
 
@@ -206,7 +224,7 @@ def _read_workbook(wb, data: bytes, sheet: str | None, decimal: str | None) -> R
     header_row = header_index + 1
     if real_rows - header_row > MAX_ROWS:
         raise FileProblem(f"sheet {echo(chosen, 40)!r} has {real_rows - header_row:,} rows below the header; one "
-                          f"inventory may hold at most {MAX_ROWS:,} workloads: split it")
+                          f"inventory may hold at most {MAX_ROWS:,} workloads ({MAX_ROWS_ENV} sets this limit): split it")
     if header_row > 1:
         warnings.append(f"header found on row {header_row}; the {header_row - 1} row(s) above it (titles or blank) "
                         "were skipped")
@@ -564,7 +582,7 @@ def _read_csv(data: bytes, path: Path | None, decimal: str | None) -> Raw:
     def within_limit(layout: tuple[int, np.ndarray | None]) -> tuple[int, np.ndarray | None]:
         if layout[0] - header_records > MAX_ROWS:
             raise FileProblem(f"the file has {layout[0] - header_records:,} rows below the header; one inventory "
-                              f"may hold at most {MAX_ROWS:,} workloads: split it")
+                              f"may hold at most {MAX_ROWS:,} workloads ({MAX_ROWS_ENV} sets this limit): split it")
         return layout
 
     # The careful count of every record (it refuses an open quote, and rows past the limit) runs

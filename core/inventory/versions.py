@@ -11,11 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from core.errors import InputError
 from core.inventory.columns import COLUMNS
-from core.inventory.files import read_inventory
+from core.inventory.files import Progress, read_inventory
 from core.inventory.report import frame_from_arrow
 from core.store import Store, inventories
 from core.store.inventories import Cursor
@@ -31,21 +32,36 @@ class CommitResult:
     message: str
 
 
-def checksum(frame: pd.DataFrame) -> str:
+# Rows per slice of the checksum and per INSERT of a commit: bounds the copies a commit makes at once
+# (a 2,000,000-row commit used to sort a whole copy of the table) and paces its progress.
+COMMIT_SLICE_ROWS = 100_000
+
+
+def checksum(frame: pd.DataFrame, progress: Progress | None = None) -> str:
     """sha256 of the canonical CSV of the rows sorted by workload_id.
 
     Row order and row numbers are left out, so the same workloads uploaded as
     CSV or XLSX, or in another order, give the same checksum.
     """
-    table = _arrow(frame).sort_by("workload_id")
+    return _checksum(_arrow(frame), progress)
+
+
+def _checksum(table: pa.Table, progress: Progress | None = None) -> str:
     digest = hashlib.sha256(_csv(table.slice(0, 0), header=True))
-    # Rows are written independently of each other, so slices written in parallel
-    # and hashed in order give exactly the bytes of one write_csv of the table.
-    step = 100_000
-    slices = [table.slice(i, step) for i in range(0, table.num_rows, step)]
+    # Rows are written independently of each other, so slices written in parallel and hashed in
+    # order give exactly the bytes of one write_csv of the sorted table. Only the sort order is
+    # computed for the whole table; each slice is gathered (a copy of its rows) just before it is written.
+    order = pc.sort_indices(table, sort_keys=[("workload_id", "ascending")])
+    starts = range(0, table.num_rows, COMMIT_SLICE_ROWS)
+
+    def write(start: int) -> bytes:
+        return _csv(table.take(order.slice(start, COMMIT_SLICE_ROWS)))
+
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        for chunk in pool.map(_csv, slices):
+        for k, chunk in enumerate(pool.map(write, starts)):
             digest.update(chunk)
+            if progress is not None:
+                progress((k + 1) / len(starts), "checksum of the rows")
     return digest.hexdigest()
 
 
@@ -80,15 +96,17 @@ def _row_numbers(frame: pd.DataFrame) -> np.ndarray:
 
 
 def commit_inventory(store: Store, frame: pd.DataFrame, *, file_name: str, created_by: str = "",
-                     comment: str = "") -> CommitResult:
+                     comment: str = "", progress: Progress | None = None) -> CommitResult:
     """Add the validated frame as a new version, in one transaction; identical to the latest -> nothing.
 
     Pass `report.frame` from read_inventory or validate_frame (only an ok report's frame).
+    `progress(fraction, what)` is called as the checksum and the rows are written
+    (a 2,000,000-row commit takes several seconds): the checksum is the first 40 %.
     """
     table = _arrow(frame)
     if table.num_rows == 0:
         raise InputError("cannot commit an empty inventory; the current version is kept")
-    digest = checksum(frame)
+    digest = _checksum(table, None if progress is None else lambda f, what: progress(0.4 * f, what))
     rows = _row_numbers(frame)
 
     def work(cur: Cursor) -> CommitResult:
@@ -98,7 +116,9 @@ def commit_inventory(store: Store, frame: pd.DataFrame, *, file_name: str, creat
         version = (latest[0] if latest else 0) + 1
         inventories.insert_version(cur, version, created_by=created_by, file_name=file_name,
                                    row_count=table.num_rows, digest=digest, comment=comment)
-        inventories.insert_workloads(cur, version, table, rows)
+        inventories.insert_workloads(cur, version, table, rows, slice_rows=COMMIT_SLICE_ROWS,
+                                     progress=None if progress is None else
+                                     lambda f: progress(0.4 + 0.6 * f, f"writing {table.num_rows:,} rows"))
         return CommitResult(version, True, f"committed version {version}: {table.num_rows} workloads from {file_name}")
 
     return store.write(work)
@@ -133,6 +153,27 @@ def load_version(store: Store, version: int | None = None) -> pd.DataFrame:
     return frame_from_arrow(table, table.column("row_number").to_numpy())
 
 
+def latest_size(store: Store) -> tuple[int | None, int]:
+    """(latest version, its number of workloads), or (None, the bundled sample's) when nothing was committed yet.
+
+    Reads one row of inventory_versions: a page can decide how to show a large
+    inventory before loading any of it.
+    """
+    with store.cursor() as cur:
+        latest = inventories.latest(cur)
+        if latest is not None:
+            return latest[0], int(inventories.version_info(cur, latest[0])[1])
+    return None, len(latest_inventory(store)[1])
+
+
+def version_page(store: Store, version: int, offset: int, limit: int) -> pd.DataFrame:
+    """`limit` workloads of one version from position `offset` (0 = the first row), index = file row."""
+    with store.cursor() as cur:
+        _check_version(cur, version)
+        table = inventories.load_workloads_page(cur, version, COLUMNS, max(int(offset), 0), max(int(limit), 0))
+    return frame_from_arrow(table, table.column("row_number").to_numpy())
+
+
 def latest_inventory(store: Store) -> tuple[int | None, pd.DataFrame]:
     """(latest version, its workloads), or (None, the bundled sample) when nothing was committed yet."""
     with store.cursor() as cur:
@@ -145,13 +186,19 @@ def latest_inventory(store: Store) -> tuple[int | None, pd.DataFrame]:
     return None, report.frame
 
 
-def diff_versions(store: Store, a: int, b: int) -> pd.DataFrame:
-    """Workloads added, removed or changed from version a to version b; `fields` names the changed columns."""
+def diff_versions(store: Store, a: int, b: int, limit: int | None = None) -> pd.DataFrame:
+    """Workloads added, removed or changed from version a to version b; `fields` names the changed columns.
+
+    With `limit`, the first `limit` changes by workload_id; `attrs["total"]` always counts every change.
+    """
     with store.cursor() as cur:
         _check_version(cur, a)
         _check_version(cur, b)
-        df = inventories.diff(cur, a, b, COLUMNS)
-    return df.astype({"workload_id": object, "change": object, "fields": object})
+        df = inventories.diff(cur, a, b, COLUMNS, limit=limit)
+    total = int(df["total"].iloc[0]) if len(df) else 0
+    df = df.drop(columns="total").astype({"workload_id": object, "change": object, "fields": object})
+    df.attrs["total"] = total
+    return df
 
 
 def restore_version(store: Store, n: int, created_by: str = "") -> CommitResult:

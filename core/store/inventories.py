@@ -8,7 +8,7 @@ the caller holds, so a commit stays one transaction.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import duckdb
 import numpy as np
@@ -57,21 +57,31 @@ def insert_version(cur: Cursor, version: int, *, created_by: str, file_name: str
     )
 
 
-def insert_workloads(cur: Cursor, version: int, table: pa.Table, rows: np.ndarray) -> None:
-    """All rows of one version in one statement, from a registered Arrow table (values never become SQL text)."""
+def insert_workloads(cur: Cursor, version: int, table: pa.Table, rows: np.ndarray, *, slice_rows: int | None = None,
+                     progress: Callable[[float], None] | None = None) -> None:
+    """All rows of one version, from registered Arrow slices (values never become SQL text).
+
+    With `slice_rows`, one INSERT per slice of that many rows (zero-copy views
+    of the table), all on the caller's cursor, so still one transaction;
+    `progress(fraction)` after each.
+    """
     cols = _collist(table.column_names)
     data = table.add_column(0, "row_number", pa.array(rows, pa.int64()))
     data = data.add_column(0, "version", pa.array(np.full(len(rows), version, dtype=np.int32)))
-    cur.register("_inventory_rows", data)
-    try:
-        cur.execute(f"INSERT INTO workloads (version, row_number, {cols}) "
-                    f"SELECT version, row_number, {cols} FROM _inventory_rows")
-    except BaseException:
-        # The failed insert aborted the transaction: unregistering now would fail too and hide its error.
-        with contextlib.suppress(Exception):
-            cur.unregister("_inventory_rows")
-        raise
-    cur.unregister("_inventory_rows")
+    step = slice_rows or max(data.num_rows, 1)
+    for start in range(0, max(data.num_rows, 1), step):
+        cur.register("_inventory_rows", data.slice(start, step))
+        try:
+            cur.execute(f"INSERT INTO workloads (version, row_number, {cols}) "
+                        f"SELECT version, row_number, {cols} FROM _inventory_rows")
+        except BaseException:
+            # The failed insert aborted the transaction: unregistering now would fail too and hide its error.
+            with contextlib.suppress(Exception):
+                cur.unregister("_inventory_rows")
+            raise
+        cur.unregister("_inventory_rows")
+        if progress is not None:
+            progress(min(start + step, data.num_rows) / max(data.num_rows, 1))
 
 
 def copy_workloads(cur: Cursor, source: int, target: int, columns: Sequence[str]) -> None:
@@ -94,10 +104,18 @@ def load_workloads(cur: Cursor, version: int, columns: Sequence[str]) -> pa.Tabl
                    params={"v": int(version)}).to_arrow_table()
 
 
-def diff(cur: Cursor, a: int, b: int, columns: Sequence[str]) -> pd.DataFrame:
+def load_workloads_page(cur: Cursor, version: int, columns: Sequence[str], offset: int, limit: int) -> pa.Table:
+    """row_number and the contract columns of `limit` rows of one version from `offset`, in file order."""
+    return cur.sql(f"SELECT row_number, {_collist(columns)} FROM workloads WHERE version = $v "
+                   "ORDER BY row_number LIMIT $limit OFFSET $offset",
+                   params={"v": int(version), "limit": int(limit), "offset": int(offset)}).to_arrow_table()
+
+
+def diff(cur: Cursor, a: int, b: int, columns: Sequence[str], limit: int | None = None) -> pd.DataFrame:
     """workload_id, change (added/removed/changed) and the changed fields from version a to version b.
 
-    `columns[0]` is the key (workload_id); the rest are compared.
+    `columns[0]` is the key (workload_id); the rest are compared. With `limit`,
+    only the first `limit` changes by workload_id; the `total` column counts them all.
     """
     _collist(columns)
     ident, rest = columns[0], columns[1:]
@@ -112,10 +130,12 @@ def diff(cur: Cursor, a: int, b: int, columns: Sequence[str]) -> pd.DataFrame:
                     WHEN vb.{ident} IS NULL THEN 'removed'
                     ELSE 'changed' END AS change,
                CASE WHEN va.{ident} IS NULL OR vb.{ident} IS NULL THEN ''
-                    ELSE concat_ws(', ', {fields}) END AS fields
+                    ELSE concat_ws(', ', {fields}) END AS fields,
+               count(*) OVER () AS total
         FROM va FULL OUTER JOIN vb ON va.{ident} = vb.{ident}
         WHERE va.{ident} IS NULL OR vb.{ident} IS NULL OR {changed}
         ORDER BY workload_id
+        {"LIMIT $limit" if limit is not None else ""}
         """,
-        params={"a": int(a), "b": int(b)},
+        params={"a": int(a), "b": int(b), **({"limit": int(limit)} if limit is not None else {})},
     ).df()

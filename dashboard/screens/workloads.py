@@ -5,12 +5,17 @@ import streamlit as st
 from core.bounds import input_limits
 from core.errors import HangoverError
 from core.inventory import DECIMALS, ENUM_VALUES, read_inventory, template_bytes, validate_frame
+
+# Above EDITOR_MAX_ROWS the inventory is read-only, PAGE_ROWS a page (also the preview's and a comparison's rows).
+from core.inventory.columns import EDITOR_MAX_ROWS, PAGE_ROWS
 from core.inventory.versions import (
     commit_inventory,
     diff_versions,
     latest_inventory,
+    latest_size,
     list_versions,
     restore_version,
+    version_page,
 )
 from core.models import Workload
 from core.presentation.format import column_format, integer
@@ -58,20 +63,70 @@ EDITOR_ORDER = [*PREVIEW_ORDER, "team", "notes"]
 EDITOR_COLUMNS = {name: {**config, "width": config["width"] + 22} for name, config in WORKLOAD_COLUMNS.items()}
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def _read(data: bytes, file_name: str, sheet: str | None = None, decimal: str | None = None):
-    """Parsed and validated once per file content, sheet and decimal choice (reruns do not re-read the file)."""
-    return read_inventory(data, file_name=file_name, sheet=sheet, decimal=decimal)
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
+def _read(up, slot, sheet: str | None = None, decimal: str | None = None):
+    """Read and validated once per upload, sheet and decimal choice, and kept in this session only.
+
+    Not st.cache_data: that pickled the whole report into a process-wide cache
+    and unpickled a fresh copy on every rerun, and hashed the uploaded bytes
+    each time. The session keeps the reports of its current upload; another
+    upload (or none) lets them go.
+    """
+    memo = st.session_state.get("wl_reads")
+    if memo is None or memo[0] != up.file_id:
+        memo = (up.file_id, {})
+        st.session_state["wl_reads"] = memo
+    reads = memo[1]
+    if (sheet, decimal) not in reads:
+        bar = slot.progress(0.0, text=md(f"Reading {up.name}…"))
+        reads[(sheet, decimal)] = read_inventory(up.getvalue(), file_name=up.name, sheet=sheet, decimal=decimal,
+                                                 progress=lambda f, what: bar.progress(f, text=md(what)))
+        slot.empty()
+    return reads[(sheet, decimal)]
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
 def _current(data_ver: int):
-    return latest_inventory(store())
+    """(version, workloads, the frame when the editor may take it, else None), shared by every session.
+
+    A resource (never modified here: the editor gets its own copy), keyed on
+    the store's stamp, so a version committed from the command line shows on
+    the next rerun and sessions do not each hold a copy.
+    """
+    version, count = latest_size(store())
+    if count > EDITOR_MAX_ROWS:
+        return version, count, None
+    version, frame = latest_inventory(store())
+    return version, len(frame), frame
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _page(data_ver: int, version: int, page: int):
+    return version_page(store(), version, (page - 1) * PAGE_ROWS, PAGE_ROWS)
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
 def _versions(data_ver: int):
     return list_versions(store())
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _diff(data_ver: int, a: int, b: int):
+    return diff_versions(store(), a, b, limit=PAGE_ROWS)
+
+
+def _commit(frame, file_name: str) -> None:
+    """Commit with a progress bar (checksum, then the rows), then refresh and say what happened."""
+    bar = st.progress(0.0, text=md(f"Committing {file_name}…"))
+    try:
+        result = commit_inventory(store(), frame, file_name=file_name, created_by="dashboard",
+                                  progress=lambda f, what: bar.progress(f, text=md(what)))
+    except HangoverError as exc:
+        bar.empty()
+        st.error(md(str(exc)))
+        return
+    _committed(result)
 
 
 def _committed(result) -> None:
@@ -100,14 +155,14 @@ def _show_report(report, what: str) -> bool:
 
 st.title("Workloads")
 try:
-    version, current = _current(data_version())
+    version, count, current = _current(data_version())
 except HangoverError as exc:
     st.error(md(str(exc)))
     st.stop()
 st.caption(
-    f"The routing uses **version {version}**, the latest committed inventory ({integer(len(current))} workloads)."
+    f"The routing uses **version {version}**, the latest committed inventory ({integer(count)} workloads)."
     if version is not None else
-    f"Nothing committed yet: the routing uses the **bundled sample** ({integer(len(current))} workloads of a bank). "
+    f"Nothing committed yet: the routing uses the **bundled sample** ({integer(count)} workloads of a bank). "
     "Upload your own inventory below.")
 
 # The message slot is drawn on every run, flash or not: if it came and went, the tabs below would move
@@ -128,14 +183,18 @@ with upload_tab:
                        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                        key="wl_template_xlsx", icon=":material/download:", help="With a 'Columns' sheet explaining each column.")
     up = st.file_uploader("Inventory file (CSV or XLSX)", type=["csv", "xlsx"], key="wl_upload")
-    if up is not None:
-        data, upload_key = up.getvalue(), f"{up.name}_{up.size}"
-        report = _read(data, up.name)
+    # Drawn on every run (a progress bar while a file is read, else nothing), so the elements below keep their place.
+    read_slot = st.empty()
+    if up is None:
+        st.session_state.pop("wl_reads", None)  # let the last upload's reports go
+    else:
+        upload_key = f"{up.name}_{up.size}"
+        report = _read(up, read_slot)
         sheet = None
         if len(report.sheets) > 1:  # several sheets hold an inventory header: the user picks one
             sheet = st.selectbox("Sheet to read", report.sheets, index=report.sheets.index(report.sheet),
                                  key=f"wl_sheet_{upload_key}", help="Every sheet whose header names the inventory columns.")
-            report = _read(data, up.name, sheet=sheet)
+            report = _read(up, read_slot, sheet=sheet)
         if report.needs_decimal or st.session_state.get(f"wl_decimal_{upload_key}") is not None:
             decimal = st.radio("Decimal separator in this file", DECIMALS, index=None, horizontal=True,
                                key=f"wl_decimal_{upload_key}",
@@ -143,33 +202,44 @@ with upload_tab:
                                else "point: 40.000 is forty, 0.85 a share",
                                help="Numbers such as 40.000 read two ways, and nothing else in the file says which.")
             if decimal is not None:
-                report = _read(data, up.name, sheet=sheet, decimal=decimal)
+                report = _read(up, read_slot, sheet=sheet, decimal=decimal)
         st.caption(md(f"{up.name}: read as {report.dialect}."))
         if _show_report(report, up.name):
-            st.success(md(f"{integer(len(report.frame))} workloads read from {up.name} with no problems. Preview:"))
-            st.dataframe(report.frame, width="stretch", hide_index=True, column_config=WORKLOAD_COLUMNS,
-                         column_order=PREVIEW_ORDER, placeholder="—", key="wl_preview")
+            n = len(report.frame)
+            st.success(md(f"{integer(n)} workloads read from {up.name} with no problems. Preview:"))
+            # Only the first rows go to the browser: a table sends every row it is given.
+            st.dataframe(report.frame.head(PAGE_ROWS), width="stretch", hide_index=True,
+                         column_config=WORKLOAD_COLUMNS, column_order=PREVIEW_ORDER, placeholder="—", key="wl_preview")
+            if n > PAGE_ROWS:
+                st.caption(f"The first {integer(PAGE_ROWS)} of {integer(n)} rows are shown; all of them are committed.")
             if st.button(md(f"Commit {up.name} as a new version"), key="wl_commit", type="primary"):
-                try:
-                    _committed(commit_inventory(store(), report.frame, file_name=up.name, created_by="dashboard"))
-                except HangoverError as exc:
-                    st.error(md(str(exc)))
+                _commit(report.frame, up.name)
 
 with edit_tab:
-    st.markdown("Edit cells, add rows at the bottom or delete rows, then save. The same checks as an upload run "
-                "first; problems name rows counted from 1 at the top of this table.")
-    # The key carries the version: after a commit the editor starts again from the new version's rows.
-    edited = st.data_editor(current.reset_index(drop=True), num_rows="dynamic", width="stretch", hide_index=True,
-                            column_config=EDITOR_COLUMNS, column_order=EDITOR_ORDER, placeholder="",
-                            key=f"wl_editor_{version}")
-    if st.button("Check and save as a new version", key="wl_save_edits", type="primary"):
-        report = validate_frame(edited, row_numbers=range(1, len(edited) + 1))
-        if _show_report(report, "Your edits"):
-            try:
-                _committed(commit_inventory(store(), report.frame, file_name="edited in the dashboard",
-                                            created_by="dashboard"))
-            except HangoverError as exc:
-                st.error(md(str(exc)))
+    if current is None:
+        st.info(f"Version {version} holds {integer(count)} workloads, more than the {integer(EDITOR_MAX_ROWS)} the "
+                "editor takes: it would send every row to your browser. It is shown read-only, "
+                f"{integer(PAGE_ROWS)} rows a page. To change it, edit the file and upload it again "
+                "(or `hangover workloads import FILE`).")
+        pages = -(-count // PAGE_ROWS)
+        page = st.number_input(f"Page (of {integer(pages)})", min_value=1, max_value=pages, value=1, step=1,
+                               key=f"wl_page_{version}")
+        first = (page - 1) * PAGE_ROWS
+        st.dataframe(_page(data_version(), version, page), width="stretch", column_config=WORKLOAD_COLUMNS,
+                     column_order=EDITOR_ORDER, placeholder="—", key="wl_pages")
+        st.caption(f"Workloads {integer(first + 1)} to {integer(min(first + PAGE_ROWS, count))} of "
+                   f"{integer(count)}; the first column is the row in the file.")
+    else:
+        st.markdown("Edit cells, add rows at the bottom or delete rows, then save. The same checks as an upload run "
+                    "first; problems name rows counted from 1 at the top of this table.")
+        # The key carries the version: after a commit the editor starts again from the new version's rows.
+        edited = st.data_editor(current.reset_index(drop=True), num_rows="dynamic", width="stretch", hide_index=True,
+                                column_config=EDITOR_COLUMNS, column_order=EDITOR_ORDER, placeholder="",
+                                key=f"wl_editor_{version}")
+        if st.button("Check and save as a new version", key="wl_save_edits", type="primary"):
+            report = validate_frame(edited, row_numbers=range(1, len(edited) + 1))
+            if _show_report(report, "Your edits"):
+                _commit(report.frame, "edited in the dashboard")
 
 with history_tab:
     versions = _versions(data_version())
@@ -195,12 +265,15 @@ with history_tab:
         a = c1.selectbox("From version", numbers, index=max(len(numbers) - 2, 0), key=f"wl_diff_a_{numbers[-1]}")
         b = c2.selectbox("To version", numbers, index=len(numbers) - 1, key=f"wl_diff_b_{numbers[-1]}")
         try:
-            diff = diff_versions(store(), a, b)
+            diff = _diff(data_version(), a, b)
             if diff.empty:
                 st.caption(f"Versions {a} and {b} hold the same workloads.")
             else:
                 st.dataframe(diff, hide_index=True, width="stretch", key="wl_diff",
                              column_config={"fields": st.column_config.TextColumn("changed columns", width="large")})
+                if diff.attrs["total"] > len(diff):
+                    st.caption(f"The first {integer(len(diff))} of {integer(diff.attrs['total'])} changes, by "
+                               "workload_id (`hangover workloads diff` lists them all).")
         except HangoverError as exc:
             st.error(md(str(exc)))
         st.markdown("**Restore a version**")

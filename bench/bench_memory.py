@@ -1,0 +1,146 @@
+"""Peak resident memory and time of one session holding a 2,000,000-row inventory: read, validate, commit, evaluate.
+
+Run by hand (not part of the test suite):
+    python bench/bench_memory.py [--rows 2000000] [--no-evaluate] [--keep FILE.csv]
+
+Issue 16 asks that one session holding a 2M-row inventory stays under 2 GB
+resident. The script writes a valid inventory CSV (bench_inventory_import's
+generator: quoted names with commas, blank optional cells), then does in one
+process what the dashboard does for an upload: the uploaded bytes are read and
+validated (`read_inventory`), committed (`commit_inventory`), the report is
+dropped, the latest version is loaded back (`latest_inventory`) and the fleet
+is evaluated as the pages do (`evaluate_store` with the store's catalog). Peak
+RSS is measured per stage (Linux: VmHWM, reset between stages through
+/proc/self/clear_refs) and for the whole run (getrusage ru_maxrss, which
+cannot be reset), in MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import duckdb  # noqa: E402
+import pyarrow  # noqa: E402
+from bench_inventory_import import write_inventory_csv  # noqa: E402
+
+MIB = 2**20
+
+
+def _status(field: str) -> int | None:
+    """A VmRSS/VmHWM figure of this process in bytes (Linux), else None."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _reset_peak() -> bool:
+    """Reset VmHWM to the current RSS (Linux >= 4.0); False where that is not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _max_rss() -> int:
+    """Peak RSS of the whole run so far, bytes (ru_maxrss is KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+PEAKS: list[int] = []  # every stage's peak (resetting VmHWM resets ru_maxrss too)
+
+
+def stage(name: str, fn, *args, **kwargs):
+    """Run one stage; print its wall and CPU seconds, its peak RSS and the RSS after it."""
+    gc.collect()
+    PEAKS.append(_max_rss())
+    resettable = _reset_peak()
+    before = _status("VmRSS") or 0
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn(*args, **kwargs)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    peak = _status("VmHWM") if resettable else None
+    PEAKS.append(peak or _max_rss())
+    after = _status("VmRSS") or 0
+    peak_text = f"{peak / MIB:8,.0f}" if peak else "       –"
+    print(f"  {name:<44} {wall:7.1f} s wall {cpu:7.1f} s CPU   RSS before {before / MIB:7,.0f}  "
+          f"peak {peak_text}  after {after / MIB:7,.0f} MiB", flush=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print one line per stage and the run's peak; exit 1 when the peak exceeds --limit-mib."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--no-evaluate", action="store_true", help="stop after loading the committed version back")
+    ap.add_argument("--keep", type=Path, default=None, help="write (or reuse) the CSV at this path")
+    ap.add_argument("--fleet-nodes", type=int, default=8)
+    ap.add_argument("--limit-mib", type=float, default=2048.0, help="fail above this peak (default 2 GiB)")
+    args = ap.parse_args(argv)
+
+    from core.catalog import Catalog
+    from core.inventory import read_inventory
+    from core.inventory.versions import commit_inventory, latest_inventory
+    from core.models import Scenario
+    from core.service import evaluate_store
+    from core.store import Store
+
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"duckdb {duckdb.__version__}, pyarrow {pyarrow.__version__}; load average at start "
+          f"{os.getloadavg()[0]:.2f}; RSS after imports {(_status('VmRSS') or 0) / MIB:,.0f} MiB")
+    with tempfile.TemporaryDirectory(prefix="hangover-bench-mem-") as d:
+        work = Path(d)
+        csv_path = args.keep or work / "inventory.csv"
+        if not csv_path.exists():
+            t = time.perf_counter()
+            write_inventory_csv(csv_path, args.rows)
+            print(f"wrote {csv_path.name}: {args.rows:,} rows, {csv_path.stat().st_size / 1e6:,.0f} MB "
+                  f"in {time.perf_counter() - t:.1f} s")
+        store = Store(work / "store.duckdb")
+        data = csv_path.read_bytes()  # what the dashboard's uploader hands over
+
+        report = stage("read_inventory (read + validate)", read_inventory, data, file_name=csv_path.name)
+        if not report.ok:
+            print("\n".join(report.error_lines()[:10]))
+            return 2
+        result = stage("commit_inventory", commit_inventory, store, report.frame, file_name=csv_path.name)
+        print(f"    {result.message}")
+        del report, data
+        version, frame = stage("latest_inventory (load the version back)", latest_inventory, store)
+        print(f"    version {version}: {len(frame):,} rows, frame {frame.memory_usage(deep=True).sum() / MIB:,.0f} MiB")
+        del frame
+        if not args.no_evaluate:
+            catalog = stage("Catalog.from_store", Catalog.from_store, store)
+            ev = stage("evaluate_store (as the pages do)", evaluate_store, store, Scenario(fleet_nodes=args.fleet_nodes),
+                       catalog=catalog)
+            print(f"    {len(ev.table):,} rows in the routing table" if hasattr(ev, "table") else "")
+            del ev
+        store.close()
+    peak = max([*PEAKS, _max_rss()])
+    print(f"peak RSS of the whole run (the largest stage peak): {peak / MIB:,.0f} MiB; load average at end "
+          f"{os.getloadavg()[0]:.2f}")
+    if peak / MIB > args.limit_mib:
+        print(f"OVER the limit of {args.limit_mib:,.0f} MiB")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
