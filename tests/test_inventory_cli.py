@@ -168,3 +168,30 @@ def test_unknown_versions_exit_2(db, capsys):
 def test_template_needs_a_known_suffix(tmp_path, db, capsys):
     code, _, err = run(capsys, "--db", db, "workloads", "template", str(tmp_path / "t.ods"))
     assert code == 2 and "must end in .csv or .xlsx" in err
+
+
+def test_import_shows_progress_on_a_terminal_and_nothing_when_piped(tmp_path, monkeypatch, capsys):
+    """Issue 16: a long read and commit redraw one progress line on a terminal; piped output is unchanged."""
+    import sys
+
+    from core.commands.workloads import progress_line
+    from core.store.seed import sample_workloads_path
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    path = tmp_path / "inv.csv"
+    path.write_bytes(sample_workloads_path().read_bytes())
+    assert main(["--db", str(tmp_path / "t.duckdb"), "workloads", "import", str(path)]) == 0
+    shown = term.getvalue()
+    for stage in ("reading inv.csv (", "checking every cell of 7 rows", "checked 7 rows", "checksum of the rows",
+                  "writing 7 rows  100%\n"):
+        assert stage in shown, stage
+    monkeypatch.undo()
+    assert progress_line(io.StringIO()) is None
+    capsys.readouterr()
+    assert main(["--db", str(tmp_path / "t2.duckdb"), "workloads", "import", str(path)]) == 0
+    assert "checksum" not in capsys.readouterr().err

@@ -66,13 +66,30 @@ def cmd_template(args: argparse.Namespace) -> int:
     return 0
 
 
+def progress_line(stream=None):
+    """A progress callback that redraws one line on a terminal ('checking every cell of 2,000,000 rows  60 %').
+
+    None when the stream is not a terminal: piped output and logs stay as they were.
+    """
+    stream = stream or sys.stderr
+    if not stream.isatty():
+        return None
+
+    def show(fraction: float, what: str) -> None:
+        end = "\n" if fraction >= 1.0 else ""
+        stream.write(f"\r\033[K{what}  {fraction:4.0%}{end}")
+        stream.flush()
+
+    return show
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     """Validate; print every error and exit 2, or commit (unless --dry-run)."""
     from core.inventory import read_inventory
     from core.inventory.versions import commit_inventory
 
     path = Path(args.file)
-    report = read_inventory(path, sheet=args.sheet, decimal=args.decimal)
+    report = read_inventory(path, sheet=args.sheet, decimal=args.decimal, progress=progress_line())
     print(f"{path.name}: {report.dialect}")
     for w in report.warnings:
         print(f"warning: {w}")
@@ -90,7 +107,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         print(f"valid: {n} workloads; dry run, nothing committed")
         return 0
     result = commit_inventory(_open(args), report.frame, file_name=path.name, created_by=_who(args),
-                              comment=args.comment)
+                              comment=args.comment, progress=progress_line())
     print(result.message)
     return 0
 
