@@ -162,10 +162,11 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         tiers_of[(r, g)] = tiers_of.get((r, g), 0) + 1
     for c, r, g, t in owned_spec:
         route, ph = ev.routes[r], phys[(r, g)]
-        # Interactive work may use any tier where it meets its target alone; offline work the top tier at the
-        # g the engine sized.
-        allowed[:, c] &= np.where(interactive, ph["alone_ok"] & ph["tier_ok"][min(t, top)],
-                                  (best_g[:, r] == g) & (t == top))
+        # Interactive work may use any tier of a column where it meets its target alone: a cap is a limit, and a
+        # lightly loaded pool runs far below it, so the tier a workload suits is the search's call (its linear
+        # view prices each tier at the batch of the tier's caps; the exact pricing decides). Offline work uses
+        # the top tier at the g the engine sized.
+        allowed[:, c] &= np.where(interactive, ph["alone_ok"], (best_g[:, r] == g) & (t == top))
         fee = 0.0 if route.route_id in zero_fee_for else (route.stack.licence_usd_per_gpu_month or 0.0)
         lo, hi = CAP_BANDS[0] if t == EDGE_TIER else CAP_BANDS[t]
         owned.append(OwnedRoute(c, r, route.route_id, route.label, route.architecture, (g,), float(fee), ph["svc"],

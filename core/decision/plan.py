@@ -4,9 +4,14 @@ DESIGN.md "Fleet plan". The engine scores every workload on every route
 (feasibility, standalone operating points); this module decides the
 assignment that minimises the monthly cash bill and prices it exactly:
 
-- one deployment per owned route; every workload assigned to it shares its
-  replicas (one pooled queue, one concurrency cap, the GPUs per replica that
-  need the fewest GPUs while every workload keeps its own p95 target);
+- one deployment per owned route and concurrency tier; every workload assigned
+  to it shares its replicas (one pooled queue, one concurrency cap, the GPUs
+  per replica that need the fewest GPUs while every workload keeps its own p95
+  target). DESIGN.md asks for at most one deployment per stack x GPU x g; a
+  pool is held to its tightest member's target, so a stack runs up to three
+  pools by concurrency cap (latency, middle, throughput tiers) plus an edge
+  pool for members whose target sits at the edge of what the hardware does
+  alone, as operators run a latency pool beside a throughput pool;
 - replicas are packed onto whole nodes; offline work fills the idle GPU-hours
   first and asks for nodes only for what does not fit;
 - cash bill = max(owned, needed) nodes x full $/node-hour x 730 + API spend +
@@ -45,7 +50,7 @@ SINGLE_MOVE_ROWS = 400  # up to this many workloads the search also tries moving
 # pricings per pass, deployments looked at per pass): a deterministic budget, not a clock.
 EVICT_PRICINGS = 60
 EVICT_DEPLOYMENTS = 8
-EVICT_GROUPS = (1, 2, 4, 8, 16, 32)  # how many of a pool's members closest to the edge are moved at once
+EVICT_GROUPS = tuple(2**k for k in range(13))  # how many of a pool's members closest to the edge move at once
 MAX_PASSES = 6
 MAX_REPAIR_ROUNDS = 6  # rounds of barring members a pooled deployment cannot hold (see optimise)
 # Concurrency tiers of one stack at one GPU count: (lowest, highest) concurrency cap per replica. One pool holds
