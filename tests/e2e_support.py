@@ -117,20 +117,38 @@ def _content_height(page) -> int:
         " return Math.max(m ? m.scrollHeight : 0, c ? c.scrollHeight : 0, document.body.scrollHeight); }"))
 
 
-def full_screenshot(page, path: Path) -> Path:
-    """Screenshot the whole page: Streamlit scrolls inside its main block, so grow the viewport until it all fits.
+def full_screenshot(page, path: Path, *, width: int = VIEWPORT["width"]) -> Path:
+    """Screenshot the whole page at `width` px: Streamlit scrolls inside its main block, so grow the viewport until it all fits.
 
     Tables and charts draw after the script stops (canvas grids, Plotly) and
     may grow the page, so the height is measured again until it settles.
     """
     height = VIEWPORT["height"]
+    page.set_viewport_size({"width": width, "height": height})
     for _ in range(5):
         page.wait_for_timeout(800)
         need = max(VIEWPORT["height"], _content_height(page) + 40)
         if need <= height:
             break
         height = need
-        page.set_viewport_size({"width": VIEWPORT["width"], "height": height})
+        page.set_viewport_size({"width": width, "height": height})
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size(VIEWPORT)
     return path
+
+
+# The widths a page is reviewed at (issue 14): a common laptop and a common desktop.
+SCREENSHOT_WIDTHS = (1280, 1440)
+
+
+def screenshots_wanted() -> Path | None:
+    """$HANGOVER_SCREENSHOTS as a created folder, or None: the suite takes no screenshots unless asked (time)."""
+    raw = os.environ.get("HANGOVER_SCREENSHOTS")
+    return screenshot_dir(Path(raw)) if raw else None
+
+
+def screenshot_widths(page, folder: Path | None, name: str) -> list[Path]:
+    """<name>-1280.png and <name>-1440.png of the whole page in `folder`; nothing when folder is None."""
+    if folder is None:
+        return []
+    return [full_screenshot(page, folder / f"{name}-{w}.png", width=w) for w in SCREENSHOT_WIDTHS]

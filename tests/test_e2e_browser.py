@@ -11,9 +11,10 @@ import pytest
 from tests.e2e_support import (
     CHROMIUM,
     REPO_ROOT,
+    SCREENSHOT_WIDTHS,
     chromium_page,
-    full_screenshot,
-    screenshot_dir,
+    screenshot_widths,
+    screenshots_wanted,
     streamlit_server,
     wait_until_idle,
 )
@@ -33,6 +34,8 @@ PAGES = [
     ("/fleet", "Fleet sizing", "fleet"),
     ("/pricing", "Pricing", "pricing"),
     ("/performance", "Performance", "performance"),
+    ("/telemetry", "Telemetry", "telemetry"),
+    ("/scenarios", "Scenarios", "scenarios"),
     ("/export", "Export", "export"),
 ]
 
@@ -46,11 +49,36 @@ def main_text(page) -> str:
     return page.locator('[data-testid="stMain"]').inner_text()
 
 
+def _fill_for_screenshots(db: Path, tmp_path: Path) -> None:
+    """Two saved scenarios and a week of GPU telemetry, so the Scenarios and Telemetry pages show their full layout."""
+    from core.scenarios import save_scenario, scenario_from_inputs
+    from core.store import Store
+    from core.telemetry import import_telemetry
+    from tests.test_telemetry import nvidia_smi_week, write
+
+    store = Store(db)
+    try:
+        save_scenario(store, "One node, on demand", scenario_from_inputs({}), created_by="e2e")
+        save_scenario(store, "Three nodes, 3-year plan", scenario_from_inputs({"fleet_nodes": 3, "pricing": "savings_3y"}),
+                      created_by="e2e", note="what finance asked for")
+        import_telemetry(store, write(tmp_path, "gpu.csv", nvidia_smi_week()), node="bank-node-1")
+    finally:
+        store.close()
+
+
 def test_every_page_in_chromium(tmp_path):
-    shots = screenshot_dir(tmp_path / "screenshots")
-    print(f"\nscreenshots: {shots}")
+    """Every page by URL in Chromium; with HANGOVER_SCREENSHOTS=DIR, each page whole at 1280 and 1440 px into DIR.
+
+    For screenshots the store first gets two saved scenarios and a week of
+    telemetry (otherwise those pages show only their empty state).
+    """
+    shots = screenshots_wanted()
+    db = tmp_path / "e2e.duckdb"
+    if shots:
+        print(f"\nscreenshots: {shots}")
+        _fill_for_screenshots(db, tmp_path)
     t0 = time.monotonic()
-    with streamlit_server(tmp_path / "e2e.duckdb") as url, chromium_page() as page:
+    with streamlit_server(db) as url, chromium_page() as page:
         # The entry page first, as a user arrives; deep links are tested on their own below.
         page.goto(url + "/")
         wait_until_idle(page)
@@ -88,8 +116,10 @@ def test_every_page_in_chromium(tmp_path):
                 assert saved.stat().st_size > 0, "the exported CSV is empty"
                 assert info.value.suggested_filename.endswith(".csv")
                 assert "workload_id" in saved.read_text(encoding="utf-8-sig").splitlines()[0]
-            full_screenshot(page, shots / f"{name}.png")
-    assert sorted(p.name for p in shots.glob("*.png")) == sorted(f"{n}.png" for _, _, n in PAGES)
+            screenshot_widths(page, shots, name)
+    if shots:
+        want = {f"{n}-{w}.png" for _, _, n in PAGES for w in SCREENSHOT_WIDTHS}
+        assert want <= {p.name for p in shots.glob("*.png")}
     print(f"e2e: {len(PAGES)} pages in {time.monotonic() - t0:.1f} s")
 
 

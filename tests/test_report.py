@@ -31,7 +31,7 @@ from core.presentation.report import (
     recommended_changes,
     report_format,
 )
-from core.presentation.report.charts import cost_by_route_figure, hourly_utilization_figure
+from core.presentation.report.charts import cost_by_route_svg, hourly_utilization_svg
 from core.presentation.report.markdown import md_text
 from core.service import evaluate_store, make_scenario
 from core.store import Store
@@ -259,7 +259,8 @@ def test_every_price_used_is_on_assumptions_with_date_and_source(sample):
     ev, _, data, *_ = sample
     _, rows = _table_rows(_wb(data)["Assumptions"], "Assumptions")
     facts = {(r[1].value, r[2].value): r for r in rows}
-    node = facts[(ev.rate.label, "Price used, $ per node-hour")]
+    assert ev.rate.label == "AWS p5.48xlarge (savings_1y)"  # the engine's label; the report says it in words
+    node = facts[("AWS p5.48xlarge (1-year savings plan)", "Price used, $ per node-hour")]
     assert node[3].value == pytest.approx(ev.rate.usd_per_node_hour)
     assert node[5].value.date().isoformat() == ev.rate.as_of and node[6].value == ev.rate.source
     for route in ev.routes:
@@ -366,13 +367,13 @@ def _parse(html_text: str) -> _Collect:
 
 
 def test_html_parses_holds_both_charts_and_needs_no_network(sample):
+    """Both charts are inline SVG (issue 14: plotly.js inline made the file 4.9 MB); no script at all."""
     html_text = sample[3]
     p = _parse(html_text)
-    ids = {a.get("id") for _, a in p.tags}
-    assert {"chart-cost-by-route", "chart-hourly-utilization"} <= ids
-    assert html_text.count("Plotly.newPlot(") == 2
-    # plotly.js is inline exactly once: one big script, and no script, stylesheet, font or image from elsewhere.
-    assert sum(1 for n in p.scripts if n > 1_000_000) == 1
+    ids = {a.get("id") for t, a in p.tags if t == "svg"}
+    assert ids == {"chart-cost-by-route", "chart-hourly-utilization"}
+    assert not p.scripts and "<script" not in html_text
+    assert len(html_text.encode("utf-8")) < 300_000
     for tag, attrs in p.tags:
         assert not (tag == "script" and "src" in attrs), attrs
         assert tag not in ("link", "iframe", "img", "object", "embed"), tag
@@ -444,18 +445,83 @@ def test_markdown_neutralises_and_escapes_user_text(hostile):
 # charts
 # ---------------------------------------------------------------------------
 
+def _svg(text: str):
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(text)  # well-formed XML, so browsers and printers draw it as it is
+    ns = "{http://www.w3.org/2000/svg}"
+    return root, ns
+
+
 def test_cost_chart_sorts_colours_and_escapes_labels():
-    fig = cost_by_route_figure(routes=["A <a href='x'>", "B (API)", "Unallocated"], monthly_usd=[300.0, 50.0, 20.0],
-                               groups=["owned", "api", "unallocated"])
-    by_name = {t.name: t for t in fig.data}
-    assert list(by_name) == ["Owned GPUs", "Public API", "Owned, not allocated"]
-    assert by_name["Owned GPUs"].y == ("A &lt;a href='x'&gt;",) and by_name["Owned GPUs"].text == ("$300",)
-    assert fig.layout.yaxis.categoryarray == ("Unallocated", "B (API)", "A &lt;a href='x'&gt;")  # largest on top
+    """Largest bar on top, one palette colour per group, each bar's $ at its end, label text escaped."""
+    from core.presentation import palette
+
+    svg = cost_by_route_svg(routes=["B (API)", "A <a href='x'>", "Unallocated"], monthly_usd=[50.0, 300.0, 20.0],
+                            groups=["api", "owned", "unallocated"])
+    assert "<a href" not in svg and "&lt;a href=&#x27;x&#x27;&gt;" in svg
+    root, ns = _svg(svg)
+    bars = [r for r in root.iter(f"{ns}rect") if r.find(f"{ns}title") is not None]
+    assert [b.find(f"{ns}title").text for b in bars] == ["A <a href='x'>: $300/month", "B (API): $50/month",
+                                                         "Unallocated: $20/month"]
+    assert [b.get("fill") for b in bars] == [palette.HOSTING["owned"], palette.HOSTING["api"], palette.UNALLOCATED]
+    ys = [float(b.get("y")) for b in bars]
+    widths = [float(b.get("width")) for b in bars]
+    assert ys == sorted(ys) and widths[0] > widths[1] > widths[2]  # top to bottom, largest first
+    assert widths[1] / widths[0] == pytest.approx(50 / 300, rel=1e-3)  # bars to scale from zero
+    texts = [t.text for t in root.iter(f"{ns}text")]
+    assert {"$300", "$50", "$20"} <= set(texts) and {"Owned GPUs", "Public API", "Owned, not attributed"} <= set(texts)
+
+
+def test_cost_chart_wraps_long_route_names_instead_of_cutting_them():
+    name = "Llama 3.3 70B Instruct (FP8) + speculative draft on 8 GPUs per replica"
+    root, ns = _svg(cost_by_route_svg(routes=[name], monthly_usd=[1.0], groups=["owned"]))
+    lines = [t.text for t in root.iter(f"{ns}text") if t.text and t.text in name]
+    assert len(lines) > 1 and " ".join(lines) == name
 
 
 def test_hourly_chart_stacks_batch_fill_on_interactive_load():
-    fig = hourly_utilization_figure(hours=["00:00", "01:00"], interactive=[0.0, 0.4], with_batch=[0.2, 0.4])
-    assert fig.data[1].y == (0.2, 0.0) and fig.layout.barmode == "stack" and fig.layout.xaxis.type == "category"
+    """Hour 00: 0 % interactive + 20 % batch; hour 01: 40 % interactive, nothing to fill; plot height 80 units."""
+    root, ns = _svg(hourly_utilization_svg(hours=["00:00", "01:00"], interactive=[0.0, 0.4], with_batch=[0.2, 0.4]))
+    tips = [r.find(f"{ns}title").text for r in root.iter(f"{ns}rect") if r.find(f"{ns}title") is not None]
+    assert tips == ["00:00: 0% interactive + 20% batch", "00:00: 0% interactive + 20% batch",
+                    "01:00: 40% interactive + 0% batch"]
+    heights = [float(r.get("height")) for r in root.iter(f"{ns}rect") if r.find(f"{ns}title") is not None]
+    assert heights == pytest.approx([0.0, 16.0, 32.0])
+
+
+JARGON = re.compile(r"savings_1y|savings_3y|on_demand|\b\w+ \((?:owned|API)\) \d")
+
+
+def _visible_text(html_text: str) -> str:
+    body = html_text.split("<body>", 1)[1]
+    return re.sub(r"<[^>]+>", " ", body)
+
+
+def test_one_pager_and_brief_say_options_in_words(sample):
+    """No option ids (savings_1y) or engine keys ('moe (owned) 2') in what a reader sees (issue 14)."""
+    ev, s, _, html_text, md = sample
+    for text in (_visible_text(html_text), md):
+        assert not JARGON.search(text), JARGON.search(text).group(0)
+    assert "1-year savings plan · full allocation cost basis" in s.scenario_line
+    assert " with no feasible route" in s.figure("workloads").note and " on owned GPUs (" in s.figure("workloads").note
+    assert "AWS p5.48xlarge (1-year savings plan)" in s.figure("node_usd_per_hour").note
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="Debian's chromium prints the one-pager")
+def test_one_pager_prints_on_two_a4_pages(sample, tmp_path):
+    """The sample's one-pager, printed by headless Chromium to PDF (A4, as @page asks), is at most 2 pages."""
+    import subprocess
+
+    page = tmp_path / "one-pager.html"
+    page.write_text(sample[3], encoding="utf-8")
+    pdf = tmp_path / "one-pager.pdf"
+    subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    "--disable-background-networking", f"--print-to-pdf={pdf}", page.as_uri()],
+                   check=True, capture_output=True, timeout=120)
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf.read_bytes()))
+    assert 1 <= pages <= 2, f"{pages} printed pages"
 
 
 # ---------------------------------------------------------------------------

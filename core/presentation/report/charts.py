@@ -1,4 +1,11 @@
-"""Pure Plotly figure builders for the procurement summary (monthly cost by route, hourly utilization)."""
+"""Static SVG charts for the procurement one-pager (monthly cost by route, hourly utilization), in pure Python.
+
+Why SVG and not Plotly: plotly.js inline made the one-pager 4.9 MB, and a
+static image would need kaleido and a browser at report time. An inline SVG is
+a few kilobytes, opens and prints offline, scales to the page, and needs
+nothing but the standard library. Colours come from the one palette, numbers
+from the one formatter.
+"""
 
 from __future__ import annotations
 
@@ -6,70 +13,126 @@ import html
 import textwrap
 from collections.abc import Sequence
 
-import plotly.graph_objects as go
-
 from core.presentation import palette
-from core.presentation.format import D3, fmt, hover
+from core.presentation.format import fmt, percent
 
-# Sized for the printable width of A4 and Letter (about 180 mm at 96 px/inch) so print never cuts them.
-WIDTH_PX = 680
 # Hosting colours from the one palette (the workbook's charts use the same).
 COLORS = {"owned": palette.HOSTING["owned"], "api": palette.HOSTING["api"], "unallocated": palette.UNALLOCATED,
           "interactive": palette.HOSTING["owned"], "batch": palette.BATCH_FILL}
+GROUP_NAMES = {"owned": "Owned GPUs", "api": "Public API", "unallocated": "Owned, not attributed"}
+
+# Drawing units: the SVG scales to its box (viewBox), so these are proportions; at the one-pager's half-page
+# width (about 90 mm) one unit is about a quarter of a millimetre, and FONT units print at about 7 pt.
+WIDTH = 360
+FONT = 9.5
+SMALL = 8.5
+CHAR_W = 0.56  # average glyph width of a sans-serif face, in font sizes: enough to size label columns
+FAMILY = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 
 
-def plain_label(text: str, width: int = 30) -> str:
-    """Route or workload text for a chart: HTML-escaped (Plotly renders a few tags, links included), wrapped."""
-    lines = textwrap.wrap(str(text), width) or [""]
-    return "<br>".join(html.escape(line, quote=False) for line in lines)
+def esc(text: object) -> str:
+    """Text for SVG markup, escaped."""
+    return html.escape(str(text), quote=True)
 
 
-def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
-    fig.update_layout(
-        title={"text": html.escape(title, quote=False), "x": 0, "xanchor": "left", "font": {"size": 14}},
-        template="plotly_white", width=WIDTH_PX, height=height, autosize=False,
-        margin={"l": 10, "r": 20, "t": 50, "b": 40},
-        font={"family": "Helvetica, Arial, sans-serif", "size": 11},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1.0},
-    )
-    return fig
+def plain_label(text: str, width: int = 30) -> list[str]:
+    """Route or workload text wrapped into lines of at most `width` characters (never cut)."""
+    return textwrap.wrap(str(text), width, break_long_words=True) or [""]
 
 
-def cost_by_route_figure(*, routes: Sequence[str], monthly_usd: Sequence[float], groups: Sequence[str],
-                         title: str = "Monthly cost by route") -> go.Figure:
-    """Horizontal bars, largest on top, one colour per group ('owned', 'api', 'unallocated'); $ on each bar."""
-    items = sorted(zip(routes, monthly_usd, groups, strict=True), key=lambda t: t[1])
-    fig = go.Figure()
-    names = {"owned": "Owned GPUs", "api": "Public API", "unallocated": "Owned, not allocated"}
-    for group in ("owned", "api", "unallocated"):
-        sel = [t for t in items if t[2] == group]
-        if not sel:
-            continue
-        fig.add_trace(go.Bar(
-            name=names[group], orientation="h", marker_color=COLORS[group],
-            y=[plain_label(t[0]) for t in sel], x=[t[1] for t in sel],
-            text=[fmt(t[1], "usd") for t in sel], textposition="outside", cliponaxis=False,
-            hovertemplate="%{y}: %{text}/month<extra></extra>",
-        ))
-    fig.update_yaxes(categoryorder="array", categoryarray=[plain_label(t[0]) for t in items], automargin=True)
-    top = max((float(v) for v in monthly_usd), default=0.0)
-    fig.update_xaxes(title_text="US$ per month", tickprefix="$", tickformat=D3["usd"],
-                     range=[0, top * 1.2 if top > 0 else 1])
-    return _layout(fig, title, height=max(260, 60 + 42 * len(items)))
+def _text(x: float, y: float, body: str, *, size: float = FONT, anchor: str = "start", fill: str = palette.INK,
+          weight: str | None = None) -> str:
+    bold = f' font-weight="{weight}"' if weight else ""
+    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{fill}"{bold}>'
+            f"{esc(body)}</text>")
 
 
-def hourly_utilization_figure(*, hours: Sequence[str], interactive: Sequence[float], with_batch: Sequence[float],
-                              title: str = "Owned fleet utilization by hour (estimate)") -> go.Figure:
-    """Stacked bars per hour: interactive load, and the batch work that fills idle hours on top of it."""
-    fill = [max(w - i, 0.0) for i, w in zip(interactive, with_batch, strict=True)]
-    fig = go.Figure([
-        go.Bar(name="Interactive", x=list(hours), y=list(interactive), marker_color=COLORS["interactive"],
-               hovertemplate="%{x}: " + hover("y", "pct") + "<extra>interactive</extra>"),
-        go.Bar(name="Batch fill", x=list(hours), y=fill, marker_color=COLORS["batch"],
-               hovertemplate="%{x}: +" + hover("y", "pct") + "<extra>batch</extra>"),
-    ])
-    fig.update_layout(barmode="stack", bargap=0.15)
-    fig.update_yaxes(title_text="share of owned GPUs busy", tickformat=D3["pct"], range=[0, 1.0])
-    # "00:00" would otherwise be read as a time of day and the bars drawn on a date axis.
-    fig.update_xaxes(title_text="hour of day (local)", type="category", tickangle=0, dtick=3)
-    return _layout(fig, title, height=290)
+def _svg(chart_id: str, title: str, height: float, body: list[str]) -> str:
+    """The <svg> element: scales to its container's width, titled for screen readers."""
+    return (f'<svg id="{esc(chart_id)}" class="chart-svg" xmlns="http://www.w3.org/2000/svg" '
+            f'viewBox="0 0 {WIDTH} {height:.0f}" width="100%" role="img" aria-labelledby="{esc(chart_id)}-title" '
+            f'font-family="{esc(FAMILY)}">'
+            f'<title id="{esc(chart_id)}-title">{esc(title)}</title>'
+            + _text(0, 12, title, size=10.5, weight="600") + "".join(body) + "</svg>")
+
+
+def _legend(items: Sequence[tuple[str, str]], y: float) -> list[str]:
+    """Swatches with their names, left to right from x = 0."""
+    out, x = [], 0.0
+    for name, color in items:
+        out.append(f'<rect x="{x:.1f}" y="{y - 7:.1f}" width="8" height="8" fill="{color}"/>')
+        out.append(_text(x + 11, y, name, size=SMALL, fill=palette.MUTED))
+        x += 11 + len(name) * SMALL * CHAR_W + 12
+    return out
+
+
+def cost_by_route_svg(*, routes: Sequence[str], monthly_usd: Sequence[float], groups: Sequence[str],
+                      title: str = "Monthly cost by route", chart_id: str = "chart-cost-by-route") -> str:
+    """Horizontal bars, largest on top, one colour per group ('owned', 'api', 'unallocated'); $ at each bar's end.
+
+    Labels wrap onto as many lines as they need in a column left of the bars;
+    each bar's value is written past its end, inside the drawing (the scale
+    leaves room for the longest value).
+    """
+    items = sorted(zip(routes, monthly_usd, groups, strict=True), key=lambda t: -float(t[1]))
+    label_chars = 26
+    label_w = label_chars * SMALL * CHAR_W + 6
+    values = [fmt(v, "usd") for _, v, _ in items]
+    value_w = max((len(v) for v in values), default=2) * SMALL * CHAR_W + 6
+    bar_x, bar_w = label_w, WIDTH - label_w - value_w
+    top = max((float(v) for _, v, _ in items), default=0.0)
+    present = [g for g in ("owned", "api", "unallocated") if any(t[2] == g for t in items)]
+    body = _legend([(GROUP_NAMES[g], COLORS[g]) for g in present], 28)
+    y = 40.0
+    line_h = SMALL * 1.2
+    for (route, usd, group), text in zip(items, values, strict=True):
+        lines = plain_label(route, label_chars)
+        row_h = max(14.0, len(lines) * line_h + 4)
+        mid = y + row_h / 2
+        for k, line in enumerate(lines):
+            ty = mid - (len(lines) - 1) * line_h / 2 + k * line_h + SMALL * 0.35
+            body.append(_text(label_w - 6, ty, line, size=SMALL, anchor="end"))
+        w = bar_w * max(float(usd), 0.0) / top if top > 0 else 0.0
+        body.append(f'<rect x="{bar_x:.1f}" y="{mid - 5.5:.1f}" width="{w:.1f}" height="11" fill="{COLORS[group]}">'
+                    f"<title>{esc(route)}: {esc(text)}/month</title></rect>")
+        body.append(_text(bar_x + w + 3, mid + SMALL * 0.35, text, size=SMALL))
+        y += row_h
+    body.append(f'<line x1="{bar_x:.1f}" y1="38" x2="{bar_x:.1f}" y2="{y + 2:.1f}" stroke="{palette.LINE}"/>')
+    body.append(_text(bar_x, y + 13, "US$ per month (attributed; the last bar is not attributed)"
+                      if "unallocated" in present else "US$ per month (attributed)", size=SMALL - 0.5,
+                      fill=palette.MUTED))
+    return _svg(chart_id, title, y + 18, body)
+
+
+def hourly_utilization_svg(*, hours: Sequence[str], interactive: Sequence[float], with_batch: Sequence[float],
+                           title: str = "Owned fleet utilization by hour (estimate)",
+                           chart_id: str = "chart-hourly-utilization") -> str:
+    """Stacked bars per hour: interactive load, and the batch work that fills idle hours on top of it (0-100 %)."""
+    fill = [max(float(w) - float(i), 0.0) for i, w in zip(interactive, with_batch, strict=True)]
+    left, right, plot_top, plot_h = 28.0, 4.0, 40.0, 80.0
+    n = max(len(hours), 1)
+    step = (WIDTH - left - right) / n
+    bar_w = step * 0.8
+    base = plot_top + plot_h
+    body = _legend([("Interactive", COLORS["interactive"]), ("Batch fill", COLORS["batch"])], 28)
+    for share in (0.0, 0.5, 1.0):
+        gy = base - plot_h * share
+        body.append(f'<line x1="{left:.1f}" y1="{gy:.1f}" x2="{WIDTH - right:.1f}" y2="{gy:.1f}" '
+                    f'stroke="{palette.LINE}" stroke-width="{0.8 if share == 0 else 0.4}"/>')
+        body.append(_text(left - 3, gy + SMALL * 0.35, percent(share), size=SMALL - 0.5, anchor="end",
+                          fill=palette.MUTED))
+    for k, (hour, i_share, f_share) in enumerate(zip(hours, interactive, fill, strict=True)):
+        x = left + k * step + (step - bar_w) / 2
+        i_h = plot_h * min(max(float(i_share), 0.0), 1.0)
+        f_h = plot_h * min(max(f_share, 0.0), 1.0 - min(max(float(i_share), 0.0), 1.0))
+        tip = f"{hour}: {percent(i_share)} interactive + {percent(f_share)} batch"
+        body.append(f'<rect x="{x:.1f}" y="{base - i_h:.1f}" width="{bar_w:.1f}" height="{i_h:.1f}" '
+                    f'fill="{COLORS["interactive"]}"><title>{esc(tip)}</title></rect>')
+        if f_h > 0:
+            body.append(f'<rect x="{x:.1f}" y="{base - i_h - f_h:.1f}" width="{bar_w:.1f}" height="{f_h:.1f}" '
+                        f'fill="{COLORS["batch"]}"><title>{esc(tip)}</title></rect>')
+        if k % 3 == 0:
+            body.append(_text(x + bar_w / 2, base + 11, hour, size=SMALL - 0.5, anchor="middle", fill=palette.MUTED))
+    body.append(_text(left, base + 24, "Share of the owned GPUs busy, by hour of day (local time)", size=SMALL - 0.5,
+                      fill=palette.MUTED))
+    return _svg(chart_id, title, base + 29, body)

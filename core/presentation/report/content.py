@@ -16,7 +16,8 @@ from core.decision.analysis import fleet_options, sensitivity
 from core.decision.engine import API_P95_OVER_TYPICAL, Evaluation
 from core.models import DEFAULT_MIN_QUALITY, HOURS_PER_MONTH, TASK_CLASSES, PricingOption
 from core.presentation.report.numbers import fmt
-from core.presentation.views import licensed_words
+from core.presentation.views import NO_ROUTE, licensed_words
+from core.scenarios import BASIS_LABELS, PRICING_LABELS
 
 TITLE = "GPU Hangover — procurement summary"
 CHANGES_NOTE = ("Each move is priced as its effect on the plan's cash bill, re-priced exactly with the workload on "
@@ -35,6 +36,9 @@ ESTIMATES_NOTE = (
 _ARCH_WORDS = {"autoregressive": "autoregressive", "speculative": "speculative decoding", "moe": "MoE",
                "diffusion": "diffusion"}
 _API, _OWNED_AR, _OWNED_DIFFUSION = 0, 1, 2
+# How the engine's reasons open for a workload no route can serve (core.decision.explain); the next reason is
+# the closest failure.
+NO_ROUTE_LEAD = "No route the plan may use meets every constraint"
 _KIND_WORDS = {_API: "API", _OWNED_AR: "owned autoregressive", _OWNED_DIFFUSION: "owned diffusion"}
 
 
@@ -139,6 +143,36 @@ def _route_kinds(ev: Evaluation) -> np.ndarray:
 
 def _node_words(ev: Evaluation) -> str:
     return f"{ev.scenario.gpus_per_node}×{ev.gpu_name}"
+
+
+def _rate_label(rate) -> str:
+    """The node price's name in plain words: 'AWS p5.48xlarge (1-year savings plan)', never '(savings_1y)'."""
+    label = rate.label
+    for option, words in PRICING_LABELS.items():
+        label = label.replace(f"({option})", f"({words[:1].lower()}{words[1:]})")
+    return label
+
+
+def _mix_words(mix: dict) -> str:
+    """The verdict mix in words: '2 on a public API (autoregressive), 1 on owned GPUs (MoE), 3 with no route'."""
+    parts = []
+    for key, n in mix.items():
+        if key == NO_ROUTE:
+            parts.append(f"{n} with no feasible route")
+            continue
+        arch, _, hosting = key.partition(" (")
+        where = "a public API" if hosting.rstrip(")") == "API" else "owned GPUs"
+        parts.append(f"{n} on {where} ({_ARCH_WORDS.get(arch, arch)})")
+    return ", ".join(parts)
+
+
+def _few(option: dict, shown: int = 4) -> str:
+    """An option's unserved workloads for a headline note: up to `shown` ids, else a few and a count."""
+    n = int(option.get("workloads_unserved") or 0)
+    if n <= shown:
+        return option["unserved"]
+    ids = option["unserved"].split(" and ")[0].split(", ")[:shown - 1]
+    return f"{', '.join(ids)} and {n - len(ids)} more (Options table)"
 
 
 def _ids(values, limit: int = 10) -> str:
@@ -357,11 +391,21 @@ def _latency_basis(ev: Evaluation, route_id: str, gpus_per_replica) -> str:
     return str(labels)
 
 
+def _first_reason(reasons: list[str]) -> str:
+    """A workload's reason in one line: the first, or for a workload without a route its closest failure."""
+    if not reasons:
+        return ""
+    if reasons[0].startswith(NO_ROUTE_LEAD) and len(reasons) > 1:
+        return f"No route meets every constraint; the closest: {reasons[1]}"
+    return reasons[0]
+
+
 def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
     w = ev.workloads
     rows = []
     for i, r in enumerate(vf.to_dict("records")):
         src = w.iloc[i]
+        reasons = ev.reasons(i)
         rows.append({
             **r,
             "team": src.get("team") if isinstance(src.get("team"), str) else "",
@@ -370,7 +414,8 @@ def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
             "mode": "interactive" if r["interactive"] else "batch",
             "architecture": _ARCH_WORDS.get(r["architecture"], r["architecture"]),
             "latency_basis": _latency_basis(ev, r["route_id"], r["gpus_per_replica"]),
-            "reasons": " ".join(ev.reasons(i)),
+            "reasons": " ".join(reasons),
+            "why_first": _first_reason(reasons),  # the one-pager's line under each workload
             "nodes": r["nodes"] if r["hosting"] == "owned" else np.nan,
             "sensitivity": ("holds" if not r["sensitivity"] else r["sensitivity"]) if pd.notna(r["sensitive"])
             else "not computed (large inventory: hangover evaluate --ranges)",
@@ -498,10 +543,10 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
     override = sc.node_usd_per_hour is not None
     # An override has no date of its own: it is dated the day it was used for this report.
     rate_date = today if override else rate.as_of
-    add("Node price", rate.label, "Price used, $ per node-hour", rate.usd_per_node_hour, "usd_2", "$/node-hour",
+    add("Node price", _rate_label(rate), "Price used, $ per node-hour", rate.usd_per_node_hour, "usd_2", "$/node-hour",
         rate_date, rate.source, rate.confidence, rate.basis_note)
     if rate.full_usd_per_node_hour != rate.usd_per_node_hour:
-        add("Node price", rate.label, "Full price (new nodes), $ per node-hour", rate.full_usd_per_node_hour,
+        add("Node price", _rate_label(rate), "Full price (new nodes), $ per node-hour", rate.full_usd_per_node_hour,
             "usd_2", "$/node-hour", rate_date, rate.source, rate.confidence)
     if sc.pricing_option is PricingOption.OWNED and not override:
         hw = sc.owned_hardware or next((h for h in ev.catalog.owned_hardware if h.gpu == sc.gpu), None)
@@ -599,6 +644,9 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
     kinds = {"fleet_nodes": "int", "gpus_per_node": "int", "node_usd_per_hour": "usd_2", "api_price_scale": "num_g",
              "sla_scale": "num_g", "max_fallback_share": "pct", "near_tie_share": "pct", "sla_percentile": "pct"}
     settings = sc.model_dump(mode="json")
+    # Option ids in words (the CLI flag's value is in the scenario's JSON, not in a report a person reads).
+    settings["pricing_option"] = PRICING_LABELS.get(settings["pricing_option"], settings["pricing_option"])
+    settings["cost_basis"] = BASIS_LABELS.get(settings["cost_basis"], settings["cost_basis"])
     for key, label in labels.items():
         value = settings.get(key)
         if value is None:
@@ -649,7 +697,7 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
     api_routes = sum(1 for k in ev.verdict if k >= 0 and ev.routes[k].hosting == "api")
     figs = [
         Figure("owned_nodes", "Owned nodes", int(f["owned_nodes"]), "int",
-               f"{_node_words(ev)} each; {rate.label}"),
+               f"{_node_words(ev)} each; {_rate_label(rate)}"),
         Figure("nodes_needed", "Nodes needed for the recommended routing", int(f["nodes_needed"]), "int",
                f"{f['nodes_needed_interactive']} to hold the latency targets at peak + "
                f"{f['nodes_needed_offline_extra']} more for batch work (estimate)"),
@@ -680,16 +728,16 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
     if alt:
         figs.append(Figure("all_api_monthly_usd", "Alternative: all on public APIs, $/month", alt["monthly_usd"],
                            "usd", f"serves {alt['served']} workloads"
-                           + (f"; cannot serve {alt['unserved']}" if alt["unserved"] else "")))
+                           + (f"; cannot serve {_few(alt)}" if alt["unserved"] else "")))
     alt = options.get("Owned, autoregressive only")
     if alt:
         figs.append(Figure("all_owned_ar_monthly_usd", "Alternative: owned autoregressive only, $/month",
                            alt["monthly_usd"], "usd",
                            f"{_plural(alt['owned_nodes'], 'node')}; serves {alt['served']} workloads"
-                           + (f"; cannot serve {alt['unserved']}" if alt["unserved"] else "")))
+                           + (f"; cannot serve {_few(alt)}" if alt["unserved"] else "")))
     as_of = rate.as_of or "the report date (your override)"
     figs.append(Figure("node_usd_per_hour", "Node price used, $/node-hour", rate.usd_per_node_hour, "usd_2",
-                       f"{rate.label}, as of {as_of}, {rate.confidence}; source: {rate.source}"))
+                       f"{_rate_label(rate)}, as of {as_of}, {rate.confidence}; source: {rate.source}"))
     measured = f.get("measured")
     if measured:  # the hangover as it is, dated, beside the plan's estimate (issue 15)
         figs.append(Figure("measured_utilization", "Measured utilization (GPU telemetry)", measured["utilization"],
@@ -697,7 +745,7 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
         figs.append(Figure("measured_idle_usd_per_month", "Measured idle capacity, $/month",
                            measured["idle_usd_per_month"], "usd", "measured GPUs × 730 h × full $/GPU-hour × "
                            "(1 − measured utilization), at this scenario's node price"))
-    mix = ", ".join(f"{k} {v}" for k, v in f["verdict_mix"].items())
+    mix = _mix_words(f["verdict_mix"])
     figs.append(Figure("workloads", "Workloads evaluated", n, "int", f"verdicts: {mix}"))
     return figs
 
@@ -705,8 +753,8 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
 def scenario_line(ev: Evaluation) -> str:
     """The scenario in one line."""
     sc = ev.scenario
-    return (f"{sc.fleet_nodes} × {_node_words(ev)} owned · pricing {sc.pricing_option.value} · "
-            f"{sc.cost_basis.value} cost basis · API prices × {sc.api_price_scale:g} · "
+    return (f"{sc.fleet_nodes} × {_node_words(ev)} owned · {PRICING_LABELS[sc.pricing_option.value]} · "
+            f"{BASIS_LABELS[sc.cost_basis.value].lower()} cost basis · API prices × {sc.api_price_scale:g} · "
             f"latency targets × {sc.sla_scale:g} · quality escalation up to {fmt(sc.max_fallback_share, 'pct')}")
 
 
