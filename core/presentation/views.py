@@ -330,7 +330,9 @@ def node_drivers(ev: Evaluation) -> pd.DataFrame:
 
 def deployments(ev: Evaluation) -> pd.DataFrame:
     """The owned deployments of the plan: who shares each, its replicas, GPUs and whole nodes."""
-    rows = [{"route": d["label"], "gpus_per_replica": d["gpus_per_replica"], "replicas": d["replicas"],
+    # A stack may run a pool per concurrency tier (core.decision.plan.CAP_BANDS): the tier names which.
+    rows = [{"route": d["label"] + (f" ({d['tier']})" if d.get("tier") else ""),
+             "gpus_per_replica": d["gpus_per_replica"], "replicas": d["replicas"],
              "concurrency_cap": d["concurrency_cap"], "gpus": d["gpus"], "nodes": d["nodes"],
              "offline_gpu_hours_per_day": d["offline_gpu_hours_per_day"],
              "workloads": ", ".join(d["workloads"][:8]) + (f" and {len(d['workloads']) - 8} more"
