@@ -79,7 +79,7 @@ def build_xlsx(ev: Evaluation, *, summary: ProcurementSummary | None = None,
 
 def build_html(ev: Evaluation, *, summary: ProcurementSummary | None = None,
                generated: dt.datetime | None = None) -> str:
-    """The one-pager as a self-contained HTML document (plotly.js inline; opens and prints offline)."""
+    """The one-pager as a self-contained HTML document (inline SVG charts; opens and prints offline on 2 A4 pages)."""
     from core.presentation.report.html import build_html_text
 
     return build_html_text(_summary(ev, summary, generated))
