@@ -32,7 +32,7 @@ from core.inventory.columns import (
     echo,
     known_count,
 )
-from core.inventory.raw import FileProblem, Raw
+from core.inventory.raw import FileProblem, Raw, release_unused_memory
 from core.inventory.report import InventoryReport, some, unreadable
 from core.inventory.validate import cell_text, validate
 
@@ -88,8 +88,11 @@ def read_inventory(source: str | Path | bytes, file_name: str | None = None, she
         tell(1.0, "the file cannot be read")
         return unreadable(str(exc))
     tell(0.6, f"checking every cell of {len(raw.rows):,} rows")
+    n = len(raw.rows)
     report = validate(raw)
-    tell(1.0, f"checked {len(raw.rows):,} rows")
+    del raw, data
+    release_unused_memory()
+    tell(1.0, f"checked {n:,} rows")
     return report
 
 

@@ -17,6 +17,7 @@ import pyarrow.csv as pacsv
 from core.errors import InputError
 from core.inventory.columns import COLUMNS
 from core.inventory.files import Progress, read_inventory
+from core.inventory.raw import release_unused_memory
 from core.inventory.report import frame_from_arrow
 from core.store import Store, inventories
 from core.store.inventories import Cursor
@@ -103,6 +104,14 @@ def commit_inventory(store: Store, frame: pd.DataFrame, *, file_name: str, creat
     `progress(fraction, what)` is called as the checksum and the rows are written
     (a 2,000,000-row commit takes several seconds): the checksum is the first 40 %.
     """
+    try:
+        return _commit(store, frame, file_name=file_name, created_by=created_by, comment=comment, progress=progress)
+    finally:
+        release_unused_memory()  # the commit's copies are gone: hand their pages back
+
+
+def _commit(store: Store, frame: pd.DataFrame, *, file_name: str, created_by: str, comment: str,
+            progress: Progress | None) -> CommitResult:
     table = _arrow(frame)
     if table.num_rows == 0:
         raise InputError("cannot commit an empty inventory; the current version is kept")
@@ -150,7 +159,10 @@ def load_version(store: Store, version: int | None = None) -> pd.DataFrame:
             version = latest[0]
         _check_version(cur, version)
         table = inventories.load_workloads(cur, version, COLUMNS)
-    return frame_from_arrow(table, table.column("row_number").to_numpy())
+    frame = frame_from_arrow(table, table.column("row_number").to_numpy())
+    del table
+    release_unused_memory()
+    return frame
 
 
 def latest_size(store: Store) -> tuple[int | None, int]:
