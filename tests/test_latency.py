@@ -65,22 +65,89 @@ def test_service_time_mean_and_cv2_golden():
 def test_pooled_state_golden():
     """One workload, 2/s, prefill 20 ms, 100 tokens (cv 0.5), constant 10 ms step, 2 replicas x 4 slots.
 
-    Prefill share phi = 2/s x 0.020 s / 2 replicas = 0.02, so a token takes 10 / 0.98 = 10.2041 ms.
-    At the full batch the join wait is the residual of the step in progress:
-    0.98 x 10 / 2 + 0.02 x E[p^2] / (2 E[p]) = 4.9 + 0.02 x 10 = 5.1 ms, so
-    E[S_full] = 20 + 5.1 + 100 x 10.2041 = 1045.508 ms; cv^2 = (1020.408 x 0.5)^2 / 1045.508^2 = 0.23814.
-    Allen–Cunneen: k = (1 + 0.23814) / 2 = 0.61907, theta = (8 x 1000 / 1045.508 - 2) / 0.61907 = 9.1295 /s.
-    The step does not depend on the batch, so C is plain Erlang C on 8 slots and the offered load.
+    A request decodes in tau = 10 x 100 + 10 / 2 = 1005 ms (with the wait for a step boundary). The chain's
+    ratio pi(k) / pi(k - 1) = 0.002/ms x (1005 / k + 20 / min(k, 2)):
+    k = 1..8: 2.05, 1.025, 0.69, 0.5225, 0.422, 0.355, 0.307143, 0.27125 (the last is r_q, above 8 too), so
+    pi(0..7) ~ 1, 2.05, 2.10125, 1.449863, 0.757553, 0.319687, 0.113489, 0.034857 (sum 7.826699) and the
+    queue holds pi(8) / (1 - r_q) = 0.009455 / 0.72875 = 0.012974: C = 0.012974 / 7.839673 = 0.0016550.
+    Free slot: phi = 2/s x 0.020 s / 2 = 0.02, a token takes 10 / 0.98 = 10.2041 ms; the join wait
+    0.98 x 10 / 2 + 0.02 x E[p^2] / (2 E[p]) = 5.1 ms when every replica is busy (k >= 2: mass 4.776699 of
+    7.826699), so 5.1 x 0.61031 = 3.1126 ms; the step is flat, so the batch adds no spread.
+    Full batch: f_q = phi / r_q = 0.073733; a token takes 10 / (1 - f_q) = 10.79602 ms, the join
+    0.926267 x 5 + 0.073733 x 10 = 5.36866 ms, E[S_full] = 20 + 5.36866 + 1079.602 = 1104.971 ms,
+    cv^2 = 539.801^2 / 1104.971^2 = 0.238652; theta = 8 / 1005 x 0.926267 x (1 - 0.27125) / 0.619326
+    = 8.6760 /s.
     """
     st_ = L.pooled_state(one(), [2.0])
     assert st_.prefill_share[0] == pytest.approx(0.02)
+    assert st_.p_wait[0] == pytest.approx(0.0016550, abs=1e-7)
     assert st_.ms_per_token[0] == pytest.approx(10.20408, abs=1e-5)
-    assert st_.full_join_ms[0] == pytest.approx(5.1)
-    assert st_.full_service_mean_ms[0] == pytest.approx(1045.508, abs=1e-3)
-    assert st_.full_service_cv2[0] == pytest.approx(0.23814, abs=1e-5)
-    assert st_.wait_rate_per_ms[0] * 1000 == pytest.approx(9.1295, abs=1e-4)
-    assert st_.p_wait[0] == pytest.approx(erlang_c(8, st_.offered_load[0]))
-    assert st_.offered_load[0] == pytest.approx(2.0 * st_.service_mean_ms[0] / 1000)
+    assert st_.batch_cv2[0] == pytest.approx(0.0, abs=1e-12)
+    assert st_.join_ms[0] == pytest.approx(3.1126, abs=1e-4)
+    assert st_.full_ms_per_token[0] == pytest.approx(10.79602, abs=1e-5)
+    assert st_.full_join_ms[0] == pytest.approx(5.36866, abs=1e-5)
+    assert st_.full_service_mean_ms[0] == pytest.approx(1104.971, abs=1e-3)
+    assert st_.full_service_cv2[0] == pytest.approx(0.238652, abs=1e-6)
+    assert st_.wait_rate_per_ms[0] * 1000 == pytest.approx(8.6760, abs=1e-4)
+
+
+def test_chain_without_prefill_is_erlang_c():
+    """No prefill, flat step: the chain is M/M/c on n x cap slots with A = lambda tau, so C is Erlang C exactly."""
+    dep = one(prefill_ms=0.0, arrival_rate_per_s=6.0)
+    st_ = L.pooled_state(dep, [2.0])
+    assert st_.p_wait[0] == pytest.approx(float(erlang_c(8, 6.0 * 1.005)), rel=1e-9)
+
+
+def test_prefill_time_weighs_on_the_busy_states():
+    """Same work per request (1,110 ms: 5 ms prefill + 110 tokens, or 105 ms + 100 tokens), 1.5/s on 4 slots:
+    with the larger prefill the queue forms 1.7 x as often (the mechanism behind issue 12's diffusion
+    under-sizing): each admission stalls its replica, and admissions crowd into the busy states."""
+    light = L.pooled_state(one(prefill_ms=5.0, arrival_rate_per_s=1.5, output_mean_tokens=110.0), [1.0])
+    heavy = L.pooled_state(one(prefill_ms=105.0, arrival_rate_per_s=1.5, output_mean_tokens=100.0), [1.0])
+    assert light.p_wait[0] == pytest.approx(0.1052, abs=1e-3)
+    assert heavy.p_wait[0] == pytest.approx(0.1815, abs=1e-3)
+
+
+def test_batch_spread_widens_the_free_service_when_the_step_grows_with_the_batch():
+    """A compute-bound step curve: the per-token time a request finds varies with the batch, and that
+    spread multiplies the output length's (sigma^2 grows by ln(1 + cv^2))."""
+    dep = one(arrival_rate_per_s=6.0, step_ms=[[5.0 + 4.0 * b for b in range(1, 5)]])
+    st_ = L.pooled_state(dep, [3.0])
+    assert st_.batch_cv2[0] > 0.01
+    svc = st_.service(dep)
+    assert svc.sigma[0] ** 2 == pytest.approx(dep.output_sigma[0] ** 2 + np.log1p(st_.batch_cv2[0]))
+    assert svc.mean_ms[0] == pytest.approx(st_.service_mean_ms[0], rel=1e-9)
+
+
+# --------------------------------------------------------------------------- whole blocks (diffusion)
+
+def test_whole_blocks_golden():
+    """Every request 40 tokens (p95 = mean), blocks of 32: ceil(40 / 32) = 2 blocks, N_eff = 64 tokens;
+    S = 50 + 2 x 64 = 178 ms for every request (the physics' ceil(n / L) x S passes)."""
+    svc = L.service_time(50.0, 2.0, 40.0, 40.0, block_tokens=32)
+    assert svc.mean_ms == pytest.approx(178.0)
+    assert svc.var_ms2 == pytest.approx(0.0, abs=1e-9)
+    assert svc.quantile(0.95) == pytest.approx(178.0)
+    assert svc.survival(177.9) == 1.0 and svc.survival(178.0) == 0.0
+
+
+def test_whole_blocks_match_monte_carlo():
+    """Lognormal lengths in blocks of 32: moments, p95, P(S > t) and P(E + S > t) against 400k draws."""
+    rng = np.random.default_rng(1)
+    mu, sigma = L.output_lognormal(np.array([40.0, 300.0]))
+    svc = L.ServiceTime(np.full(2, 50.0), np.full(2, 2.0), mu, sigma, np.full(2, 32.0))
+    s = 50.0 + 2.0 * 32.0 * np.ceil(np.exp(mu[:, None] + sigma[:, None] * rng.standard_normal((2, 400_000))) / 32.0)
+    assert svc.mean_ms == pytest.approx(s.mean(axis=1), rel=2e-3)
+    assert svc.var_ms2 == pytest.approx(s.var(axis=1), rel=2e-2)
+    assert svc.quantile(0.95) == pytest.approx(np.quantile(s, 0.95, axis=1))
+    t, theta = np.array([300.0, 1500.0]), np.array([0.004, 0.002])
+    assert svc.survival(t) == pytest.approx((s > t[:, None]).mean(axis=1), abs=2e-3)
+    e = rng.exponential(1.0 / theta[:, None], s.shape)
+    got = L._p_exceed_with_wait(t, svc.a_ms, svc.c_ms_per_token, mu, sigma, theta, svc.block_tokens)
+    assert got == pytest.approx(((e + s) > t[:, None]).mean(axis=1), abs=3e-3)
+    lo, hi = L._j_bounds(t, svc.a_ms, svc.c_ms_per_token, mu, sigma, theta, svc.block_tokens)
+    j = got - svc.survival(t)
+    assert (lo <= j + 1e-12).all() and (j <= hi + 1e-12).all()
 
 
 def test_mmc_limit_is_erlang_c_with_allen_cunneen():

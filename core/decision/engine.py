@@ -17,6 +17,7 @@ import pandas as pd
 
 from core.catalog import Catalog
 from core.decision import fleet as planning
+from core.decision import latency
 from core.decision.economics import (
     DAYS_PER_MONTH,
     HOURS_PER_MONTH,
@@ -24,7 +25,6 @@ from core.decision.economics import (
     api_usd_per_request,
     node_rate,
 )
-from core.decision.plan import SERVICE_CV2
 from core.decision.queueing import replicas_for_sla
 from core.errors import InputError
 from core.models import (
@@ -458,8 +458,11 @@ class Evaluation:
             "workload_count": int(len(self.workloads)),
             "assumptions": {
                 "api_p95_over_typical": API_P95_OVER_TYPICAL,
-                "service_cv2": SERVICE_CV2,
-                "queueing_model": "M/G/c: Erlang C with the Allen–Cunneen correction, c = replicas × slots",
+                "output_length_cv_default": latency.DEFAULT_OUTPUT_CV,
+                "queueing_model": "pooled slots (replicas × concurrency cap) as a birth–death chain of the requests "
+                                  "in system, prefills stalling their replica; service = prefill + decode steps of a "
+                                  "lognormal output length (whole blocks for diffusion); p95 of wait + service in "
+                                  "one 5 % budget",
                 "traffic_shape": "office-hours profile scaled to each workload's peak factor",
                 "hours_per_month": HOURS_PER_MONTH,
             },
@@ -561,6 +564,7 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     pf = w["peak_factor"].to_numpy(dtype=float)
     n_in = w["input_tokens"].to_numpy(dtype=float)
     n_out = w["output_tokens"].to_numpy(dtype=float)
+    out_p95 = w["output_tokens_p95"].to_numpy(dtype=float)
     slo = w["latency_slo_ms"].to_numpy(dtype=float) * scenario.sla_scale
     window_h = w["batch_window_hours"].to_numpy(dtype=float)
     interactive = np.isfinite(slo)
@@ -603,7 +607,7 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
             if best is not None:
                 # An interactive workload already served by one replica of fewer GPUs cannot do better here.
                 rows &= ~interactive | (best["_score"] > g * 24.0)
-            cand = _owned_subset(np.flatnonzero(rows), W, stack, gpu, g, eff, n_in, n_out, slo, window_h,
+            cand = _owned_subset(np.flatnonzero(rows), W, stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h,
                                  interactive, rpd, lam_peak)
             best = cand if best is None else _better(best, cand)
         if best is None:
@@ -685,10 +689,11 @@ def _score_api(a, r, api: ApiPrice, w, n_in, n_out, cached, slo, interactive, ow
 _DEFAULTS = {"code": NO_FIT, "best_p95_ms": np.inf, "_score": np.inf}
 
 
-def _owned_subset(sub, W, stack, gpu, g, eff, n_in, n_out, slo, window_h, interactive, rpd, lam_peak) -> dict:
+def _owned_subset(sub, W, stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h, interactive, rpd,
+                  lam_peak) -> dict:
     """_owned_option on the rows `sub` only, scattered back to W rows (others: does not fit, infinitely slow)."""
-    res = _owned_option(stack, gpu, g, eff, n_in[sub], n_out[sub], slo[sub], window_h[sub], interactive[sub],
-                        rpd[sub], lam_peak[sub])
+    res = _owned_option(stack, gpu, g, eff, n_in[sub], n_out[sub], out_p95[sub], slo[sub], window_h[sub],
+                        interactive[sub], rpd[sub], lam_peak[sub])
     if len(sub) == W:  # every row evaluated: nothing to scatter
         return res
     out = {}
@@ -699,7 +704,7 @@ def _owned_subset(sub, W, stack, gpu, g, eff, n_in, n_out, slo, window_h, intera
     return out
 
 
-def _owned_option(stack, gpu, g, eff, n_in, n_out, slo, window_h, interactive, rpd, lam_peak) -> dict:
+def _owned_option(stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h, interactive, rpd, lam_peak) -> dict:
     """Operating point and replicas of one (stack, GPUs per replica) option, for every workload.
 
     Latency grows with concurrency and total throughput never falls with it
@@ -707,22 +712,39 @@ def _owned_option(stack, gpu, g, eff, n_in, n_out, slo, window_h, interactive, r
     grid concurrency whose p95 meets the SLA, by bisection; offline work runs
     at the largest concurrency that fits in memory. Each evaluation touches
     only the rows still undecided (vectors, never a Python loop over rows).
+
+    Service time is the latency model's (core.decision.latency, one distribution
+    everywhere): the physics' mean timeline at batch b, with the b prefills it
+    charges (its own and the others') fixed and the decode part scaled by the
+    workload's output length (lognormal from output_tokens_p95 or the default
+    spread; whole blocks for diffusion): p95 = fixed + decode x q_ratio, and the
+    queue's Allen–Cunneen term reads the same distribution's cv^2.
     """
     W = len(n_in)
     grid = CONCURRENCY_GRID
-    tail = eff.p95_over_mean
+    q_ratio, e_ratio, v_ratio = latency.length_ratios(n_out, out_p95, latency.block_tokens_of(stack))
     pre = physics.prefill_ms(stack, gpu, g, n_in, eff)
     maxc = physics.max_concurrency(stack, gpu, g, n_in + n_out, eff)
     jmax = np.searchsorted(grid, maxc, side="right") - 1  # -1: not even one sequence fits
 
     def lat(rows, j):
-        """Mean end-to-end ms for `rows` at grid index j (array or scalar)."""
+        """Mean end-to-end ms for `rows` at grid index j (array or scalar), at the mean output length."""
         return physics.e2e_ms(stack, gpu, g, grid[j], n_in[rows], n_out[rows], eff, prefill=pre[rows])
+
+    def service(rows, j, e2e):
+        """(p95, mean, cv^2) of the service time of `rows` at grid index j, from the physics mean e2e (ms)."""
+        fixed = grid[j] * pre[rows]
+        decode = np.maximum(e2e - fixed, 0.0)
+        mean = fixed + decode * e_ratio[rows]
+        return fixed + decode * q_ratio[rows], mean, decode**2 * v_ratio[rows] / mean**2
+
+    def p95(rows, j):
+        return service(rows, j, lat(rows, j))[0]
 
     fits = jmax >= 0
     alone = np.full(W, np.inf)
     sel = np.flatnonzero(fits)
-    alone[sel] = lat(sel, 0) * tail  # p95 alone on a replica: the floor of latency
+    alone[sel] = p95(sel, 0)  # p95 alone on a replica: the floor of latency
 
     # Interactive: bisection for b* over grid indices [0, jmax].
     live = interactive & fits & (alone <= slo)
@@ -733,7 +755,7 @@ def _owned_option(stack, gpu, g, eff, n_in, n_out, slo, window_h, interactive, r
         if sel.size == 0:
             break
         mid = (lo[sel] + hi[sel] + 1) // 2
-        good = lat(sel, mid) * tail <= slo[sel]
+        good = p95(sel, mid) <= slo[sel]
         lo[sel[good]] = mid[good]
         hi[sel[~good]] = mid[~good] - 1
 
@@ -748,28 +770,30 @@ def _owned_option(stack, gpu, g, eff, n_in, n_out, slo, window_h, interactive, r
         cand = np.flatnonzero(live & (j >= 0))
         if cand.size == 0:
             break
-        mean = lat(cand, j[cand]) / 1e3
+        s95, mean, cv2 = service(cand, j[cand], lat(cand, j[cand]))
+        mean = mean / 1e3
         slots = grid[j[cand]]
         floor_reps[cand] = np.maximum(np.floor(lam_peak[cand] * mean / slots) + 1.0, 1.0)
         keep = floor_reps[cand] < reps[cand]
-        cand, mean, slots = cand[keep], mean[keep], slots[keep]
+        cand, mean, slots, s95, cv2 = cand[keep], mean[keep], slots[keep], s95[keep], cv2[keep]
         if cand.size == 0:
             break
-        p95 = mean * 1e3 * tail
-        n = replicas_for_sla(lam_peak[cand], mean, slots, (slo[cand] - p95) / 1e3, tail=0.05,
-                             service_cv2=SERVICE_CV2).astype(float)
+        n = replicas_for_sla(lam_peak[cand], mean, slots, (slo[cand] - s95) / 1e3, tail=0.05,
+                             service_cv2=cv2).astype(float)
         n = np.where(n < 0, np.inf, np.maximum(n, 1.0))  # a live service keeps at least one replica
         better = n < reps[cand]
         rows = cand[better]
         reps[rows], pick[rows] = n[better], j[rows]
-        p95_at[rows], svc_at[rows] = p95[better], mean[better]
+        p95_at[rows], svc_at[rows] = s95[better], mean[better]
     inter_ok = live & np.isfinite(reps)
 
     # Offline: the largest concurrency that fits gives the most requests per second.
     off = np.flatnonzero(~interactive & fits)
     off_e2e = np.full(W, np.nan)
+    off_p95 = np.full(W, np.nan)
     if off.size:
         off_e2e[off] = lat(off, jmax[off])
+        off_p95[off] = service(off, jmax[off], off_e2e[off])[0]
     b_off = grid[np.maximum(jmax, 0)]
     win = np.where(np.isfinite(window_h), window_h, 24.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -777,13 +801,13 @@ def _owned_option(stack, gpu, g, eff, n_in, n_out, slo, window_h, interactive, r
         gpu_hours = rpd / rps_off / 3600.0 * g
         # A window over a day spreads the queue over every day in it: per day, win/24 days of work.
         reps_off = np.ceil(rpd * np.maximum(win, 24.0) / 24.0 / (rps_off * win * 3600.0))
-    off_ok = ~interactive & fits & (off_e2e * tail <= win * 3.6e6)
+    off_ok = ~interactive & fits & (off_p95 <= win * 3.6e6)
 
     code = np.where(~fits, NO_FIT, np.where(interactive, np.where(inter_ok, OK, LATENCY),
                                              np.where(off_ok, OK, WINDOW))).astype(np.int8)
     return {
         "code": code,
-        "p95_ms": np.where(interactive, p95_at, off_e2e * tail),
+        "p95_ms": np.where(interactive, p95_at, off_p95),
         "concurrency": np.where(interactive, grid[np.maximum(pick, 0)], b_off),
         "gpus_per_replica": np.full(W, float(g)),
         "replicas": np.where(interactive, np.where(inter_ok, reps, np.nan), reps_off),

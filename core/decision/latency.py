@@ -1,23 +1,39 @@
 """Latency model of a pooled deployment: service-time distribution, p95 of wait + service, replicas for every target.
 
 One service-time model, used both for the p95 check and for queueing (DESIGN.md,
-"Latency model"; issue 12):
+"Latency model"; issue 12), and replayed by the simulation (core.decision.simulate):
 
 - **Output length** N of a workload is lognormal, fitted to its mean and
   `output_tokens_p95` (or to `DEFAULT_OUTPUT_CV` when no p95 is given).
-- **Service time** of a request (admission to last token) is affine in N:
-  S = a + c N, where c = decode steps per token x step_ms(b) / (1 - phi) is the
-  wall time per token at the running batch b, stretched by the share phi of the
-  replica's time spent on other requests' prefills (a prefill occupies the
-  replica's step, so decode pauses while it runs), and a = own prefill + the
-  wait for the step in progress to end.
-- **Waiting**: M/G/c over the pooled slots (replicas x concurrency cap), Erlang C
-  with Allen–Cunneen: W = 0 with probability 1 - C, else exponential with rate
-  theta = (c mu_full - lambda) / k, k = (1 + cv^2) / 2 (cv^2 of the rate-weighted
-  service mixture at the full batch, where a queue forms).
+- **Decode steps** are the physics' (core.performance.physics.decode_steps):
+  N x steps per token for autoregressive, speculative and MoE serving; whole
+  blocks for text diffusion, ceil(N / L) x S passes, so the service is affine
+  in the effective length N_eff = L ceil(N / L) (N_eff = N when L = 1).
+- **Service time** of a request (admission to last token) is S = a + c N_eff,
+  where c = decode steps per token x step_ms(b) / (1 - phi) is the wall time per
+  token at the running batch b, stretched by the share phi of the replica's time
+  spent on other requests' prefills, and a = own prefill + the wait for the step
+  in progress to end.
+- **Requests in system** follow a birth–death chain over the pooled slots
+  (replicas x concurrency cap, shortest-queue routing): with k in system the
+  replicas complete decodes at D(k) = k / tau(b) (tau: a request's decode time at
+  the batch b = k / replicas), and every admission first runs its prefill, which
+  stalls its replica. Prefill time is spent in the state the admission enters,
+  so the chain's ratio is pi(k) / pi(k - 1) = lambda / D(k) + lambda E[p] / min(k, n):
+  the busier the deployment, the larger the share of its time in prefills. (A
+  stretch 1 / (1 - phi) on the mean instead, as before issue 12's follow-up,
+  left the busy states too light: compute-bound diffusion deployments queued
+  4-8 x more often in simulation than that model said, and their p95 ran up to
+  57 % over the analytic one.)
+- **A request that finds a free slot** (probability 1 - C from the chain) sees
+  the batch of the state it arrives in; the spread of the per-token time over
+  those states multiplies N's (a lognormal factor with that mean and cv^2).
+  **One that waits** (C, the chain's mass at or above every slot busy) waits
+  Exp(theta), theta = D_eff (1 - r_q) / k, r_q the chain's ratio above the slots,
+  k = (1 + cv^2) / 2 (Allen–Cunneen, cv^2 of the service mixture at the full
+  batch), and is served at the full batch.
 - **p95 of time in system** T = W + S (+ the escalated requests' extra latency,
-  one 5 % budget): solved numerically from P(T > t), where a request that waits
-  starts at the full batch and one that does not at the load's typical batch.
+  one 5 % budget): solved numerically from P(T > t).
 
 Everything is numpy over flat arrays: `PooledDeployments` holds R deployment
 configurations (e.g. every owned route x candidate concurrency cap) and the I
@@ -32,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special
 
-from core.decision.queueing import erlang_c
+from core.models import Architecture
 
 # Spread of a workload's output length when the inventory gives no output_tokens_p95.
 # ESTIMATE (not measured): chat and agent outputs vary by about half their mean
@@ -53,6 +69,16 @@ _GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
 _GL_X, _GL_W = (_GL_X + 1.0) / 2.0, _GL_W / 2.0  # on [0, 1]
 _SQRT2 = np.sqrt(2.0)
 _INV_SQRT2PI = 1.0 / np.sqrt(2.0 * np.pi)
+# Points of the requests-in-system chain per configuration: exact (one per state) up to this many slots,
+# a grid of this many points above (its log density is smooth there, and sums become integrals).
+_CHAIN_POINTS = 256
+# Blocks summed exactly in the wait + service convolution of block-wise (diffusion) service; blocks further
+# below t add at most P(K <= m - 64) exp(-theta x 64 blocks), taken whole (an upper bound).
+_BLOCK_TERMS = 64
+# Blocks summed for E[ceil(N / L)] and E[ceil(N / L)^2] (where rounding matters: a few blocks); beyond,
+# the rounding is uniform on average
+# (E[K] = E[N] / L + 1 / 2 and E[K^2] = E[N^2] / L^2 + E[N] / L + 1 / 3).
+_BLOCK_SUM = 64
 
 
 # --------------------------------------------------------------------------- output length
@@ -84,25 +110,80 @@ def output_lognormal(mean_tokens, p95_tokens=None) -> tuple[np.ndarray, np.ndarr
 
 # --------------------------------------------------------------------------- service time
 
+def _n_survival(x, mu, sigma):
+    """P(N > x) for N ~ LogNormal(mu, sigma) (sigma = 0: a point mass at e^mu; x <= 0: 1)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lx = np.log(np.maximum(x, 0.0))
+        z = (lx - mu) / np.where(sigma > 0, sigma, 1.0)
+        z = np.where(sigma > 0, z, np.where(lx >= mu, np.inf, -np.inf))
+    return np.where(x > 0, special.ndtr(-z), 1.0)
+
+
+def _blocks(block_tokens, shape) -> np.ndarray:
+    """Tokens per block as an array of `shape` (None: 1, no rounding)."""
+    if block_tokens is None:
+        return np.ones(shape)
+    return np.broadcast_to(np.asarray(block_tokens, dtype=float), shape)
+
+
+def effective_tokens_moments(mu, sigma, block_tokens=None) -> tuple[np.ndarray, np.ndarray]:
+    """E[N_eff] and E[N_eff^2] of N_eff = L ceil(N / L) (L = 1: N itself), N ~ LogNormal(mu, sigma).
+
+    K = ceil(N / L) has P(K > k) = P(N > k L), so E[K] = sum_k P(N > k L) and
+    E[K^2] = sum_k (2k + 1) P(N > k L) (k >= 0), summed exactly up to _BLOCK_SUM blocks;
+    a longer tail is rounded up by half a block on average (see _BLOCK_SUM).
+    """
+    mu, sigma = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(sigma, dtype=float))
+    L = _blocks(block_tokens, mu.shape)
+    en = np.exp(mu + sigma**2 / 2.0)
+    en2 = np.exp(2.0 * mu + 2.0 * sigma**2)
+    m1, m2 = en.copy(), en2.copy()
+    blk = L > 1
+    if blk.any():
+        i = np.flatnonzero(blk.ravel())
+        mu_b, sg_b, L_b = mu.ravel()[i], sigma.ravel()[i], L.ravel()[i]
+        top = np.exp(mu_b + 8.5 * sg_b) / L_b  # P(N > top x L) < 1e-17
+        k1 = en.ravel()[i] / L_b + 0.5
+        k2 = en2.ravel()[i] / L_b**2 + en.ravel()[i] / L_b + 1.0 / 3.0
+        few = np.flatnonzero(top <= _BLOCK_SUM)
+        if few.size:
+            k = np.arange(int(np.ceil(top[few].max())) + 1, dtype=float)[None, :]
+            surv = _n_survival(k * L_b[few, None], mu_b[few, None], sg_b[few, None])
+            k1[few] = surv.sum(axis=1)
+            k2[few] = ((2.0 * k + 1.0) * surv).sum(axis=1)
+        flat1, flat2 = m1.ravel(), m2.ravel()
+        flat1[i], flat2[i] = L_b * k1, L_b**2 * k2
+        m1, m2 = flat1.reshape(mu.shape), flat2.reshape(mu.shape)
+    return m1, m2
+
+
 @dataclass(frozen=True, eq=False)
 class ServiceTime:
-    """S = a_ms + c_ms_per_token x N, N ~ LogNormal(mu, sigma): per workload row, all arrays of one shape."""
+    """S = a_ms + c_ms_per_token x N_eff, N ~ LogNormal(mu, sigma), N_eff = L ceil(N / L): per workload row.
+
+    block_tokens L: tokens per block of block-wise (diffusion) decoding; None or 1 leaves N unrounded.
+    """
 
     a_ms: np.ndarray
     c_ms_per_token: np.ndarray
     mu: np.ndarray
     sigma: np.ndarray
+    block_tokens: np.ndarray | None = None
+
+    @property
+    def _L(self) -> np.ndarray:
+        return _blocks(self.block_tokens, np.shape(self.mu))
 
     @property
     def mean_ms(self) -> np.ndarray:
-        """E[S] = a + c E[N], E[N] = exp(mu + sigma^2 / 2)."""
-        return self.a_ms + self.c_ms_per_token * np.exp(self.mu + self.sigma**2 / 2.0)
+        """E[S] = a + c E[N_eff] (E[N] = exp(mu + sigma^2 / 2) when L = 1)."""
+        return self.a_ms + self.c_ms_per_token * effective_tokens_moments(self.mu, self.sigma, self.block_tokens)[0]
 
     @property
     def var_ms2(self) -> np.ndarray:
-        """Var S = c^2 Var N = c^2 E[N]^2 (exp(sigma^2) - 1)."""
-        en = np.exp(self.mu + self.sigma**2 / 2.0)
-        return (self.c_ms_per_token * en) ** 2 * np.expm1(self.sigma**2)
+        """Var S = c^2 Var N_eff (= c^2 E[N]^2 (exp(sigma^2) - 1) when L = 1)."""
+        m1, m2 = effective_tokens_moments(self.mu, self.sigma, self.block_tokens)
+        return self.c_ms_per_token**2 * np.maximum(m2 - m1**2, 0.0)
 
     @property
     def cv2(self) -> np.ndarray:
@@ -111,20 +192,53 @@ class ServiceTime:
         return np.divide(self.var_ms2, mean**2, out=np.zeros_like(mean), where=mean > 0)
 
     def quantile(self, p) -> np.ndarray:
-        """The p-quantile of S (p broadcasts against the rows)."""
+        """The p-quantile of S (p broadcasts against the rows); whole blocks: a + c L ceil(q_N(p) / L)."""
         z = special.ndtri(np.asarray(p, dtype=float))
-        return self.a_ms + self.c_ms_per_token * np.exp(self.mu + self.sigma * z)
+        n = np.exp(self.mu + self.sigma * z)
+        L = self._L
+        n = np.where(L > 1, L * np.maximum(np.ceil(n / L - 1e-12), 1.0), n)
+        return self.a_ms + self.c_ms_per_token * n
 
     def survival(self, t_ms) -> np.ndarray:
         """P(S > t)."""
-        return _survival(np.asarray(t_ms, dtype=float), self.a_ms, self.c_ms_per_token, self.mu, self.sigma)
+        return _survival(np.asarray(t_ms, dtype=float), self.a_ms, self.c_ms_per_token, self.mu, self.sigma,
+                         self.block_tokens)
 
 
-def service_time(a_ms, c_ms_per_token, mean_tokens, p95_tokens=None) -> ServiceTime:
-    """The service-time distribution S = a + c N of workloads whose output length has this mean and p95."""
+def service_time(a_ms, c_ms_per_token, mean_tokens, p95_tokens=None, block_tokens=None) -> ServiceTime:
+    """The service-time distribution S = a + c N_eff of workloads whose output length has this mean and p95."""
     mu, sigma = output_lognormal(mean_tokens, p95_tokens)
-    a, c, mu, sigma = np.broadcast_arrays(np.asarray(a_ms, float), np.asarray(c_ms_per_token, float), mu, sigma)
-    return ServiceTime(a.copy(), c.copy(), mu.copy(), sigma.copy())
+    a, c, mu, sigma, L = np.broadcast_arrays(np.asarray(a_ms, float), np.asarray(c_ms_per_token, float), mu, sigma,
+                                             np.asarray(1.0 if block_tokens is None else block_tokens, float))
+    return ServiceTime(a.copy(), c.copy(), mu.copy(), sigma.copy(), L.copy())
+
+
+def block_tokens_of(stack) -> int:
+    """Tokens per whole block a stack decodes in: a diffusion stack's block length L (physics.decode_steps), else 1."""
+    if getattr(stack, "architecture", None) == Architecture.DIFFUSION and stack.diffusion_block_tokens:
+        return int(stack.diffusion_block_tokens)
+    return 1
+
+
+def length_ratios(mean_tokens, p95_tokens=None, block_tokens=None, q: float = 1.0 - SLO_TAIL):
+    """The service distribution behind a physics mean, as ratios to the length the physics timed.
+
+    physics.e2e_ms times one request of the mean output length n (in whole blocks for
+    diffusion: N_eff(n) = L ceil(n / L)). With S = fixed + c N_eff and c fixed by that
+    mean (c = (e2e - fixed) / N_eff(n)), the q-quantile, mean and variance of S are
+    fixed + D x q_ratio, fixed + D x e_ratio and D^2 x v_ratio, D = e2e - fixed, where
+    (q_ratio, e_ratio, v_ratio) = (N_eff quantile, E N_eff, Var N_eff) / N_eff(n): this returns
+    them per row. The engine scores every workload x route with them (vectorised, no
+    quadrature); it is the same lognormal, block-rounded length the plan sizes on.
+    """
+    m = np.asarray(mean_tokens, dtype=float)
+    mu, sigma = output_lognormal(m, p95_tokens)
+    L = _blocks(block_tokens, m.shape)
+    at_mean = np.where(L > 1, L * np.maximum(np.ceil(m / L - 1e-12), 1.0), m)
+    svc = ServiceTime(np.zeros(m.shape), np.ones(m.shape), mu, sigma, L)
+    m1, m2 = effective_tokens_moments(mu, sigma, L)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (svc.quantile(q) / at_mean, m1 / at_mean, np.maximum(m2 - m1**2, 0.0) / at_mean**2)
 
 
 def _z_of(t, a, c, mu, sigma):
@@ -137,12 +251,49 @@ def _z_of(t, a, c, mu, sigma):
     return np.where(t > a, z, -np.inf)
 
 
-def _survival(t, a, c, mu, sigma):
-    return special.ndtr(-_z_of(t, a, c, mu, sigma))
+def _whole_blocks(t, a, c, L):
+    """m = floor((t - a) / (c L)): the most blocks a request can take and still end by t (-1 where t < a)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(t >= a, np.floor((t - a) / (c * L) + 1e-12), -1.0)
 
 
-def _p_exceed_with_wait(t, a, c, mu, sigma, theta_per_ms):
-    """P(E + S > t) for E ~ Exp(theta) independent of S = a + c N (theta = 0: E infinite, 1).
+def _survival(t, a, c, mu, sigma, block_tokens=None):
+    """P(S > t); whole blocks: P(K > m) = P(N > m L), m = floor((t - a) / (c L))."""
+    cont = special.ndtr(-_z_of(t, a, c, mu, sigma))
+    if block_tokens is None:
+        return cont
+    t, a, c, mu, sigma, L = np.broadcast_arrays(t, a, c, mu, sigma, np.asarray(block_tokens, dtype=float))
+    blk = L > 1
+    if not blk.any():
+        return cont
+    m = _whole_blocks(t, a, c, L)
+    return np.where(blk, _n_survival(m * L, mu, sigma), cont)
+
+
+def _block_j(t, a, c, mu, sigma, theta, L):
+    """J = E[exp(-theta (t - S)); S <= t] for whole-block service, as (sum of the top blocks, + the rest's bound).
+
+    S = a + c L K: J = sum over k <= m of P(K = k) exp(-theta (t - a - c L k)); the _BLOCK_TERMS largest k
+    exactly, the blocks below at most P(K <= m - _BLOCK_TERMS) times the largest of their factors.
+    """
+    m = _whole_blocks(t, a, c, L)
+    k = m[..., None] - np.arange(_BLOCK_TERMS)[None, :]
+    mu_, sg_, L_ = mu[..., None], sigma[..., None], L[..., None]
+    p_k = np.where(k >= 1, _n_survival((k - 1.0) * L_, mu_, sg_) - _n_survival(k * L_, mu_, sg_), 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        decay = np.exp(-theta[..., None] * np.maximum(t[..., None] - a[..., None] - (c * L)[..., None] * k, 0.0))
+    top = (p_k * decay).sum(axis=-1)
+    below = m - _BLOCK_TERMS
+    rest = np.where(below >= 1, (1.0 - _n_survival(below * L, mu, sigma))
+                    * np.exp(-theta * np.maximum(t - a - c * L * below, 0.0)), 0.0)
+    return top, rest
+
+
+def _p_exceed_with_wait(t, a, c, mu, sigma, theta_per_ms, block_tokens=None):
+    """P(E + S > t) for E ~ Exp(theta) independent of S = a + c N_eff (theta = 0: E infinite, 1).
+
+    Whole blocks (L > 1): P(S > t) + the block sum of _block_j (its bound on the
+    lowest blocks included: never below the exact value).
 
     P(E + S > t) = P(S > t) + J, J = E[exp(-theta (t - S)); S <= t]. With z_t the
     normal score of S = t and t - S(z) = (t - a)(1 - exp(-sigma (z_t - z))) exactly,
@@ -170,6 +321,16 @@ def _p_exceed_with_wait(t, a, c, mu, sigma, theta_per_ms):
     point = np.where(z_t == np.inf, np.exp(-theta_per_ms * np.maximum(t - a - c * np.exp(mu), 0.0)), 0.0)
     j = np.where(sigma > 0, np.where(finite, out, 0.0), point)
     res = np.clip(surv + j, 0.0, 1.0)
+    if block_tokens is not None:
+        L = np.broadcast_to(np.asarray(block_tokens, dtype=float), np.shape(res))
+        blk = np.flatnonzero(L.ravel() > 1)
+        if blk.size:
+            args = [np.broadcast_to(np.asarray(x, dtype=float), np.shape(res)).ravel()[blk]
+                    for x in (t, a, c, mu, sigma, theta_per_ms, L)]
+            top, rest = _block_j(*args)
+            flat = res.ravel().copy()
+            flat[blk] = np.clip(_survival(*args[:5], args[6]) + top + rest, 0.0, 1.0)
+            res = flat.reshape(np.shape(res))
     return np.where(theta_per_ms > 0, res, 1.0)
 
 
@@ -182,7 +343,9 @@ class PooledDeployments:
     Per configuration: `step_ms[r, b - 1]` is one decode step at running batch b
     for b = 1..B (entries past the cap are ignored), `concurrency_cap[r]` slots per
     replica, `steps_per_token[r]` decode steps per output token (1 for AR; 1 / tokens
-    committed per step for speculative or diffusion serving). Per workload row: peak
+    committed per step for speculative or diffusion serving), `block_tokens[r]` tokens
+    per block of block-wise decoding (diffusion: L, each block taking L x steps_per_token
+    steps; 1: no rounding). Per workload row: peak
     arrival rate, prefill ms on this deployment, output-length mean and p95 (NaN: the
     default spread), p95 target, the share escalated to a fallback and the latency
     that adds. Build it with `PooledDeployments.build(...)`, which checks the arrays.
@@ -199,22 +362,34 @@ class PooledDeployments:
     step_ms: np.ndarray
     concurrency_cap: np.ndarray
     steps_per_token: np.ndarray
-    # Derived once: output-length lognormal per workload row, and per-configuration sums
-    # of the traffic's moments (everything the pooled queue needs from the workloads).
+    block_tokens: np.ndarray = None  # (R,); None: 1 (set by build)
+    # Derived once: output-length lognormal per workload row, its effective length's moments
+    # (whole blocks), and per-configuration sums of the traffic's moments (everything the
+    # pooled queue needs from the workloads).
     output_mu: np.ndarray = field(init=False, repr=False)
     output_sigma: np.ndarray = field(init=False, repr=False)
+    row_block_tokens: np.ndarray = field(init=False, repr=False)
+    effective_mean_tokens: np.ndarray = field(init=False, repr=False)
+    effective_second_moment: np.ndarray = field(init=False, repr=False)
     moments: _Moments = field(init=False, repr=False)
 
     def __post_init__(self):
+        if self.block_tokens is None:
+            object.__setattr__(self, "block_tokens", np.ones(self.step_ms.shape[0]))
         mu, sigma = output_lognormal(self.output_mean_tokens, self.output_p95_tokens)
         object.__setattr__(self, "output_mu", mu)
         object.__setattr__(self, "output_sigma", sigma)
+        L = self.block_tokens[self.row]
+        object.__setattr__(self, "row_block_tokens", L)
+        m1, m2 = effective_tokens_moments(mu, sigma, L)
+        object.__setattr__(self, "effective_mean_tokens", m1)
+        object.__setattr__(self, "effective_second_moment", m2)
         object.__setattr__(self, "moments", _Moments.of(self))
 
     @classmethod
     def build(cls, *, row, arrival_rate_per_s, prefill_ms, output_mean_tokens, slo_ms, step_ms, concurrency_cap,
               output_p95_tokens=None, escalated_share=0.0, escalated_extra_ms=0.0,
-              steps_per_token=1.0) -> PooledDeployments:
+              steps_per_token=1.0, block_tokens=1.0) -> PooledDeployments:
         """Broadcast and check the arrays; a bad one raises ValueError naming it."""
         row = np.asarray(row, dtype=np.int64).ravel()
         n = row.size
@@ -222,6 +397,7 @@ class PooledDeployments:
         r_count = step.shape[0]
         cap = np.broadcast_to(np.asarray(concurrency_cap, dtype=np.int64), (r_count,)).copy()
         spt = np.broadcast_to(np.asarray(steps_per_token, dtype=float), (r_count,)).copy()
+        blk = np.broadcast_to(np.asarray(block_tokens, dtype=float), (r_count,)).copy()
 
         def items(name, x):
             arr = np.asarray(np.nan if x is None else x, dtype=float)
@@ -246,6 +422,7 @@ class PooledDeployments:
             "concurrency_cap": bool(((cap >= 1) & (cap <= step.shape[1])).all()),
             "step_ms": bool((np.isfinite(step) & (step > 0))[used].all()),
             "steps_per_token": bool((spt > 0).all()),
+            "block_tokens": bool(((blk >= 1) & (blk == np.round(blk))).all()),
             "arrival_rate_per_s": bool((arrays["arrival_rate_per_s"] >= 0).all()),
             "prefill_ms": bool((arrays["prefill_ms"] >= 0).all()),
             "output_mean_tokens": bool((arrays["output_mean_tokens"] > 0).all()),
@@ -257,7 +434,8 @@ class PooledDeployments:
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
             raise ValueError(f"PooledDeployments: out-of-range or non-finite values in {', '.join(bad)}")
-        return cls(row=row, step_ms=np.where(used, step, np.nan), concurrency_cap=cap, steps_per_token=spt, **arrays)
+        return cls(row=row, step_ms=np.where(used, step, np.nan), concurrency_cap=cap, steps_per_token=spt,
+                   block_tokens=blk, **arrays)
 
     @property
     def rows(self) -> int:
@@ -281,7 +459,7 @@ class PooledDeployments:
 
 @dataclass(frozen=True, eq=False)
 class _Moments:
-    """Per configuration: sums over its workloads of lambda x (1, p, p^2, E N, p E N, E N^2) (p = prefill ms)."""
+    """Per configuration: sums over its workloads of lambda x (1, p, p^2, E N_eff, p E N_eff, E N_eff^2) (p = prefill ms)."""
 
     lam: np.ndarray
     pre: np.ndarray
@@ -293,8 +471,7 @@ class _Moments:
     @classmethod
     def of(cls, dep: PooledDeployments) -> _Moments:
         R, r, lam = dep.step_ms.shape[0], dep.row, dep.arrival_rate_per_s
-        en = np.exp(dep.output_mu + dep.output_sigma**2 / 2.0)
-        en2 = np.exp(2.0 * dep.output_mu + 2.0 * dep.output_sigma**2)
+        en, en2 = dep.effective_mean_tokens, dep.effective_second_moment
         p = dep.prefill_ms
 
         def s(x):
@@ -304,14 +481,17 @@ class _Moments:
 
 
 def _step_at(step_ms, b):
-    """step_ms(b) by linear interpolation between integer batches, and its slope d step / d b."""
+    """step_ms(b) by linear interpolation between integer batches, and its slope d step / d b.
+
+    b has one value per configuration (R,) or a row of values per configuration (R, G).
+    """
     # np.minimum/np.maximum rather than np.clip: this runs thousands of times on a few values per plan,
     # where np.clip's dispatch costs more than the arithmetic. b >= 1, so truncation is the floor.
     top = step_ms.shape[1]
     b = np.minimum(np.maximum(b, 1.0), float(top))
     lo = np.minimum(np.maximum(np.asarray(b).astype(np.int64), 1), top)  # bounded even for a NaN batch
     hi = np.minimum(lo + 1, top)
-    idx = np.arange(step_ms.shape[0])
+    idx = np.arange(step_ms.shape[0]).reshape((-1,) + (1,) * (np.ndim(b) - 1))
     s_lo, s_hi = step_ms[idx, lo - 1], step_ms[idx, hi - 1]
     frac = b - lo
     slope = np.where((hi > lo) & np.isfinite(s_hi), s_hi - s_lo, 0.0)
@@ -322,22 +502,24 @@ def _step_at(step_ms, b):
 class PooledState:
     """Deployment configurations at given replica counts: arrays over the R configurations.
 
-    A workload row i on configuration r is served in a + c N ms: a request that found
-    a free slot with a = prefill_i + join_ms[r], c = ms_per_token[r] (the typical
-    batch); one that waited with a = prefill_i + full_join_ms[r], c =
-    full_ms_per_token[r] (the full batch, the cap).
+    A workload row i on configuration r is served in a + c N_eff ms: a request that
+    found a free slot with a = prefill_i + join_ms[r], c = ms_per_token[r] x X, X the
+    batch it finds (lognormal, mean 1, cv^2 batch_cv2[r], folded into N's spread);
+    one that waited with a = prefill_i + full_join_ms[r], c = full_ms_per_token[r]
+    (the full batch, the cap).
     """
 
     replicas: np.ndarray
     arrival_rate_per_s: np.ndarray
-    batch: np.ndarray  # typical running batch per replica (fixed point of Little's law)
+    batch: np.ndarray  # mean running batch a request that finds a free slot joins (itself included)
     prefill_share: np.ndarray  # phi: share of a replica's time spent on prefill steps
     offered_load: np.ndarray  # requests in service on average (Erlangs)
     join_ms: np.ndarray
-    ms_per_token: np.ndarray
+    ms_per_token: np.ndarray  # mean over the states a request that finds a free slot arrives in
+    batch_cv2: np.ndarray  # cv^2 of that per-token time over those states
     full_join_ms: np.ndarray
     full_ms_per_token: np.ndarray
-    service_mean_ms: np.ndarray  # rate-weighted mean service at the typical batch
+    service_mean_ms: np.ndarray  # rate-weighted mean service of requests that find a free slot
     full_service_mean_ms: np.ndarray  # the same at the full batch, where a queue forms
     full_service_cv2: np.ndarray  # cv^2 of the service mixture at the full batch (Allen–Cunneen)
     p_wait: np.ndarray  # C: P(a request waits for a slot)
@@ -345,33 +527,40 @@ class PooledState:
     stable: np.ndarray
 
     def service(self, dep: PooledDeployments, idx=None) -> ServiceTime:
-        """Service time of workload rows idx (default all) when they find a free slot."""
-        return self._svc(dep, idx, self.join_ms, self.ms_per_token)
+        """Service time of workload rows idx (default all) when they find a free slot (the batch's spread folded in)."""
+        idx = np.arange(dep.row.size) if idx is None else idx
+        r = dep.row[idx]
+        s2 = np.log1p(self.batch_cv2[r])
+        return ServiceTime(dep.prefill_ms[idx] + self.join_ms[r], self.ms_per_token[r], dep.output_mu[idx] - s2 / 2.0,
+                           np.sqrt(dep.output_sigma[idx] ** 2 + s2), dep.row_block_tokens[idx])
 
     def service_full(self, dep: PooledDeployments, idx=None) -> ServiceTime:
         """Service time of workload rows idx (default all) when they waited (full batch)."""
-        return self._svc(dep, idx, self.full_join_ms, self.full_ms_per_token)
-
-    @staticmethod
-    def _svc(dep, idx, join, c):
         idx = np.arange(dep.row.size) if idx is None else idx
         r = dep.row[idx]
-        return ServiceTime(dep.prefill_ms[idx] + join[r], c[r], dep.output_mu[idx], dep.output_sigma[idx])
+        return ServiceTime(dep.prefill_ms[idx] + self.full_join_ms[r], self.full_ms_per_token[r], dep.output_mu[idx],
+                           dep.output_sigma[idx], dep.row_block_tokens[idx])
 
 
 def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
-    """Batch, service and wait distribution of every configuration with `replicas` replicas (array over R).
+    """Requests in system, batch, service and wait distribution of every configuration with `replicas` replicas.
 
-    The typical batch b solves Little's law per replica, A = lambda E[S(b)] and
-    b = 1 + (A / n)(1 - 1 / cap) (a request sees itself plus its replica's share of
-    the others; b reaches the cap when every slot is busy), by fixed-point iteration.
-    Other requests' prefills take the share phi = lambda E[p] / n of a replica's time,
-    which stretches decode by 1 / (1 - phi). Step time grows with the batch, so the
-    number of requests in service spreads wider than Poisson: its variance is about
-    A / (1 - eps), eps = (b - 1) S'(b) / S the elasticity of service time in the batch
-    (a diffusion approximation of the birth–death chain). Erlang C is evaluated on
-    c (1 - eps) servers and A (1 - eps) Erlangs, which matches that spread near the
-    top (and is plain Erlang C when the step time does not depend on the batch).
+    The birth–death chain (module docstring) over k requests in system on n replicas x
+    cap slots: pi(k) / pi(k - 1) = lambda tau(b_k) / k + lambda E[p] / min(k, n), b_k =
+    k / n the replicas' batch (shortest-queue routing keeps them within one of it),
+    tau(b) = steps per token x step_ms(b) x E[N_eff] + step_ms(b) / 2 the decode time
+    at that batch plus the wait for a step boundary. Above n cap the ratio stays at
+    r_q = lambda tau(cap) / (n cap) + lambda E[p] / n (a geometric queue; stable while
+    r_q < 1). It has no free parameter: with no prefill and exponential service it is
+    the M/M/c chain with batch-dependent speed (exact), with prefills it puts their time
+    where it is spent, in the busy states.
+
+    By PASTA an arrival sees the chain's distribution: C = P(k >= n cap) waits, any
+    other joins the least-loaded replica at batch floor(k / n) + 1, where a token takes
+    c_k = steps per token x step_ms(b) / (1 - phi), phi = lambda E[p] / n (the others'
+    prefills interleave), after a join wait for the step in progress (none on an idle
+    replica). One that waited is served at the cap, where each completion admits the
+    next request, so the prefill share there is f_q = phi / r_q.
     """
     m = dep.moments
     R = dep.rows
@@ -380,66 +569,102 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
     has = lam > 0
     safe_lam = np.where(has, lam, 1.0)
     pbar, p2 = m.pre / safe_lam, m.pre2 / safe_lam
-    with np.errstate(divide="ignore", invalid="ignore"):
-        phi = np.where(n > 0, lam * pbar / 1000.0 / np.where(n > 0, n, 1.0), np.inf)
-    ok = (phi < 1.0) & (n > 0)
-    stretch = np.where(ok, 1.0 / np.where(ok, 1.0 - phi, 1.0), np.inf)
-    phi_c = np.minimum(phi, 1.0)
+    lam_ms = lam / 1000.0
+    live = n > 0
+    safe_n = np.where(live, n, 1.0)
+    phi = np.where(live, lam_ms * pbar / safe_n, np.inf)
     cap = dep.concurrency_cap.astype(float)
+    servers = safe_n * cap
     spt = dep.steps_per_token
-    en = m.n / safe_lam  # mixture E[N]
+    en = m.n / safe_lam  # mixture E[N_eff]
     # The step in progress when a request is admitted: a decode step (share 1 - phi, mean
     # residual step / 2) or a prefill step (share phi, size-biased residual E[p^2] / 2 E[p]).
     pre_resid = np.divide(p2, 2.0 * pbar, out=np.zeros(R), where=pbar > 0)
 
-    def at(b, busy):
-        step, slope = _step_at(dep.step_ms, b)
-        with np.errstate(invalid="ignore"):
-            c = spt * step * stretch
-            join = busy * ((1.0 - phi_c) * step / 2.0 + phi_c * pre_resid)
-            return c, join, pbar + join + c * en, slope
-
-    safe_n = np.where(n > 0, n, 1.0)
-    b = np.ones(R)
-    for _ in range(_FIXED_POINT_ITERATIONS):
-        _, _, s_bar, _ = at(b, 1.0)
-        per = np.where(ok, np.nan_to_num(lam * s_bar / 1000.0 / safe_n, posinf=1e300), cap)
-        b_next = np.minimum(np.maximum(1.0 + per * (1.0 - 1.0 / cap), 1.0), cap)
-        # Stop once no batch moves by more than 1e-9 of itself: further rounds change nothing
-        # the sizing reads (the plan calls this hundreds of times on a few configurations).
-        settled = bool(np.all(np.abs(b_next - b) <= 1e-9 * b_next))
-        b = b_next
-        if settled:
-            break
-    per = np.where(ok, np.nan_to_num(lam * s_bar / 1000.0 / safe_n, posinf=1e300), np.inf)
-    busy = -np.expm1(-np.minimum(per, 50.0))  # P(the replica is running something)
-    c, join, s_bar, slope = at(b, busy)
+    # The chain on a grid: point g stands for the states (k_{g-1}, k_g], k_g = g x delta.
+    delta = np.maximum(servers / _CHAIN_POINTS, 1.0)
+    g = np.arange(_CHAIN_POINTS + 1, dtype=float)[None, :]
+    k = g * delta[:, None]
+    inside = k <= servers[:, None] * (1.0 + 1e-12)
+    x = np.maximum(k - (delta[:, None] - 1.0) / 2.0, 1.0)  # the middle state of the points' interval
+    b_x = np.minimum(np.maximum(x / safe_n[:, None], 1.0), cap[:, None])
+    step_x, _ = _step_at(dep.step_ms, b_x)
+    tau_x = (spt * en)[:, None] * step_x + step_x / 2.0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio = lam_ms[:, None] * (tau_x / np.minimum(x, servers[:, None]) + pbar[:, None] / np.minimum(x, safe_n[:, None]))
+        log_r = np.where(inside & (g > 0), np.log(np.where(has[:, None], ratio, 1.0)), 0.0)
+    log_end = np.cumsum(log_r * delta[:, None], axis=1)  # log pi(k_g) / pi(0)
+    log_mid = log_end - (delta[:, None] - 1.0) / 2.0 * log_r  # log pi at the middle of the point's interval
+    step_cap, _ = _step_at(dep.step_ms, cap)
+    tau_cap = spt * en * step_cap + step_cap / 2.0
+    r_q = np.where(live, lam_ms * (tau_cap / servers + pbar / safe_n), np.inf)
+    stable = live & (r_q < 1.0)
+    last = inside & (k >= servers[:, None] * (1.0 - 1e-12))
+    # Weights of the points for arrivals that find a free slot (k < n cap), and the queue's mass.
+    w = np.where(g == 0, 1.0, np.where(inside & ~last, delta[:, None], np.where(last, delta[:, None] - 1.0, 0.0)))
+    log_last = np.where(last, log_end, -np.inf).max(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_queue = np.where(stable, log_last - np.log1p(-np.minimum(r_q, 1.0 - 1e-300)), np.inf)
+        log_w = np.where(w > 0, np.log(np.maximum(w, 1e-300)) + log_mid, -np.inf)
+    top = np.maximum(log_w.max(axis=1), np.where(np.isfinite(log_queue), log_queue, -np.inf))
+    top = np.where(np.isfinite(top), top, 0.0)
+    pw = np.exp(log_w - top[:, None])
+    free_mass = pw.sum(axis=1)
+    queue_mass = np.where(stable, np.exp(np.minimum(log_queue - top, 700.0)), 0.0)
+    cw = np.where(has, np.where(stable, queue_mass / (free_mass + queue_mass), 1.0), 0.0)
+    # What an arrival that finds a free slot sees: the batch it joins, the per-token time there, the join wait.
+    k_arr = np.where(g == 0, 0.0, np.round(k - (delta[:, None] - 1.0) / 2.0))
+    b_arr = np.minimum(np.floor(k_arr / safe_n[:, None]) + 1.0, cap[:, None])
+    step_arr, _ = _step_at(dep.step_ms, b_arr)
+    phi_c = np.minimum(phi, 1.0)
+    busy = k_arr >= safe_n[:, None]  # every replica runs something: wait for the step in progress
+    # The prefill share in the state the arrival enters (k + 1): the chain puts lambda E[p] / n of pi(k)
+    # there per unit of pi(k + 1), i.e. phi / ratio(k + 1), once every replica is busy; phi below.
+    x1 = k_arr + 1.0
+    b1 = np.minimum(np.maximum(x1 / safe_n[:, None], 1.0), cap[:, None])
+    step1, _ = _step_at(dep.step_ms, b1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ratio1 = lam_ms[:, None] * (((spt * en)[:, None] * step1 + step1 / 2.0) / x1 + pbar[:, None] / safe_n[:, None])
+        f_arr = np.where(x1 > safe_n[:, None], phi_c[:, None] / np.where(ratio1 > 0, ratio1, 1.0), phi_c[:, None])
+    f_arr = np.minimum(np.maximum(f_arr, 0.0), 1.0 - 1e-9)
+    join_arr = busy * ((1.0 - phi_c)[:, None] * step_arr / 2.0 + (phi_c * pre_resid)[:, None])
+    pf = pw / np.where(free_mass > 0, free_mass, 1.0)[:, None]
+    c_arr = step_arr * (spt / (1.0 - np.minimum(phi, 1 - 1e-9)))[:, None]
+    with np.errstate(invalid="ignore"):
+        c = (pf * c_arr).sum(axis=1)
+        c2 = (pf * c_arr**2).sum(axis=1)
+        batch_cv2 = np.where(c > 0, np.maximum(c2 / np.where(c > 0, c, 1.0) ** 2 - 1.0, 0.0), 0.0)
+        batch_cv2 = np.where(np.isfinite(batch_cv2), batch_cv2, 0.0)
+        join = (pf * join_arr).sum(axis=1)
+        batch = (pf * b_arr).sum(axis=1)
+        s_bar = pbar + join + c * en
     a_load = lam * s_bar / 1000.0
-    c_full, join_full, s_full, _ = at(cap, 1.0)
+    # At the cap: each completion admits the next waiting request, so prefills take f_q of the time.
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        # E[S^2] = sum lambda_i E[(a_i + c N_i)^2] / lambda with a_i = p_i + join.
+        f_q = np.where(has & stable, np.minimum(phi / np.where(r_q > 0, r_q, 1.0), 1.0 - 1e-9), phi_c)
+        f_q = np.maximum(f_q, phi_c)
+        c_full = np.where(f_q < 1.0, spt * step_cap / (1.0 - f_q), np.inf)
+        join_full = (1.0 - f_q) * step_cap / 2.0 + f_q * pre_resid
+        s_full = pbar + join_full + c_full * en
+        # E[S^2] = sum lambda_i E[(a_i + c N_eff,i)^2] / lambda with a_i = p_i + join.
         second = (m.pre2 + 2.0 * join_full * m.pre + join_full**2 * lam
                   + 2.0 * c_full * (m.pre_n + join_full * m.n) + c_full**2 * m.n2) / safe_lam
-        cv2_full = np.where(ok & has, np.maximum(second / s_full**2 - 1.0, 0.0), 1.0)
-        d_sbar = spt * slope * stretch * en
-        eps = np.where(ok, np.clip((b - 1.0) * d_sbar / s_bar, 0.0, 0.95), 0.0)
-    servers = n * cap
-    stable = ok & (lam * s_full / 1000.0 < servers)
-    cw = erlang_c(servers * (1.0 - eps), np.where(stable, a_load, servers) * (1.0 - eps))
-    cw = np.where(has, np.where(stable, cw, 1.0), 0.0)
-    k = (1.0 + cv2_full) / 2.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        theta = np.where(stable, (servers * 1000.0 / s_full - lam) / k / 1000.0, 0.0)
+        cv2_full = np.where(stable & has, np.maximum(second / s_full**2 - 1.0, 0.0), 1.0)
+        kk = (1.0 + cv2_full) / 2.0
+        d_eff = servers / tau_cap * (1.0 - f_q)  # completions per ms with every slot busy
+        theta = np.where(stable, d_eff * (1.0 - r_q) / kk, 0.0)
     return PooledState(
-        replicas=n, arrival_rate_per_s=lam, batch=b, prefill_share=phi, offered_load=a_load,
-        join_ms=join, ms_per_token=c, full_join_ms=join_full, full_ms_per_token=c_full,
+        replicas=n, arrival_rate_per_s=lam, batch=batch, prefill_share=phi, offered_load=a_load,
+        join_ms=join, ms_per_token=c, batch_cv2=batch_cv2, full_join_ms=join_full, full_ms_per_token=c_full,
         service_mean_ms=s_bar, full_service_mean_ms=s_full, full_service_cv2=cv2_full,
         p_wait=cw, wait_rate_per_ms=theta, stable=stable,
     )
 
 
-def _j_bounds(t, a, c, mu, sigma, theta_per_ms):
+def _j_bounds(t, a, c, mu, sigma, theta_per_ms, block_tokens=None):
     """Closed-form (lower, upper) bounds of J = E[exp(-theta (t - S)); S <= t].
+
+    Whole blocks (L > 1): the block sum of _block_j, without and with its bound on the lowest blocks.
 
     With u = z_t - z, t - S(z) = (t - a)(1 - exp(-sigma u)) and beta = theta (t - a):
     - lower: 1 - exp(-sigma u) <= sigma u gives J >= phi(z_t) M(kappa - z_t),
@@ -464,7 +689,18 @@ def _j_bounds(t, a, c, mu, sigma, theta_per_ms):
         q = -np.expm1(-sigma * u)
         upper = np.minimum(upper, first(beta * q / u) + np.exp(-beta * q) * special.ndtr(zt - u))
     # Outside the lognormal's support (t <= a: J = 0; sigma = 0 or t past every S: decided by the quadrature).
-    return np.where(ok, lower, 0.0), np.where(ok, np.minimum(upper, special.ndtr(zt)), np.where(t > a, 1.0, 0.0))
+    lo, hi = np.where(ok, lower, 0.0), np.where(ok, np.minimum(upper, special.ndtr(zt)), np.where(t > a, 1.0, 0.0))
+    if block_tokens is not None:
+        L = np.broadcast_to(np.asarray(block_tokens, dtype=float), np.shape(lo))
+        blk = np.flatnonzero(L.ravel() > 1)
+        if blk.size:
+            args = [np.broadcast_to(np.asarray(x, dtype=float), np.shape(lo)).ravel()[blk]
+                    for x in (t, a, c, mu, sigma, theta_per_ms, L)]
+            top, rest = _block_j(*args)
+            lo, hi = lo.ravel().copy(), hi.ravel().copy()
+            lo[blk], hi[blk] = top, top + rest
+            lo, hi = lo.reshape(np.shape(z_t)), hi.reshape(np.shape(z_t))
+    return lo, hi
 
 
 def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True):
@@ -479,20 +715,22 @@ def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True
     """
     r = dep.row[idx]
     c_wait = st.p_wait[r]
-    mu, sigma = dep.output_mu[idx], dep.output_sigma[idx]
-    free = (dep.prefill_ms[idx] + st.join_ms[r], st.ms_per_token[r], mu, sigma)
-    full = (dep.prefill_ms[idx] + st.full_join_ms[r], st.full_ms_per_token[r], mu, sigma)
+    sf, sw = st.service(dep, idx), st.service_full(dep, idx)
+    free = (sf.a_ms, sf.c_ms_per_token, sf.mu, sf.sigma, sf.block_tokens)
+    full = (sw.a_ms, sw.c_ms_per_token, sw.mu, sw.sigma)
+    blk = sw.block_tokens
     theta = st.wait_rate_per_ms[r]
     e = dep.escalated_share[idx]
 
     def one(tt, sel=None):
         pick = (lambda x: x) if sel is None else (lambda x: x[sel])
         cw, args_f, args_w, th = pick(c_wait), tuple(map(pick, free)), tuple(map(pick, full)), pick(theta)
+        bl = pick(blk)
         base = (1.0 - cw) * _survival(tt, *args_f)
         if exact:
-            return base + cw * _p_exceed_with_wait(tt, *args_w, th)
-        surv = _survival(tt, *args_w)
-        j_lo, j_hi = _j_bounds(tt, *args_w, th)
+            return base + cw * _p_exceed_with_wait(tt, *args_w, th, bl)
+        surv = _survival(tt, *args_w, bl)
+        j_lo, j_hi = _j_bounds(tt, *args_w, th, bl)
         waited = th > 0
         return (base + cw * np.where(waited, np.minimum(surv + j_lo, 1.0), 1.0),
                 base + cw * np.where(waited, np.minimum(surv + j_hi, 1.0), 1.0))
@@ -642,7 +880,7 @@ def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000) -> Replica
 
     # The service tail alone at batch 1 with no interference: the best any replica count gives.
     alone_c = (dep.steps_per_token * dep.step_ms[:, 0])[r]
-    alone = ServiceTime(dep.prefill_ms, alone_c, dep.output_mu, dep.output_sigma)
+    alone = ServiceTime(dep.prefill_ms, alone_c, dep.output_mu, dep.output_sigma, dep.row_block_tokens)
     e, x, slo = dep.escalated_share, dep.escalated_extra_ms, dep.slo_ms
     p_alone = (1.0 - e) * alone.survival(slo) + e * alone.survival(slo - x)
     hopeless_item = (p_alone > SLO_TAIL) & (dep.arrival_rate_per_s > 0)

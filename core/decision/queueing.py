@@ -43,6 +43,7 @@ def p_wait_exceeds(servers, arrival_rate, service_s, t_s, service_cv2=1.0):
 def replicas_for_sla(arrival_rate, service_s, slots_per_replica, wait_budget_s, tail=0.05, service_cv2=1.0, max_replicas=1_000_000):
     """Fewest replicas n such that P(wait > budget) <= tail with n x slots servers.
 
+    service_cv2 is a scalar or one value per workload (the latency model's service spread).
     Vectorised over workloads: bracket between the stability bound and a
     square-root-staffing bound, then bisect; every step evaluates only the rows
     still undecided. Returns 0 where
@@ -52,7 +53,8 @@ def replicas_for_sla(arrival_rate, service_s, slots_per_replica, wait_budget_s, 
     svc = np.asarray(service_s, dtype=float)
     slots = np.asarray(slots_per_replica, dtype=float)
     budget = np.asarray(wait_budget_s, dtype=float)
-    lam, svc, slots, budget = (np.atleast_1d(x).copy() for x in np.broadcast_arrays(lam, svc, slots, budget))
+    cv2 = np.asarray(service_cv2, dtype=float)
+    lam, svc, slots, budget, cv2 = (np.atleast_1d(x).copy() for x in np.broadcast_arrays(lam, svc, slots, budget, cv2))
     scalar = np.ndim(arrival_rate) == 0 and np.ndim(service_s) == 0
     out = np.zeros(lam.shape, dtype=np.int64)
     need = (lam > 0) & (budget >= 0) & (slots > 0) & (svc > 0)
@@ -61,7 +63,7 @@ def replicas_for_sla(arrival_rate, service_s, slots_per_replica, wait_budget_s, 
         return out[0] if scalar else out
 
     def ok(n, idx):
-        return p_wait_exceeds(n * slots[idx], lam[idx], svc[idx], budget[idx], service_cv2) <= tail
+        return p_wait_exceeds(n * slots[idx], lam[idx], svc[idx], budget[idx], cv2[idx]) <= tail
 
     idx = np.flatnonzero(need)
     load = lam[idx] * svc[idx]  # offered load in Erlangs (slots busy on average)

@@ -3,7 +3,9 @@
 What it simulates (the checks the analytic model in `core.decision.latency` must pass):
 
 - Poisson arrivals per workload at its peak rate; output lengths drawn from the
-  workload's lognormal (the same distribution the analytic model uses);
+  workload's lognormal (the same distribution the analytic model uses), decoded in
+  the physics' steps: N x steps per token, or for block-wise (diffusion) decoding
+  whole blocks, ceil(N / L) x L x steps per token (the analytic model's N_eff);
 - one shared FIFO queue in front of `replicas` replicas of `concurrency_cap`
   slots each (the pooled M/G/c of the analytic model): an arrival that finds a
   free slot joins the least-loaded replica; otherwise it waits in the queue, and
@@ -67,7 +69,8 @@ class DeploymentLoad:
     """One owned deployment: replicas x concurrency cap slots, the step-time curve, and its workloads.
 
     step_ms[b - 1] is one decode step with b requests running (b = 1..cap), from
-    physics; steps_per_token is decode steps per output token (1 for AR).
+    physics; steps_per_token is decode steps per output token (1 for AR); block_tokens
+    is L for block-wise (diffusion) decoding, whose requests run whole blocks (1: none).
     """
 
     replicas: int
@@ -76,6 +79,7 @@ class DeploymentLoad:
     workloads: tuple[WorkloadLoad, ...]
     steps_per_token: float = 1.0
     deployment_id: str = ""
+    block_tokens: int = 1
 
     def __post_init__(self):
         object.__setattr__(self, "step_ms", tuple(float(s) for s in self.step_ms))
@@ -85,6 +89,8 @@ class DeploymentLoad:
             problems.append(f"replicas {self.replicas} < 0")
         if self.concurrency_cap < 1:
             problems.append(f"concurrency_cap {self.concurrency_cap} < 1")
+        if self.block_tokens < 1 or int(self.block_tokens) != self.block_tokens:
+            problems.append(f"block_tokens {self.block_tokens} is not a whole number >= 1")
         if len(self.step_ms) < self.concurrency_cap:
             problems.append(f"step_ms has {len(self.step_ms)} entries, concurrency_cap is {self.concurrency_cap}")
         if any(not (s > 0 and math.isfinite(s)) for s in self.step_ms[: self.concurrency_cap]):
@@ -104,7 +110,7 @@ class DeploymentLoad:
 
     def with_replicas(self, replicas: int) -> DeploymentLoad:
         return DeploymentLoad(replicas, self.concurrency_cap, self.step_ms, self.workloads, self.steps_per_token,
-                              self.deployment_id)
+                              self.deployment_id, self.block_tokens)
 
     def pooled(self) -> latency.PooledDeployments:
         """The same deployment as one configuration of the analytic model."""
@@ -121,6 +127,7 @@ class DeploymentLoad:
             step_ms=np.asarray(self.step_ms[: self.concurrency_cap])[None, :],
             concurrency_cap=self.concurrency_cap,
             steps_per_token=self.steps_per_token,
+            block_tokens=self.block_tokens,
         )
 
 
@@ -191,6 +198,9 @@ def draw_requests(deployment: DeploymentLoad, requests: int, seed: int, output_d
         tokens = np.maximum(np.rint(np.exp(mu[which] + sigma[which] * rng.standard_normal(requests))), 1.0)
     else:
         raise ValueError(f"output_distribution must be 'lognormal' or 'exponential', not {output_distribution!r}")
+    blk = int(deployment.block_tokens)
+    if blk > 1:  # whole blocks (physics.decode_steps): ceil(N / L) blocks of L x steps per token passes each
+        tokens = np.ceil(tokens / blk) * blk
     steps = np.maximum(np.ceil(tokens * deployment.steps_per_token - 1e-9), 1).astype(np.int64)
     prefill = np.array([w.prefill_ms for w in deployment.workloads])[which]
     escalated = rng.random(requests) < np.array([w.escalated_share for w in deployment.workloads])[which]
@@ -309,12 +319,23 @@ def percentile_ci(values: np.ndarray, q: float = 95.0, sections: int = SECTIONS)
     of the parts' percentiles over sqrt(sections), times Student's t, is the
     half-width. Consecutive sections of a long run are nearly independent, which is
     what makes this valid for queueing output, where single requests are not.
+    A workload too quiet for sections (under 20 requests a section) gets the
+    distribution-free interval of an order statistic instead: the values ranked
+    n q / 100 -+ 1.96 sqrt(n q (1 - q)) / 100 (binomial; it treats the requests as
+    independent, so it is too narrow for strongly queued ones; NaN under 20 requests).
     """
     if values.size == 0:
         return math.nan, math.nan, math.nan
     est = float(np.percentile(values, q))
     if values.size < 20 * sections:
-        return est, math.nan, math.nan
+        n = values.size
+        if n < 20:
+            return est, math.nan, math.nan
+        p = q / 100.0
+        half = 1.96 * math.sqrt(n * p * (1.0 - p))
+        ranked = np.sort(values)
+        lo_i, hi_i = max(int(math.floor(n * p - half)) - 1, 0), min(int(math.ceil(n * p + half)) - 1, n - 1)
+        return est, min(float(ranked[lo_i]), est), max(float(ranked[hi_i]), est)
     parts = np.array([np.percentile(p, q) for p in np.array_split(values, sections)])
     if not np.isfinite(parts).all():
         return est, math.nan, math.nan
