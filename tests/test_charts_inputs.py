@@ -223,7 +223,9 @@ def test_roofline_frame_skips_what_does_not_fit(cat):
     assert df.attrs["skipped"] == ["qwen3-235b-a22b-fp8"] and set(df["stack_id"]) == {"llama8b-bf16"}
 
 
-def test_roofline_chart_draws_the_roofs_and_one_legend_entry_per_architecture(cat):
+def test_roofline_chart_draws_the_roofs_and_one_legend_entry_per_stack(cat):
+    """No text on the points (labels overprinted each other, issue 14): each stack is named in the legend, its
+    architecture's colour, a shape of its own within that architecture; open = batch 1, filled = best batch."""
     h100 = cat.gpu("H100 SXM")
     fig = ci.roofline_chart(ci.roofline_frame(cat.stacks, h100, cat.benchmarks), h100)
     roofs = [t for t in fig.data if t.name.startswith("roof at")]
@@ -233,9 +235,14 @@ def test_roofline_chart_draws_the_roofs_and_one_legend_entry_per_architecture(ca
     assert np.allclose(y, np.minimum(989, 3.35 * x))  # TB/s × FLOP/byte = TFLOP/s
     stacks = [t for t in fig.data if not t.name.startswith("roof")]
     assert len(stacks) == len(cat.stacks)
-    assert sorted(t.name for t in stacks if t.showlegend) == ["autoregressive", "diffusion", "moe", "speculative"]
-    spec = next(t for t in stacks if any("llama70b-fp8-spec" in (s or "") for s in t.text))
-    assert list(spec.marker.symbol) == ["circle-open", "circle"] and spec.marker.color == ci.ARCH_COLORS["speculative"]
+    assert all(t.mode == "lines+markers" and not t.text for t in stacks)
+    assert {t.legendgroup for t in stacks} == {"autoregressive", "diffusion", "moe", "speculative"}
+    spec = next(t for t in stacks if t.name.startswith("llama70b-fp8-spec (speculative, best batch "))
+    assert spec.marker.color == ci.ARCH_COLORS["speculative"]
+    assert spec.marker.symbol[0] == spec.marker.symbol[1] + "-open"  # batch 1 open, best batch filled
+    for arch in ("autoregressive", "diffusion", "moe", "speculative"):
+        shapes = [t.marker.symbol[-1] for t in stacks if t.legendgroup == arch]
+        assert len(set(shapes)) == len(shapes), arch  # stacks of one colour differ by shape
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
 
 

@@ -224,6 +224,10 @@ def import_benchmarks(store, data: bytes, file_name: str, *, stack_id: str | Non
 # -- figures -----------------------------------------------------------------------------
 
 
+# Marker shapes that tell stacks of one architecture (one colour) apart on the roofline.
+STACK_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "hexagon", "star")
+
+
 def roofline_chart(points: pd.DataFrame, gpu: GpuSpec) -> go.Figure:
     """Log-log roofline of one GPU: the roofs (BF16, and FP8 where the GPU has it) and each stack at batch 1 and best batch."""
     bw = gpu.hbm_tb_per_s * 1e12
@@ -240,25 +244,28 @@ def roofline_chart(points: pd.DataFrame, gpu: GpuSpec) -> go.Figure:
             hovertemplate=("intensity " + hover("x", "num_1") + " FLOP/byte<br>attainable " + hover("y", "num_1")
                            + " TFLOP/s<extra>roof</extra>"),
         ))
+        # BF16's ridge is labelled below the roof, FP8's above it, so the two never print over each other or a line.
+        below = label == "BF16" and len(peaks) > 1
         fig.add_annotation(x=np.log10(peak / bw), y=np.log10(peak / 1e12), text=f"ridge {integer(peak / bw)} FLOP/B ({label})",
-                           showarrow=True, arrowhead=0, ax=0, ay=-28, font={"size": 11, "color": palette.INK})
-    # Best-batch labels alternate above/below in order of intensity, so neighbours do not print over each other.
-    best = points[points["point"] == "best batch"].sort_values("arithmetic_intensity")
-    positions = dict(zip(best["stack_id"], ["top center", "bottom center"] * len(best), strict=False))
+                           showarrow=True, arrowhead=0, ax=36 if below else -36, ay=34 if below else -30,
+                           xanchor="left" if below else "right", font={"size": 11, "color": palette.INK},
+                           bgcolor=palette.WHITE)
+    # Points carry no text labels (they overprinted one another, issue 14): each stack is a legend entry, told
+    # apart within its architecture's colour by its marker shape; hover gives the figures.
     for arch, grp in points.groupby("architecture", sort=False):
         color = ARCH_COLORS.get(arch, palette.UNKNOWN)
-        first = True
-        for sid, s in grp.groupby("stack_id", sort=False):
+        for k, (sid, s) in enumerate(grp.groupby("stack_id", sort=False)):
             s = s.sort_values("concurrency")
+            shape = STACK_SYMBOLS[k % len(STACK_SYMBOLS)]
+            best = s[s["point"] == "best batch"]["concurrency"]
+            name = f"{sid} ({arch}" + (f", best batch {plain(best.iloc[0])})" if len(best) else ")")
             fig.add_trace(go.Scatter(
-                x=s["arithmetic_intensity"], y=s["achieved_flops_per_gpu"] / 1e12, mode="lines+markers+text",
-                name=arch, legendgroup=arch, showlegend=first,
+                x=s["arithmetic_intensity"], y=s["achieved_flops_per_gpu"] / 1e12, mode="lines+markers",
+                name=name, legendgroup=arch,
                 line={"color": color, "width": 1, "dash": "dot"},
-                marker={"color": color, "size": 11, "symbol": ["circle-open" if p == "batch 1" else "circle" for p in s["point"]],
+                marker={"color": color, "size": 11,
+                        "symbol": [f"{shape}-open" if p == "batch 1" else shape for p in s["point"]],
                         "line": {"width": 2, "color": color}},
-                text=[f"{sid} (b={plain(c)})" if p == "best batch" else ""
-                      for p, c in zip(s["point"], s["concurrency"], strict=True)],
-                textposition=positions.get(sid, "top center"), textfont={"size": 10, "color": color},
                 customdata=np.stack([s["point"], s["concurrency"], s["gpus_per_replica"], s["attainable_flops_per_gpu"] / 1e12,
                                      s["output_tokens_per_s_total"], s["provenance"]], axis=-1),
                 hovertemplate=(f"<b>{sid}</b> ({arch})<br>%{{customdata[0]}}: concurrency %{{customdata[1]}} on "
@@ -267,14 +274,13 @@ def roofline_chart(points: pd.DataFrame, gpu: GpuSpec) -> go.Figure:
                                + hover("customdata[3]", "int") + " TFLOP/s<br>" + hover("customdata[4]", "int")
                                + " output tok/s per replica<br>%{customdata[5]}<extra></extra>"),
             ))
-            first = False
     fig.update_xaxes(type="log", dtick=1, tickformat=D3["grouped"],
                      title="arithmetic intensity, FLOP per byte moved from HBM (log)")
     fig.update_yaxes(type="log", dtick=1, tickformat=D3["grouped"], title="TFLOP/s per GPU (log)")
-    fig.update_layout(**_LAYOUT, height=600,
+    fig.update_layout(**_LAYOUT, height=640,
                       title=(f"Roofline of {gpu.name}: line = attainable; points = estimated achieved, "
                              "open = batch 1, filled = best batch"),
-                      legend={"orientation": "h", "yanchor": "top", "y": -0.15, "x": 0})
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.14, "x": 0, "font": {"size": 11}})
     return fig
 
 
@@ -335,10 +341,12 @@ def latency_chart(curve: pd.DataFrame, title: str = "") -> go.Figure:
     for metric, label, dash in (("e2e_ms_p95", "p95 end-to-end", "solid"), ("e2e_ms", "median end-to-end", "dash"),
                                 ("ttft_ms", "time to first token", "dot")):
         _curve_traces(fig, curve, metric, label, "ms", dash)
-    fig.update_xaxes(type="log", title="requests in flight per replica (concurrency, log)")
+    fig.update_xaxes(type="log", dtick=1, tickformat=D3["grouped"],  # 1, 10, 100: not "1 2 5 10 2 5"
+                     title="requests in flight per replica (concurrency, log)")
     fig.update_yaxes(title="latency, ms", rangemode="tozero", tickformat=D3["grouped"])
     fig.update_layout(**_LAYOUT, height=420, title=title or "Latency vs concurrency",
                       legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0})
+    fig.update_layout(margin_t=80)  # room for a two-line title
     return fig
 
 
@@ -347,13 +355,15 @@ def throughput_chart(curve: pd.DataFrame, title: str = "") -> go.Figure:
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     _curve_traces(fig, curve, "output_tokens_per_s_total", "tokens/s, whole replica", "tok/s", "solid", secondary=False)
     _curve_traces(fig, curve, "output_tokens_per_s_per_stream", "tokens/s, per stream", "tok/s", "dash", secondary=True)
-    fig.update_xaxes(type="log", title="requests in flight per replica (concurrency, log)")
+    fig.update_xaxes(type="log", dtick=1, tickformat=D3["grouped"],  # 1, 10, 100: not "1 2 5 10 2 5"
+                     title="requests in flight per replica (concurrency, log)")
     fig.update_yaxes(title="output tokens/s, whole replica", rangemode="tozero", tickformat=D3["grouped"],
                      secondary_y=False)
     fig.update_yaxes(title="output tokens/s, per stream (dashed)", rangemode="tozero", tickformat=D3["sig3"],
                      secondary_y=True, showgrid=False)
     fig.update_layout(**_LAYOUT, height=420, title=title or "Throughput vs concurrency",
                       legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0})
+    fig.update_layout(margin_t=80)  # room for a two-line title
     return fig
 
 

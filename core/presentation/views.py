@@ -6,7 +6,16 @@ import numpy as np
 import pandas as pd
 
 from core.decision.engine import Evaluation
-from core.presentation.format import hour_of_day, integer, money, number, percent, plain
+from core.presentation.format import (
+    duration_ms,
+    fmt,
+    hour_of_day,
+    integer,
+    money,
+    number,
+    percent,
+    plain,
+)
 
 ARCHITECTURE_ORDER = ("autoregressive", "speculative", "moe", "diffusion")
 ARCHITECTURE_LABELS = {"autoregressive": "Autoregressive", "speculative": "Speculative", "moe": "MoE",
@@ -379,8 +388,30 @@ def architecture_side_by_side(comparison: pd.DataFrame) -> pd.DataFrame:
     c["_a"] = pd.Categorical(c["architecture"], categories=list(ARCHITECTURE_ORDER))
     c["_cost"] = c["monthly_usd"].fillna(np.inf)
     c = c.sort_values(["_w", "_a", "feasible", "_cost", "p95_latency_ms"], ascending=[True, True, False, True, True])
-    best = c.groupby(["_w", "_a"], observed=True, sort=True).head(1)
-    return best[cols].reset_index(drop=True)
+    best = c.groupby(["_w", "_a"], observed=True, sort=True).head(1)[cols].reset_index(drop=True)
+    # A route that cannot run at all has no p95: missing (shown "—"), never "Infinity" on the page.
+    best["p95_latency_ms"] = best["p95_latency_ms"].astype(float).replace([np.inf, -np.inf], np.nan)
+    return best
+
+
+# -- static tables ---------------------------------------------------------------
+
+# A table this short is drawn as a static table (it wraps long text) rather than a scrolling grid (which cuts it).
+STATIC_TABLE_ROWS = 60
+
+
+def table_text(frame: pd.DataFrame, columns: dict[str, tuple[str, str]]) -> pd.DataFrame:
+    """A frame as the words a person reads, for a static table: {column: (header, kind)}, in that order.
+
+    Kinds are the formatter's report kinds (core.presentation.format.FORMATS: 'usd', 'int', 'num_1', 'text', …)
+    plus 'ms' (a duration from milliseconds). Missing, NaN and infinite values read '—', never 'None' or
+    'Infinity'.
+    """
+    out = {}
+    for col, (header, kind) in columns.items():
+        values = frame[col].tolist() if col in frame else [None] * len(frame)
+        out[header] = [duration_ms(v) if kind == "ms" else fmt(v, kind) for v in values]
+    return pd.DataFrame(out, index=frame.index)
 
 
 # -- export --------------------------------------------------------------------

@@ -74,20 +74,19 @@ if f["nodes_needed"] > f["owned_nodes"]:
     st.subheader("Why nodes are bought")
     st.caption("For the workloads that hold the most GPUs on the new nodes: what relaxing each one's target, or "
                "moving it to its best API where policy allows, would save a month (exact re-pricing of the plan).")
-    st.dataframe(views.node_drivers(ev), hide_index=True, key="fleet_drivers",
-                 column_config={"workload_id": text_col("Workload"), "route": text_col("Runs on", width="medium"),
-                                "target": text_col("Target"), "change": text_col("If", width="medium"),
-                                "saves_usd_per_month": money_col("Saves $/month")})
+    # Static tables (here and below, while short): they wrap long route names and reasons instead of cutting them.
+    st.table(views.table_text(views.node_drivers(ev), {
+        "workload_id": ("Workload", "text"), "route": ("Runs on", "text"), "target": ("Target", "text"),
+        "change": ("If", "text"), "saves_usd_per_month": ("Saves a month", "usd")}), hide_index=True)
 
 st.subheader("Deployments")
 st.caption("One deployment per owned route: its workloads share one pooled queue and its replicas; "
            "replicas are packed onto whole nodes.")
-st.dataframe(views.deployments(ev), hide_index=True, key="fleet_deployments",
-             column_config={"route": text_col("Route", width="medium"), "gpus_per_replica": count_col("GPUs/replica"),
-                            "replicas": count_col("Replicas"), "concurrency_cap": count_col("Concurrency cap"),
-                            "gpus": count_col("GPUs"), "nodes": count_col("Nodes (alone)"),
-                            "offline_gpu_hours_per_day": number_col("Batch GPU-h/day"),
-                            "workloads": text_col("Workloads", width="large")})
+st.table(views.table_text(views.deployments(ev), {
+    "route": ("Route", "text"), "gpus_per_replica": ("GPUs per replica", "int"), "replicas": ("Replicas", "int"),
+    "concurrency_cap": ("Concurrency cap", "int"), "gpus": ("GPUs", "int"), "nodes": ("Nodes (alone)", "int"),
+    "offline_gpu_hours_per_day": ("Batch GPU-h a day", "num_1"), "workloads": ("Workloads", "text")}),
+    hide_index=True)
 for line in views.licensed_words(ev):
     st.info(line)
 
@@ -127,19 +126,26 @@ else:
         st.caption(f"The chart shows the {len(top)} interactive workloads whose verdict costs most a month; "
                    "the table below lists every one.")
     with st.expander("Best route of each architecture: nodes, concurrency within the SLA, p95, and why not"):
-        st.dataframe(side, hide_index=True, key="fleet_arch_table", placeholder="—",
-                     column_order=["workload_id", "architecture", "route", "nodes", "max_concurrency_within_sla",
-                                   "p95_latency_ms", "why_not"],
-                     column_config={"workload_id": text_col("Workload", width=110),
-                                    "architecture": text_col("Architecture", width=100),
-                                    "route": text_col("Best route", width=200),
-                                    "nodes": count_col("Nodes"),
-                                    "max_concurrency_within_sla": count_col("Slots", help="Largest concurrency per "
-                                                                            "replica whose p95 meets the SLA."),
-                                    "p95_latency_ms": ms_col("p95", help="Estimate; when infeasible, the fastest "
-                                                             "it can go alone on a replica."),
-                                    "why_not": text_col("Why not", width=220, help="Hover a cell for the whole "
-                                                        "sentence.")})
+        if len(side) <= views.STATIC_TABLE_ROWS:  # static: the "why not" sentences wrap instead of being cut off
+            st.table(views.table_text(side, {
+                "workload_id": ("Workload", "text"), "architecture": ("Architecture", "text"),
+                "route": ("Best route", "text"), "nodes": ("Nodes", "int"),
+                "max_concurrency_within_sla": ("Slots within the SLA", "int"), "p95_latency_ms": ("p95", "ms"),
+                "why_not": ("Why not", "text")}), hide_index=True)
+        else:
+            st.dataframe(side, hide_index=True, key="fleet_arch_table", placeholder="—",
+                         column_order=["workload_id", "architecture", "route", "nodes", "max_concurrency_within_sla",
+                                       "p95_latency_ms", "why_not"],
+                         column_config={"workload_id": text_col("Workload", width=110),
+                                        "architecture": text_col("Architecture", width=100),
+                                        "route": text_col("Best route", width=200),
+                                        "nodes": count_col("Nodes"),
+                                        "max_concurrency_within_sla": count_col("Slots", help="Largest concurrency per "
+                                                                                "replica whose p95 meets the SLA."),
+                                        "p95_latency_ms": ms_col("p95", help="Estimate; when infeasible, the fastest "
+                                                                 "it can go alone on a replica."),
+                                        "why_not": text_col("Why not", width=220, help="Hover a cell for the whole "
+                                                            "sentence.")})
 
 st.subheader("Nodes needed as the latency targets tighten")
 st.select_slider("SLA scales to sweep (× every latency target)", options=SWEEP_SCALES,
@@ -149,13 +155,9 @@ st.plotly_chart(fig["sweep_chart"], key="fleet_sweep")
 st.subheader("Monthly cost of each fleet option")
 options = fig["options"]
 st.plotly_chart(fig["options_chart"], key="fleet_options")
-st.dataframe(options, hide_index=True, key="fleet_options_table", placeholder="—",
-             column_order=["option", "monthly_usd", "owned_nodes", "workloads_unserved", "unserved"],
-             column_config={"option": text_col("Option", width=210),
-                            "monthly_usd": money_col("$/month"),
-                            "owned_nodes": count_col("Nodes"),
-                            "workloads_unserved": count_col("Unserved"),
-                            "unserved": text_col("Cannot serve", width=330)})
+st.table(views.table_text(options, {
+    "option": ("Option", "text"), "monthly_usd": ("$ a month", "usd"), "owned_nodes": ("Nodes", "int"),
+    "workloads_unserved": ("Unserved", "int"), "unserved": ("Cannot serve", "text")}), hide_index=True)
 st.caption("An option that cannot serve a workload is cheaper only on paper: it leaves that work undone.")
 
 st.subheader("Check by simulation")

@@ -45,7 +45,8 @@ def _curves(key: int, stack_id: str, gpu_name: str, gpus: int, n_in: float, n_ou
     cat = _cat
     stack = next(s for s in cat.stacks if s.stack_id == stack_id)
     curve, note = curve_view(stack, cat.gpu(gpu_name), gpus, n_in, n_out, cat.benchmarks)
-    title = f"{stack_id} on {gpus} × {gpu_name}, {integer(n_in)} in / {integer(n_out)} out"
+    # Two lines: on one, the title ran past a half-width chart at 1280 px and was cut off.
+    title = f"{stack_id} on {gpus} × {gpu_name}<br>{integer(n_in)} in / {integer(n_out)} out tokens per request"
     return latency_chart(curve, f"Latency — {title}"), throughput_chart(curve, f"Throughput — {title}"), curve, note
 
 
