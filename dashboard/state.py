@@ -19,6 +19,7 @@ from core.scenarios import (
     SavedScenario,
     inputs_from_scenario,
     inventory_provenance,
+    load_scenario,
     owned_input_defaults,
     price_problem,
     scenario_from_inputs,
@@ -95,6 +96,50 @@ def init_state() -> None:
     if "sc_link_read" not in st.session_state:
         st.session_state["sc_link_read"] = True
         st.session_state["sc_link"] = st.query_params.to_dict()
+        _open_linked_scenario(st.session_state["sc_link"])
+
+
+LINK_SCENARIO = "scenario"  # ?scenario=NAME opens a saved scenario (issue 14)
+TRAFFIC_LABELS = {"office_hours": "Office hours (assumed)", "measured": "Measured (telemetry)"}
+
+
+def _open_linked_scenario(link: dict) -> None:
+    """?scenario=NAME: put that saved scenario into the sidebar before its widgets are drawn (first run only).
+
+    The link's own sc_ settings override the saved ones (as `--scenario` and the other CLI flags do). The
+    name then leaves the address bar: the sidebar's settings, which the URL holds, are the scenario from
+    here on, so a refresh or a copied link keeps exactly what is shown. An unknown name, or a scenario the
+    sidebar cannot show, is one clear warning in the sidebar, and the sidebar keeps its defaults.
+    """
+    name = str(link.get(LINK_SCENARIO) or "").strip()
+    if not name:
+        return
+    try:
+        saved = load_scenario(store(), name)
+        values, problems = _sidebar_values(saved)
+    except HangoverError as exc:
+        saved, problems = None, [str(exc)]
+    if problems:
+        st.session_state["sc_link_scenario"] = ("warning", f"The link asks for the saved scenario {name!r}, which "
+                                                f"cannot be opened: {'; '.join(problems)}. The sidebar shows the "
+                                                "defaults (and any other settings in the link).")
+    else:
+        owned = values.get("pricing") == PricingOption.OWNED.value
+        for key, value in values.items():
+            k = f"sc_{key}"
+            if k in link or (key.startswith("own_") and not owned):
+                continue
+            st.session_state[k] = value
+            # Into the address bar too, spelt as a shared link spells it: the bound widget reads it back, and a
+            # refresh (a new session) finds the scenario there once the name has left the URL.
+            if key.startswith("own_") or value != SCENARIO_DEFAULTS.get(k):
+                st.query_params[k] = _url_text(k, value)
+        if not any(f"sc_{k}" in link for k in values):  # overridden by the link: no longer that saved scenario
+            remember_saved(saved)
+        st.session_state["sc_link_scenario"] = ("success", f"Opened the saved scenario {saved.name!r} (saved on the "
+                                                f"{saved.inventory_label} inventory).")
+    if LINK_SCENARIO in st.query_params:
+        del st.query_params[LINK_SCENARIO]
 
 
 # The store stamp is a hashed argument (no leading underscore): a parameter named `_version` is left out of
@@ -144,13 +189,8 @@ def remember_saved(saved: SavedScenario) -> None:
     st.session_state["sc_saved"] = (saved.name, inputs_from_scenario(saved.scenario))
 
 
-def load_into_sidebar(saved: SavedScenario) -> None:
-    """Put a saved scenario's inputs into the sidebar; call from a widget callback (before the sidebar draws).
-
-    Leaves a message in `sc_flash` for the page to show; a scenario the
-    sidebar cannot show (an unknown GPU, a value beyond a widget's bounds) is
-    refused with the reason and nothing is changed.
-    """
+def _sidebar_values(saved: SavedScenario) -> tuple[dict[str, object], list[str]]:
+    """A saved scenario's sidebar inputs, and why the sidebar cannot show them (an unknown GPU, out of bounds)."""
     values = inputs_from_scenario(saved.scenario)
     gpus = [g.name for g in catalog(data_version()).gpus]
     problems = [] if values["gpu"] in gpus else [f"GPU {values['gpu']!r} is not in the GPU table"]
@@ -158,6 +198,17 @@ def load_into_sidebar(saved: SavedScenario) -> None:
         if name in values and not lo <= float(values[name]) <= hi:
             problems.append(f"{name.replace('_', ' ')} {plain(values[name])} is outside the sidebar's "
                             f"{plain(lo)} to {plain(hi)}")
+    return values, problems
+
+
+def load_into_sidebar(saved: SavedScenario) -> None:
+    """Put a saved scenario's inputs into the sidebar; call from a widget callback (before the sidebar draws).
+
+    Leaves a message in `sc_flash` for the page to show; a scenario the
+    sidebar cannot show (an unknown GPU, a value beyond a widget's bounds) is
+    refused with the reason and nothing is changed.
+    """
+    values, problems = _sidebar_values(saved)
     if problems:
         st.session_state["sc_flash"] = ("error", f"Cannot load {saved.name!r} into the sidebar: "
                                                  f"{'; '.join(problems)}. It can still be compared.")
@@ -287,11 +338,22 @@ def scenario_sidebar() -> None:
         profiles = ["office_hours", "measured"]
         st.radio("Traffic over the day", profiles, index=_index(profiles, d["sc_traffic_profile"]),
                  key="sc_traffic_profile", horizontal=True, bind=URL_BIND,
-                 format_func={"office_hours": "Office hours (assumed)", "measured": "Measured (telemetry)"}.get,
+                 format_func=TRAFFIC_LABELS.get,
                  help="The hour-by-hour shape of interactive traffic: an assumed office-hours profile, or the "
                       "profile of the GPU telemetry you imported (Telemetry page).")
         _link_notes()
         _price_warning(cat, price_slot)
+
+
+def _url_text(key: str, value) -> str:
+    """A sidebar value as the URL spells it (choices by their label)."""
+    if key == "sc_pricing":
+        return PRICING_LABELS[value]
+    if key == "sc_cost_basis":
+        return BASIS_LABELS[value]
+    if key == "sc_traffic_profile":
+        return TRAFFIC_LABELS.get(value, str(value))
+    return str(value)
 
 
 def _shown(key: str) -> str:
@@ -306,6 +368,12 @@ def _shown(key: str) -> str:
 
 def _link_notes() -> None:
     """On the first run of a session: say which of the link's settings could not be used (never a traceback)."""
+    opened = st.session_state.get("sc_link_scenario")
+    if opened:
+        getattr(st, opened[0])(md(opened[1]))
+        if st.button("Dismiss", key="sc_link_scenario_dismiss"):
+            st.session_state["sc_link_scenario"] = None
+            st.rerun()
     link = st.session_state.pop("sc_link", None)
     if link:
         shown = {k: _shown(k) for k in st.session_state if isinstance(k, str) and k.startswith("sc_")

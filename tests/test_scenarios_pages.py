@@ -231,3 +231,36 @@ def test_rename_delete_and_a_scenario_the_sidebar_cannot_show(db):
     at.button(key="sc_delete").click().run()
     assert any("Deleted 'Plan B'" in s.value for s in at.success)
     assert list(at.table[0].value["name"]) == ["Pricey APIs", "Tenfold"]
+
+
+def test_a_link_naming_a_saved_scenario_opens_it(db):
+    """?scenario=NAME (any case) loads that saved scenario into the sidebar; the URL then holds its settings."""
+    _save(db, "Three nodes 3y", fleet_nodes=3, pricing="savings_3y", cost_basis="marginal")
+    at = _app({"scenario": "three NODES 3y"})
+    sb = at.sidebar
+    assert sb.number_input(key="sc_fleet_nodes").value == 3
+    assert sb.selectbox(key="sc_pricing").value == "savings_3y"
+    assert sb.radio(key="sc_cost_basis").value == "marginal"
+    assert [s.value for s in sb.success] == ["Opened the saved scenario 'Three nodes 3y' (saved on the bundled "
+                                             "sample inventory)."]
+    assert not sb.warning
+    assert _metrics(at)["Owned nodes"] == "3"
+    # The settings, not the name, are the scenario from here on: a refresh finds them in the URL.
+    assert "scenario" not in at.query_params
+    assert at.query_params["sc_fleet_nodes"] == "3" and at.query_params["sc_pricing"] == "3-year savings plan"
+    assert "sc_gpu" not in at.query_params  # a default stays out of the URL
+    # The link's own settings win over the saved ones, as --scenario and the CLI flags do.
+    at = _app({"scenario": "Three nodes 3y", "sc_fleet_nodes": "5"})
+    assert at.sidebar.number_input(key="sc_fleet_nodes").value == 5
+    assert at.sidebar.selectbox(key="sc_pricing").value == "savings_3y"
+
+
+def test_a_link_naming_an_unknown_scenario_warns_and_keeps_the_defaults(db):
+    _save(db, "Kept", fleet_nodes=2)
+    at = _app({"scenario": "Nope"})
+    sb = at.sidebar
+    (warning,) = [w.value for w in sb.warning]
+    assert warning.startswith("The link asks for the saved scenario 'Nope', which cannot be opened: ")
+    assert "Kept" in warning and "defaults" in warning  # names what is saved, says what is shown instead
+    assert sb.number_input(key="sc_fleet_nodes").value == 1 and sb.selectbox(key="sc_pricing").value == "savings_1y"
+    assert not at.exception and not at.error
