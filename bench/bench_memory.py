@@ -85,6 +85,23 @@ def stage(name: str, fn, *args, **kwargs):
     return result
 
 
+def _workloads_page():
+    """The real app (router, sidebar, page) in-process, switched to the Workloads page."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py"), default_timeout=900)
+    at.switch_page("screens/workloads.py").run()  # straight to it: the default page would evaluate the fleet
+    if at.exception:
+        raise SystemExit(f"the page failed: {[e.value for e in at.exception]}")
+    return at
+
+
+def _rerun(at) -> None:
+    at.run()
+    if at.exception:
+        raise SystemExit(f"the page failed: {[e.value for e in at.exception]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print one line per stage and the run's peak; exit 1 when the peak exceeds --limit-mib."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -93,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, default=None, help="write (or reuse) the CSV at this path")
     ap.add_argument("--fleet-nodes", type=int, default=8)
     ap.add_argument("--limit-mib", type=float, default=2048.0, help="fail above this peak (default 2 GiB)")
+    ap.add_argument("--page", action="store_true",
+                    help="then open the Workloads page on that store through AppTest (first run and a rerun)")
     args = ap.parse_args(argv)
 
     from core.catalog import Catalog
@@ -126,11 +145,17 @@ def main(argv: list[str] | None = None) -> int:
         version, frame = stage("latest_inventory (load the version back)", latest_inventory, store)
         print(f"    version {version}: {len(frame):,} rows, frame {frame.memory_usage(deep=True).sum() / MIB:,.0f} MiB")
         del frame
+        if args.page:
+            store.close()
+            os.environ["HANGOVER_DB"] = str(store.path)
+            at = stage("Workloads page, first run (AppTest)", _workloads_page)
+            stage("Workloads page, rerun", _rerun, at)
+            del at
         if not args.no_evaluate:
             catalog = stage("Catalog.from_store", Catalog.from_store, store)
             ev = stage("evaluate_store (as the pages do)", evaluate_store, store, Scenario(fleet_nodes=args.fleet_nodes),
                        catalog=catalog)
-            print(f"    {len(ev.table):,} rows in the routing table" if hasattr(ev, "table") else "")
+            print(f"    {len(ev.workloads):,} workloads on {len(ev.routes)} routes")
             del ev
         store.close()
     peak = max([*PEAKS, _max_rss()])
