@@ -173,8 +173,9 @@ def latest_size(store: Store) -> tuple[int | None, int]:
     """
     with store.cursor() as cur:
         latest = inventories.latest(cur)
-        if latest is not None:
-            return latest[0], int(inventories.version_info(cur, latest[0])[1])
+        info = inventories.version_info(cur, latest[0]) if latest is not None else None
+        if latest is not None and info is not None:
+            return latest[0], int(info[1])
     return None, len(latest_inventory(store)[1])
 
 
