@@ -387,3 +387,19 @@ def test_cli_commands_run_while_a_browser_has_the_dashboard_open(tmp_path):
         wait_until_idle(page)
         assert page.locator('[data-testid="stException"]').count() == 0
         assert "Remove an imported file" in page.locator('[data-testid="stMain"]').inner_text()
+
+
+def test_the_file_signature_moves_on_every_write_and_never_on_a_read(store):
+    """The dashboard keys its cached reads on it (issue 16): a read must not invalidate them, a CLI write must."""
+    from core.store.integrity import file_signature
+
+    path = store.path
+    before = file_signature(path)
+    store.gpus()
+    store.info()
+    with store.cursor() as cur:
+        cur.execute("SELECT count(*) FROM workloads").fetchall()
+    assert file_signature(path) == before and not path.with_name(path.name + ".wal").exists()
+    other = Store(path, seed=False)  # another program's store object on the same file, as a command opens it
+    other.add("gpus", [_gpu("Signature GPU")])
+    assert file_signature(path) != before
