@@ -27,8 +27,7 @@ def at(monkeypatch, tmp_path):
     st.cache_resource.clear()
     st.cache_data.clear()
     app = AppTest.from_file(str(APP), default_timeout=60)
-    app.run()
-    app.switch_page("screens/workloads.py").run()
+    app.switch_page("screens/workloads.py").run()  # straight there: the default page would plan the fleet first
     assert not app.exception, [e.value for e in app.exception]
     yield app
     st.cache_resource.clear()
