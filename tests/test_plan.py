@@ -118,6 +118,16 @@ def test_splitting_workloads_keeps_nodes_and_bill(catalog, bank, k):
     assert split.fleet["total_monthly_usd"] == pytest.approx(base.fleet["total_monthly_usd"], rel=0.01)
 
 
+def test_merging_identical_workloads_keeps_nodes_and_bill(catalog, bank):
+    """Two identical copies of every sample workload (ids -a, -b) against one each at twice the traffic:
+    the copies are pooled like the merged workload, so nodes are equal and the bill within 1 %."""
+    copies = pd.concat([bank.assign(workload_id=bank["workload_id"] + f"-{c}") for c in "ab"], ignore_index=True)
+    merged = bank.assign(requests_per_day=bank["requests_per_day"] * 2)
+    a, b = evaluate(catalog, copies, Scenario()), evaluate(catalog, merged, Scenario())
+    assert a.fleet["nodes_needed"] == b.fleet["nodes_needed"]
+    assert a.fleet["total_monthly_usd"] == pytest.approx(b.fleet["total_monthly_usd"], rel=0.01)
+
+
 def test_higher_api_prices_never_move_work_off_owned_gpus(catalog, bank):
     owned_counts = []
     for scale in (0.25, 1.0, 4.0):

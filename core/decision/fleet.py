@@ -525,7 +525,15 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
     on_owned = owned_cols[v]  # -1 (unserved) hits the spare False at the end
     # Weight: GPUs held at the peak (interactive) or GPU-hours a day / 24 (offline), on the standalone view.
     gh = planner._gpu_hours_month
-    weight = np.where(on_owned, gh[np.arange(len(v)), np.where(v >= 0, v, 0)], 0.0)
+    weight = np.where(on_owned, np.nan_to_num(gh[np.arange(len(v)), np.where(v >= 0, v, 0)]), 0.0)
+    # Interactive members: their share (by offered load) of the GPU-hours their pool reserves, from the plan's
+    # own sizing (the standalone view has no figure for a member whose target its tier's batch cannot hold).
+    for d in best.sizes.values():
+        if d.feasible and d.replicas > 0 and d.n_primary:
+            load = inp.lam_peak[d.rows] * d.shares * d.service_s
+            if load.sum() > 0:
+                share = load[:d.n_primary] / load.sum()
+                weight[d.rows[:d.n_primary]] = share * d.gpus * HOURS_PER_MONTH
     order = [int(i) for i in np.argsort(-np.nan_to_num(weight)) if on_owned[i] and weight[i] > 0][:MAX_DRIVERS]
     w = ev.workloads
     out = []
@@ -533,7 +541,16 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
         relax = []
         if inp.interactive[i]:
             slo = float(inp.slo_ms[i])
-            cand = planner.price(v, slo_override=(i, slo * 2.0))
+            # With a looser target the workload may also suit another tier of its stack and GPU count.
+            group = planner._col_group[int(v[i])]
+            tiers = [c for c, k in planner._col_group.items() if k == group and (c == v[i] or inp.allowed[i, c])]
+            cands = []
+            for c in tiers:
+                moved = v.copy()
+                moved[i] = c
+                cands.append(planner.price(moved, slo_override=(i, slo * 2.0)))
+            feasible = [c for c in cands if c.feasible]
+            cand = min(feasible, key=lambda c: c.key) if feasible else cands[0]
             if cand.feasible:
                 relax.append({"change": f"target {integer(slo)} ms -> {integer(slo * 2)} ms",
                               "kind": "target_x2", "saves_usd_per_month": float(best.bill - cand.bill),

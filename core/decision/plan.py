@@ -259,6 +259,14 @@ class Planner:
         self._edge_of = {o.index: edge_cols[(o.route_index, o.tp_options[0])] for o in inp.owned
                          if not o.edge and (o.route_index, o.tp_options[0]) in edge_cols}
         self._evict_budget = EVICT_PRICINGS
+        # Plan column -> (engine route, GPUs per replica) of owned columns, and the top tier of each.
+        self._col_group = {o.index: (o.route_index, o.tp_options[0]) for o in inp.owned}
+        top: dict[tuple[int, int], OwnedRoute] = {}
+        for o in inp.owned:
+            k = (o.route_index, o.tp_options[0])
+            if not o.edge and (k not in top or o.cap_hi > top[k].cap_hi):
+                top[k] = o
+        self._top_cols = {o.index for o in top.values()}
         # The standalone view depends on physics only, so planners over the same inputs may share it.
         self._gpu_hours_month = gpu_hours_month if gpu_hours_month is not None else self._standalone_gpu_hours()
 
@@ -644,11 +652,15 @@ class Planner:
                 evicted = self._evict(best)
                 if evicted is not best:
                     best, improved = evicted, True
-            # Single workloads (small inventories): every allowed route, first improvement.
+            # Single workloads (small inventories): every allowed route, first improvement. Of another stack or
+            # GPU count only the top tier is tried (its pool is where most members are); the other tiers of the
+            # workload's own stack and GPU count are tried too (a move out of a pool its target holds back).
             if W <= SINGLE_MOVE_ROWS:
                 for i in range(W):
+                    own = self._col_group.get(int(best.assignment[i]))
                     for r in np.flatnonzero(allowed[i]):
-                        if r == best.assignment[i]:
+                        if r == best.assignment[i] or (r in self._col_group and r not in self._top_cols
+                                                       and self._col_group[r] != own):
                             continue
                         cand_assign = best.assignment.copy()
                         cand_assign[i] = r
