@@ -58,7 +58,7 @@ def _fill_for_screenshots(db: Path, tmp_path: Path) -> None:
 
     store = Store(db)
     try:
-        save_scenario(store, "One node, on demand", scenario_from_inputs({}), created_by="e2e")
+        save_scenario(store, "One node, 1-year plan", scenario_from_inputs({}), created_by="e2e")
         save_scenario(store, "Three nodes, 3-year plan", scenario_from_inputs({"fleet_nodes": 3, "pricing": "savings_3y"}),
                       created_by="e2e", note="what finance asked for")
         import_telemetry(store, write(tmp_path, "gpu.csv", nvidia_smi_week()), node="bank-node-1")

@@ -225,7 +225,7 @@ def test_pricing_shows_dated_sources_and_stale_marks(app):
     be = table(at, "price_be_table")
     assert len(be) == len(apis) and be["break_even_utilization"].is_monotonic_increasing
     assert any(t.startswith("Break-even utilization") for t in figures(at))
-    assert "AWS p5.48xlarge (savings_1y) at $33.02/node-hour" in texts(at.caption)
+    assert "AWS p5.48xlarge (1-year savings plan) at $33.02/node-hour" in texts(at.caption)  # words, not ids
 
 
 def test_saving_a_node_price_override_changes_the_shown_price(app):

@@ -189,6 +189,9 @@ def benchmark_table(benchmarks: Sequence[Benchmark], today: dt.date) -> pd.DataF
     # Compact labels so the table fits the page: "H100 SXM ×2", "1,000 / 256".
     df["route"] = df["gpu"] + " ×" + df["gpus_per_replica"].astype(str)
     df["tokens_in_out"] = [f"{integer(i)} / {integer(o)}" for i, o in zip(df["input_tokens"], df["output_tokens"], strict=True)]
+    # Words for people ("vendor claim", not "vendor_claim") and the date with its stale mark in one column.
+    df["provenance_words"] = df["provenance"].astype(str).str.replace("_", " ")
+    df["dated"] = [f"{d} {m}".strip() for d, m in zip(df["as_of"].astype(str), df["stale"], strict=True)]
     return df.sort_values(["stack_id", "gpu", "gpus_per_replica", "concurrency"], kind="stable").reset_index(drop=True)
 
 

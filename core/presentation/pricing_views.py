@@ -45,6 +45,22 @@ S = TypeVar("S", bound=Sourced)
 _OPTION_LABELS = {"on_demand": "on-demand", "savings_1y": "1-year plan", "savings_3y": "3-year plan", "owned": "owned"}
 
 
+def option_words(option: str) -> str:
+    """A pricing option id in words, as the sidebar says it: 'savings_1y' -> '1-year savings plan'."""
+    from core.scenarios import PRICING_LABELS
+
+    words = PRICING_LABELS.get(option, option)
+    return words if option == "on_demand" else words[:1].lower() + words[1:]
+
+
+def node_rate_label(rate) -> str:
+    """A node price's name in words: 'AWS p5.48xlarge (1-year savings plan)', never '(savings_1y)'."""
+    label = rate.label
+    for option in _OPTION_LABELS:
+        label = label.replace(f"({option})", f"({option_words(option)})")
+    return label
+
+
 # -- staleness ---------------------------------------------------------------------------
 
 
@@ -81,6 +97,7 @@ def node_price_table(prices: Sequence[NodePrice], today: dt.date, first_gpu: str
         "provider": [p.provider for p in prices],
         "instance": [p.instance for p in prices],
         "pricing_option": [p.pricing_option.value for p in prices],
+        "option": [option_words(p.pricing_option.value) for p in prices],
         "gpus_per_node": [p.gpus_per_node for p in prices],
         "usd_per_node_hour": [p.usd_per_node_hour for p in prices],
         "usd_per_gpu_hour": [p.usd_per_gpu_hour for p in prices],
@@ -287,7 +304,7 @@ def break_even_view(catalog, scenario: Scenario, stack_id: str, input_tokens: fl
     dated = f", {rate.as_of}" if rate.as_of else ""
     scale = f" API prices x{plain(scenario.api_price_scale)} (sidebar)." if scenario.api_price_scale != 1 else ""
     explanation = (
-        f"Node: {rate.label} at {money(rate.usd_per_node_hour, decimals=2)}/node-hour ({rate.basis_note}; source: {rate.source}"
+        f"Node: {node_rate_label(rate)} at {money(rate.usd_per_node_hour, decimals=2)}/node-hour ({rate.basis_note}; source: {rate.source}"
         f"{dated}, {rate.confidence}). Throughput: {ref.describe()}. At 100 % use the node makes a million output "
         f"tokens for {money(float(effective_usd_per_mtok(rate.usd_per_node_hour, ref.tokens_per_s_per_node, 1.0)))}. "
         f"Break-even utilization = node $/hour ÷ (node tokens/s × 3,600 × API $ per output token, input included at "

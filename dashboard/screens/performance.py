@@ -208,22 +208,22 @@ if not imports.empty:
                 st.error(md(str(exc)))
 
 bench = _benchmarks(version, dt.date.today().isoformat())
-# Pixel widths keep the table inside the main column at 1440 px (no sideways scrolling).
+# Pixel widths keep the table inside the main column at 1280 px (no sideways scrolling; issue 14).
 st.dataframe(
     bench, hide_index=True, width="stretch", height="content", key="perf_bench_table", placeholder="—",
-    column_order=["stack_id", "route", "concurrency", "tokens_in_out", "output_tokens_per_s_total", "provenance",
-                  "tool", "source", "as_of", "stale"],
+    column_order=["stack_id", "route", "concurrency", "tokens_in_out", "output_tokens_per_s_total", "provenance_words",
+                  "tool", "source", "dated"],
     column_config={
-        "stack_id": st.column_config.TextColumn("stack", width=140),
-        "route": st.column_config.TextColumn("GPU × per replica", width=125),
-        "concurrency": st.column_config.NumberColumn("conc.", format=column_format("plain"), width=55),
-        "tokens_in_out": st.column_config.TextColumn("tokens in / out", width=100),
-        "output_tokens_per_s_total": st.column_config.NumberColumn("tok/s total", format=column_format("int"), width=80),
-        "provenance": st.column_config.TextColumn("provenance", width=95),
-        "tool": st.column_config.TextColumn("tool", width=105),
-        "source": st.column_config.TextColumn("source", width=120),
-        "as_of": st.column_config.DateColumn("as of", format="YYYY-MM-DD", width=90),
-        "stale": st.column_config.TextColumn("stale?", width=68, help="⚠ = older than 180 days"),
+        "stack_id": st.column_config.TextColumn("stack", width=125),
+        "route": st.column_config.TextColumn("GPU × per replica", width=115),
+        "concurrency": st.column_config.NumberColumn("conc.", format=column_format("plain"), width=48),
+        "tokens_in_out": st.column_config.TextColumn("tokens in / out", width=95),
+        "output_tokens_per_s_total": st.column_config.NumberColumn("tok/s total", format=column_format("int"), width=70),
+        "provenance_words": st.column_config.TextColumn("provenance", width=90),
+        "tool": st.column_config.TextColumn("tool", width=90),
+        "source": st.column_config.TextColumn("source", width=95, help="The whole citation: the Export's workbook "
+                                              "(Assumptions) or `hangover bench list`."),
+        "dated": st.column_config.TextColumn("as of", width=95, help="⚠ = older than 180 days"),
     },
 )
 st.caption("Only *measured* and *vendor claim* points calibrate the model, and only for the same stack, GPU and "

@@ -65,13 +65,13 @@ st.subheader("Node prices (renting)")
 nodes = node_price_table(cat.node_prices, today, first_gpu=st.session_state["sc_gpu"])
 st.dataframe(
     nodes, hide_index=True, width="stretch", height="content", key="price_nodes_table",
-    column_order=["gpu", "provider", "instance", "pricing_option", "usd_per_node_hour", "usd_per_gpu_hour",
+    column_order=["gpu", "provider", "instance", "option", "usd_per_node_hour", "usd_per_gpu_hour",
                   "as_of", "stale", "confidence", "source"],
     column_config={
         "gpu": st.column_config.TextColumn("GPU", width=105),
         "provider": st.column_config.TextColumn("provider", width=80),
         "instance": st.column_config.TextColumn("instance", width=125),
-        "pricing_option": st.column_config.TextColumn("option", width=85),
+        "option": st.column_config.TextColumn("option", width=140),
         "usd_per_node_hour": st.column_config.NumberColumn("$/node-hour", format=MONEY, width=90),
         "usd_per_gpu_hour": st.column_config.NumberColumn("$/GPU-hour", format=MONEY, width=85),
         **SOURCED,
@@ -196,13 +196,17 @@ try:
     st.caption(be.explanation + " All throughput figures are estimates unless the provenance says measured.")
     st.dataframe(
         be.table, hide_index=True, width="stretch", height="content", key="price_be_table",
-        column_order=["provider", "model", "tier", "api_usd_per_mtok_out_all_in", "verdict", "as_of", "stale"],
+        # Fits the main column at 1280 px (issue 14: the verdict was cut off); each API's date and staleness are
+        # in the API prices table above.
+        column_order=["provider", "model", "tier", "api_usd_per_mtok_out_all_in", "verdict"],
         column_config={
+            "provider": st.column_config.TextColumn("provider", width=90),
+            "model": st.column_config.TextColumn("model", width=200),
+            "tier": st.column_config.TextColumn("tier", width=80),
             "api_usd_per_mtok_out_all_in": st.column_config.NumberColumn(
-                "API $/M output, all-in", format=MONEY, help="one request's input + output cost ÷ its output tokens"),
-            "verdict": st.column_config.TextColumn("verdict", width="large"),
-            "as_of": SOURCED["as_of"],
-            "stale": SOURCED["stale"],
+                "API $/M output, all-in", format=MONEY, width=120,
+                help="one request's input + output cost ÷ its output tokens"),
+            "verdict": st.column_config.TextColumn("verdict", width=330),
         },
     )
 except HangoverError as exc:

@@ -15,6 +15,7 @@ import pandas as pd
 from core.decision.analysis import fleet_options, sensitivity
 from core.decision.engine import API_P95_OVER_TYPICAL, Evaluation
 from core.models import DEFAULT_MIN_QUALITY, HOURS_PER_MONTH, TASK_CLASSES, PricingOption
+from core.presentation.pricing_views import node_rate_label
 from core.presentation.report.numbers import fmt
 from core.presentation.views import NO_ROUTE, licensed_words
 from core.scenarios import BASIS_LABELS, PRICING_LABELS
@@ -147,10 +148,7 @@ def _node_words(ev: Evaluation) -> str:
 
 def _rate_label(rate) -> str:
     """The node price's name in plain words: 'AWS p5.48xlarge (1-year savings plan)', never '(savings_1y)'."""
-    label = rate.label
-    for option, words in PRICING_LABELS.items():
-        label = label.replace(f"({option})", f"({words[:1].lower()}{words[1:]})")
-    return label
+    return node_rate_label(rate)
 
 
 def _mix_words(mix: dict) -> str:
