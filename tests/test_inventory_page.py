@@ -159,3 +159,14 @@ def test_an_inventory_above_the_editor_limit_is_shown_read_only_a_page_at_a_time
     tables = [d.value.index.tolist() for d in at.dataframe if "requests_per_day" in d.value.columns]
     assert sorted(tables) == [[2, 3, 4], [8]]  # the preview's first rows beside the page in view
     assert "The first 3 of 7 rows are shown; all of them are committed." in texts(at.caption)
+    # Comparing two large versions joins them whole: it runs when asked, not on every rerun.
+    from core.inventory import commit_inventory, read_inventory
+
+    commit_inventory(open_store(), read_inventory(sample_csv(tmp_path)).frame.iloc[:6], file_name="six.csv")
+    run(at)
+    assert "comparing them takes a while, so it runs when you ask" in texts(at.caption)
+    assert not [d for d in at.dataframe if "change" in d.value.columns]
+    at.button(key="wl_diff_ask").click()
+    run(at)
+    diff = next(d.value for d in at.dataframe if "change" in d.value.columns)
+    assert diff["change"].tolist() == ["removed"]

@@ -264,9 +264,24 @@ with history_tab:
         # Keyed on the latest version: after each commit the comparison opens at (previous, latest).
         a = c1.selectbox("From version", numbers, index=max(len(numbers) - 2, 0), key=f"wl_diff_a_{numbers[-1]}")
         b = c2.selectbox("To version", numbers, index=len(numbers) - 1, key=f"wl_diff_b_{numbers[-1]}")
+        rows = dict(zip(versions["version"], versions["row_count"], strict=True))
+        # A comparison joins both versions whole: automatic for inventories the editor takes, on request above
+        # (a tab's content runs on every rerun, visible or not).
+        large = max(rows[a], rows[b]) > EDITOR_MAX_ROWS
+        wanted = not large or st.session_state.get("wl_diff_asked") == (a, b)
+        if a == b:
+            st.caption("Choose two different versions to compare.")
+        elif not wanted:
+            st.caption(f"Versions {a} and {b} hold {integer(rows[a])} and {integer(rows[b])} workloads: comparing "
+                       "them takes a while, so it runs when you ask.")
+            if st.button(f"Compare versions {a} and {b}", key="wl_diff_ask"):
+                st.session_state["wl_diff_asked"] = (a, b)
+                st.rerun()
         try:
-            diff = _diff(data_version(), a, b)
-            if diff.empty:
+            diff = _diff(data_version(), a, b) if a != b and wanted else None
+            if diff is None:
+                pass
+            elif diff.empty:
                 st.caption(f"Versions {a} and {b} hold the same workloads.")
             else:
                 st.dataframe(diff, hide_index=True, width="stretch", key="wl_diff",
