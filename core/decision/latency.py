@@ -284,9 +284,10 @@ def _block_j(t, a, c, mu, sigma, theta, L):
         decay = np.exp(-theta[..., None] * np.maximum(t[..., None] - a[..., None] - (c * L)[..., None] * k, 0.0))
     top = (p_k * decay).sum(axis=-1)
     below = m - _BLOCK_TERMS
-    rest = np.where(below >= 1, (1.0 - _n_survival(below * L, mu, sigma))
-                    * np.exp(-theta * np.maximum(t - a - c * L * below, 0.0)), 0.0)
-    return top, rest
+    with np.errstate(over="ignore", invalid="ignore"):
+        rest = np.where(below >= 1, (1.0 - _n_survival(below * L, mu, sigma))
+                        * np.exp(-theta * np.maximum(t - a - c * L * below, 0.0)), 0.0)
+    return top, np.nan_to_num(rest, nan=0.0)
 
 
 def _p_exceed_with_wait(t, a, c, mu, sigma, theta_per_ms, block_tokens=None):
@@ -583,7 +584,9 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
 
     # The chain on a grid: point g stands for the states (k_{g-1}, k_g], k_g = g x delta.
     delta = np.maximum(servers / _CHAIN_POINTS, 1.0)
-    g = np.arange(_CHAIN_POINTS + 1, dtype=float)[None, :]
+    # Small deployments need only their own states (most plans: a few replicas x a cap of 4-64).
+    points = int(min(_CHAIN_POINTS, np.ceil(np.max(servers, initial=1.0))))
+    g = np.arange(points + 1, dtype=float)[None, :]
     k = g * delta[:, None]
     inside = k <= servers[:, None] * (1.0 + 1e-12)
     x = np.maximum(k - (delta[:, None] - 1.0) / 2.0, 1.0)  # the middle state of the points' interval
@@ -615,21 +618,12 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
     # What an arrival that finds a free slot sees: the batch it joins, the per-token time there, the join wait.
     k_arr = np.where(g == 0, 0.0, np.round(k - (delta[:, None] - 1.0) / 2.0))
     b_arr = np.minimum(np.floor(k_arr / safe_n[:, None]) + 1.0, cap[:, None])
-    step_arr, _ = _step_at(dep.step_ms, b_arr)
+    step_arr = np.take_along_axis(dep.step_ms, b_arr.astype(np.int64) - 1, axis=1)  # whole batches: no interpolation
     phi_c = np.minimum(phi, 1.0)
     busy = k_arr >= safe_n[:, None]  # every replica runs something: wait for the step in progress
-    # The prefill share in the state the arrival enters (k + 1): the chain puts lambda E[p] / n of pi(k)
-    # there per unit of pi(k + 1), i.e. phi / ratio(k + 1), once every replica is busy; phi below.
-    x1 = k_arr + 1.0
-    b1 = np.minimum(np.maximum(x1 / safe_n[:, None], 1.0), cap[:, None])
-    step1, _ = _step_at(dep.step_ms, b1)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ratio1 = lam_ms[:, None] * (((spt * en)[:, None] * step1 + step1 / 2.0) / x1 + pbar[:, None] / safe_n[:, None])
-        f_arr = np.where(x1 > safe_n[:, None], phi_c[:, None] / np.where(ratio1 > 0, ratio1, 1.0), phi_c[:, None])
-    f_arr = np.minimum(np.maximum(f_arr, 0.0), 1.0 - 1e-9)
     join_arr = busy * ((1.0 - phi_c)[:, None] * step_arr / 2.0 + (phi_c * pre_resid)[:, None])
     pf = pw / np.where(free_mass > 0, free_mass, 1.0)[:, None]
-    c_arr = step_arr * (spt / (1.0 - np.minimum(phi, 1 - 1e-9)))[:, None]
+    c_arr = step_arr * (spt / (1.0 - np.minimum(phi, 1.0 - 1e-9)))[:, None]
     with np.errstate(invalid="ignore"):
         c = (pf * c_arr).sum(axis=1)
         c2 = (pf * c_arr**2).sum(axis=1)
