@@ -247,12 +247,12 @@ def roofline_chart(points: pd.DataFrame, gpu: GpuSpec) -> go.Figure:
             hovertemplate=("intensity " + hover("x", "num_1") + " FLOP/byte<br>attainable " + hover("y", "num_1")
                            + " TFLOP/s<extra>roof</extra>"),
         ))
-        # BF16's ridge is labelled below the roof, FP8's above it, so the two never print over each other or a line.
-        below = label == "BF16" and len(peaks) > 1
+        # Both ridges are labelled up and to the left, above the sloped roof where no point can be (nothing beats
+        # the roof); BF16's, the lower ridge, reaches further up so the two labels stack instead of overprinting.
+        lower = label == "BF16" and len(peaks) > 1
         fig.add_annotation(x=np.log10(peak / bw), y=np.log10(peak / 1e12), text=f"ridge {integer(peak / bw)} FLOP/B ({label})",
-                           showarrow=True, arrowhead=0, ax=36 if below else -36, ay=34 if below else -30,
-                           xanchor="left" if below else "right", font={"size": 11, "color": palette.INK},
-                           bgcolor=palette.WHITE)
+                           showarrow=True, arrowhead=0, ax=-50 if lower else -30, ay=-48 if lower else -26,
+                           xanchor="right", font={"size": 11, "color": palette.INK})
     # Points carry no text labels (they overprinted one another, issue 14): each stack is a legend entry, told
     # apart within its architecture's colour by its marker shape; hover gives the figures.
     for arch, grp in points.groupby("architecture", sort=False):

@@ -81,6 +81,9 @@ def _sourced_columns(rows: Sequence[Sourced], today: dt.date) -> dict[str, objec
         "as_of": as_of,
         "age_days": age_days(as_of, today) if rows else np.array([], dtype=np.int64),
         "stale": stale_marks(as_of, today) if rows else [],
+        # The date with its stale mark, one column: the tables fit the page at 1280 px (issue 14).
+        "dated": [f"{d.isoformat()} {m}".strip() for d, m in zip(as_of, stale_marks(as_of, today), strict=True)]
+        if rows else [],
         "source": [r.source for r in rows],
         "confidence": [r.confidence.value for r in rows],
         "note": [r.note or "" for r in rows],

@@ -332,8 +332,10 @@ def node_drivers(ev: Evaluation) -> pd.DataFrame:
         target = (f"{integer(d['latency_slo_ms'])} ms p95" if d.get("latency_slo_ms") is not None
                   else f"{number(d.get('batch_window_hours'), decimals=1)} h window")
         for r in d["relaxations"] or [{"change": "—", "saves_usd_per_month": None}]:
+            # The engine names the data policy by its id; a person reads what it means.
+            change = str(r["change"]).replace("(owned_only data)", "(its data may not leave your hardware)")
             rows.append({"workload_id": d["workload_id"], "route": d["route"], "target": target,
-                         "change": r["change"], "saves_usd_per_month": r.get("saves_usd_per_month")})
+                         "change": change, "saves_usd_per_month": r.get("saves_usd_per_month")})
     return pd.DataFrame(rows, columns=["workload_id", "route", "target", "change", "saves_usd_per_month"])
 
 

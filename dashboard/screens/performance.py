@@ -214,14 +214,14 @@ st.dataframe(
     column_order=["stack_id", "route", "concurrency", "tokens_in_out", "output_tokens_per_s_total", "provenance_words",
                   "tool", "source", "dated"],
     column_config={
-        "stack_id": st.column_config.TextColumn("stack", width=125),
-        "route": st.column_config.TextColumn("GPU × per replica", width=115),
+        "stack_id": st.column_config.TextColumn("stack", width=150),
+        "route": st.column_config.TextColumn("GPU × per replica", width=108),
         "concurrency": st.column_config.NumberColumn("conc.", format=column_format("plain"), width=48),
         "tokens_in_out": st.column_config.TextColumn("tokens in / out", width=95),
         "output_tokens_per_s_total": st.column_config.NumberColumn("tok/s total", format=column_format("int"), width=70),
         "provenance_words": st.column_config.TextColumn("provenance", width=90),
-        "tool": st.column_config.TextColumn("tool", width=90),
-        "source": st.column_config.TextColumn("source", width=95, help="The whole citation: the Export's workbook "
+        "tool": st.column_config.TextColumn("tool", width=80),
+        "source": st.column_config.TextColumn("source", width=82, help="The whole citation: the Export's workbook "
                                               "(Assumptions) or `hangover bench list`."),
         "dated": st.column_config.TextColumn("as of", width=95, help="⚠ = older than 180 days"),
     },

@@ -29,6 +29,8 @@ from dashboard.state import bump_data_version, catalog, data_version, lacks_pric
 MONEY = column_format("usd_2")
 PER_MTOK = column_format("usd_3")
 SOURCED = {
+    "dated": st.column_config.TextColumn("as of", width=105, help=f"⚠ = older than {STALE_AFTER_DAYS} days: check "
+                                          "it before you quote it"),
     "as_of": st.column_config.DateColumn("as of", format="YYYY-MM-DD", width=90),
     "stale": st.column_config.TextColumn("stale?", width=68,
                                          help=f"⚠ = older than {STALE_AFTER_DAYS} days: check it before you quote it"),
@@ -65,15 +67,16 @@ st.subheader("Node prices (renting)")
 nodes = node_price_table(cat.node_prices, today, first_gpu=st.session_state["sc_gpu"])
 st.dataframe(
     nodes, hide_index=True, width="stretch", height="content", key="price_nodes_table",
+    # Widths fit the main column at 1280 px (issue 14); the source column takes what is left.
     column_order=["gpu", "provider", "instance", "option", "usd_per_node_hour", "usd_per_gpu_hour",
-                  "as_of", "stale", "confidence", "source"],
+                  "dated", "confidence", "source"],
     column_config={
-        "gpu": st.column_config.TextColumn("GPU", width=105),
-        "provider": st.column_config.TextColumn("provider", width=80),
-        "instance": st.column_config.TextColumn("instance", width=125),
-        "option": st.column_config.TextColumn("option", width=140),
-        "usd_per_node_hour": st.column_config.NumberColumn("$/node-hour", format=MONEY, width=90),
-        "usd_per_gpu_hour": st.column_config.NumberColumn("$/GPU-hour", format=MONEY, width=85),
+        "gpu": st.column_config.TextColumn("GPU", width=100),
+        "provider": st.column_config.TextColumn("provider", width=78),
+        "instance": st.column_config.TextColumn("instance", width=120),
+        "option": st.column_config.TextColumn("option", width=122),
+        "usd_per_node_hour": st.column_config.NumberColumn("$/node-hour", format=MONEY, width=85),
+        "usd_per_gpu_hour": st.column_config.NumberColumn("$/GPU-hour", format=MONEY, width=80),
         **SOURCED,
     },
 )
@@ -86,7 +89,7 @@ apis = api_price_table(cat.apis, today)
 st.dataframe(
     apis, hide_index=True, width="stretch", height="content", key="price_apis_table", placeholder="—",
     column_order=["provider", "model", "tier", "usd_per_mtok_in", "usd_per_mtok_cached_in", "usd_per_mtok_out",
-                  "as_of", "stale", "confidence", "source"],
+                  "dated", "confidence", "source"],
     column_config={
         "provider": st.column_config.TextColumn("provider", width=80),
         "model": st.column_config.TextColumn("model", width=185),
@@ -139,7 +142,7 @@ st.markdown("**Inputs** (per node)")
 st.dataframe(
     tco, hide_index=True, width="stretch", key="price_tco_inputs",
     column_order=["name", "capex_usd_per_node", "depreciation_years", "cost_of_capital_rate", "kw_per_node", "pue",
-                  "usd_per_kwh", "support_usd_per_year", "as_of", "stale", "confidence"],
+                  "usd_per_kwh", "support_usd_per_year", "dated", "confidence"],
     column_config={
         "name": st.column_config.TextColumn("hardware", width=180),
         "capex_usd_per_node": st.column_config.NumberColumn("capex", format=column_format("usd"), width=85),
