@@ -666,8 +666,13 @@ def _read_csv_duckdb(body: bytes, path: Path | None, header: list[str], delimite
         blank_rows = numbers[header_records:][empty[header_records:]]
     if len(body_rows) != table.num_rows:
         return None  # the reader and the count disagree: let the careful path decide
-    return Raw(header=header, columns=[table.column(i).combine_chunks() for i in range(len(header))], rows=body_rows,
-               blank_rows=blank_rows)
+    # One contiguous array per column, each column's chunks dropped as soon as it is combined: the whole table
+    # is never held twice (a 2,000,000-row file is about 300 MB of text).
+    columns = []
+    for _ in range(len(header)):
+        columns.append(table.column(0).combine_chunks())
+        table = table.remove_column(0)
+    return Raw(header=header, columns=columns, rows=body_rows, blank_rows=blank_rows)
 
 
 def _read_csv_python(body: bytes, header: list[str], delimiter: str, header_records: int) -> Raw:
