@@ -104,6 +104,12 @@ def test_every_page_in_chromium(tmp_path):
                 table.wait_for()
                 assert table.bounding_box()["height"] > 100
                 assert "inventory version 1" in main_text(page).lower()  # the committed upload, not the sample
+            elif path == "/fleet":
+                # Open the architectures table (issue 14: it showed "Infinity" and cut "Why not" off).
+                page.get_by_text("Best route of each architecture", exact=False).first.click()
+                page.get_by_role("columnheader", name="Why not").first.wait_for()
+                text = main_text(page)
+                assert "Infinity" not in text and "NaN" not in text
             elif path == "/pricing":
                 assert "⚠ stale" in main_text(page) or page.locator('[data-testid="stDataFrame"]').count() >= 4
             elif path == "/performance":
