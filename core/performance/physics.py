@@ -354,20 +354,13 @@ def _attention_flops(stack: ServingStack, context, positions):
 # -- prefill and decode -----------------------------------------------------------------
 
 
-def prefill_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens, eff: Efficiency = DEFAULT_EFFICIENCY,
-               marginal: bool = False):
+def prefill_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
     """Prefill of one request (ms).
 
     Compute: 2 x P_dense x n + 2 x P_expert_active x n / expert efficiency +
     causal attention 2 x layers x hidden x n^2, at the prefill share of peak;
     never faster than one read of the weights; plus the all-reduces of n tokens
     per layer, the engine's step overhead and MoE routing.
-
-    `marginal=True`: what the prefill adds to a step it shares with the running
-    batch (chunked prefill / in-flight batching): its compute and the bytes its
-    activations send, but no read of the weights, no per-pass latency and no step
-    overhead, which the decode step pays anyway. This is the cost other
-    requests' prefills take from a running request.
     """
     eff = _eff(eff, stack)
     n = np.asarray(input_tokens, dtype=float)
@@ -378,9 +371,6 @@ def prefill_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens, eff: 
     if stack.n_layers and stack.hidden_size:
         attn = 2.0 * stack.n_layers * stack.hidden_size * n * n
         t_cmp = t_cmp + attn / (gpus * attention_peak_flops(stack, gpu) * eff.prefill_compute)
-    if marginal:
-        no_latency = replace(eff, allreduce_us_per_doubling=0.0, alltoall_us_per_doubling=0.0, comm_ms_per_doubling=0.0)
-        return t_cmp * 1e3 + tp_comm_ms(stack, gpu, gpus, n, no_latency)
     t_mem = weight_bytes_read(stack, np.maximum(n, 1.0)) / (gpus * gpu.hbm_tb_per_s * 1e12 * eff.mem)
     return (np.maximum(t_cmp, t_mem) * 1e3 + eff.step_overhead_ms + tp_comm_ms(stack, gpu, gpus, n, eff)
             + _moe_overhead_ms(stack, eff))
@@ -504,10 +494,8 @@ def _timeline(stack, gpu, gpus, b, n_in, n_out, eff, pre=None):
     step_ms, flops, moved, mem_bound = decode_step(stack, gpu, gpus, b, n_in + 0.5 * n_out, eff)
     if pre is None:
         pre = prefill_ms(stack, gpu, gpus, n_in, eff)
-    # The other b - 1 requests' prefills ride in the running steps: each costs its marginal time only.
-    steal = prefill_ms(stack, gpu, gpus, n_in, eff, marginal=True)
     joined = pre + 0.5 * step_ms
-    e2e = joined + decode_steps(stack, n_out, eff) * step_ms + np.maximum(b - 1.0, 0.0) * steal
+    e2e = joined + decode_steps(stack, n_out, eff) * step_ms + np.maximum(b - 1.0, 0.0) * pre
     return step_ms, flops, moved, mem_bound, pre, joined, e2e
 
 
