@@ -70,9 +70,12 @@ def test_pooled_state_golden():
     k = 1..8: 2.05, 1.025, 0.69, 0.5225, 0.422, 0.355, 0.307143, 0.27125 (the last is r_q, above 8 too), so
     pi(0..7) ~ 1, 2.05, 2.10125, 1.449863, 0.757553, 0.319687, 0.113489, 0.034857 (sum 7.826699) and the
     queue holds pi(8) / (1 - r_q) = 0.009455 / 0.72875 = 0.012974: C = 0.012974 / 7.839673 = 0.0016550.
-    Free slot: phi = 2/s x 0.020 s / 2 = 0.02, a token takes 10 / 0.98 = 10.2041 ms; the join wait
-    0.98 x 10 / 2 + 0.02 x E[p^2] / (2 E[p]) = 5.1 ms when every replica is busy (k >= 2: mass 4.776699 of
-    7.826699), so 5.1 x 0.61031 = 3.1126 ms; the step is flat, so the batch adds no spread.
+    Free slot: phi = 2/s x 0.020 s / 2 = 0.02; others join its replica when k >= n - 1 = 1 (mass
+    6.826699 of 7.826699 = 0.872232), so phi_t = 0.02 x 0.872232 = 0.0174446 and a token (and its own
+    prefill) takes 1 / (1 - phi_t) = 1.017754 x longer: 10.17754 ms. The join wait
+    0.98 x 10 / 2 + 0.02 x E[p^2] / (2 E[p]) / 0.98 = 5.10408 ms when every replica is busy (k >= 2:
+    mass 4.776699 of 7.826699 = 0.61031), so 3.1151 ms; the step is flat, so the batch adds no spread.
+    Others' prefills land at 0.001/ms x 0.872232 with E[p^2] = 400: 0.34889 ms^2 per ms of variance.
     Full batch: f_q = phi / r_q = 0.073733; a token takes 10 / (1 - f_q) = 10.79602 ms, the join
     0.926267 x 5 + 0.073733 x 10 = 5.36866 ms, E[S_full] = 20 + 5.36866 + 1079.602 = 1104.971 ms,
     cv^2 = 539.801^2 / 1104.971^2 = 0.238652; theta = 8 / 1005 x 0.926267 x (1 - 0.27125) / 0.619326
@@ -81,9 +84,11 @@ def test_pooled_state_golden():
     st_ = L.pooled_state(one(), [2.0])
     assert st_.prefill_share[0] == pytest.approx(0.02)
     assert st_.p_wait[0] == pytest.approx(0.0016550, abs=1e-7)
-    assert st_.ms_per_token[0] == pytest.approx(10.20408, abs=1e-5)
+    assert st_.prefill_stretch[0] == pytest.approx(1.017754, abs=1e-6)
+    assert st_.ms_per_token[0] == pytest.approx(10.17754, abs=1e-5)
     assert st_.batch_cv2[0] == pytest.approx(0.0, abs=1e-12)
-    assert st_.join_ms[0] == pytest.approx(3.1126, abs=1e-4)
+    assert st_.join_ms[0] == pytest.approx(3.1151, abs=1e-4)
+    assert st_.interference_var_per_ms[0] == pytest.approx(0.34889, abs=1e-5)
     assert st_.full_ms_per_token[0] == pytest.approx(10.79602, abs=1e-5)
     assert st_.full_join_ms[0] == pytest.approx(5.36866, abs=1e-5)
     assert st_.full_service_mean_ms[0] == pytest.approx(1104.971, abs=1e-3)
@@ -110,8 +115,8 @@ def test_prefill_time_weighs_on_the_busy_states():
 
 def test_batch_spread_widens_the_free_service_when_the_step_grows_with_the_batch():
     """A compute-bound step curve: the per-token time a request finds varies with the batch, and that
-    spread multiplies the output length's (sigma^2 grows by ln(1 + cv^2))."""
-    dep = one(arrival_rate_per_s=6.0, step_ms=[[5.0 + 4.0 * b for b in range(1, 5)]])
+    spread multiplies the output length's (sigma^2 grows by ln(1 + cv^2); here no prefill, so nothing else)."""
+    dep = one(arrival_rate_per_s=6.0, prefill_ms=0.0, step_ms=[[5.0 + 4.0 * b for b in range(1, 5)]])
     st_ = L.pooled_state(dep, [3.0])
     assert st_.batch_cv2[0] > 0.01
     svc = st_.service(dep)
@@ -311,7 +316,9 @@ def test_more_replicas_never_raise_any_p95(dep, n):
     """Adding a replica lowers the batch, the prefill interference and the wait: no p95 goes up."""
     now, more = L.p95_ms(dep, [float(n)]), L.p95_ms(dep, [float(n + 1)])
     finite = np.isfinite(now)
-    assert (more[finite] <= now[finite] * (1 + 1e-6)).all()
+    # The quantile is solved to a relative width of 1e-5 (percentile_ms): once a replica more changes
+    # nothing (no wait, no interference left), two answers may differ by that much either way.
+    assert (more[finite] <= now[finite] * (1 + 1e-5)).all()
 
 
 @settings(max_examples=25, deadline=None)

@@ -514,10 +514,14 @@ class PooledState:
     arrival_rate_per_s: np.ndarray
     batch: np.ndarray  # mean running batch a request that finds a free slot joins (itself included)
     prefill_share: np.ndarray  # phi: share of a replica's time spent on prefill steps
+    prefill_stretch: np.ndarray  # 1 / (1 - phi_t): own prefill and decode stretched by others' prefills
     offered_load: np.ndarray  # requests in service on average (Erlangs)
     join_ms: np.ndarray
     ms_per_token: np.ndarray  # mean over the states a request that finds a free slot arrives in
     batch_cv2: np.ndarray  # cv^2 of that per-token time over those states
+    # Variance rate of the others' prefills landing on a request's replica while it decodes:
+    # lambda_t E[p^2] ms^2 per ms (lambda_t = lambda_r shared: the arrivals its replica takes).
+    interference_var_per_ms: np.ndarray
     full_join_ms: np.ndarray
     full_ms_per_token: np.ndarray
     service_mean_ms: np.ndarray  # rate-weighted mean service of requests that find a free slot
@@ -531,8 +535,19 @@ class PooledState:
         """Service time of workload rows idx (default all) when they find a free slot (the batch's spread folded in)."""
         idx = np.arange(dep.row.size) if idx is None else idx
         r = dep.row[idx]
-        s2 = np.log1p(self.batch_cv2[r])
-        return ServiceTime(dep.prefill_ms[idx] + self.join_ms[r], self.ms_per_token[r], dep.output_mu[idx] - s2 / 2.0,
+        # The others' prefills arrive as a compound Poisson stream: over a decode of T ms (its tail
+        # length's) they add phi_t T / (1 - phi_t) on average (the stretch in ms_per_token) with
+        # variance v T / (1 - phi_t)^3: a cv^2 of v / ((1 - phi_t) T) on its decode time.
+        keep = 1.0 / self.prefill_stretch[r]  # 1 - phi_t
+        L = dep.row_block_tokens[idx]
+        n95 = np.exp(dep.output_mu[idx] + Z95 * dep.output_sigma[idx])
+        n95 = np.where(L > 1, L * np.maximum(np.ceil(n95 / L - 1e-12), 1.0), n95)
+        t_ref = self.ms_per_token[r] * keep * n95
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cv2_int = np.where(t_ref > 0, self.interference_var_per_ms[r] / (keep * t_ref), 0.0)
+        s2 = np.log1p(self.batch_cv2[r]) + np.log1p(np.nan_to_num(cv2_int, nan=0.0, posinf=0.0))
+        return ServiceTime(dep.prefill_ms[idx] * self.prefill_stretch[r] + self.join_ms[r], self.ms_per_token[r],
+                           dep.output_mu[idx] - s2 / 2.0,
                            np.sqrt(dep.output_sigma[idx] ** 2 + s2), dep.row_block_tokens[idx])
 
     def service_full(self, dep: PooledDeployments, idx=None) -> ServiceTime:
@@ -621,9 +636,18 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
     step_arr = np.take_along_axis(dep.step_ms, b_arr.astype(np.int64) - 1, axis=1)  # whole batches: no interpolation
     phi_c = np.minimum(phi, 1.0)
     busy = k_arr >= safe_n[:, None]  # every replica runs something: wait for the step in progress
-    join_arr = busy * ((1.0 - phi_c)[:, None] * step_arr / 2.0 + (phi_c * pre_resid)[:, None])
+    # Arriving at a busy replica: the step in progress, or the prefill queue's M/G/1 wait.
+    phi_q = np.minimum(phi, 1.0 - 1e-9)
+    join_arr = busy * ((1.0 - phi_q)[:, None] * step_arr / 2.0 + (phi_q * pre_resid / (1.0 - phi_q))[:, None])
     pf = pw / np.where(free_mass > 0, free_mass, 1.0)[:, None]
-    c_arr = step_arr * (spt / (1.0 - np.minimum(phi, 1.0 - 1e-9)))[:, None]
+    # Others' arrivals join the tagged request's replica only where no replica runs fewer (shortest
+    # queue): with n - 1 or more others in system. Their prefills stall it, during its own prefill
+    # (a busy period: p / (1 - phi_t)) and during its decode (the stretch 1 / (1 - phi_t)).
+    shared = (pf * (k_arr >= safe_n[:, None] - 1.0)).sum(axis=1)
+    phi_t = np.minimum(phi * shared, 1.0 - 1e-9)
+    pre_stretch = 1.0 / (1.0 - phi_t)
+    interference = lam_ms / safe_n * shared * p2
+    c_arr = step_arr * (spt * pre_stretch)[:, None]
     with np.errstate(invalid="ignore"):
         c = (pf * c_arr).sum(axis=1)
         c2 = (pf * c_arr**2).sum(axis=1)
@@ -631,7 +655,7 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
         batch_cv2 = np.where(np.isfinite(batch_cv2), batch_cv2, 0.0)
         join = (pf * join_arr).sum(axis=1)
         batch = (pf * b_arr).sum(axis=1)
-        s_bar = pbar + join + c * en
+        s_bar = pbar * pre_stretch + join + c * en
     a_load = lam * s_bar / 1000.0
     # At the cap: each completion admits the next waiting request, so prefills take f_q of the time.
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -648,8 +672,8 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
         d_eff = servers / tau_cap * (1.0 - f_q)  # completions per ms with every slot busy
         theta = np.where(stable, d_eff * (1.0 - r_q) / kk, 0.0)
     return PooledState(
-        replicas=n, arrival_rate_per_s=lam, batch=batch, prefill_share=phi, offered_load=a_load,
-        join_ms=join, ms_per_token=c, batch_cv2=batch_cv2, full_join_ms=join_full, full_ms_per_token=c_full,
+        replicas=n, arrival_rate_per_s=lam, batch=batch, prefill_share=phi, prefill_stretch=pre_stretch, offered_load=a_load,
+        join_ms=join, ms_per_token=c, batch_cv2=batch_cv2, interference_var_per_ms=interference, full_join_ms=join_full, full_ms_per_token=c_full,
         service_mean_ms=s_bar, full_service_mean_ms=s_full, full_service_cv2=cv2_full,
         p_wait=cw, wait_rate_per_ms=theta, stable=stable,
     )
