@@ -229,7 +229,10 @@ def test_roofline_chart_draws_the_roofs_and_one_legend_entry_per_stack(cat):
     h100 = cat.gpu("H100 SXM")
     fig = ci.roofline_chart(ci.roofline_frame(cat.stacks, h100, cat.benchmarks), h100)
     roofs = [t for t in fig.data if t.name.startswith("roof at")]
-    assert [t.name for t in roofs] == ["roof at BF16 peak (989 TFLOP/s)", "roof at FP8 peak (1,979 TFLOP/s)"]
+    # Ridge = peak ÷ bandwidth: 989e12 / 3.35e12 = 295 and 1,979e12 / 3.35e12 = 591 FLOP per byte.
+    assert [t.name for t in roofs] == ["roof at BF16 peak (989 TFLOP/s; ridge at 295 FLOP/B)",
+                                       "roof at FP8 peak (1,979 TFLOP/s; ridge at 591 FLOP/B)"]
+    assert not fig.layout.annotations  # nothing printed over the points
     assert max(roofs[0].y) == pytest.approx(989) and max(roofs[1].y) == pytest.approx(1979)
     x, y = np.asarray(roofs[0].x), np.asarray(roofs[0].y)
     assert np.allclose(y, np.minimum(989, 3.35 * x))  # TB/s × FLOP/byte = TFLOP/s

@@ -110,7 +110,7 @@ def test_on_demand_pricing_changes_the_node_price(app):
     at.selectbox(key="sc_pricing").set_value("on_demand").run()
     assert not at.exception
     after_note = [md.value.replace("\\", "") for md in at.markdown if "Node price:" in md.value][0]
-    assert "(on_demand)" in after_note and "(savings_1y)" in note
+    assert "(On-demand)" in after_note and "(1-year savings plan)" in note  # options in words (issue 14)
     assert after_note != note
     # On-demand costs more an hour, so the same idle hours cost more.
     assert dollars(metrics(at)["Idle cost a month"]) > dollars(before["Idle cost a month"])

@@ -239,7 +239,7 @@ def test_saving_a_node_price_override_changes_the_shown_price(app):
     at.text_input(key="price_source").set_value("AWS quote Q-1234")
     click(at, "price_save")
     # The message echoes the user's source through md(): its '$' is escaped so Markdown does not read LaTeX.
-    assert "saved AWS p5.48xlarge (savings_1y) at \\$29.50/node-hour" in texts(at.success)
+    assert "saved AWS p5.48xlarge (1-year savings plan) at \\$29.50/node-hour" in texts(at.success)
     after = table(at, "price_nodes_table")
     row = after.loc[aws_1y(after)]
     assert (row["usd_per_node_hour"], row["confidence"], row["source"]) == (29.5, "user", "AWS quote Q-1234")

@@ -191,7 +191,7 @@ def benchmark_table(benchmarks: Sequence[Benchmark], today: dt.date) -> pd.DataF
     df["tokens_in_out"] = [f"{integer(i)} / {integer(o)}" for i, o in zip(df["input_tokens"], df["output_tokens"], strict=True)]
     # Words for people ("vendor claim", not "vendor_claim") and the date with its stale mark in one column.
     df["provenance_words"] = df["provenance"].astype(str).str.replace("_", " ")
-    df["dated"] = [f"{d} {m}".strip() for d, m in zip(df["as_of"].astype(str), df["stale"], strict=True)]
+    df["dated"] = [f"{d} ⚠" if m else d for d, m in zip(df["as_of"].astype(str), df["stale"], strict=True)]
     return df.sort_values(["stack_id", "gpu", "gpus_per_replica", "concurrency"], kind="stable").reset_index(drop=True)
 
 
@@ -242,17 +242,12 @@ def roofline_chart(points: pd.DataFrame, gpu: GpuSpec) -> go.Figure:
     for (label, peak), dash in zip(peaks, ("solid", "dash"), strict=False):
         fig.add_trace(go.Scatter(
             x=x, y=np.minimum(peak, bw * x) / 1e12, mode="lines",
-            name=f"roof at {label} peak ({integer(peak / 1e12)} TFLOP/s)",
+            # The ridge is named here, not by an arrow on the chart: the two ridge labels printed over each other.
+            name=f"roof at {label} peak ({integer(peak / 1e12)} TFLOP/s; ridge at {integer(peak / bw)} FLOP/B)",
             line={"color": palette.INK, "dash": dash, "width": 2},
             hovertemplate=("intensity " + hover("x", "num_1") + " FLOP/byte<br>attainable " + hover("y", "num_1")
                            + " TFLOP/s<extra>roof</extra>"),
         ))
-        # Both ridges are labelled up and to the left, above the sloped roof where no point can be (nothing beats
-        # the roof); BF16's, the lower ridge, reaches further up so the two labels stack instead of overprinting.
-        lower = label == "BF16" and len(peaks) > 1
-        fig.add_annotation(x=np.log10(peak / bw), y=np.log10(peak / 1e12), text=f"ridge {integer(peak / bw)} FLOP/B ({label})",
-                           showarrow=True, arrowhead=0, ax=-50 if lower else -30, ay=-48 if lower else -26,
-                           xanchor="right", font={"size": 11, "color": palette.INK})
     # Points carry no text labels (they overprinted one another, issue 14): each stack is a legend entry, told
     # apart within its architecture's colour by its marker shape; hover gives the figures.
     for arch, grp in points.groupby("architecture", sort=False):

@@ -54,8 +54,11 @@ def option_words(option: str) -> str:
 
 
 def node_rate_label(rate) -> str:
-    """A node price's name in words: 'AWS p5.48xlarge (1-year savings plan)', never '(savings_1y)'."""
-    label = rate.label
+    """A node price's name in words: 'AWS p5.48xlarge (1-year savings plan)', never '(savings_1y)'.
+
+    Takes the NodeRate, or its label as text.
+    """
+    label = rate if isinstance(rate, str) else rate.label
     for option in _OPTION_LABELS:
         label = label.replace(f"({option})", f"({option_words(option)})")
     return label
@@ -82,8 +85,8 @@ def _sourced_columns(rows: Sequence[Sourced], today: dt.date) -> dict[str, objec
         "age_days": age_days(as_of, today) if rows else np.array([], dtype=np.int64),
         "stale": stale_marks(as_of, today) if rows else [],
         # The date with its stale mark, one column: the tables fit the page at 1280 px (issue 14).
-        "dated": [f"{d.isoformat()} {m}".strip() for d, m in zip(as_of, stale_marks(as_of, today), strict=True)]
-        if rows else [],
+        "dated": [f"{d.isoformat()} ⚠" if m else d.isoformat() for d, m in zip(as_of, stale_marks(as_of, today),
+                                                                                  strict=True)] if rows else [],
         "source": [r.source for r in rows],
         "confidence": [r.confidence.value for r in rows],
         "note": [r.note or "" for r in rows],
@@ -375,7 +378,7 @@ def save_override(store, row: NodePrice | ApiPrice) -> str:
     table = "node_prices" if isinstance(row, NodePrice) else "api_prices"
     store.add(table, [row], origin="user")
     if isinstance(row, NodePrice):
-        what = (f"{row.provider} {row.instance} ({row.pricing_option.value}) at "
+        what = (f"{row.provider} {row.instance} ({option_words(row.pricing_option.value)}) at "
                 f"{money(row.usd_per_node_hour, decimals=2)}/node-hour")
     else:
         what = f"{row.provider} {row.model} at {money(row.usd_per_mtok_in)} in / {money(row.usd_per_mtok_out)} out per M tokens"

@@ -194,10 +194,12 @@ def overview_summary(ev: Evaluation) -> list[str]:
 # -- provenance ----------------------------------------------------------------
 
 def node_price_note(ev: Evaluation) -> str:
-    """'Node price: AWS p5.48xlarge (savings_1y) $33.02/hour, as of 2026-01-01, source …, confidence unverified.'"""
+    """'Node price: AWS p5.48xlarge (1-year savings plan) $33.02/hour, as of 2026-01-01, source …, confidence …'."""
+    from core.presentation.pricing_views import node_rate_label
+
     p = ev.scenario_dict()["node_price"]
     when = f", as of {p['as_of']}" if p["as_of"] else ""
-    return (f"Node price: {p['label']} {money(p['usd_per_node_hour'])}/hour{when}, source: {p['source']}, "
+    return (f"Node price: {node_rate_label(p['label'])} {money(p['usd_per_node_hour'])}/hour{when}, source: {p['source']}, "
             f"confidence {p['confidence']}. Basis: {p['basis']}.")
 
 

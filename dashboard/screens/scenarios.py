@@ -146,8 +146,9 @@ table = cmp.verdicts_table(only_changed=only)
 st.dataframe(table, hide_index=True, width="stretch", key="sc_compare_verdicts",
              # The routes side by side fit the page; each route's $/month is in the workbook below.
              column_order=["workload_id", "name", *cmp.names, "changed"],
-             column_config={"workload_id": text_col("workload", width=120), "name": text_col("name", width=190),
-                            **{n: text_col(n, width=260) for n in cmp.names},
+             # Widths fit two scenarios at 1280 px with the workload's whole name (issue 14).
+             column_config={"workload_id": text_col("workload", width=120), "name": text_col("name", width=235),
+                            **{n: text_col(n, width=230) for n in cmp.names},
                             "changed": st.column_config.CheckboxColumn("changes", width=70)})
 stem = comparison_stem(picked)
 c1, c2 = st.columns(2)

@@ -7,6 +7,7 @@ import streamlit as st
 from core.errors import HangoverError
 from core.presentation.charts_telemetry import hourly_profile_chart, weekday_hour_heatmap
 from core.presentation.format import column_format, integer, money, percent
+from core.presentation.pricing_views import node_rate_label
 from core.store import telemetry as tstore
 from core.telemetry import import_telemetry, summarize
 from dashboard import state
@@ -101,7 +102,7 @@ k2.metric("GPUs", integer(p.gpus), help=md(f"On {', '.join(p.nodes)}."))
 k3.metric("Samples", integer(p.samples), help=md(f"{p.first_ts:%Y-%m-%d %H:%M} to {p.last_ts:%Y-%m-%d %H:%M}."))
 k4.metric("Idle cost a month", money(summary.idle_usd_per_month),
           help=md(f"{integer(p.gpus)} GPUs × 730 h × {money(summary.usd_per_gpu_hour)}/GPU-hour × (1 − measured "
-                  f"utilization). Node price: {summary.rate.label}, {summary.rate.source} ({summary.rate.as_of}); "
+                  f"utilization). Node price: {node_rate_label(summary.rate)}, {summary.rate.source} ({summary.rate.as_of}); "
                   "change it in the sidebar."))
 st.caption(md(f"Metric: {p.metric_label}. Measured figures, dated {p.first_ts:%Y-%m-%d} to {p.last_ts:%Y-%m-%d}; "
               "the idle cost prices them at the sidebar scenario's node rate."))
