@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Sequence
 
 from core.presentation import palette
-from core.presentation.format import fmt, percent
+from core.presentation.format import fmt, number, percent
 
 # Hosting colours from the one palette (the workbook's charts use the same).
 COLORS = {"owned": palette.HOSTING["owned"], "api": palette.HOSTING["api"], "unallocated": palette.UNALLOCATED,
@@ -30,6 +30,11 @@ CHAR_W = 0.56  # average glyph width of a sans-serif face, in font sizes: enough
 FAMILY = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 
 
+def _c(value: float, places: int = 1) -> str:
+    """A drawing coordinate as SVG wants it (no thousands separators), through the one formatter."""
+    return number(value, decimals=places, grouping=False)
+
+
 def esc(text: object) -> str:
     """Text for SVG markup, escaped."""
     return html.escape(str(text), quote=True)
@@ -43,14 +48,14 @@ def plain_label(text: str, width: int = 30) -> list[str]:
 def _text(x: float, y: float, body: str, *, size: float = FONT, anchor: str = "start", fill: str = palette.INK,
           weight: str | None = None) -> str:
     bold = f' font-weight="{weight}"' if weight else ""
-    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{fill}"{bold}>'
+    return (f'<text x="{_c(x)}" y="{_c(y)}" font-size="{size}" text-anchor="{anchor}" fill="{fill}"{bold}>'
             f"{esc(body)}</text>")
 
 
 def _svg(chart_id: str, title: str, height: float, body: list[str]) -> str:
     """The <svg> element: scales to its container's width, titled for screen readers."""
     return (f'<svg id="{esc(chart_id)}" class="chart-svg" xmlns="http://www.w3.org/2000/svg" '
-            f'viewBox="0 0 {WIDTH} {height:.0f}" width="100%" role="img" aria-labelledby="{esc(chart_id)}-title" '
+            f'viewBox="0 0 {WIDTH} {_c(height, 0)}" width="100%" role="img" aria-labelledby="{esc(chart_id)}-title" '
             f'font-family="{esc(FAMILY)}">'
             f'<title id="{esc(chart_id)}-title">{esc(title)}</title>'
             + _text(0, 12, title, size=10.5, weight="600") + "".join(body) + "</svg>")
@@ -60,7 +65,7 @@ def _legend(items: Sequence[tuple[str, str]], y: float) -> list[str]:
     """Swatches with their names, left to right from x = 0."""
     out, x = [], 0.0
     for name, color in items:
-        out.append(f'<rect x="{x:.1f}" y="{y - 7:.1f}" width="8" height="8" fill="{color}"/>')
+        out.append(f'<rect x="{_c(x)}" y="{_c(y - 7)}" width="8" height="8" fill="{color}"/>')
         out.append(_text(x + 11, y, name, size=SMALL, fill=palette.MUTED))
         x += 11 + len(name) * SMALL * CHAR_W + 12
     return out
@@ -93,11 +98,11 @@ def cost_by_route_svg(*, routes: Sequence[str], monthly_usd: Sequence[float], gr
             ty = mid - (len(lines) - 1) * line_h / 2 + k * line_h + SMALL * 0.35
             body.append(_text(label_w - 6, ty, line, size=SMALL, anchor="end"))
         w = bar_w * max(float(usd), 0.0) / top if top > 0 else 0.0
-        body.append(f'<rect x="{bar_x:.1f}" y="{mid - 5.5:.1f}" width="{w:.1f}" height="11" fill="{COLORS[group]}">'
+        body.append(f'<rect x="{_c(bar_x)}" y="{_c(mid - 5.5)}" width="{_c(w)}" height="11" fill="{COLORS[group]}">'
                     f"<title>{esc(route)}: {esc(text)}/month</title></rect>")
         body.append(_text(bar_x + w + 3, mid + SMALL * 0.35, text, size=SMALL))
         y += row_h
-    body.append(f'<line x1="{bar_x:.1f}" y1="38" x2="{bar_x:.1f}" y2="{y + 2:.1f}" stroke="{palette.LINE}"/>')
+    body.append(f'<line x1="{_c(bar_x)}" y1="38" x2="{_c(bar_x)}" y2="{_c(y + 2)}" stroke="{palette.LINE}"/>')
     body.append(_text(bar_x, y + 13, "US$ per month (attributed; the last bar is not attributed)"
                       if "unallocated" in present else "US$ per month (attributed)", size=SMALL - 0.5,
                       fill=palette.MUTED))
@@ -117,7 +122,7 @@ def hourly_utilization_svg(*, hours: Sequence[str], interactive: Sequence[float]
     body = _legend([("Interactive", COLORS["interactive"]), ("Batch fill", COLORS["batch"])], 28)
     for share in (0.0, 0.5, 1.0):
         gy = base - plot_h * share
-        body.append(f'<line x1="{left:.1f}" y1="{gy:.1f}" x2="{WIDTH - right:.1f}" y2="{gy:.1f}" '
+        body.append(f'<line x1="{_c(left)}" y1="{_c(gy)}" x2="{_c(WIDTH - right)}" y2="{_c(gy)}" '
                     f'stroke="{palette.LINE}" stroke-width="{0.8 if share == 0 else 0.4}"/>')
         body.append(_text(left - 3, gy + SMALL * 0.35, percent(share), size=SMALL - 0.5, anchor="end",
                           fill=palette.MUTED))
@@ -126,10 +131,10 @@ def hourly_utilization_svg(*, hours: Sequence[str], interactive: Sequence[float]
         i_h = plot_h * min(max(float(i_share), 0.0), 1.0)
         f_h = plot_h * min(max(f_share, 0.0), 1.0 - min(max(float(i_share), 0.0), 1.0))
         tip = f"{hour}: {percent(i_share)} interactive + {percent(f_share)} batch"
-        body.append(f'<rect x="{x:.1f}" y="{base - i_h:.1f}" width="{bar_w:.1f}" height="{i_h:.1f}" '
+        body.append(f'<rect x="{_c(x)}" y="{_c(base - i_h)}" width="{_c(bar_w)}" height="{_c(i_h)}" '
                     f'fill="{COLORS["interactive"]}"><title>{esc(tip)}</title></rect>')
         if f_h > 0:
-            body.append(f'<rect x="{x:.1f}" y="{base - i_h - f_h:.1f}" width="{bar_w:.1f}" height="{f_h:.1f}" '
+            body.append(f'<rect x="{_c(x)}" y="{_c(base - i_h - f_h)}" width="{_c(bar_w)}" height="{_c(f_h)}" '
                         f'fill="{COLORS["batch"]}"><title>{esc(tip)}</title></rect>')
         if k % 3 == 0:
             body.append(_text(x + bar_w / 2, base + 11, hour, size=SMALL - 0.5, anchor="middle", fill=palette.MUTED))

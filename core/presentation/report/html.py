@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from core.presentation import palette
-from core.presentation.format import duration_h, duration_ms
+from core.presentation.format import duration_h, duration_ms, integer
 from core.presentation.report.charts import COLORS, cost_by_route_svg, hourly_utilization_svg
 from core.presentation.report.content import (
     CHANGES_NOTE,
@@ -117,7 +117,7 @@ def _routing(s: ProcurementSummary) -> str:
     if len(rows) > MAX_ROUTING_ROWS:
         rows = sorted(rows, key=lambda r: -(r["monthly_usd"] if r["monthly_usd"] == r["monthly_usd"] else 0))
         rows = rows[:ROUTING_ROWS_SHOWN]
-        note = f"The {ROUTING_ROWS_SHOWN} costliest of {len(t.rows):,} workloads; the workbook lists every one. "
+        note = f"The {ROUTING_ROWS_SHOWN} costliest of {integer(len(t.rows))} workloads; the workbook lists every one. "
     widths = [30, 37, 11, 10, 12]
     out = ["<table>", "<colgroup>" + "".join(f'<col style="width:{w}%">' for w in widths) + "</colgroup>",
            "<thead><tr><th>Workload</th><th>Verdict</th><th class=\"num\">$/month</th>"
@@ -228,7 +228,7 @@ def build_html_text(s: ProcurementSummary) -> str:
         f"<style>{CSS}</style></head><body>",
         f"<header><h1>{esc(s.title)}</h1>",
         f'<p class="meta">Generated {esc(s.generated_text)} · inventory: {esc(s.inventory)} · '
-        f"{s.workload_count:,} workloads</p>",
+        f"{integer(s.workload_count)} workloads</p>",
         f'<p class="meta">Scenario: {esc(s.scenario_line)}</p></header>',
         _kpis(s),
         "<h2>Headline</h2>",
