@@ -11,8 +11,9 @@ validated (`read_inventory`), committed (`commit_inventory`), the report is
 dropped, the latest version is loaded back (`latest_inventory`) and the fleet
 is evaluated as the pages do (`evaluate_store` with the store's catalog). Peak
 RSS is measured per stage (Linux: VmHWM, reset between stages through
-/proc/self/clear_refs) and for the whole run (getrusage ru_maxrss, which
-cannot be reset), in MiB.
+/proc/self/clear_refs; resetting it resets ru_maxrss too, so the run's peak is
+the largest stage peak), in MiB. A thread ticking every 10 ms beside each
+stage (as another session's thread would run) reports the longest it waited.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import platform
 import resource
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -73,15 +75,31 @@ def stage(name: str, fn, *args, **kwargs):
     PEAKS.append(_max_rss())
     resettable = _reset_peak()
     before = _status("VmRSS") or 0
+    # Another session's thread, as Streamlit runs one per session: how long is it kept waiting for the GIL?
+    done = threading.Event()
+    longest = [0.0]
+
+    def tick() -> None:
+        last = time.perf_counter()
+        while not done.wait(0.01):
+            now = time.perf_counter()
+            longest[0] = max(longest[0], now - last - 0.01)
+            last = now
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
     wall, cpu = time.perf_counter(), time.process_time()
     result = fn(*args, **kwargs)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    done.set()
+    ticker.join()
     peak = _status("VmHWM") if resettable else None
     PEAKS.append(peak or _max_rss())
     after = _status("VmRSS") or 0
     peak_text = f"{peak / MIB:8,.0f}" if peak else "       –"
     print(f"  {name:<44} {wall:7.1f} s wall {cpu:7.1f} s CPU   RSS before {before / MIB:7,.0f}  "
-          f"peak {peak_text}  after {after / MIB:7,.0f} MiB", flush=True)
+          f"peak {peak_text}  after {after / MIB:7,.0f} MiB   other thread waited at most {longest[0]:.2f} s",
+          flush=True)
     return result
 
 
