@@ -63,8 +63,6 @@ EDITOR_ORDER = [*PREVIEW_ORDER, "team", "notes"]
 EDITOR_COLUMNS = {name: {**config, "width": config["width"] + 22} for name, config in WORKLOAD_COLUMNS.items()}
 
 
-
-
 def _read(up, slot, sheet: str | None = None, decimal: str | None = None):
     """Read and validated once per upload, sheet and decimal choice, and kept in this session only.
 
