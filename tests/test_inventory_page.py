@@ -170,3 +170,30 @@ def test_an_inventory_above_the_editor_limit_is_shown_read_only_a_page_at_a_time
     run(at)
     diff = next(d.value for d in at.dataframe if "change" in d.value.columns)
     assert diff["change"].tolist() == ["removed"]
+
+
+def test_the_shared_evaluation_follows_a_command_line_import(tmp_path, monkeypatch):
+    """Issue 16: the cached evaluation was keyed on a `_version` Streamlit does not hash; a CLI import went unseen."""
+    from core.cli import main
+
+    monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "fresh.duckdb"))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+    def page():
+        import streamlit as st
+
+        from dashboard import state
+
+        ev = state._evaluation_for(state.scenario().model_dump_json(), state.data_version(), None)
+        st.write(f"workloads: {len(ev.workloads)}")
+
+    app = AppTest.from_function(page, default_timeout=60)
+    assert "workloads: 7" in texts(run(app).markdown)  # the bundled sample
+    path = tmp_path / "three.csv"
+    lines = sample_csv(tmp_path).read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join(lines[:4]) + "\n", encoding="utf-8")
+    assert main(["--db", str(tmp_path / "fresh.duckdb"), "workloads", "import", str(path)]) == 0
+    assert "workloads: 3" in texts(run(app).markdown)
+    st.cache_resource.clear()
+    st.cache_data.clear()
