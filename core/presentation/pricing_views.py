@@ -326,7 +326,7 @@ def _verdict(u: float) -> str:
         return "owned cheaper at any use (the node's hours cost nothing extra on this basis)"
     shown = percent(u) if u >= 0.01 else percent(u, decimals=1)
     if u > 1:
-        return f"API cheaper even at 100 % use (owned would need {shown})"
+        return f"API cheaper even at 100 % use (needs {shown})"  # short: it fits its column at 1280 px
     return f"owned cheaper above {shown} utilization"
 
 

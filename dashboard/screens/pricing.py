@@ -204,12 +204,12 @@ try:
         column_order=["provider", "model", "tier", "api_usd_per_mtok_out_all_in", "verdict"],
         column_config={
             "provider": st.column_config.TextColumn("provider", width=90),
-            "model": st.column_config.TextColumn("model", width=200),
+            "model": st.column_config.TextColumn("model", width=185),
             "tier": st.column_config.TextColumn("tier", width=80),
             "api_usd_per_mtok_out_all_in": st.column_config.NumberColumn(
-                "API $/M output, all-in", format=MONEY, width=120,
+                "API $/M out, all-in", format=MONEY, width=125,
                 help="one request's input + output cost ÷ its output tokens"),
-            "verdict": st.column_config.TextColumn("verdict", width=330),
+            "verdict": st.column_config.TextColumn("verdict", width=340),
         },
     )
 except HangoverError as exc:
