@@ -46,6 +46,7 @@ SHADOW_PRICES = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0, 1.25, 1.6
 SHADOW_PRICES_LARGE = (0.0, 0.1, 0.35, 0.7, 1.0, 1.6, 3.0)  # fewer rungs where one exact pricing costs more
 LARGE_ROWS = 20_000
 SINGLE_MOVE_ROWS = 400  # up to this many workloads the search also tries moving each one alone
+FULL_MOVE_ROWS = 40  # up to this many, to every allowed plan column (every tier of every stack)
 # Above that, binding members of the deployments holding the most GPUs are moved out one at a time (exact
 # pricings per pass, deployments looked at per pass): a deterministic budget, not a clock.
 EVICT_PRICINGS = 60
@@ -420,8 +421,11 @@ class Planner:
                 out[:n_primary] = latency.p95_ms(chosen, np.array([float(replicas)]), idx=np.arange(n_primary))
             return out
 
-        # GPUs busy each hour: rate(h) x GPU-seconds per request at the operating point (cap slots per replica).
-        busy = ((inp.lam_mean[rows] * shares * g * s_chosen / cap)[:, None] * inp.profile[rows]).sum(axis=0)
+        # GPUs busy each hour: rate(h) x GPU-seconds per request at the running batch a request joins at the
+        # peak (the latency model's), not at the cap: a cap is a limit, and dividing by it made the same traffic
+        # on the same replicas look 6 % or 1 % busy depending on a cap nothing reached.
+        b_run = float(np.clip(np.nan_to_num(st.batch[best], nan=float(cap)), 1.0, float(cap)))
+        busy = ((inp.lam_mean[rows] * shares * g * s_chosen / b_run)[:, None] * inp.profile[rows]).sum(axis=0)
         bind = int(sizing.binding[best])
         return DeploymentSize(pos, rows, shares, True, g, cap, replicas, s_chosen, p95, budget, busy,
                               float(lat[best]), total, int(check[bind % k]) if bind >= 0 else -1, n_primary)
@@ -652,24 +656,43 @@ class Planner:
                 evicted = self._evict(best)
                 if evicted is not best:
                     best, improved = evicted, True
-            # Single workloads (small inventories): every allowed route, first improvement. Of another stack or
-            # GPU count only the top tier is tried (its pool is where most members are); the other tiers of the
-            # workload's own stack and GPU count are tried too (a move out of a pool its target holds back).
+            # Single workloads (small inventories): every allowed route, first improvement. Above FULL_MOVE_ROWS,
+            # of another stack or GPU count only the top tier is tried (its pool is where most members are); the
+            # other tiers of the workload's own stack and GPU count are tried too (out of a pool it holds back).
+            # Identical workloads (twins: the same inputs but the id) move together, so k copies of a workload
+            # are planned as the one workload with k times the traffic (neither can reach a plan the other can't).
             if W <= SINGLE_MOVE_ROWS:
-                for i in range(W):
+                twins = self._twins()
+                for i in np.unique(twins, return_index=True)[1]:
+                    group = np.flatnonzero(twins == twins[i])
                     own = self._col_group.get(int(best.assignment[i]))
                     for r in np.flatnonzero(allowed[i]):
-                        if r == best.assignment[i] or (r in self._col_group and r not in self._top_cols
-                                                       and self._col_group[r] != own):
+                        if r == best.assignment[i] and (best.assignment[group] == r).all():
+                            continue
+                        if W > FULL_MOVE_ROWS and r in self._col_group and r not in self._top_cols \
+                                and self._col_group[r] != own:
                             continue
                         cand_assign = best.assignment.copy()
-                        cand_assign[i] = r
+                        cand_assign[group] = r
                         cand = self.price(cand_assign)
                         if cand.feasible and cand.key < best.key:
                             best, improved = cand, True
             if not improved:
                 break
         return best
+
+    def _twins(self) -> np.ndarray:
+        """(W,) a group id per workload; workloads whose plan inputs are all equal (the id aside) share one."""
+        inp = self.inp
+        cols = [inp.lam_peak, inp.lam_mean, inp.slo_ms, inp.interactive, inp.fallback_route, inp.fallback_api_monthly]
+        cols += [x for x in (inp.input_tokens, inp.output_tokens, inp.output_p95_tokens, inp.fallback_extra_ms)
+                 if x is not None]
+        feats = np.column_stack([np.asarray(c, dtype=float).reshape(len(inp.workload_ids), -1) for c in cols]
+                                + [inp.allowed.astype(float), inp.api_monthly, inp.gpu_hours_day, inp.offline_min_gpus,
+                                   inp.fallback_share, inp.latency_ms, inp.profile])
+        # NaN never equals NaN and inf sorts oddly: map both to sentinels before comparing rows.
+        feats = np.nan_to_num(feats, nan=-1.5e300, posinf=1.5e300, neginf=-1.4e300)
+        return np.unique(feats, axis=0, return_inverse=True)[1].reshape(-1)
 
     def _evict(self, best: PlanCost) -> PlanCost:
         """Move the members at the edge of their target out of the deployments holding the most GPUs.
