@@ -16,6 +16,7 @@ its own (they do not overlap one another):
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import TypeVar
 
 import numpy as np
 
@@ -137,6 +138,17 @@ def _eff(eff: Efficiency, stack: ServingStack) -> Efficiency:
     return eff.for_stack(stack)
 
 
+T = TypeVar("T")
+
+
+def _set(value: T | None, name: str, stack: ServingStack) -> T:
+    """A field that is optional on its record but required here (ServingStack's validator checks it per
+    architecture, Efficiency.for_stack fills the engine defaults); None is a bug, named clearly."""
+    if value is None:
+        raise ValueError(f"{name} is not set for stack {stack.stack_id} ({stack.architecture.value})")
+    return value
+
+
 # -- precision and sizes ----------------------------------------------------------------
 
 
@@ -194,15 +206,17 @@ def tokens_computed_per_step(stack: ServingStack) -> float:
         if stack.spec_verify_tokens:
             return float(stack.spec_verify_tokens)
         default = SPEC_DEFAULTS[spec_method(stack)].verify_tokens
-        return float(default if default and stack.spec_method else stack.spec_draft_tokens + 1)
+        return float(default if default and stack.spec_method
+                     else _set(stack.spec_draft_tokens, "spec_draft_tokens", stack) + 1)
     if stack.architecture is Architecture.DIFFUSION:
-        return float(stack.diffusion_positions_per_pass or stack.diffusion_block_tokens)
+        return float(stack.diffusion_positions_per_pass
+                     or _set(stack.diffusion_block_tokens, "diffusion_block_tokens", stack))
     return 1.0
 
 
 def acceptance(stack: ServingStack, eff: Efficiency = DEFAULT_EFFICIENCY) -> float:
     """Per-token acceptance of drafted tokens, after the range scale (kept below 1)."""
-    return float(min(stack.spec_acceptance * eff.spec_acceptance_scale, 0.999))
+    return float(min(_set(stack.spec_acceptance, "spec_acceptance", stack) * eff.spec_acceptance_scale, 0.999))
 
 
 def tokens_committed_per_step(stack: ServingStack, eff: Efficiency = DEFAULT_EFFICIENCY) -> float:
@@ -212,12 +226,13 @@ def tokens_committed_per_step(stack: ServingStack, eff: Efficiency = DEFAULT_EFF
     Diffusion: L / S tokens per denoising pass (times the range scale).
     """
     if stack.architecture is Architecture.SPECULATIVE:
-        a, k = acceptance(stack, eff), stack.spec_draft_tokens
-        if stack.spec_acceptance >= 1.0 and eff.spec_acceptance_scale >= 1.0:
+        a, k = acceptance(stack, eff), _set(stack.spec_draft_tokens, "spec_draft_tokens", stack)
+        if _set(stack.spec_acceptance, "spec_acceptance", stack) >= 1.0 and eff.spec_acceptance_scale >= 1.0:
             return float(k + 1)
         return (1.0 - a ** (k + 1)) / (1.0 - a)
     if stack.architecture is Architecture.DIFFUSION:
-        return stack.diffusion_block_tokens / stack.diffusion_steps_per_block * eff.diffusion_progress_scale
+        return (_set(stack.diffusion_block_tokens, "diffusion_block_tokens", stack)
+                / _set(stack.diffusion_steps_per_block, "diffusion_steps_per_block", stack) * eff.diffusion_progress_scale)
     return 1.0
 
 
@@ -235,7 +250,7 @@ def _expert_split(stack: ServingStack) -> tuple[float, float]:
 
 
 def _touched_share(stack: ServingStack, tokens) -> np.ndarray:
-    share = stack.experts_per_token / stack.n_experts
+    share = _set(stack.experts_per_token, "experts_per_token", stack) / _set(stack.n_experts, "n_experts", stack)
     return 1.0 - np.power(1.0 - share, np.asarray(tokens, dtype=float))
 
 
@@ -266,7 +281,7 @@ def expert_efficiency(stack: ServingStack, eff: Efficiency = DEFAULT_EFFICIENCY,
     ep = eff.moe_ep_efficiency if expert_parallel(stack, gpus) else 1.0
     if not stack.n_layers:
         return eff.moe_expert * ep
-    p_m = experts / (stack.n_experts * stack.n_layers) / 1e6
+    p_m = experts / (_set(stack.n_experts, "n_experts", stack) * stack.n_layers) / 1e6
     return eff.moe_expert * p_m / (p_m + eff.moe_expert_half_mparams) * ep
 
 
@@ -304,6 +319,8 @@ def allreduce_ms(gpu: GpuSpec, gpus: int, nbytes, eff: Efficiency = DEFAULT_EFFI
     if gpus <= 1:
         return np.zeros_like(np.asarray(nbytes, dtype=float))
     bw = _link_bytes_per_s(gpu, eff)
+    if bw is None:  # callers fall back to a fixed cost per doubling for such GPUs
+        raise ValueError(f"{gpu.name} has no link bandwidth (link_gb_per_s): no all-reduce time")
     alpha = eff.allreduce_us_per_doubling * np.log2(gpus) * 1e-3
     return alpha + 2.0 * (gpus - 1) / gpus * np.asarray(nbytes, dtype=float) / bw * 1e3
 
@@ -329,7 +346,7 @@ def tp_comm_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, tokens, eff: Effici
     if experts == 0.0:
         return 2.0 * stack.n_layers * allreduce_ms(gpu, gpus, per_layer, eff)
     a2a_alpha = eff.alltoall_us_per_doubling * np.log2(gpus) * 1e-3
-    a2a_bytes = per_layer * stack.experts_per_token * (gpus - 1) / gpus**2
+    a2a_bytes = per_layer * _set(stack.experts_per_token, "experts_per_token", stack) * (gpus - 1) / gpus**2
     a2a = 2.0 * (a2a_alpha + a2a_bytes / bw * 1e3)
     if attention_dp(stack, gpus):
         return stack.n_layers * a2a
@@ -372,8 +389,8 @@ def prefill_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens, eff: 
         attn = 2.0 * stack.n_layers * stack.hidden_size * n * n
         t_cmp = t_cmp + attn / (gpus * attention_peak_flops(stack, gpu) * eff.prefill_compute)
     t_mem = weight_bytes_read(stack, np.maximum(n, 1.0)) / (gpus * gpu.hbm_tb_per_s * 1e12 * eff.mem)
-    return (np.maximum(t_cmp, t_mem) * 1e3 + eff.step_overhead_ms + tp_comm_ms(stack, gpu, gpus, n, eff)
-            + _moe_overhead_ms(stack, eff))
+    return (np.maximum(t_cmp, t_mem) * 1e3 + _set(eff.step_overhead_ms, "step_overhead_ms", stack)
+            + tp_comm_ms(stack, gpu, gpus, n, eff) + _moe_overhead_ms(stack, eff))
 
 
 def _draft_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, b, bw: float, fl: float, eff: Efficiency):
@@ -398,7 +415,7 @@ def _draft_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, b, bw: float, fl: fl
         comm = 2.0 * layers * allreduce_ms(gpu, gpus, b * stack.hidden_size * ACTIVATION_BYTES, eff)
     elif gpus > 1:
         comm = eff.comm_ms_per_doubling * np.log2(gpus)
-    k = stack.spec_draft_tokens
+    k = _set(stack.spec_draft_tokens, "spec_draft_tokens", stack)
     return k * (one + comm + eff.draft_step_overhead_ms), k * flops, k * nbytes
 
 
@@ -428,7 +445,7 @@ def host_ms(stack: ServingStack, gpus: int, concurrency, eff: Efficiency = DEFAU
     """
     eff = _eff(eff, stack)
     processes = gpus if attention_dp(stack, gpus) else 1
-    return np.asarray(concurrency, dtype=float) / processes * eff.host_us_per_seq * 1e-3
+    return np.asarray(concurrency, dtype=float) / processes * _set(eff.host_us_per_seq, "host_us_per_seq", stack) * 1e-3
 
 
 def decode_step(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, context_tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
@@ -453,7 +470,8 @@ def decode_step(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, conte
     t_dense = np.maximum(dense_bytes / bw, dense_flops / fl)
     moved = dense_bytes + 0.0 * tokens
     flops = dense_flops
-    t_mem, t_cmp = dense_bytes / bw, dense_flops / fl
+    t_mem: float | np.ndarray = dense_bytes / bw  # an array once experts add their per-token bytes
+    t_cmp = dense_flops / fl
     if experts:
         ee = expert_efficiency(stack, eff, gpus)
         exp_bytes = experts * _touched_share(stack, tokens) * param_bytes(stack)
@@ -540,7 +558,8 @@ def estimate(
     step_ms, flops, moved, mem_bound, pre, joined, e2e = _timeline(stack, gpu, gpus, b, n_in, n_out, eff)
     ttft = joined
     if stack.architecture is Architecture.DIFFUSION:
-        ttft = joined + stack.diffusion_steps_per_block / eff.diffusion_progress_scale * step_ms
+        ttft = joined + (_set(stack.diffusion_steps_per_block, "diffusion_steps_per_block", stack)
+                         / eff.diffusion_progress_scale * step_ms)
     fits = b <= max_concurrency(stack, gpu, gpus, n_in + n_out, eff)
     per_stream = n_out / (e2e - joined) * 1e3
     return {
