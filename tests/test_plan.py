@@ -317,9 +317,9 @@ def test_a_workload_at_the_edge_of_its_target_does_not_collapse_a_pool(catalog, 
     inp = alone.plan_inputs
     col = int(alone.plan.assignment[0])
     route = next(o for o in inp.owned if o.index == col)
-    mu, sigma = latency.output_lognormal(inp.output_tokens, inp.output_p95_tokens)
-    p95_1 = float(plan_mod.service_p95_alone_ms(route.service_s[:1, :, :1], route.prefill_ms[:1], mu[:1],
-                                                sigma[:1])[0, 0, 0])
+    p95_1 = float(plan_mod.service_p95_alone_ms(route.service_s[:1, :, :1], route.prefill_ms[:1],
+                                                inp.output_tokens[:1], inp.output_p95_tokens[:1],
+                                                latency.block_tokens_of(route.stack))[0, 0, 0])
     x = x.assign(latency_slo_ms=round(p95_1 * 1.02))
     evs = [evaluate(catalog, inv, sc) for inv in (pool, x, pd.concat([pool, x], ignore_index=True))]
     assert all((ev.verdict >= 0).all() for ev in evs)  # everything served: the comparison is like for like

@@ -75,7 +75,7 @@ def deployment_loads(ev: Evaluation) -> list[DeploymentLoad]:
         out.append(DeploymentLoad(
             replicas=int(d.replicas), concurrency_cap=int(d.concurrency),
             step_ms=tuple(parts["step_ms"][: d.concurrency]), workloads=tuple(loads),
-            steps_per_token=float(parts["steps_per_token"]),
+            steps_per_token=float(parts["steps_per_token"]), block_tokens=int(parts.get("block_tokens", 1)),
             deployment_id=_deployment_id(inp.owned[pos], d.gpus_per_replica, route_count, g_count),
         ))
     return out

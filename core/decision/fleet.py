@@ -128,7 +128,7 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         for g in tp_options:
             if g <= gpn and physics.max_concurrency(route.stack, gpu, g, 1024.0) >= 1:
                 phys[(r, g)] = _owned_physics(ev, route.stack, gpu, g, r, allowed_r[:, r] & interactive, n_in, n_out,
-                                              slo, grid, out_mu, out_sigma, fb_all, fb_extra)
+                                              n_out_p95, slo, grid, out_mu, out_sigma, fb_all, fb_extra)
 
     cols: list[tuple[int, int]] = []  # (engine route, GPUs per replica; 0 for an API)
     owned_spec: list[tuple[int, int, int, int]] = []  # (plan column, engine route, g, tier)
@@ -202,8 +202,8 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         output_p95_tokens=n_out_p95, fallback_extra_ms=fb_extra)
 
 
-def _owned_physics(ev: Evaluation, stack, gpu, g: int, r: int, rows_mask: np.ndarray, n_in, n_out, slo, grid,
-                   out_mu, out_sigma, fb_all, fb_extra) -> dict:
+def _owned_physics(ev: Evaluation, stack, gpu, g: int, r: int, rows_mask: np.ndarray, n_in, n_out, n_out_p95, slo,
+                   grid, out_mu, out_sigma, fb_all, fb_extra) -> dict:
     """One owned stack at g GPUs per replica: each interactive workload's mean service on the concurrency
     grid (NaN where it does not fit), its prefill, whether it meets its target alone, and per tier
     (plan.CAP_BANDS) whether it meets it alone at some cap of the tier."""
@@ -230,11 +230,12 @@ def _owned_physics(ev: Evaluation, stack, gpu, g: int, r: int, rows_mask: np.nda
         # the best any deployment of this column can do for the workload (latency.min_replicas's test).
         step1 = physics.decode_step(stack, gpu, g, 1.0, n_in[rows] + 0.5 * n_out[rows], eff)[0]
         e = np.where(fb_all[rows] >= 0, np.nan_to_num(a["fallback_share"][rows, r]), 0.0)
-        alone = latency.ServiceTime(pre, spt * step1, out_mu[rows], out_sigma[rows])
+        alone = latency.ServiceTime(pre, spt * step1, out_mu[rows], out_sigma[rows], latency.block_tokens_of(stack))
         p_miss = (1.0 - e) * alone.survival(slo[rows]) + e * alone.survival(slo[rows] - fb_extra[rows])
         alone_ok[rows] = np.isfinite(svc[rows, 0, 0]) & (p_miss <= latency.SLO_TAIL)
         # Per tier: its service p95 alone at some cap of the band within target (the search's linear view).
-        p95 = service_p95_alone_ms(svc[rows], prefill[rows], out_mu[rows], out_sigma[rows])[:, 0, :]
+        p95 = service_p95_alone_ms(svc[rows], prefill[rows], n_out[rows], n_out_p95[rows],
+                                   latency.block_tokens_of(stack))[:, 0, :]
         meets = np.isfinite(p95) & (p95 <= slo[rows, None])
         g_arr = np.asarray(grid)
         for t, (lo, hi) in enumerate(CAP_BANDS):

@@ -38,9 +38,6 @@ import numpy as np
 from core.decision import latency
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
 
-# The old fixed service spread: the plan no longer uses it (it sizes on core.decision.latency); kept for the
-# engine's standalone operating points until they move to the latency model too.
-SERVICE_CV2 = 0.5
 # Shadow prices tried, as multiples of the full $/GPU-hour: 0 fills owned nodes, 1 makes a node pay for itself.
 SHADOW_PRICES = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0, 1.25, 1.6, 2.0, 3.0)
 SHADOW_PRICES_LARGE = (0.0, 0.1, 0.35, 0.7, 1.0, 1.6, 3.0)  # fewer rungs where one exact pricing costs more
@@ -318,6 +315,7 @@ class Planner:
             "slo_ms": np.where(primary, slo, _LOAD_ONLY_SLO_MS),
             "escalated_share": esc_share, "escalated_extra_ms": esc_extra,
             "step_ms": route.step_curve_ms(context, b_max), "steps_per_token": route.steps_per_token,
+            "block_tokens": latency.block_tokens_of(route.stack),
             "context_tokens": context,
         }
 
@@ -355,12 +353,12 @@ class Planner:
         parts = self._model(pos, rows, shares, slo, n_primary, b_max)
         prefill, n_out, p95_out = parts["prefill_ms"], parts["output_mean_tokens"], parts["output_p95_tokens"]
         esc_share, esc_extra, slo_eff = parts["escalated_share"], parts["escalated_extra_ms"], parts["slo_ms"]
-        step, spt = parts["step_ms"], parts["steps_per_token"]
+        step, spt, blk = parts["step_ms"], parts["steps_per_token"], parts["block_tokens"]
         primary = np.arange(n) < n_primary
         load = latency.PooledDeployments.build(
             row=np.zeros(n, dtype=np.int64), arrival_rate_per_s=lam, prefill_ms=prefill, output_mean_tokens=n_out,
             output_p95_tokens=p95_out, slo_ms=slo_eff, step_ms=step[None, :], concurrency_cap=b_max,
-            escalated_share=esc_share, escalated_extra_ms=esc_extra, steps_per_token=spt)
+            escalated_share=esc_share, escalated_extra_ms=esc_extra, steps_per_token=spt, block_tokens=blk)
 
         if total <= 0:
             # No traffic: nothing to reserve (the route still reports an operating point).
@@ -378,7 +376,7 @@ class Planner:
             output_p95_tokens=np.tile(p95_out[check], J), slo_ms=np.tile(slo_eff[check], J),
             step_ms=np.broadcast_to(step, (J, b_max)), concurrency_cap=caps,
             escalated_share=np.tile(esc_share[check], J), escalated_extra_ms=np.tile(esc_extra[check], J),
-            steps_per_token=spt).with_load_of(load)
+            steps_per_token=spt, block_tokens=blk).with_load_of(load)
         sizing = latency.min_replicas(dep)
         reps = sizing.replicas.astype(float)
         ok = reps >= 1
@@ -386,7 +384,8 @@ class Planner:
             if sizing.service_tail_misses.all():
                 # The step curve (hence the batch-1 service) is the same for every cap: name the members whose
                 # service alone misses here, so the search stops pairing them with this column.
-                alone = latency.ServiceTime(prefill, np.full(n, spt * step[0]), load.output_mu, load.output_sigma)
+                alone = latency.ServiceTime(prefill, np.full(n, spt * step[0]), load.output_mu, load.output_sigma,
+                                              load.row_block_tokens)
                 p_alone = (1.0 - esc_share) * alone.survival(slo_eff) + esc_share * alone.survival(slo_eff - esc_extra)
                 for i in np.flatnonzero(primary & (p_alone > latency.SLO_TAIL) & (lam > 0)):
                     self._hopeless.add((int(rows[i]), int(route.index)))
@@ -417,7 +416,7 @@ class Planner:
                     row=np.zeros(n, dtype=np.int64), arrival_rate_per_s=lam, prefill_ms=prefill,
                     output_mean_tokens=n_out, output_p95_tokens=p95_out, slo_ms=slo_eff, step_ms=step[None, :cap],
                     concurrency_cap=cap, escalated_share=esc_share, escalated_extra_ms=esc_extra,
-                    steps_per_token=spt)
+                    steps_per_token=spt, block_tokens=blk)
                 out[:n_primary] = latency.p95_ms(chosen, np.array([float(replicas)]), idx=np.arange(n_primary))
             return out
 
@@ -615,11 +614,11 @@ class Planner:
         inp = self.inp
         W = len(inp.workload_ids)
         out = np.full((W, inp.n_routes), np.nan)
-        mu, sigma = latency.output_lognormal(inp.output_tokens, inp.output_p95_tokens)
         for route in inp.owned:
             r = route.index
             svc = route.service_s  # (W, G, B)
-            p95 = service_p95_alone_ms(svc, route.prefill_ms, mu, sigma)
+            p95 = service_p95_alone_ms(svc, route.prefill_ms, inp.output_tokens, inp.output_p95_tokens,
+                                       latency.block_tokens_of(route.stack))
             band = route.band_mask(inp.concurrency_grid)[None, None, :]
             ok = np.isfinite(svc) & (p95 <= inp.slo_ms[:, None, None]) & band
             # Interactive: GPU-seconds per request at the cheapest point meeting the target, at the peak rate
@@ -709,7 +708,6 @@ class Planner:
         """
         inp = self.inp
         full = inp.full_usd_per_gpu_hour
-        mu, sigma = latency.output_lognormal(inp.output_tokens, inp.output_p95_tokens)
         looked: set[int] = set()
         while self._evict_budget > 0:
             moved = False
@@ -719,8 +717,10 @@ class Planner:
                 looked.add(pos)
                 route = inp.owned[pos]
                 prim = d.rows[:d.n_primary]
-                p95_alone = service_p95_alone_ms(route.service_s[prim][:, :, :1], route.prefill_ms[prim], mu[prim],
-                                                 sigma[prim])[:, 0, 0]
+                p95_alone = service_p95_alone_ms(
+                    route.service_s[prim][:, :, :1], route.prefill_ms[prim], inp.output_tokens[prim],
+                    None if inp.output_p95_tokens is None else inp.output_p95_tokens[prim],
+                    latency.block_tokens_of(route.stack))[:, 0, 0]
                 order = prim[np.argsort(-(p95_alone / inp.slo_ms[prim]), kind="stable")]
                 edge = self._edge_of.get(route.index)
                 winner = best
@@ -748,13 +748,14 @@ class Planner:
         return best
 
 
-def service_p95_alone_ms(service_s: np.ndarray, prefill_ms: np.ndarray | None, mu: np.ndarray,
-                         sigma: np.ndarray) -> np.ndarray:
-    """(W, G, B) p95 of each workload's service alone at each grid concurrency, ms: the decode part scaled
-    by its output length's p95/mean (the latency model's lognormal), the prefill as it is."""
-    tail_n = np.exp(mu + latency.Z95 * sigma) / np.exp(mu + sigma**2 / 2.0)
+def service_p95_alone_ms(service_s: np.ndarray, prefill_ms: np.ndarray | None, output_tokens: np.ndarray,
+                         output_p95_tokens: np.ndarray | None, block_tokens: int = 1) -> np.ndarray:
+    """(W, G, B) p95 of each workload's service alone at each grid concurrency, ms: the decode part scaled by
+    its output length's p95 over the length the physics timed (latency.length_ratios: the latency model's
+    lognormal, in whole blocks for diffusion), the prefill as it is."""
+    q_ratio = latency.length_ratios(output_tokens, output_p95_tokens, block_tokens)[0]
     pre = np.nan_to_num(prefill_ms, nan=0.0)[:, None, None] if prefill_ms is not None else 0.0
-    return pre + (service_s * 1e3 - pre) * tail_n[:, None, None]
+    return pre + (service_s * 1e3 - pre) * q_ratio[:, None, None]
 
 
 def pack_nodes(replicas: list[tuple[int, int]], gpus_per_node: int) -> int:
