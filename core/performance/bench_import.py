@@ -19,6 +19,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -142,7 +143,8 @@ def _build(raw: Raw, fmt, file_name, stack_id, gpu, gpus_per_replica, as_of, con
         known = f"; known GPUs: {', '.join(sorted(known_gpus))}" if known_gpus is not None else ""
         raise InputError(f"{where}: the file does not name the GPU; pass --gpu{known}")
     gpu_name = _resolve_name(str(gpu_name), known_gpus, "GPU", "--gpu")
-    g = gpus_per_replica if gpus_per_replica is not None else raw.hints.get("gpus_per_replica")
+    # Any: the flag's int, or whatever the file's hint holds (checked just below).
+    g: Any = gpus_per_replica if gpus_per_replica is not None else raw.hints.get("gpus_per_replica")
     if g is None:
         g = 1
         notes.append("GPUs per replica not stated: assumed 1 (pass --gpus-per-replica if not)")
@@ -158,7 +160,7 @@ def _build(raw: Raw, fmt, file_name, stack_id, gpu, gpus_per_replica, as_of, con
     n_in = input_tokens if input_tokens is not None else raw.input_tokens
     n_out = output_tokens if output_tokens is not None else raw.output_tokens
     missing = [flag for flag, v in (("--concurrency", c), ("--input-tokens", n_in), ("--output-tokens", n_out)) if v is None]
-    if missing:
+    if missing or c is None or n_in is None or n_out is None:  # None only when missing names it
         what = {"--concurrency": "the concurrency", "--input-tokens": "the mean input tokens", "--output-tokens": "the mean output tokens"}
         raise InputError(f"{where}: the file does not give {' or '.join(what[m] for m in missing)}; pass {' '.join(missing)}")
     if c <= 0:
@@ -173,7 +175,7 @@ def _build(raw: Raw, fmt, file_name, stack_id, gpu, gpus_per_replica, as_of, con
             raise InputError(f"{where}: {label} is {v:g} tok/s; a measured throughput must be more than 0")
     if raw.total is None and raw.per_stream is None:
         raise InputError(f"{where}: the file has no output token throughput (total or per stream)")
-    latencies = {"ttft_ms_p50": raw.ttft_p50, "ttft_ms_p95": raw.ttft_p95, "e2e_ms_p50": raw.e2e_p50, "e2e_ms_p95": raw.e2e_p95}
+    latencies: dict[str, Any] = {"ttft_ms_p50": raw.ttft_p50, "ttft_ms_p95": raw.ttft_p95, "e2e_ms_p50": raw.e2e_p50, "e2e_ms_p95": raw.e2e_p95}
     for k, v in list(latencies.items()):
         if v is not None and v < 0:
             raise InputError(f"{where}: {k} is {v:g} ms; a latency cannot be negative")
@@ -262,8 +264,8 @@ def import_benchmark_file(store, data: bytes, file_name: str, **kw) -> ImportRes
                    kw.get("concurrency"), kw.get("input_tokens"), kw.get("output_tokens"), list(stacks), list(gpus))
             for raw in raws
         ]
-        for p in {(p.stack_id, p.gpu, p.gpus_per_replica) for p in points}:
-            check_fits(stacks[p[0]], gpus[p[1]], p[2])
+        for key in {(p.stack_id, p.gpu, p.gpus_per_replica) for p in points}:
+            check_fits(stacks[key[0]], gpus[key[1]], key[2])
         for p in points:
             bounds.check_physics(p, stacks[p.stack_id], gpus[p.gpu], p.source)
         added, existing = stored.insert_import(store, points, import_id)

@@ -111,7 +111,7 @@ def parse_json(src: Source) -> list[Raw]:
         unit = str(d.get("unit", ""))[:10].lower()
         return to_ms(v, unit) if unit in _TIME_UNITS else v
 
-    cfg = obj.get("input_config") if isinstance(obj.get("input_config"), dict) else {}
+    cfg = c if isinstance(c := obj.get("input_config"), dict) else {}
     raw = Raw(hints=hints(cfg, src.name))
     raw.input_tokens = get("input_sequence_length")
     raw.output_tokens = get("output_sequence_length")

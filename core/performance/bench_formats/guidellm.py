@@ -39,8 +39,9 @@ def parse(src: Source) -> list[Raw]:
         if not isinstance(bm, dict) or not isinstance(bm.get("metrics"), dict):
             raise InputError(f"{src.name}, benchmark {j + 1}: has no 'metrics' section")
         m = bm["metrics"]
-        cfg = bm.get("config") if isinstance(bm.get("config"), dict) else bm.get("args") if isinstance(bm.get("args"), dict) else {}
-        strategy = cfg.get("strategy") if isinstance(cfg.get("strategy"), dict) else bm.get("strategy") if isinstance(bm.get("strategy"), dict) else {}
+        # Walrus so the type checker sees each dict it tested.
+        cfg = c if isinstance(c := bm.get("config"), dict) else a if isinstance(a := bm.get("args"), dict) else {}
+        strategy = s if isinstance(s := cfg.get("strategy"), dict) else t if isinstance(t := bm.get("strategy"), dict) else {}
         kind = str(strategy.get("type_") or strategy.get("type") or "")[:40]
         raw = Raw(label=f"benchmark {j + 1}" + (f" ({kind})" if kind else ""))
         where = f"{src.name}, {raw.label}"
