@@ -229,7 +229,8 @@ def route_points(stack: ServingStack, gpu: GpuSpec, gpus: int, benchmarks: Itera
     efficiency of a GPU and of a tensor-parallel split is what is being fitted.
     Points marked 'estimated' are not evidence and are never fitted.
     """
-    used, other, estimated = [], {}, 0
+    used, estimated = [], 0
+    other: dict[str, int] = {}  # "GPU xN" -> points there
     for b in benchmarks:
         if b.stack_id != stack.stack_id:
             continue
@@ -357,6 +358,8 @@ def _fit_cached(stack: ServingStack, gpu: GpuSpec, gpus: int, used: tuple[Benchm
             best = res
         if np.max(np.abs(res.fun[: len(obs)])) < 0.01:
             break
+    if best is None:  # the loop above always runs at least once
+        raise RuntimeError(f"no calibration fit was run for {stack.stack_id} on {gpu.name}")
     eff = _with_factors(base, best.x, base)
 
     fitted = predicted(best.x)
@@ -592,7 +595,7 @@ def _rss_power(effects: list[tuple[str, float, float]], k: int) -> float:
     one by the same share s of its log range gives about s x (sum of effects);
     s = sqrt(sum effect^2) / sum effect makes that the root-sum-square.
     """
-    d = np.array([abs(e[k]) for e in effects])
+    d = np.array([abs(float(e[k])) for e in effects])  # k is 1 or 2, a float column
     return float(np.sqrt(np.sum(d**2)) / np.sum(d)) if d.sum() > 0 else 1.0
 
 

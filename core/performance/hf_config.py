@@ -107,7 +107,7 @@ def read_config(data: bytes | str | dict, where: str = "config.json") -> ModelSh
     n_exp = cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts")
     n_exp = _int({"experts": n_exp}, "experts", where) if n_exp else None
     k = _int(cfg, "num_experts_per_tok", where, default=2 if n_exp else 1) if n_exp else None
-    if n_exp and k > n_exp:
+    if n_exp and k is not None and k > n_exp:  # k is set exactly when n_exp is
         raise InputError(f"{where}: 'num_experts_per_tok' ({k}) cannot exceed the number of experts ({n_exp})")
     n_shared = _int(cfg, "n_shared_experts", where, default=0, minimum=0)
 
@@ -134,7 +134,7 @@ def read_config(data: bytes | str | dict, where: str = "config.json") -> ModelSh
 
     inter = _int(cfg, "intermediate_size", where, default=4 * h)
     dense_mlp = 3 * h * inter  # gate, up, down (SwiGLU)
-    if n_exp:
+    if n_exp and k is not None:
         moe_inter = _int(cfg, "moe_intermediate_size", where, default=inter)
         expert = 3 * h * moe_inter
         shared_inter = cfg.get("shared_expert_intermediate_size")
