@@ -27,16 +27,20 @@ from dashboard.format import md, text_col
 
 
 @st.cache_data(show_spinner="Evaluating each scenario…", max_entries=8)
-def _compare(names: tuple[str, ...], _version: int, saved_stamp: tuple, current_inventory: bool):
-    """Cached on the names, the data version and when each was last saved (a replaced scenario is re-evaluated)."""
-    return compare_scenarios(state.store(), list(names), catalog=state.catalog(_version),
+def _compare(names: tuple[str, ...], version: int, saved_stamp: tuple, current_inventory: bool):
+    """Cached on the names, the data version and when each was last saved (a replaced scenario is re-evaluated).
+
+    `version` is not underscored: Streamlit leaves underscored arguments out of the cache key, and a
+    command-line write (a new inventory, a benchmark) must reach the comparison on the next rerun.
+    """
+    return compare_scenarios(state.store(), list(names), catalog=state.catalog(version),
                              current_inventory=current_inventory)
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
-def _workbook(names: tuple[str, ...], _version: int, saved_stamp: tuple, current_inventory: bool) -> bytes:
+def _workbook(names: tuple[str, ...], version: int, saved_stamp: tuple, current_inventory: bool) -> bytes:
     """The comparison workbook, written when the download is clicked (every workload: slow for 100k rows)."""
-    return build_comparison_xlsx(_compare(names, _version, saved_stamp, current_inventory))
+    return build_comparison_xlsx(_compare(names, version, saved_stamp, current_inventory))
 
 
 def _sentence(text: str) -> str:
