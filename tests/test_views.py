@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from core.decision import analysis
@@ -138,3 +139,14 @@ def test_costliest_interactive_orders_by_the_verdict_monthly_cost(ev):
     expected = live.sort_values("monthly_usd", ascending=False, na_position="first", kind="stable")["monthly_usd"]
     np.testing.assert_array_equal(live.set_index("workload_id").loc[top, "monthly_usd"].to_numpy(),
                                   expected.head(2).to_numpy())
+
+
+def test_table_text_reads_as_words_and_never_infinity():
+    """Static tables (issue 14): inf, NaN and None read '—'; 1,247 ms reads '1.2 s'; 'moe' reads 'MoE'; $ whole."""
+    frame = pd.DataFrame({"arch": ["moe", "diffusion", None], "p95": [float("inf"), 1247.0, None],
+                          "usd": [72314.4, float("nan"), 0.0], "why": ["a long reason, whole", None, ""]})
+    out = views.table_text(frame, {"arch": ("Architecture", "arch"), "p95": ("p95", "ms"), "usd": ("$ a month", "usd"),
+                                   "why": ("Why not", "text")})
+    assert list(out.columns) == ["Architecture", "p95", "$ a month", "Why not"]
+    assert out.to_dict("list") == {"Architecture": ["MoE", "Diffusion", "—"], "p95": ["—", "1.2 s", "—"],
+                                   "$ a month": ["$72,314", "—", "$0"], "Why not": ["a long reason, whole", "—", "—"]}

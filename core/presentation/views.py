@@ -408,13 +408,18 @@ def table_text(frame: pd.DataFrame, columns: dict[str, tuple[str, str]]) -> pd.D
     """A frame as the words a person reads, for a static table: {column: (header, kind)}, in that order.
 
     Kinds are the formatter's report kinds (core.presentation.format.FORMATS: 'usd', 'int', 'num_1', 'text', …)
-    plus 'ms' (a duration from milliseconds). Missing, NaN and infinite values read '—', never 'None' or
-    'Infinity'.
+    plus 'ms' (a duration from milliseconds) and 'arch' (an architecture id in words: 'moe' -> 'MoE'). Missing,
+    NaN and infinite values read '—', never 'None' or 'Infinity'.
     """
     out = {}
     for col, (header, kind) in columns.items():
         values = frame[col].tolist() if col in frame else [None] * len(frame)
-        out[header] = [duration_ms(v) if kind == "ms" else fmt(v, kind) for v in values]
+        if kind == "ms":
+            out[header] = [duration_ms(v) for v in values]
+        elif kind == "arch":
+            out[header] = [ARCHITECTURE_LABELS.get(v, fmt(v, "text")) for v in values]
+        else:
+            out[header] = [fmt(v, kind) for v in values]
     return pd.DataFrame(out, index=frame.index)
 
 

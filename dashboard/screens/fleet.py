@@ -128,7 +128,7 @@ else:
     with st.expander("Best route of each architecture: nodes, concurrency within the SLA, p95, and why not"):
         if len(side) <= views.STATIC_TABLE_ROWS:  # static: the "why not" sentences wrap instead of being cut off
             st.table(views.table_text(side, {
-                "workload_id": ("Workload", "text"), "architecture": ("Architecture", "text"),
+                "workload_id": ("Workload", "text"), "architecture": ("Architecture", "arch"),
                 "route": ("Best route", "text"), "nodes": ("Nodes", "int"),
                 "max_concurrency_within_sla": ("Slots within the SLA", "int"), "p95_latency_ms": ("p95", "ms"),
                 "why_not": ("Why not", "text")}), hide_index=True)
