@@ -7,6 +7,7 @@ import getpass
 import sys
 from pathlib import Path
 
+from core.presentation.format import percent
 from core.store import Store, default_db_path
 
 
@@ -77,7 +78,7 @@ def progress_line(stream=None):
 
     def show(fraction: float, what: str) -> None:
         end = "\n" if fraction >= 1.0 else ""
-        stream.write(f"\r\033[K{what}  {fraction:4.0%}{end}")
+        stream.write(f"\r\033[K{what}  {percent(fraction):>4}{end}")
         stream.flush()
 
     return show
