@@ -270,6 +270,13 @@ def _survival(t, a, c, mu, sigma, block_tokens=None):
     return np.where(blk, _n_survival(m * L, mu, sigma), cont)
 
 
+def _block_rows(shape, block_tokens, *xs):
+    """Flat indices of the items decoded in whole blocks (L > 1), and xs then L broadcast to shape at them."""
+    L = np.broadcast_to(np.asarray(block_tokens, dtype=float), shape)
+    blk = np.flatnonzero(L.ravel() > 1)
+    return blk, [np.broadcast_to(np.asarray(x, dtype=float), shape).ravel()[blk] for x in (*xs, L)]
+
+
 def _block_j(t, a, c, mu, sigma, theta, L):
     """J = E[exp(-theta (t - S)); S <= t] for whole-block service, as (sum of the top blocks, + the rest's bound).
 
@@ -323,11 +330,8 @@ def _p_exceed_with_wait(t, a, c, mu, sigma, theta_per_ms, block_tokens=None):
     j = np.where(sigma > 0, np.where(finite, out, 0.0), point)
     res = np.clip(surv + j, 0.0, 1.0)
     if block_tokens is not None:
-        L = np.broadcast_to(np.asarray(block_tokens, dtype=float), np.shape(res))
-        blk = np.flatnonzero(L.ravel() > 1)
+        blk, args = _block_rows(np.shape(res), block_tokens, t, a, c, mu, sigma, theta_per_ms)
         if blk.size:
-            args = [np.broadcast_to(np.asarray(x, dtype=float), np.shape(res)).ravel()[blk]
-                    for x in (t, a, c, mu, sigma, theta_per_ms, L)]
             top, rest = _block_j(*args)
             flat = res.ravel().copy()
             flat[blk] = np.clip(_survival(*args[:5], args[6]) + top + rest, 0.0, 1.0)
@@ -709,11 +713,8 @@ def _j_bounds(t, a, c, mu, sigma, theta_per_ms, block_tokens=None):
     # Outside the lognormal's support (t <= a: J = 0; sigma = 0 or t past every S: decided by the quadrature).
     lo, hi = np.where(ok, lower, 0.0), np.where(ok, np.minimum(upper, special.ndtr(zt)), np.where(t > a, 1.0, 0.0))
     if block_tokens is not None:
-        L = np.broadcast_to(np.asarray(block_tokens, dtype=float), np.shape(lo))
-        blk = np.flatnonzero(L.ravel() > 1)
+        blk, args = _block_rows(np.shape(lo), block_tokens, t, a, c, mu, sigma, theta_per_ms)
         if blk.size:
-            args = [np.broadcast_to(np.asarray(x, dtype=float), np.shape(lo)).ravel()[blk]
-                    for x in (t, a, c, mu, sigma, theta_per_ms, L)]
             top, rest = _block_j(*args)
             lo, hi = lo.ravel().copy(), hi.ravel().copy()
             lo[blk], hi[blk] = top, top + rest
