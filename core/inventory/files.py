@@ -422,8 +422,7 @@ def _not_binary(data: bytes) -> None:
     """Refuse text whose first 4 KB are more than 5 % control bytes (random or binary data)."""
     sample = data[:4096]
     found = _CONTROL.findall(sample)
-    if len(found) > _CONTROL_SHARE * len(sample):
-        first = _CONTROL.search(sample)
+    if len(found) > _CONTROL_SHARE * len(sample) and (first := _CONTROL.search(sample)) is not None:
         raise FileProblem(_BINARY.format(why=f"{len(found)} of its first {len(sample):,} bytes are control bytes, "
                                              f"the first on line {_line_of(data, first.start())}"))
 
@@ -668,11 +667,11 @@ def _read_csv_duckdb(body: bytes, path: Path | None, header: list[str], delimite
         return None  # the reader and the count disagree: let the careful path decide
     # One contiguous array per column, each column's chunks dropped as soon as it is combined: the whole table
     # is never held twice (a 2,000,000-row file is about 300 MB of text).
-    columns = []
+    arrays = []
     for _ in range(len(header)):
-        columns.append(table.column(0).combine_chunks())
+        arrays.append(table.column(0).combine_chunks())
         table = table.remove_column(0)
-    return Raw(header=header, columns=columns, rows=body_rows, blank_rows=blank_rows)
+    return Raw(header=header, columns=arrays, rows=body_rows, blank_rows=blank_rows)
 
 
 def _read_csv_python(body: bytes, header: list[str], delimiter: str, header_records: int) -> Raw:

@@ -65,14 +65,14 @@ def _template_xlsx() -> bytes:
     for i, c in enumerate(COLUMNS, start=1):
         need, meaning = COLUMN_HELP[c]
         if c in NUMBER_RULES:
-            allowed = NUMBER_RULES[c].allowed
+            allowed_text = NUMBER_RULES[c].allowed
         elif c in ENUM_VALUES:
-            allowed = " | ".join(ENUM_VALUES[c])
+            allowed_text = " | ".join(ENUM_VALUES[c])
         else:
-            allowed = "text"
+            allowed_text = "text"
         info.write_string(i, 0, c)
         info.write_string(i, 1, need)
-        info.write_string(i, 2, allowed, wrap)
+        info.write_string(i, 2, allowed_text, wrap)
         info.write_string(i, 3, meaning, wrap)
     note_row = len(COLUMNS) + 2
     info.write_string(note_row, 0, "Rules", bold)

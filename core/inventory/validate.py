@@ -57,6 +57,13 @@ class _Column:
     unique: bool | None = None  # ids: no value repeats (blanks aside)
 
 
+def _kind_array(a: np.ndarray | None, what: str) -> np.ndarray:
+    """A column's per-kind array (numbers: bad, ambiguous; text: formula), always set for that kind."""
+    if a is None:
+        raise ValueError(f"an inventory column without its {what} array (a number/text mix-up)")
+    return a
+
+
 def _text_column(a: pa.Array, *, is_id: bool = False) -> _Column:
     t = trim(a)
     # =, +, - and @ are one byte in UTF-8: compare the first byte, no decoding needed.
@@ -130,7 +137,7 @@ class _Checker:
         if self.decimal is not None:
             return
         numeric = [(c, i) for c, i in self.mapped.items() if c in NUMERIC_COLUMNS]
-        needing = [(c, i) for c, i in numeric if self.cols[i].ambiguous is not None and self.cols[i].ambiguous.any()]
+        needing = [(c, i) for c, i in numeric if (amb := self.cols[i].ambiguous) is not None and amb.any()]
         if not needing:
             self.decimal_reason = "no cell needed one" if self.raw.kind == "csv" else ""
             return
@@ -239,14 +246,14 @@ class _Checker:
             else:
                 r = self.as_typed(c)
                 values = col.typed
-                bad = col.bad
+                bad = _kind_array(col.bad, "bad")
                 if c not in SHARE_COLUMNS and bad.any():
                     pct = bad & numbers.match(r, r"%\s*$")
                     self.error_cells(c, r, pct, "a percentage is allowed only for shares (min_quality, "
                                                 f"cached_input_share); allowed: {rule.allowed}")
                     bad = bad & ~pct
                 self.error_cells(c, r, bad, f"not a number{note}; allowed: {rule.allowed}")
-                self.ambiguous(c, r, col.ambiguous)
+                self.ambiguous(c, r, _kind_array(col.ambiguous, "ambiguous"))
                 if c in REQUIRED_COLUMNS:
                     self.error_cells(c, r, ~col.present, f"required; allowed: {rule.allowed}")
                 self.error_cells(c, r, rule.outside(values), f"out of range; allowed: {rule.allowed}")
@@ -290,7 +297,7 @@ class _Checker:
             norm = t if exact.all() else pc.replace_substring_regex(pc.utf8_lower(t), r"[\s\-]+", "_")
             if c in self.mapped:
                 r = self.as_typed(c)
-                self.error_cells(c, r, ~self.col(c).present, f"required; allowed: {', '.join(allowed)}")
+                self.error_cells(c, r, ~self.cols[self.mapped[c]].present, f"required; allowed: {', '.join(allowed)}")
                 if not exact.all():
                     unknown = ~pc.fill_null(pc.is_in(norm, choices), True).to_numpy(zero_copy_only=False)
                     self.error_cells(c, r, unknown, f"unknown value; allowed: {', '.join(allowed)}")
@@ -301,7 +308,7 @@ class _Checker:
         out = {}
         for c in TEXT_COLUMNS:
             if c in REQUIRED_COLUMNS and c in self.mapped:
-                self.error_cells(c, self.as_typed(c), ~self.col(c).present, "required; allowed: any text")
+                self.error_cells(c, self.as_typed(c), ~self.cols[self.mapped[c]].present, "required; allowed: any text")
             out[c] = self.typed_text(c)
         return out
 
@@ -329,7 +336,7 @@ class _Checker:
 
     def duplicates(self, ids: pa.Array) -> None:
         """Every repeat of a workload_id names the row that used it first."""
-        if "workload_id" not in self.mapped or not self.n or self.col("workload_id").unique:
+        if "workload_id" not in self.mapped or not self.n or self.cols[self.mapped["workload_id"]].unique:
             return
         s = pd.Series(ids.to_pandas().array)
         repeat = (s.duplicated(keep="first") & s.notna()).to_numpy()
@@ -349,7 +356,7 @@ class _Checker:
         sources += [(_extra_label(self.raw.header, i), i) for i in self.extras]
         named = 0
         for label, i in sources:
-            hit = np.flatnonzero(self.cols[i].formula)
+            hit = np.flatnonzero(_kind_array(self.cols[i].formula, "formula"))
             t = self.cols[i].typed
             shown = hit[: max(_FORMULA_WARNINGS - named, 0)]
             for j in shown:

@@ -219,8 +219,10 @@ def restore_version(store: Store, n: int, created_by: str = "") -> CommitResult:
 
     def work(cur: Cursor) -> CommitResult:
         _check_version(cur, n)
-        digest, row_count, file_name = inventories.version_info(cur, n)
-        latest = inventories.latest(cur)
+        info, latest = inventories.version_info(cur, n), inventories.latest(cur)
+        if info is None or latest is None:  # _check_version just found version n, so neither is None
+            raise InputError(f"no inventory version {n}")
+        digest, row_count, file_name = info
         if latest[1] == digest:
             return CommitResult(latest[0], False, f"version {n} has the same workloads as the latest version "
                                                   f"{latest[0]}; nothing restored")
