@@ -347,7 +347,7 @@ def _cost_by_route(ev: Evaluation, vf: pd.DataFrame) -> Table:
     f = ev.fleet
     by_route = f["monthly_usd_by_route"]
     labels = {r.route_id: r for r in ev.routes}
-    rows = []
+    rows: list[dict] = []
     for rid, usd in sorted(by_route.items(), key=lambda kv: -kv[1]):
         route = labels[rid]
         ids = vf.loc[vf["route_id"] == rid, "workload_id"].tolist()
@@ -530,6 +530,7 @@ def _date(text) -> dt.date | None:
 def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
     rows: list[dict] = []
     today = generated.date()
+    value: object  # each figure's value below: a number, None (not stated) or words
 
     def add(section, item, figure, value, kind, unit="", as_of=None, source="", confidence="", note=""):
         rows.append({"section": section, "item": item, "figure": figure, "value": value, "value:kind": kind,

@@ -49,7 +49,7 @@ class _Styles:
         code = excel_format(kind, value if kind == "usd_price" else None) if kind != "text" else None
         key = (kind, wrap, code)
         if key not in self._cache:
-            props = {"valign": "top"}
+            props: dict[str, object] = {"valign": "top"}
             if code is not None:
                 props["num_format"] = code
             if wrap:
