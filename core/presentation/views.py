@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -413,7 +415,7 @@ def table_text(frame: pd.DataFrame, columns: dict[str, tuple[str, str]]) -> pd.D
     """
     out = {}
     for col, (header, kind) in columns.items():
-        values = frame[col].tolist() if col in frame else [None] * len(frame)
+        values: list[Any] = frame[col].tolist() if col in frame else [None] * len(frame)  # cells of any type
         if kind == "ms":
             out[header] = [duration_ms(v) for v in values]
         elif kind == "arch":
