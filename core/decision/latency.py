@@ -367,7 +367,7 @@ class PooledDeployments:
     step_ms: np.ndarray
     concurrency_cap: np.ndarray
     steps_per_token: np.ndarray
-    block_tokens: np.ndarray = None  # (R,); None: 1 (set by build)
+    block_tokens: np.ndarray | None = None  # (R,); None: 1 (set by build)
     # Derived once: output-length lognormal per workload row, its effective length's moments
     # (whole blocks), and per-configuration sums of the traffic's moments (everything the
     # pooled queue needs from the workloads).

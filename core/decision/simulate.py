@@ -228,8 +228,8 @@ def run_requests(step_ms, concurrency_cap: int, replicas: int, arrival, steps, p
     nsteps = steps.tolist()
     pre = prefill.tolist()
     R = int(replicas)
-    run = [[] for _ in range(R)]
-    pending = [[] for _ in range(R)]
+    run: list[list[tuple[int, int]]] = [[] for _ in range(R)]  # heaps of (finishing step count, request)
+    pending: list[list[int]] = [[] for _ in range(R)]  # requests waiting for the next boundary
     load = [0] * R
     k0 = [0] * R
     t0 = [0.0] * R
