@@ -64,6 +64,8 @@ class Route:
     def quality(self, task_class: str) -> float:
         """Quality of this route on a task class (0-1; an estimate, see the seed data)."""
         src = self.stack if self.stack is not None else self.api
+        if src is None:
+            raise ValueError(f"route {self.route_id} has neither a serving stack nor an API price")
         return src.quality_for(task_class)
 
 
@@ -273,9 +275,9 @@ class Evaluation:
                   else f"the {plain(w['batch_window_hours'])} h batch window")
         if route.hosting == "owned":
             dep = self._deployment(i) or {}
-            others = max(len(dep.get("workloads", [])) - 1, 0)
-            shared = (f", shared with {others} other workload{'s' if others != 1 else ''} on one pooled queue"
-                      if others else "")
+            n_others = max(len(dep.get("workloads", [])) - 1, 0)
+            shared = (f", shared with {n_others} other workload{'s' if n_others != 1 else ''} on one pooled queue"
+                      if n_others else "")
             if pd.notna(slo):
                 out.append(
                     f"Runs on the owned {route.label} deployment: {int(a['replicas'])} replica(s) of "
@@ -583,16 +585,20 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     a["quality"] = np.zeros(shape, order="F")
     a["api_usd_per_mtok_blend"] = np.full(shape, np.inf, order="F")
     gpu_rate = rate.usd_per_gpu_hour
-    eff_labels = {}
+    eff_labels: dict[str, dict[int, str]] = {}  # stack id -> GPUs per replica -> calibration label
 
     def score(r: int, route: Route) -> None:
         """Fill column r of every array (columns are disjoint, so routes can run side by side)."""
         qtab = np.array([route.quality(t) for t in TASK_CLASSES])
         a["quality"][:, r] = qtab[task_codes]
         if route.hosting == "api":
+            if route.api is None:
+                raise ValueError(f"API route {route.route_id} has no API price")
             _score_api(a, r, route.api, w, n_in, n_out, cached, slo, interactive, owned_only, scenario)
             return
         stack = route.stack
+        if stack is None:
+            raise ValueError(f"owned route {route.route_id} has no serving stack")
         # Rows this route cannot serve even escalating the maximum share to a perfect route
         # (q (1 - s) < Q - s) are out for quality: skip their physics.
         s_max = scenario.max_fallback_share
