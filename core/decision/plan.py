@@ -67,6 +67,13 @@ TIER_NAMES = ("latency tier", "middle tier", "throughput tier", "edge pool")
 _LOAD_ONLY_SLO_MS = 1e12
 
 
+def _given(a: np.ndarray | None, what: str) -> np.ndarray:
+    """A latency-model input the plan was built with (PlanInputs/OwnedRoute allow None for older callers)."""
+    if a is None:
+        raise ValueError(f"the plan was built without {what}, which sizing pooled deployments needs")
+    return a
+
+
 @dataclass(frozen=True)
 class OwnedRoute:
     """What the plan needs to size one owned route's deployment."""
@@ -298,19 +305,19 @@ class Planner:
         inp, route = self.inp, self.inp.owned[pos]
         n = len(rows)
         lam = inp.lam_peak[rows] * shares
-        prefill = np.nan_to_num(route.prefill_ms[rows], nan=0.0)
-        n_out = inp.output_tokens[rows]
+        prefill = np.nan_to_num(_given(route.prefill_ms, "prefill_ms")[rows], nan=0.0)
+        n_out = _given(inp.output_tokens, "output_tokens")[rows]
         primary = np.arange(n) < n_primary
         esc_share = np.where(primary & (inp.fallback_route[rows] >= 0), inp.fallback_share[rows, route.index], 0.0)
-        esc_extra = np.where(esc_share > 0, inp.fallback_extra_ms[rows], 0.0)
+        esc_extra = np.where(esc_share > 0, _given(inp.fallback_extra_ms, "fallback_extra_ms")[rows], 0.0)
         # One step curve per deployment, at the members' mean context weighted by the time each spends in
         # the batch (rate x output tokens): KV reads grow with the contexts actually running.
-        ctx = inp.input_tokens[rows] + 0.5 * n_out
+        ctx = _given(inp.input_tokens, "input_tokens")[rows] + 0.5 * n_out
         occ = lam * n_out
         context = float((occ * ctx).sum() / occ.sum()) if occ.sum() > 0 else float(ctx.mean() if n else 0.0)
         return {
             "n_primary": n_primary, "arrival_rate_per_s": lam, "prefill_ms": prefill, "output_mean_tokens": n_out,
-            "output_p95_tokens": inp.output_p95_tokens[rows],
+            "output_p95_tokens": _given(inp.output_p95_tokens, "output_p95_tokens")[rows],
             # Escalated rows only load the queue: a target far out of reach of any miss.
             "slo_ms": np.where(primary, slo, _LOAD_ONLY_SLO_MS),
             "escalated_share": esc_share, "escalated_extra_ms": esc_extra,
@@ -617,7 +624,8 @@ class Planner:
         for route in inp.owned:
             r = route.index
             svc = route.service_s  # (W, G, B)
-            p95 = service_p95_alone_ms(svc, route.prefill_ms, inp.output_tokens, inp.output_p95_tokens,
+            p95 = service_p95_alone_ms(svc, route.prefill_ms, _given(inp.output_tokens, "output_tokens"),
+                                       inp.output_p95_tokens,
                                        latency.block_tokens_of(route.stack))
             band = route.band_mask(inp.concurrency_grid)[None, None, :]
             ok = np.isfinite(svc) & (p95 <= inp.slo_ms[:, None, None]) & band
@@ -669,7 +677,7 @@ class Planner:
                         if r == best.assignment[i] and (best.assignment[group] == r).all():
                             continue
                         if W > FULL_MOVE_ROWS and r in self._col_group and r not in self._top_cols \
-                                and self._col_group[r] != own:
+                                and self._col_group[int(r)] != own:
                             continue
                         cand_assign = best.assignment.copy()
                         cand_assign[group] = r
@@ -718,7 +726,8 @@ class Planner:
                 route = inp.owned[pos]
                 prim = d.rows[:d.n_primary]
                 p95_alone = service_p95_alone_ms(
-                    route.service_s[prim][:, :, :1], route.prefill_ms[prim], inp.output_tokens[prim],
+                    route.service_s[prim][:, :, :1], _given(route.prefill_ms, "prefill_ms")[prim],
+                    _given(inp.output_tokens, "output_tokens")[prim],
                     None if inp.output_p95_tokens is None else inp.output_p95_tokens[prim],
                     latency.block_tokens_of(route.stack))[:, 0, 0]
                 order = prim[np.argsort(-(p95_alone / inp.slo_ms[prim]), kind="stable")]
