@@ -68,6 +68,13 @@ class Route:
             raise ValueError(f"route {self.route_id} has neither a serving stack nor an API price")
         return src.quality_for(task_class)
 
+    @property
+    def owned_stack(self) -> ServingStack:
+        """The serving stack of an owned route; a ValueError naming the route where there is none."""
+        if self.stack is None:
+            raise ValueError(f"owned route {self.route_id} has no serving stack")
+        return self.stack
+
 
 @dataclass
 class Evaluation:
@@ -596,9 +603,7 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
                 raise ValueError(f"API route {route.route_id} has no API price")
             _score_api(a, r, route.api, w, n_in, n_out, cached, slo, interactive, owned_only, scenario)
             return
-        stack = route.stack
-        if stack is None:
-            raise ValueError(f"owned route {route.route_id} has no serving stack")
+        stack = route.owned_stack
         # Rows this route cannot serve even escalating the maximum share to a perfect route
         # (q (1 - s) < Q - s) are out for quality: skip their physics.
         s_max = scenario.max_fallback_share

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -126,8 +126,8 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         if route.hosting != "owned":
             continue
         for g in tp_options:
-            if g <= gpn and physics.max_concurrency(route.stack, gpu, g, 1024.0) >= 1:
-                phys[(r, g)] = _owned_physics(ev, route.stack, gpu, g, r, allowed_r[:, r] & interactive, n_in, n_out,
+            if g <= gpn and physics.max_concurrency(route.owned_stack, gpu, g, 1024.0) >= 1:
+                phys[(r, g)] = _owned_physics(ev, route.owned_stack, gpu, g, r, allowed_r[:, r] & interactive, n_in, n_out,
                                               n_out_p95, slo, grid, out_mu, out_sigma, fb_all, fb_extra)
 
     cols: list[tuple[int, int]] = []  # (engine route, GPUs per replica; 0 for an API)
@@ -168,7 +168,7 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         # view prices each tier at the batch of the tier's caps; the exact pricing decides). Offline work uses
         # the top tier at the g the engine sized.
         allowed[:, c] &= np.where(interactive, ph["alone_ok"], (best_g[:, r] == g) & (t == top))
-        fee = 0.0 if route.route_id in zero_fee_for else (route.stack.licence_usd_per_gpu_month or 0.0)
+        fee = 0.0 if route.route_id in zero_fee_for else (route.owned_stack.licence_usd_per_gpu_month or 0.0)
         lo, hi = CAP_BANDS[0] if t == EDGE_TIER else CAP_BANDS[t]
         owned.append(OwnedRoute(c, r, route.route_id, route.label, route.architecture, (g,), float(fee), ph["svc"],
                                 ph["tail"], stack=route.stack, gpu=gpu, eff=ph["eff"], prefill_ms=ph["prefill"],
@@ -402,7 +402,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
             batch.append((off, hours))
         off_min = int(np.nanmax(inp.offline_min_gpus[off, r], initial=0.0)) if off.size else 0
         members = inp.workload_ids[np.flatnonzero(prim)]
-        dep = {
+        dep: dict[str, Any] = {
             "route_id": route.route_id, "label": route.label, "architecture": route.architecture,
             "workloads": [str(x) for x in members],
             "escalated_from": [str(x) for x in inp.workload_ids[np.flatnonzero(extra)]],
@@ -539,7 +539,7 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
                 weight[d.rows[:d.n_primary]] = share * d.gpus * HOURS_PER_MONTH
     order = [int(i) for i in np.argsort(-np.nan_to_num(weight)) if on_owned[i] and weight[i] > 0][:MAX_DRIVERS]
     w = ev.workloads
-    out = []
+    out: list[dict[str, Any]] = []
     for i in order:
         relax = []
         if inp.interactive[i]:

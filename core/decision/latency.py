@@ -168,7 +168,7 @@ class ServiceTime:
     c_ms_per_token: np.ndarray
     mu: np.ndarray
     sigma: np.ndarray
-    block_tokens: np.ndarray | None = None
+    block_tokens: np.ndarray | float | None = None  # one per row, one for all, or None (1)
 
     @property
     def _L(self) -> np.ndarray:
