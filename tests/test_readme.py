@@ -33,6 +33,7 @@ def test_ci_runs_the_readme_test_command_verbatim():
     assert any(line.strip() == TEST_COMMAND for line in script.splitlines())
     assert "set -euo pipefail" in script
     assert "ruff check ." in script
+    assert "python -m mypy" in script  # the type check over core/ (issue 10); config in pyproject.toml
     assert os.access(CI, os.X_OK), ".ci/run must be executable"
 
 
