@@ -13,7 +13,7 @@ from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
 from core.decision.plan import (
     CAP_BANDS,
     EDGE_TIER,
-    SINGLE_MOVE_ROWS,
+    FULL_MOVE_ROWS,
     TIER_NAMES,
     OwnedRoute,
     PlanCost,
@@ -294,7 +294,7 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
         inp = replace(every, allowed=every.allowed & (~barred | mine)[None, :])
         # From the plan without it (so using it never looks dearer), sharing the sizings already made.
         # Large inventories: only moves from that plan (each shadow-price candidate re-sizes every pool).
-        small = len(inp.workload_ids) <= SINGLE_MOVE_ROWS
+        small = len(inp.workload_ids) <= FULL_MOVE_ROWS
         with_it = Planner(inp, planner._gpu_hours_month, cache=planner._cache).optimise(
             start=best.assignment, ladder=small)
         positions = [k for k, o in enumerate(inp.owned) if o.route_id == route.route_id]
@@ -311,7 +311,7 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
                     owned = [replace(o, licence_usd_per_gpu_month=fee) if k in positions else o
                              for k, o in enumerate(inp.owned)]
                     at_fee = Planner(replace(inp, owned=tuple(owned)), planner._gpu_hours_month,
-                                     cache=planner._cache).optimise(start=with_it.assignment, ladder=small)
+                                     cache=planner._cache).optimise(start=with_it.assignment, ladder=False)
                     g2 = _route_gpus(inp, at_fee, positions)
                     gap = best.bill - at_fee.bill
                     if g2 <= 0 or gap <= 0.01:
