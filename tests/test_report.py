@@ -528,16 +528,27 @@ def test_one_pager_prints_on_two_a4_pages(sample, tmp_path):
 # CLI
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["r.xlsx", "r.html", "r.md"])
-def test_report_command_writes_each_format(tmp_path, capsys, name):
-    out = tmp_path / name
-    assert main(["--db", str(tmp_path / "h.duckdb"), "report", "--out", str(out), "--fleet-nodes", "2"]) == 0
-    assert capsys.readouterr().out.startswith(f"wrote {out} (")
-    if name.endswith(".xlsx"):
-        assert _wb(out.read_bytes()).sheetnames == SHEETS
-    else:
+def test_report_command_writes_each_format_from_one_evaluation(tmp_path, capsys):
+    """--out repeated: the three formats from one evaluation, one line per file, in the order asked."""
+    outs = [tmp_path / name for name in ("r.xlsx", "r.html", "r.md")]
+    argv = ["--db", str(tmp_path / "h.duckdb"), "report", "--fleet-nodes", "2"]
+    for out in outs:
+        argv += ["--out", str(out)]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in lines] == [f"wrote {out}" for out in outs]
+    assert _wb(outs[0].read_bytes()).sheetnames == SHEETS
+    for out in outs[1:]:
         text = out.read_text(encoding="utf-8")
         assert "inventory: bundled sample" in text and "2 × 8×H100 SXM owned" in text
+
+
+def test_report_command_checks_every_extension_before_any_work(tmp_path, capsys):
+    argv = ["--db", str(tmp_path / "h.duckdb"), "report", "--out", str(tmp_path / "r.md"),
+            "--out", str(tmp_path / "r.pdf")]
+    assert main(argv) == 2
+    assert "cannot write a report to 'r.pdf'" in capsys.readouterr().err
+    assert not (tmp_path / "r.md").exists()
 
 
 def test_report_command_refuses_an_unknown_extension(tmp_path, capsys):

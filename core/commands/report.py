@@ -16,26 +16,30 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Evaluate a scenario (same flags as `hangover evaluate`) and write its procurement summary; "
                     "the file name's extension picks the format.",
     )
-    p.add_argument("--out", required=True, metavar="FILE", help="FILE.xlsx, FILE.html or FILE.md")
+    p.add_argument("--out", required=True, metavar="FILE", action="append",
+                   help="FILE.xlsx, FILE.html or FILE.md; repeat it to write several formats from one evaluation")
     add_scenario_arguments(p)
     p.set_defaults(func=cmd_report)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Evaluate, build the summary once, write it; print one line saying what was written."""
-    from core.presentation.report import report_format, write_report
+    """Evaluate once, write the summary in each asked format; print one line per file written."""
+    from core.presentation.report import build_summary, report_clock, report_format, write_report
     from core.service import evaluate_store
     from core.store import Store, default_db_path
 
-    kind = report_format(args.out)  # a wrong extension fails before any work is done
+    outs = args.out if isinstance(args.out, list) else [args.out]
+    kinds = [report_format(out) for out in outs]  # a wrong extension fails before any work is done
     store = Store(args.db or default_db_path())
     scenario, workloads = scenario_and_workloads(args, store)
     ev = evaluate_store(store, scenario, version=args.version, workloads=workloads)
     if args.workloads:
         # The report prints its inventory label; "given" would not tell a reader which file it was.
         ev.fleet["inventory"] = f"file {Path(args.workloads).name}"
-    path = write_report(ev, args.out)
     f = ev.fleet
-    print(f"wrote {path} ({kind}, {path.stat().st_size:,} bytes): {len(ev.workloads)} workloads, "
-          f"{f['nodes_needed']} nodes needed of {f['owned_nodes']} owned, ${f['total_monthly_usd']:,.0f}/month")
+    summary = build_summary(ev, generated=report_clock())  # once: it re-plans the fleet options
+    for out, kind in zip(outs, kinds, strict=True):
+        path = write_report(ev, out, summary=summary)
+        print(f"wrote {path} ({kind}, {path.stat().st_size:,} bytes): {len(ev.workloads)} workloads, "
+              f"{f['nodes_needed']} nodes needed of {f['owned_nodes']} owned, ${f['total_monthly_usd']:,.0f}/month")
     return 0

@@ -246,11 +246,10 @@ def generate(out_dir: Path, work_dir: Path | None = None) -> list[Path]:
             target.mkdir(parents=True, exist_ok=True)
             raw = _run_cli(["--db", db, "evaluate", "--format", "json", *flags])
             files = {"evaluate.json": _dump(json.loads(raw))}
-            reports = {}
-            for ext in ("md", "html", "xlsx"):
-                path = work / f"{name}.{ext}"
-                _run_cli(["--db", db, "report", "--out", str(path), *flags])
-                reports[ext] = path
+            # One evaluation writes the three formats (report --out repeated), as a user asking for all three would.
+            reports = {ext: work / f"{name}.{ext}" for ext in ("md", "html", "xlsx")}
+            outs = [arg for path in reports.values() for arg in ("--out", str(path))]
+            _run_cli(["--db", db, "report", *outs, *flags])
             files["report.md"] = normalise_stamps(reports["md"].read_text(encoding="utf-8"))
             html_doc = reports["html"].read_text(encoding="utf-8")
             files["report.html.txt"] = html_text(html_doc)
