@@ -326,3 +326,37 @@ def test_a_workload_at_the_edge_of_its_target_does_not_collapse_a_pool(catalog, 
     a, b, both = (ev.fleet for ev in evs)
     assert both["nodes_needed"] <= a["nodes_needed"] + b["nodes_needed"]
     assert both["total_monthly_usd"] <= a["total_monthly_usd"] + b["total_monthly_usd"] + 0.01
+
+
+def test_a_move_priced_from_its_base_is_the_full_pricing_bit_for_bit(catalog, bank):
+    """Planner.price(base=) re-prices only the deployments a move touches (the search's moves on large
+    inventories); every figure must be exactly what pricing the moved assignment from scratch gives, for
+    moves of one row, of a whole column's members, onto an API, off the plan (-1) and back."""
+    w = pd.concat([bank.assign(workload_id=bank["workload_id"] + f"-{k}",
+                               requests_per_day=bank["requests_per_day"] * (0.5 + k)) for k in range(3)],
+                  ignore_index=True)
+    ev = evaluate(catalog, w, Scenario(fleet_nodes=1))
+    planner, best = ev.planner, ev.plan
+    allowed = planner.inp.allowed
+    rng = np.random.default_rng(7)
+    moves = 0
+    base = best
+    for _ in range(40):
+        assign = base.assignment.copy()
+        rows = rng.choice(len(assign), size=int(rng.integers(1, 6)), replace=False)
+        for i in rows:
+            ok = np.flatnonzero(allowed[i])
+            assign[i] = rng.choice(np.r_[ok, -1]) if ok.size else -1
+        fast, full = planner.price(assign, base=base), planner.price(assign)
+        assert fast.feasible == full.feasible
+        if not full.feasible:
+            continue
+        moves += 1
+        assert (fast.bill, fast.api_monthly, fast.licence_monthly, fast.nodes_needed, fast.gpu_hours_per_day,
+                fast.mean_latency_ms, fast.offline_gpu_hours_per_day) == \
+            (full.bill, full.api_monthly, full.licence_monthly, full.nodes_needed, full.gpu_hours_per_day,
+             full.mean_latency_ms, full.offline_gpu_hours_per_day)
+        assert np.array_equal(fast.busy, full.busy) and np.array_equal(fast.fill, full.fill)
+        assert sorted(fast.sizes) == sorted(full.sizes)
+        base = fast if rng.random() < 0.5 else base  # chains of moves, each from the last
+    assert moves >= 10

@@ -296,7 +296,7 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
         # Large inventories: only moves from that plan (each shadow-price candidate re-sizes every pool).
         small = len(inp.workload_ids) <= FULL_MOVE_ROWS
         with_it = Planner(inp, planner._gpu_hours_month, cache=planner._cache).optimise(
-            start=best.assignment, ladder=small)
+            start=best.assignment, ladder=small, focus=mine)
         positions = [k for k, o in enumerate(inp.owned) if o.route_id == route.route_id]
         gpus = _route_gpus(inp, with_it, positions)
         newly = tuple(str(x) for x in inp.workload_ids[(with_it.assignment >= 0) & (best.assignment < 0)])

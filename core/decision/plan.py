@@ -234,6 +234,12 @@ class PlanCost:
     busy: np.ndarray  # (24,) GPUs busy with interactive work
     fill: np.ndarray  # (24,) GPUs filled with offline work
     offline_gpu_hours_per_day: float
+    # What a move from this plan re-uses (Planner.price(base=)): per row its API spend, escalated share and
+    # whether it escalates onto an owned column; per owned column its part of the bill. None: not a base.
+    row_api: np.ndarray | None = field(default=None, repr=False)
+    esc_share: np.ndarray | None = field(default=None, repr=False)
+    esc_owned: np.ndarray | None = field(default=None, repr=False)
+    parts: dict[int, tuple] | None = field(default=None, repr=False)
 
     @property
     def key(self) -> tuple[float, float, float]:
@@ -444,23 +450,53 @@ class Planner:
         hi = np.searchsorted(ordered, self._owned_cols, side="right")
         return {int(c): order[a:b] for c, a, b in zip(self._owned_cols, lo, hi, strict=True) if b > a}
 
-    def price(self, assign: np.ndarray, slo_override: tuple[int, float] | None = None) -> PlanCost:
-        """The exact monthly cash bill of an assignment (plan column per workload, -1 unserved)."""
+    def _row_terms(self, assign: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row: API spend (its API, or its escalations paid per request), the escalated share and
+        whether its escalations load an owned fallback column."""
         inp = self.inp
-        rows_all = self._rows
-        has = assign >= 0
-        safe = np.where(has, assign, 0)
-        on_api = inp.api_monthly[rows_all, safe]
-        api_monthly = float(np.sum(np.where(has & np.isfinite(on_api), on_api, 0.0)))
+        a = assign[rows]
+        has = a >= 0
+        safe = np.where(has, a, 0)
+        on_api = inp.api_monthly[rows, safe]
         # Escalated shares: an owned fallback takes f of the load; an API fallback is paid per request.
-        f = np.where(has, inp.fallback_share[rows_all, safe], 0.0)
+        f = np.where(has, inp.fallback_share[rows, safe], 0.0)
+        esc = has & (f > 0) & (inp.fallback_route[rows] >= 0)
+        fb_owned = self._fb_owned[rows]
+        row_api = np.where(has & np.isfinite(on_api), on_api, 0.0) \
+            + np.where(esc & ~fb_owned, f * inp.fallback_api_monthly[rows], 0.0)
+        return row_api, f, esc & fb_owned
+
+    def price(self, assign: np.ndarray, slo_override: tuple[int, float] | None = None,
+              base: PlanCost | None = None) -> PlanCost:
+        """The exact monthly cash bill of an assignment (plan column per workload, -1 unserved).
+
+        base: a priced assignment this one differs from in a few rows (a search move). Only the deployments
+        those rows leave or join are looked at again; the others keep base's figures, and every sum runs
+        in the same order over the same per-row and per-deployment terms, so the bill is the one a full
+        pricing gives, bit for bit (tests/test_plan.py checks it)."""
+        inp = self.inp
+        assign = np.asarray(assign)
         fb = inp.fallback_route
-        esc = has & (f > 0) & (fb >= 0)
-        api_monthly += float(np.sum(np.where(esc & ~self._fb_owned, f * inp.fallback_api_monthly, 0.0)))
-        prim_groups = self._groups(np.where(has, assign, -1))
-        extra_groups = self._groups(np.where(esc & self._fb_owned, fb, -1)) if esc.any() else {}
+        if base is None or base.parts is None or slo_override is not None:
+            row_api, f, esc_owned = self._row_terms(assign, self._rows)
+            has = assign >= 0
+            prim_groups = self._groups(np.where(has, assign, -1))
+            extra_groups = self._groups(np.where(esc_owned, fb, -1)) if esc_owned.any() else {}
+            touched = None
+        else:
+            changed = np.flatnonzero(assign != base.assignment)
+            row_api, f, esc_owned = base.row_api.copy(), base.esc_share.copy(), base.esc_owned.copy()
+            row_api[changed], f[changed], esc_owned[changed] = self._row_terms(assign, changed)
+            old_fb = changed[base.esc_owned[changed]]
+            new_fb = changed[esc_owned[changed]]
+            touched = set(base.assignment[changed].tolist()) | set(assign[changed].tolist()) \
+                | set(fb[old_fb].tolist()) | set(fb[new_fb].tolist())
+            prim_groups = {c: np.flatnonzero(assign == c) for c in touched if c >= 0}
+            extra_groups = {c: np.flatnonzero(esc_owned & (fb == c)) for c in touched if c >= 0}
+        api_monthly = float(np.sum(row_api))
 
         sizes: dict[int, DeploymentSize] = {}
+        parts: dict[int, tuple] = {}
         busy = np.zeros(24)
         licence = 0.0
         interactive_gpus: list[tuple[int, int]] = []  # (replica size, count)
@@ -469,38 +505,26 @@ class Planner:
         lat_sum, lat_w = 0.0, 0.0
         for pos, route in enumerate(inp.owned):
             r = route.index
-            prim = prim_groups.get(r)
-            extra = extra_groups.get(r)
-            if prim is None and extra is None:
+            if touched is not None and r not in touched:
+                part = base.parts.get(pos) if base is not None and base.parts is not None else None
+            else:
+                part = self._price_column(pos, route, prim_groups.get(r), extra_groups.get(r), f, slo_override)
+            if part is None:
                 continue
-            prim = prim if prim is not None else np.zeros(0, dtype=int)
-            extra = extra if extra is not None else np.zeros(0, dtype=int)
-            p_int, e_int = prim[inp.interactive[prim]], extra[inp.interactive[extra]]
-            inter_rows = np.concatenate([p_int, e_int]) if e_int.size else p_int
-            shares = np.concatenate([np.ones(p_int.size), f[e_int]]) if e_int.size else np.ones(p_int.size)
-            slo = None
-            if slo_override is not None and np.any(inter_rows == slo_override[0]):
-                slo = inp.slo_ms[inter_rows].copy()
-                slo[inter_rows == slo_override[0]] = slo_override[1]
-            d_gpus = 0
-            if inter_rows.size:
-                d = self.size(pos, inter_rows, shares, slo, n_primary=p_int.size)
+            d, off_hours, off_min, lic = part
+            parts[pos] = part
+            if d is not None:
                 sizes[pos] = d
                 if not d.feasible:
                     return PlanCost(assign, False, np.inf, np.inf, np.inf, 0, 0, 0, api_monthly, licence, sizes,
                                     busy, np.zeros(24), offline_hours)
-                d_gpus = d.gpus
                 interactive_gpus.append((d.gpus_per_replica, d.replicas))
                 busy += d.busy
                 lat_sum += d.lat_sum
                 lat_w += d.lat_w
-            p_off, e_off = prim[~inp.interactive[prim]], extra[~inp.interactive[extra]]
-            off_hours = float(np.nansum(inp.gpu_hours_day[p_off, r])) + float(
-                np.nansum(inp.gpu_hours_day[e_off, r] * f[e_off]))
-            off_min = float(np.nanmax(inp.offline_min_gpus[p_off, r], initial=0.0))
             offline_hours += off_hours
             offline_min = max(offline_min, off_min)
-            licence += route.licence_usd_per_gpu_month * (d_gpus + np.ceil(off_hours / 24.0 - 1e-9))
+            licence += lic
         gpn = inp.gpus_per_node
         nodes_i = pack_nodes(interactive_gpus, gpn)
         capacity = max(inp.owned_nodes, nodes_i) * gpn
@@ -513,8 +537,43 @@ class Planner:
         bill = (max(inp.owned_nodes, needed) * inp.full_usd_per_node_hour * HOURS_PER_MONTH
                 + api_monthly + licence)
         gpu_hours = sum(g * n for g, n in interactive_gpus) * 24.0 + offline_hours
+        # A plan priced with one member's target overridden is not a base for moves (its sizings differ).
+        keep = slo_override is None
         return PlanCost(assign, True, bill, gpu_hours, lat_sum / lat_w if lat_w else 0.0, needed, nodes_i,
-                        extra_nodes, api_monthly, licence, sizes, busy, fill, offline_hours)
+                        extra_nodes, api_monthly, licence, sizes, busy, fill, offline_hours,
+                        row_api if keep else None, f if keep else None, esc_owned if keep else None,
+                        parts if keep else None)
+
+    def _price_column(self, pos: int, route: OwnedRoute, prim: np.ndarray | None, extra: np.ndarray | None,
+                      f: np.ndarray, slo_override: tuple[int, float] | None) -> tuple | None:
+        """One owned column's part of the bill: (its interactive deployment or None, offline GPU-hours a day,
+        offline GPUs needed at once, licence $/month); None when nothing runs there."""
+        inp = self.inp
+        r = route.index
+        if prim is None and extra is None:
+            return None
+        prim = prim if prim is not None else np.zeros(0, dtype=int)
+        extra = extra if extra is not None else np.zeros(0, dtype=int)
+        p_int, e_int = prim[inp.interactive[prim]], extra[inp.interactive[extra]]
+        inter_rows = np.concatenate([p_int, e_int]) if e_int.size else p_int
+        shares = np.concatenate([np.ones(p_int.size), f[e_int]]) if e_int.size else np.ones(p_int.size)
+        slo = None
+        if slo_override is not None and np.any(inter_rows == slo_override[0]):
+            slo = inp.slo_ms[inter_rows].copy()
+            slo[inter_rows == slo_override[0]] = slo_override[1]
+        d = None
+        d_gpus = 0
+        if inter_rows.size:
+            d = self.size(pos, inter_rows, shares, slo, n_primary=p_int.size)
+            if not d.feasible:
+                return d, 0.0, 0.0, 0.0
+            d_gpus = d.gpus
+        p_off, e_off = prim[~inp.interactive[prim]], extra[~inp.interactive[extra]]
+        off_hours = float(np.nansum(inp.gpu_hours_day[p_off, r])) + float(
+            np.nansum(inp.gpu_hours_day[e_off, r] * f[e_off]))
+        off_min = float(np.nanmax(inp.offline_min_gpus[p_off, r], initial=0.0))
+        lic = route.licence_usd_per_gpu_month * (d_gpus + np.ceil(off_hours / 24.0 - 1e-9))
+        return d, off_hours, off_min, lic
 
     # -- search -------------------------------------------------------------
     def _linear_parts(self):
@@ -571,10 +630,17 @@ class Planner:
         out[cols] = fixed[i] + res[i] * inp.full_usd_per_gpu_hour
         return out
 
-    def optimise(self, start: np.ndarray | None = None, ladder: bool = True) -> PlanCost:
+    def optimise(self, start: np.ndarray | None = None, ladder: bool = True,
+                 focus: np.ndarray | None = None) -> PlanCost:
         """The cheapest plan found: shadow-price candidates (and `start`, a plan known to be allowed here, such
         as the plan without a route this one may also use), then improving moves. ladder=False (with a start)
-        skips the shadow-price candidates: only moves from the start."""
+        skips the shadow-price candidates: only moves from the start.
+
+        focus (bool per plan column, with a start that is a converged plan of the same inputs without those
+        columns): while the search is still at that start, only moves onto or off a focus column are priced;
+        any other move was priced from the same plan by the search that produced it and did not improve it.
+        After a move is taken, small inventories (up to SINGLE_MOVE_ROWS) try every move again; large ones
+        keep to the focus."""
         inp = self.inp
         W, R = inp.allowed.shape
         if W == 0 or R == 0:
@@ -602,7 +668,8 @@ class Planner:
                 break
         if best is None:  # every candidate failed to size (should not happen): serve what can be served
             best = self.price(np.where(self.inp.allowed.any(axis=1), np.argmax(self.inp.allowed, axis=1), -1))
-        return self._improve(best)
+        at_start = start is not None and np.array_equal(best.assignment, np.asarray(start))
+        return self._improve(best, focus if at_start else None)
 
     def _bar_hopeless(self) -> bool:
         """Disallow the (workload, column) pairs found hopeless while sizing; whether there were any new."""
@@ -621,29 +688,37 @@ class Planner:
         inp = self.inp
         W = len(inp.workload_ids)
         out = np.full((W, inp.n_routes), np.nan)
+        # The tiers of one stack at one GPU count share its service array: GPU-seconds per request at each
+        # grid concurrency where the service p95 alone meets the target, computed once per shared array.
+        per_point: dict[int, np.ndarray] = {}
         for route in inp.owned:
             r = route.index
             svc = route.service_s  # (W, G, B)
-            p95 = service_p95_alone_ms(svc, route.prefill_ms, _given(inp.output_tokens, "output_tokens"),
-                                       inp.output_p95_tokens,
-                                       latency.block_tokens_of(route.stack))
-            band = route.band_mask(inp.concurrency_grid)[None, None, :]
-            ok = np.isfinite(svc) & (p95 <= inp.slo_ms[:, None, None]) & band
-            # Interactive: GPU-seconds per request at the cheapest point meeting the target, at the peak rate
-            # (capacity is reserved for the peak all month); offline: GPU-hours used.
-            g = np.array(route.tp_options, dtype=float)[None, :, None]
-            b = inp.concurrency_grid[None, None, :]
-            gpu_s = np.where(ok, svc * g / b, np.inf).reshape(W, -1).min(axis=1)
+            gpu_s_b = per_point.get(id(svc))
+            if gpu_s_b is None:
+                p95 = service_p95_alone_ms(svc, route.prefill_ms, _given(inp.output_tokens, "output_tokens"),
+                                           inp.output_p95_tokens,
+                                           latency.block_tokens_of(route.stack))
+                ok = np.isfinite(svc) & (p95 <= inp.slo_ms[:, None, None])
+                g = np.array(route.tp_options, dtype=float)[None, :, None]
+                b = inp.concurrency_grid[None, None, :]
+                gpu_s_b = np.where(ok, svc * g / b, np.inf).min(axis=1)  # (W, B)
+                per_point[id(svc)] = gpu_s_b
+            # Interactive: GPU-seconds per request at the cheapest point of the tier's band meeting the target,
+            # at the peak rate (capacity is reserved for the peak all month); offline: GPU-hours used.
+            band = route.band_mask(inp.concurrency_grid)
+            gpu_s = gpu_s_b[:, band].min(axis=1) if band.any() else np.full(W, np.inf)
             # GPUs busy at the peak, held every hour; NaN where no point meets the target alone (not allowed).
             inter = np.where(np.isfinite(gpu_s), inp.lam_peak * np.where(np.isfinite(gpu_s), gpu_s, 0.0), np.nan) \
                 * HOURS_PER_MONTH
             out[:, r] = np.where(inp.interactive, inter, inp.gpu_hours_day[:, r] * DAYS_PER_MONTH)
         return out
 
-    def _improve(self, best: PlanCost) -> PlanCost:
+    def _improve(self, best: PlanCost, focus: np.ndarray | None = None) -> PlanCost:
         inp = self.inp
         W = len(inp.workload_ids)
         allowed = inp.allowed
+        focused = focus is not None
         for _ in range(MAX_PASSES):
             improved = False
             # Whole deployments: move every member of one owned route to its next-best route.
@@ -654,12 +729,16 @@ class Planner:
                 alt = self._choose(inp.full_usd_per_gpu_hour, rows=members, exclude=route.index)
                 if (alt < 0).any():
                     continue
+                if focus is not None and not focus[route.index] and not focus[alt].any():
+                    continue
                 cand_assign = best.assignment.copy()
                 cand_assign[members] = alt
-                cand = self.price(cand_assign)
+                cand = self.price(cand_assign, base=best)
                 if cand.feasible and cand.key < best.key:
                     best, improved = cand, True
-            if W > SINGLE_MOVE_ROWS:
+            # A focused re-plan (a licensed stack's break-even fee) starts from a plan whose pools were already
+            # thinned at the edge; its own evictions bought nothing on generated 30k inventories for ~100 sizings.
+            if W > SINGLE_MOVE_ROWS and not focused:
                 evicted = self._evict(best)
                 if evicted is not best:
                     best, improved = evicted, True
@@ -679,13 +758,17 @@ class Planner:
                         if W > FULL_MOVE_ROWS and r in self._col_group and r not in self._top_cols \
                                 and self._col_group[int(r)] != own:
                             continue
+                        if focus is not None and not focus[r] and not focus[best.assignment[group]].any():
+                            continue
                         cand_assign = best.assignment.copy()
                         cand_assign[group] = r
-                        cand = self.price(cand_assign)
+                        cand = self.price(cand_assign, base=best)
                         if cand.feasible and cand.key < best.key:
                             best, improved = cand, True
             if not improved:
                 break
+            if W <= SINGLE_MOVE_ROWS:
+                focus = None  # the plan moved: every move is new again (small inventories afford them all)
         return best
 
     def _twins(self) -> np.ndarray:
@@ -745,7 +828,7 @@ class Planner:
                     cand_assign = best.assignment.copy()
                     cand_assign[out] = target
                     self._evict_budget -= 1
-                    cand = self.price(cand_assign)
+                    cand = self.price(cand_assign, base=best)
                     if cand.feasible and cand.key < winner.key:
                         winner = cand
                 if winner is not best:
