@@ -94,7 +94,7 @@ def architecture_comparison(ev: Evaluation, *, explain: str = "fastest") -> pd.D
     ok = ev.a["feasible"][ii, rr]
 
     def where_ok(name):
-        return np.where(ok, ev.a[name][ii, rr], np.nan)
+        return np.where(ok, ev.values(name, ii, rr), np.nan)  # float64 also where ev.a holds float32
 
     out = pd.DataFrame({
         "workload_id": ev.workloads["workload_id"].to_numpy()[ii],

@@ -50,6 +50,22 @@ OK, DATA_POLICY, LATENCY, QUALITY, WINDOW, NO_FIT, NO_TRAFFIC = 0, 1, 2, 3, 4, 5
 CODE_NAMES = {OK: "feasible", DATA_POLICY: "data_policy", LATENCY: "latency", QUALITY: "quality",
               WINDOW: "batch_window", NO_FIT: "does_not_fit", NO_TRAFFIC: "no_traffic"}
 
+# Evaluation.a once evaluate() returns: (workloads, routes) arrays, except fallback_route (one per workload).
+# A shared evaluation holds them for as long as it is cached (issue 16: bounded memory), so only what is read
+# after the plan is kept. Money, latencies and shares stay float64 (attributed costs reconcile to the cent;
+# the JSON contract carries every digit); SMALL_WHOLE arrays hold only small whole numbers or NaN, exact in
+# float32. DERIVED figures are computed where read (Evaluation.values): quality from each route's table by
+# task class, usd_per_mtok_out from usd_per_request; the share of outputs a route would escalate is worded
+# from quality and fallback_route (Evaluation.needed_fallback).
+ROUTE_ARRAYS = ("usd_per_request", "monthly_usd", "p95_ms", "concurrency", "gpus_per_replica", "replicas", "nodes",
+                "gpu_hours_per_day", "best_p95_ms", "best_gpus", "code", "fallback_share", "fallback_route",
+                "feasible")
+DERIVED = ("quality", "usd_per_mtok_out")
+SMALL_WHOLE = {"concurrency": np.float32, "gpus_per_replica": np.float32, "best_gpus": np.float32}
+# Read by the plan search only (base_usd_per_request), or written by the plan and read by nothing
+# (service_s, wait_budget_s, and usd_per_mtok_out, which Evaluation.values derives the same way).
+PLAN_ONLY = ("base_usd_per_request", "service_s", "wait_budget_s", "usd_per_mtok_out")
+
 @dataclass(frozen=True)
 class Route:
     """One place a workload can run."""
@@ -85,7 +101,7 @@ class Evaluation:
     gpu_name: str
     workloads: pd.DataFrame
     routes: list[Route]
-    a: dict[str, np.ndarray]  # (W, R) arrays
+    a: dict[str, np.ndarray]  # (W, R) arrays: ROUTE_ARRAYS
     verdict: np.ndarray  # (W,) route index or -1
     value_usd_per_mtok: np.ndarray  # (W,) price of the cheapest API meeting the floor
     fleet: dict
@@ -106,6 +122,45 @@ class Evaluation:
 
         return sensitivity.attach(self)
 
+    # -- the arrays ------------------------------------------------------
+    def values(self, name: str, rows, cols) -> np.ndarray:
+        """`a[name][rows, cols]` as float64, or a DERIVED figure computed for those cells only: quality from
+        the routes' tables by task class (what the engine scored with), usd_per_mtok_out from usd_per_request
+        the way the plan prices it ($ per request / output tokens x 1e6)."""
+        if name == "quality":
+            codes, table = self._quality_table()
+            return table[codes[rows], cols]
+        if name == "usd_per_mtok_out":
+            n_out = self.workloads["output_tokens"].to_numpy(dtype=float)[rows]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return self.a["usd_per_request"][rows, cols] / n_out * 1e6
+        return np.asarray(self.a[name][rows, cols], dtype=float)
+
+    def _quality_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """(each workload's task-class code, quality of every route on every task class): a few numbers per
+        route instead of a (W, R) array."""
+        qt = self.__dict__.get("_quality")
+        if qt is None:
+            codes = pd.Categorical(self.workloads["task_class"], categories=list(TASK_CLASSES)).codes
+            table = np.array([[route.quality(t) for route in self.routes] for t in TASK_CLASSES],
+                             dtype=float).reshape(len(TASK_CLASSES), len(self.routes))
+            qt = (codes, table)
+            self.__dict__["_quality"] = qt
+        return qt
+
+    def needed_fallback(self, i: int, r: int) -> float:
+        """Share of workload i's outputs route r would escalate to reach its quality floor (0 when it meets the
+        floor, inf when no route the plan may use meets it), as the engine's quality fallback computed it."""
+        q = self.values("quality", i, r)
+        floor = self.workloads["min_quality"].to_numpy(dtype=float)[i]
+        if q >= floor - 1e-12:
+            return 0.0
+        fb = int(self.a["fallback_route"][i])
+        if fb < 0:
+            return float("inf")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float((floor - q) / (self.values("quality", i, fb) - q))
+
     # -- tables -----------------------------------------------------------
     def verdicts_frame(self) -> pd.DataFrame:
         """One row per workload: the verdict and its figures (the routing table)."""
@@ -116,8 +171,7 @@ class Evaluation:
         safe = np.where(has, idx, 0)
 
         def pick(name):
-            v = self.a[name][rows, safe].astype(float)
-            return np.where(has, v, np.nan)
+            return np.where(has, self.values(name, rows, safe), np.nan)
 
         labels = np.array([r.label for r in self.routes] + ["no feasible route"], dtype=object)
         ids = np.array([r.route_id for r in self.routes] + [""], dtype=object)
@@ -173,13 +227,13 @@ class Evaluation:
                 "feasible": bool(self.a["feasible"][i, r]),
                 "why_not": None if self.a["feasible"][i, r] else self.why_not(i, r),
                 "usd_per_request": _num(self.a["usd_per_request"][i, r]),
-                "usd_per_mtok_out": _num(self.a["usd_per_mtok_out"][i, r]),
+                "usd_per_mtok_out": _num(self.values("usd_per_mtok_out", i, r)),
                 "monthly_usd": _num(self.a["monthly_usd"][i, r]),
                 "p95_latency_ms": _num(self.a["p95_ms"][i, r]),
                 "concurrency": _num(self.a["concurrency"][i, r]),
                 "gpus_per_replica": _num(self.a["gpus_per_replica"][i, r]),
                 "nodes": _num(self.a["nodes"][i, r]) if route.hosting == "owned" else None,
-                "quality": _num(self.a["quality"][i, r]),
+                "quality": _num(self.values("quality", i, r)),
                 "fallback_share": _num(self.a["fallback_share"][i, r]),
             })
         return pd.DataFrame(out)
@@ -208,12 +262,22 @@ class Evaluation:
 
     # -- words ------------------------------------------------------------
     def _record(self, i: int) -> dict:
-        """Workload i as a plain dict (built once for all rows: iloc per sentence is slow at scale)."""
-        recs = self.__dict__.get("_records")
-        if recs is None:
-            recs = self.workloads.to_dict("records")
-            self.__dict__["_records"] = recs
-        return recs[i]
+        """Workload i as a plain dict, the values `workloads.to_dict("records")[i]` holds.
+
+        Read from the columns' arrays (iloc per sentence is slow at scale) and kept for the last row asked
+        (a sentence and its 22 why-nots read one row): a dict for every row was 90 MiB per 100,000 workloads,
+        held by the shared evaluation once one workload's reasons were shown.
+        """
+        last = self.__dict__.get("_last_record")  # (i, record): one tuple, so threads sharing it read a pair
+        if last is not None and last[0] == i:
+            return last[1]
+        cols = self.__dict__.get("_columns")
+        if cols is None:
+            cols = {c: self.workloads[c].array for c in self.workloads.columns}  # views, not copies
+            self.__dict__["_columns"] = cols
+        rec = {c: _native(arr[i]) for c, arr in cols.items()}
+        self.__dict__["_last_record"] = (i, rec)
+        return rec
 
     def _deployment(self, i: int) -> dict | None:
         """The plan's deployment workload i runs on (primary member), if it runs on an owned route."""
@@ -243,9 +307,9 @@ class Evaluation:
                     f"in about {_seconds(lat)} even alone on a replica of {int(self.a['best_gpus'][i, r])} "
                     f"{self.gpu_name}; batching cannot help.")
         if code == QUALITY:
-            q = self.a["quality"][i, r]
+            q = self.values("quality", i, r)
             floor = w["min_quality"]
-            f = self.a["needed_fallback"][i, r]
+            f = self.needed_fallback(i, r)
             tail = (f"lifting it would escalate {percent(f)} of outputs to a better route (limit "
                     f"{percent(self.scenario.max_fallback_share)})" if np.isfinite(f)
                     else "no allowed route meets the floor to escalate to")
@@ -278,6 +342,7 @@ class Evaluation:
             return out + self._range_reasons(i)
         route = self.routes[v]
         a = {k: arr[i, v] for k, arr in self.a.items() if arr.ndim == 2}
+        a["usd_per_mtok_out"] = self.values("usd_per_mtok_out", i, v)
         target = (f"the {integer(slo * self.scenario.sla_scale)} ms p95 target" if pd.notna(slo)
                   else f"the {plain(w['batch_window_hours'])} h batch window")
         if route.hosting == "owned":
@@ -386,7 +451,7 @@ class Evaluation:
         owned = np.array([r.hosting == "owned" for r in self.routes] + [False])[np.where(has, v, len(self.routes))]
 
         def col(name, only_owned=False):
-            x = self.a[name][rows, safe].astype(float) if len(self.routes) else np.full(W, np.nan)
+            x = self.values(name, rows, safe) if len(self.routes) else np.full(W, np.nan)
             ok = has & np.isfinite(x) & (owned if only_owned else True)
             return np.where(ok, x, np.nan).astype(object)
 
@@ -435,13 +500,13 @@ class Evaluation:
             "hosting": route.hosting,
             "architecture": route.architecture,
             "usd_per_request": _num(self.a["usd_per_request"][i, r]),
-            "usd_per_mtok_out": _num(self.a["usd_per_mtok_out"][i, r]),
+            "usd_per_mtok_out": _num(self.values("usd_per_mtok_out", i, r)),
             "monthly_usd": _num(self.a["monthly_usd"][i, r]),
             "nodes": _num(self.a["nodes"][i, r]) if owned else None,
             "gpus_per_replica": _num(self.a["gpus_per_replica"][i, r]) if owned else None,
             "p95_latency_ms": _num(self.a["p95_ms"][i, r]),
             "concurrency": _num(self.a["concurrency"][i, r]),
-            "quality": _num(self.a["quality"][i, r]),
+            "quality": _num(self.values("quality", i, r)),
             "fallback_share": _num(self.a["fallback_share"][i, r]),
         }
 
@@ -488,6 +553,11 @@ def _performance_label(by_gpus: dict[int, str]) -> str:
     if rest:
         parts.append(f"{', '.join(map(str, rest))} GPUs/replica: estimated")
     return "; ".join(parts)
+
+
+def _native(x):
+    """A numpy scalar as the Python value to_dict("records") gives (float, int, bool); anything else as is."""
+    return x.item() if isinstance(x, np.generic) else x
 
 
 def _num(x):
@@ -584,13 +654,14 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     task_codes = pd.Categorical(w["task_class"], categories=list(TASK_CLASSES)).codes
 
     shape = (W, R)
-    # Column-major: each route fills one column, which is then contiguous in memory.
-    a = {k: np.full(shape, np.nan, order="F") for k in (
+    # Column-major: each route fills one column, which is then contiguous in memory. Small whole numbers
+    # (grid concurrencies, GPUs per replica) are exact in float32, at half the memory (see ROUTE_ARRAYS).
+    a = {k: np.full(shape, np.nan, dtype=SMALL_WHOLE.get(k, float), order="F") for k in (
         "usd_per_request", "monthly_usd", "p95_ms", "concurrency", "gpus_per_replica", "replicas", "nodes",
         "gpu_hours_per_day", "service_s", "wait_budget_s", "best_p95_ms", "best_gpus")}
     a["code"] = np.zeros(shape, dtype=np.int8, order="F")
     a["quality"] = np.zeros(shape, order="F")
-    a["api_usd_per_mtok_blend"] = np.full(shape, np.inf, order="F")
+    blend: dict[int, np.ndarray] = {}  # API route -> $ per million output tokens, input included (token value)
     gpu_rate = rate.usd_per_gpu_hour
     eff_labels: dict[str, dict[int, str]] = {}  # stack id -> GPUs per replica -> calibration label
 
@@ -601,7 +672,7 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
         if route.hosting == "api":
             if route.api is None:
                 raise ValueError(f"API route {route.route_id} has no API price")
-            _score_api(a, r, route.api, w, n_in, n_out, cached, slo, interactive, owned_only, scenario)
+            blend[r] = _score_api(a, r, route.api, w, n_in, n_out, cached, slo, interactive, owned_only, scenario)
             return
         stack = route.owned_stack
         # Rows this route cannot serve even escalating the maximum share to a perfect route
@@ -661,28 +732,34 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     _apply_quality(a, floor, owned_only, interactive, slo, scenario,
                    np.array([planning.route_permitted(rt) for rt in routes], dtype=bool))
     a["feasible"] = a["code"] == OK
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a["usd_per_mtok_out"] = a["usd_per_request"] / n_out[:, None] * 1e6
     a["monthly_usd"] = np.where(owned_cols[None, :] & (a["fallback_share"] == 0), a["monthly_usd"],
                                 a["usd_per_request"] * per_month_requests[:, None])
 
-    # Token value: the cheapest API meeting the quality floor and the latency target (data policy aside).
-    api_cols = ~owned_cols
-    quality_ok = a["quality"] >= floor[:, None] - 1e-12
-    fast_enough = ~interactive[:, None] | (a["best_p95_ms"] <= slo[:, None])
-    api_cost = np.where(api_cols[None, :] & quality_ok & fast_enough, a["api_usd_per_mtok_blend"], np.inf)
-    value = api_cost.min(axis=1) if R else np.full(W, np.nan)
+    # Token value: the cheapest API meeting the quality floor and the latency target (data policy aside),
+    # one API column at a time (a min over columns is exact in any order; NaN propagates as in a row min).
+    value = np.full(W, np.inf if blend else np.nan)
+    for r, usd_per_mtok in blend.items():
+        ok = (a["quality"][:, r] >= floor - 1e-12) & (~interactive | (a["best_p95_ms"][:, r] <= slo))
+        value = np.minimum(value, np.where(ok, usd_per_mtok, np.inf))
     value = np.where(np.isfinite(value), value, np.nan)
+    blend.clear()  # not held through the plan search
+    for k in DERIVED:  # the plan reads none of them; Evaluation.values derives them
+        a.pop(k, None)
 
     ev = Evaluation(scenario=scenario, rate=rate, gpu_name=gpu.name, workloads=w, routes=routes, a=a,
                     verdict=np.full(W, -1), value_usd_per_mtok=value, fleet={}, catalog=catalog,
                     efficiency_labels=eff_labels)
     planning.plan_evaluation(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf,
                              grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS)
+    # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as
+    # long as it is cached, so dropped here (ROUTE_ARRAYS lists what stays).
+    for k in PLAN_ONLY:
+        a.pop(k, None)
     return ev
 
 
-def _score_api(a, r, api: ApiPrice, w, n_in, n_out, cached, slo, interactive, owned_only, scenario):
+def _score_api(a, r, api: ApiPrice, w, n_in, n_out, cached, slo, interactive, owned_only, scenario) -> np.ndarray:
+    """Fill API route r's column; return its $ per million output tokens, input included (the token value)."""
     per_req = api_usd_per_request(api, n_in, n_out, cached, scale=scenario.api_price_scale)
     a["usd_per_request"][:, r] = per_req
     # Hidden thinking tokens are generated (and billed) before the visible answer.
@@ -692,9 +769,9 @@ def _score_api(a, r, api: ApiPrice, w, n_in, n_out, cached, slo, interactive, ow
     a["best_p95_ms"][:, r] = p95
     a["concurrency"][:, r] = 1.0
     a["monthly_usd"][:, r] = per_req * w["requests_per_day"].to_numpy(dtype=float) * DAYS_PER_MONTH
-    a["api_usd_per_mtok_blend"][:, r] = per_req / n_out * 1e6
     code = np.where(owned_only, DATA_POLICY, np.where(interactive & (p95 > slo), LATENCY, OK))
     a["code"][:, r] = code
+    return per_req / n_out * 1e6
 
 
 _DEFAULTS = {"code": NO_FIT, "best_p95_ms": np.inf, "_score": np.inf}
@@ -866,8 +943,7 @@ def _apply_quality(a, floor, owned_only, interactive, slo, scenario, permitted):
     l_fb = np.where(has_fb, a["p95_ms"][rows, fb], np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         f = (floor[:, None] - q) / (q_fb[:, None] - q)
-    f = np.where(meets, 0.0, np.where(has_fb[:, None], f, np.inf))
-    a["needed_fallback"] = f
+    f = np.where(meets, 0.0, np.where(has_fb[:, None], f, np.inf))  # Evaluation.needed_fallback words one cell
     needs = ~meets & (a["code"] == OK)
     too_much = needs & (f > scenario.max_fallback_share)
     a["code"] = np.where(too_much, QUALITY, a["code"]).astype(np.int8)
