@@ -192,7 +192,8 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         lam_mean=rpd / 86400.0, profile=hourly_profile(pf, traffic_shape(sc)[0]), slo_ms=slo, allowed=allowed,
         api_monthly=api_monthly, gpu_hours_day=np.nan_to_num(a["gpu_hours_per_day"], nan=0.0)[:, col_route],
         offline_min_gpus=np.nan_to_num(a["replicas"] * a["gpus_per_replica"], nan=0.0)[:, col_route],
-        offline_gpus_per_replica=np.where(col_g > 0, col_g, 1)[None, :].repeat(W, axis=0),
+        # The same for every workload: a read-only (W, C) view of one row, not W copies of it.
+        offline_gpus_per_replica=np.broadcast_to(np.where(col_g > 0, col_g, 1)[None, :], (W, C)),
         fallback_share=np.nan_to_num(a["fallback_share"])[:, col_route],
         fallback_route=fb_col, fallback_api_monthly=fallback_api, latency_ms=a["p95_ms"][:, col_route],
         owned=tuple(owned), n_routes=C, col_route=col_route, gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
