@@ -7,7 +7,7 @@ import streamlit as st
 from core.errorlog import page_error_line
 from core.errors import HangoverError
 from dashboard.format import md
-from dashboard.state import alias_pages, init_state, scenario_sidebar
+from dashboard.state import alias_pages, init_state, release_other_pages_state, scenario_sidebar
 
 st.set_page_config(page_title="GPU Hangover", page_icon="🍸", layout="wide")
 
@@ -51,5 +51,6 @@ for section, script, title, icon, path in SCREENS:
 # Streamlit matches URL paths exactly: hidden pages at /overview, /Routing, /EXPORT, … show the same screens.
 pages["Share"] += alias_pages([(script, title, path) for _, script, title, _, path in SCREENS], default="overview")
 nav = st.navigation(pages)
+release_other_pages_state(nav.url_path)  # an upload's reports are let go once the user is on another page
 if _guarded(scenario_sidebar, "the scenario sidebar"):
     _guarded(nav.run, "this page")

@@ -78,6 +78,24 @@ def data_version() -> int:
     return hash((file_signature(path), file_signature(path.with_name(path.name + ".wal"))))
 
 
+# Session keys a page keeps for itself only while it is shown. The Workloads page's reports of the file being
+# uploaded hold its rows (about 500 MB for a 2M-row file); once another page runs, the uploader has forgotten
+# the file (its widget state goes with the page) and the page would read a new upload afresh anyway.
+PAGE_ONLY_STATE = {"workloads": ("wl_reads", "wl_done")}
+
+
+def release_other_pages_state(url_path: str) -> None:
+    """Drop what another page kept for itself (PAGE_ONLY_STATE) when this run shows a different page.
+
+    Called by the router with the page about to run (aliases such as /Workloads spell the same path).
+    """
+    shown = url_path.lower()
+    for page, keys in PAGE_ONLY_STATE.items():
+        if page != shown:
+            for key in keys:
+                st.session_state.pop(key, None)
+
+
 def bump_data_version() -> None:
     """Call after any write (upload, override, import): drops the cached reads of the old store at once."""
     st.cache_data.clear()

@@ -140,9 +140,26 @@ def test_good_upload_previews_commits_and_refuses_a_duplicate(app):
     assert at.session_state["inventory_version"] is None
     versions = table(at, "wl_versions")
     assert versions["version"].tolist() == [1] and versions["file_name"].iloc[0] == "workloads_sample.csv"
-    click(at, "wl_commit")  # the same file again
+    # Committed: its reports (its rows) are let go, and the page does not read the file again (issue 16).
+    assert "wl_reads" not in at.session_state
+    assert "workloads_sample.csv: committed version 1" in texts(at.caption)
+    assert not [b for b in at.button if b.key == "wl_commit"]
+    run(at)
+    assert "wl_reads" not in at.session_state and "To commit another file, upload it here." in texts(at.caption)
+    upload(at, "workloads_sample.csv", SAMPLE.read_bytes())  # the same file again
+    assert "7 workloads read from workloads_sample.csv with no problems" in texts(at.success)
+    click(at, "wl_commit")
     assert "identical to the latest version 1; nothing committed" in texts(at.info)
+    assert "wl_reads" not in at.session_state
     assert list_versions(open_store())["version"].tolist() == [1]
+    # An upload's reports hold its rows: kept while the Workloads page is shown, dropped on any other page,
+    # where the uploader forgets the file anyway.
+    upload(at, "workloads_sample.csv", SAMPLE.read_bytes())
+    assert "wl_reads" in at.session_state
+    show(at, "screens/pricing.py")
+    assert "wl_reads" not in at.session_state
+    show(at, "screens/workloads.py")
+    assert at.file_uploader(key="wl_upload").value is None and not at.success
 
 
 def test_bad_upload_lists_every_problem_and_offers_no_commit(app):

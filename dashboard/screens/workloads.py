@@ -114,8 +114,12 @@ def _diff(data_ver: int, a: int, b: int):
     return diff_versions(store(), a, b, limit=PAGE_ROWS)
 
 
-def _commit(frame, file_name: str) -> None:
-    """Commit with a progress bar (checksum, then the rows), then refresh and say what happened."""
+def _commit(frame, file_name: str, upload_id: str | None = None) -> None:
+    """Commit with a progress bar (checksum, then the rows), then refresh and say what happened.
+
+    An uploaded file's reports are let go once it is committed (or found identical): they hold its rows,
+    and the upload is done with. The page remembers the file as done instead of reading it again.
+    """
     bar = st.progress(0.0, text=md(f"Committing {file_name}…"))
     try:
         result = commit_inventory(store(), frame, file_name=file_name, created_by="dashboard",
@@ -124,6 +128,9 @@ def _commit(frame, file_name: str) -> None:
         bar.empty()
         st.error(md(str(exc)))
         return
+    if upload_id is not None:
+        st.session_state.pop("wl_reads", None)
+        st.session_state["wl_done"] = (upload_id, result.message)
     _committed(result)
 
 
@@ -183,8 +190,12 @@ with upload_tab:
     up = st.file_uploader("Inventory file (CSV or XLSX)", type=["csv", "xlsx"], key="wl_upload")
     # Drawn on every run (a progress bar while a file is read, else nothing), so the elements below keep their place.
     read_slot = st.empty()
+    done = st.session_state.get("wl_done")
     if up is None:
         st.session_state.pop("wl_reads", None)  # let the last upload's reports go
+        st.session_state.pop("wl_done", None)
+    elif done is not None and done[0] == up.file_id:
+        st.caption(md(f"{up.name}: {done[1]}. To commit another file, upload it here."))
     else:
         upload_key = f"{up.name}_{up.size}"
         report = _read(up, read_slot)
@@ -211,7 +222,7 @@ with upload_tab:
             if n > PAGE_ROWS:
                 st.caption(f"The first {integer(PAGE_ROWS)} of {integer(n)} rows are shown; all of them are committed.")
             if st.button(md(f"Commit {up.name} as a new version"), key="wl_commit", type="primary"):
-                _commit(report.frame, up.name)
+                _commit(report.frame, up.name, up.file_id)
 
 with edit_tab:
     if current is None:
