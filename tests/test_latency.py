@@ -115,13 +115,19 @@ def test_prefill_time_weighs_on_the_busy_states():
 
 def test_batch_spread_widens_the_free_service_when_the_step_grows_with_the_batch():
     """A compute-bound step curve: the per-token time a request finds varies with the batch, and that
-    spread multiplies the output length's (sigma^2 grows by ln(1 + cv^2); here no prefill, so nothing else)."""
+    spread multiplies the output length's (sigma^2 grows by ln(1 + cv^2); here no prefill, so nothing else).
+    Decoded in whole blocks, the same spread is the per-token time's (X), apart from the length's (not rounded)."""
     dep = one(arrival_rate_per_s=6.0, prefill_ms=0.0, step_ms=[[5.0 + 4.0 * b for b in range(1, 5)]])
     st_ = L.pooled_state(dep, [3.0])
     assert st_.batch_cv2[0] > 0.01
     svc = st_.service(dep)
     assert svc.sigma[0] ** 2 == pytest.approx(dep.output_sigma[0] ** 2 + np.log1p(st_.batch_cv2[0]))
     assert svc.mean_ms[0] == pytest.approx(st_.service_mean_ms[0], rel=1e-9)
+    blk = one(arrival_rate_per_s=6.0, prefill_ms=0.0, step_ms=[[5.0 + 4.0 * b for b in range(1, 5)]],
+              block_tokens=32)
+    svc_b = L.pooled_state(blk, [3.0]).service(blk)
+    assert svc_b.sigma[0] == blk.output_sigma[0]
+    assert svc_b.spread_sigma[0] ** 2 == pytest.approx(np.log1p(L.pooled_state(blk, [3.0]).batch_cv2[0]))
 
 
 # --------------------------------------------------------------------------- whole blocks (diffusion)
@@ -154,6 +160,39 @@ def test_whole_blocks_match_monte_carlo():
     j = got - svc.survival(t)
     assert (lo <= j + 1e-12).all() and (j <= hi + 1e-12).all()
 
+
+
+def test_time_spread_is_not_rounded_to_whole_blocks():
+    """Every request 40 tokens (2 blocks of 32, N_eff = 64), per-token time spread X ~ LogNormal(-s^2/2, s),
+    s = 0.3: S = 50 + 2 x 64 x X, p95 = 50 + 128 exp(-0.045 + 1.6449 x 0.3) = 50 + 128 x 1.5659 = 250.4 ms.
+    (Folded into the length and rounded, as before, 40 x 1.5659 = 62.6 tokens is still 2 blocks: 178 ms, no
+    spread at all: the gap behind the diffusion deployments' short outputs, issue 12.)"""
+    mu, sigma = L.output_lognormal(40.0, 40.0)
+    svc = L.ServiceTime(np.array([50.0]), np.array([2.0]), mu[None], sigma[None], 32.0, 0.3)
+    assert svc.quantile(0.95)[0] == pytest.approx(250.4, abs=0.1)
+    assert svc.survival(svc.quantile(0.95))[0] == pytest.approx(0.05, abs=1e-9)
+    assert svc.mean_ms[0] == pytest.approx(178.0)
+    assert svc.var_ms2[0] == pytest.approx(128.0**2 * np.expm1(0.09))
+
+
+def test_whole_blocks_with_a_time_spread_match_monte_carlo():
+    """Lognormal lengths in blocks of 32 times a per-token spread: P(S > t), p95, moments against 400k draws;
+    the closed-form quantile bounds bracket the p95."""
+    rng = np.random.default_rng(2)
+    mu, sigma = L.output_lognormal(np.array([40.0, 300.0, 2000.0]))
+    sx = np.array([0.35, 0.2, 0.6])
+    svc = L.ServiceTime(np.full(3, 50.0), np.full(3, 2.0), mu, sigma, np.full(3, 32.0), sx)
+    n = np.exp(mu[:, None] + sigma[:, None] * rng.standard_normal((3, 400_000)))
+    x = np.exp(-sx[:, None] ** 2 / 2 + sx[:, None] * rng.standard_normal((3, 400_000)))
+    s = 50.0 + 2.0 * 32.0 * np.ceil(n / 32.0) * x
+    assert svc.mean_ms == pytest.approx(s.mean(axis=1), rel=3e-3)
+    assert svc.var_ms2 == pytest.approx(s.var(axis=1), rel=3e-2)
+    assert svc.quantile(0.95) == pytest.approx(np.quantile(s, 0.95, axis=1), rel=3e-3)
+    for q in (0.5, 0.95, 0.99):
+        t = np.quantile(s, q, axis=1)
+        assert svc.survival(t) == pytest.approx((s > t[:, None]).mean(axis=1), abs=2e-3)
+    lo, hi = svc.quantile_bounds(0.95)
+    assert (lo <= svc.quantile(0.95)).all() and (svc.quantile(0.95) <= hi).all()
 
 def test_mmc_limit_is_erlang_c_with_allen_cunneen():
     """No prefill, constant step: P(W > t) of the model is queueing.p_wait_exceeds on n x cap servers."""

@@ -159,9 +159,13 @@ def effective_tokens_moments(mu, sigma, block_tokens=None) -> tuple[np.ndarray, 
 
 @dataclass(frozen=True, eq=False)
 class ServiceTime:
-    """S = a_ms + c_ms_per_token x N_eff, N ~ LogNormal(mu, sigma), N_eff = L ceil(N / L): per workload row.
+    """S = a_ms + c_ms_per_token x X x N_eff, N ~ LogNormal(mu, sigma), N_eff = L ceil(N / L): per workload row.
 
     block_tokens L: tokens per block of block-wise (diffusion) decoding; None or 1 leaves N unrounded.
+    spread_sigma s: X ~ LogNormal(-s^2 / 2, s) (mean 1), independent of N: the spread of the
+    per-token time (the batch a request finds, the others' prefills landing during its decode).
+    It is a spread of time, not of length, so it is never rounded to whole blocks; with L = 1,
+    X N is one lognormal (mu - s^2 / 2, sqrt(sigma^2 + s^2)).
     """
 
     a_ms: np.ndarray
@@ -169,6 +173,7 @@ class ServiceTime:
     mu: np.ndarray
     sigma: np.ndarray
     block_tokens: np.ndarray | float | None = None  # one per row, one for all, or None (1)
+    spread_sigma: np.ndarray | float = 0.0  # one per row or one for all
 
     @property
     def _L(self) -> np.ndarray:
@@ -176,14 +181,15 @@ class ServiceTime:
 
     @property
     def mean_ms(self) -> np.ndarray:
-        """E[S] = a + c E[N_eff] (E[N] = exp(mu + sigma^2 / 2) when L = 1)."""
+        """E[S] = a + c E[N_eff] (E[X] = 1; E[N] = exp(mu + sigma^2 / 2) when L = 1)."""
         return self.a_ms + self.c_ms_per_token * effective_tokens_moments(self.mu, self.sigma, self.block_tokens)[0]
 
     @property
     def var_ms2(self) -> np.ndarray:
-        """Var S = c^2 Var N_eff (= c^2 E[N]^2 (exp(sigma^2) - 1) when L = 1)."""
+        """Var S = c^2 (E[X^2] E[N_eff^2] - E[N_eff]^2), E[X^2] = exp(s^2) (= c^2 Var N_eff without a spread)."""
         m1, m2 = effective_tokens_moments(self.mu, self.sigma, self.block_tokens)
-        return self.c_ms_per_token**2 * np.maximum(m2 - m1**2, 0.0)
+        ex2 = np.exp(np.asarray(self.spread_sigma, dtype=float) ** 2)
+        return self.c_ms_per_token**2 * np.maximum(ex2 * m2 - m1**2, 0.0)
 
     @property
     def cv2(self) -> np.ndarray:
@@ -191,18 +197,55 @@ class ServiceTime:
         mean = self.mean_ms
         return np.divide(self.var_ms2, mean**2, out=np.zeros_like(mean), where=mean > 0)
 
+    def _arrays(self, p):
+        """p and every parameter broadcast to one shape: (p, a, c, mu, sigma, L, s)."""
+        return np.broadcast_arrays(np.asarray(p, dtype=float), *(np.asarray(x, dtype=float) for x in (
+            self.a_ms, self.c_ms_per_token, self.mu, self.sigma, self._L, self.spread_sigma)))
+
     def quantile(self, p) -> np.ndarray:
-        """The p-quantile of S (p broadcasts against the rows); whole blocks: a + c L ceil(q_N(p) / L)."""
-        z = special.ndtri(np.asarray(p, dtype=float))
-        n = np.exp(self.mu + self.sigma * z)
-        L = self._L
-        n = np.where(L > 1, L * np.maximum(np.ceil(n / L - 1e-12), 1.0), n)
-        return self.a_ms + self.c_ms_per_token * n
+        """The p-quantile of S (p broadcasts against the rows); whole blocks: a + c L ceil(q_N(p) / L).
+
+        Whole blocks with a spread (no closed form): bisection on the survival between quantile_bounds.
+        """
+        p, a, c, mu, sigma, L, sx = self._arrays(p)
+        fmu, fsigma = _folded(mu, sigma, sx)
+        n = np.exp(fmu + fsigma * special.ndtri(p))
+        out = a + c * np.where(L > 1, L * np.maximum(np.ceil(n / L - 1e-12), 1.0), n)
+        mixed = (L > 1) & (sx > 0)
+        if not mixed.any():
+            return out
+        lo, hi = (x[mixed] for x in self.quantile_bounds(p))
+        args = [x[mixed] for x in (a, c, mu, sigma, L, sx)]
+        for _ in range(60):  # the survival is continuous there (X has a density): halve the bracket to ~1e-18
+            mid = (lo + hi) / 2.0
+            above = _block_spread_survival(mid, *args) > 1.0 - p[mixed]
+            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+        out = out.copy()
+        out[mixed] = hi
+        return out
+
+    def quantile_bounds(self, p) -> tuple[np.ndarray, np.ndarray]:
+        """(lo, hi) around the p-quantile of S in closed form (both the quantile where no blocks or no spread).
+
+        N <= N_eff <= N + L, so a + c X N <= S <= a + c X (N + L): lo is the quantile of the
+        lognormal X N; hi adds the union bound P(X N > u) + P(X L > v) <= 1 - p at u, v the
+        (1 + p) / 2 quantiles of X N and X L.
+        """
+        p, a, c, mu, sigma, L, sx = self._arrays(p)
+        fmu, fsigma = _folded(mu, sigma, sx)
+        n = np.exp(fmu + fsigma * special.ndtri(p))
+        mixed = (L > 1) & (sx > 0)
+        whole = a + c * np.where(L > 1, L * np.maximum(np.ceil(n / L - 1e-12), 1.0), n)
+        if not mixed.any():
+            return whole, whole
+        z2 = special.ndtri((1.0 + p) / 2.0)
+        hi = a + c * (np.exp(fmu + fsigma * z2) + L * np.exp(-sx**2 / 2.0 + sx * z2))
+        return np.where(mixed, a + c * n, whole), np.where(mixed, hi, whole)
 
     def survival(self, t_ms) -> np.ndarray:
         """P(S > t)."""
         return _survival(np.asarray(t_ms, dtype=float), self.a_ms, self.c_ms_per_token, self.mu, self.sigma,
-                         self.block_tokens)
+                         self.block_tokens, self.spread_sigma)
 
 
 def service_time(a_ms, c_ms_per_token, mean_tokens, p95_tokens=None, block_tokens=None) -> ServiceTime:
@@ -257,23 +300,87 @@ def _whole_blocks(t, a, c, L):
         return np.where(t >= a, np.floor((t - a) / (c * L) + 1e-12), -1.0)
 
 
-def _survival(t, a, c, mu, sigma, block_tokens=None):
-    """P(S > t); whole blocks: P(K > m) = P(N > m L), m = floor((t - a) / (c L))."""
-    cont = special.ndtr(-_z_of(t, a, c, mu, sigma))
-    if block_tokens is None:
-        return cont
-    t, a, c, mu, sigma, L = np.broadcast_arrays(t, a, c, mu, sigma, np.asarray(block_tokens, dtype=float))
+def _folded(mu, sigma, spread):
+    """(mu, sigma) of X N, N ~ LogNormal(mu, sigma), X ~ LogNormal(-s^2 / 2, s) independent (s = spread)."""
+    if np.ndim(spread) == 0 and spread == 0:
+        return mu, sigma  # the waited (full-batch) service and the batch-1 service: no spread to fold
+    s2 = np.asarray(spread, dtype=float) ** 2
+    return mu - s2 / 2.0, np.sqrt(sigma**2 + s2)
+
+
+def _survival(t, a, c, mu, sigma, block_tokens=None, spread=0.0):
+    """P(S > t), S = a + c X N_eff; whole blocks: P(K > m) = P(N > m L), m = floor((t - a) / (c L)) without
+    a spread, the block sum of _block_spread_survival with one."""
+    L = None if block_tokens is None else np.asarray(block_tokens, dtype=float)
+    if L is None or not (L > 1).any():
+        fmu, fsigma = _folded(mu, sigma, spread)
+        return special.ndtr(-_z_of(t, a, c, fmu, fsigma))
+    t, a, c, mu, sigma, L, sx = np.broadcast_arrays(t, a, c, mu, sigma, L, np.asarray(spread, dtype=float))
     blk = L > 1
-    if not blk.any():
-        return cont
-    m = _whole_blocks(t, a, c, L)
-    return np.where(blk, _n_survival(m * L, mu, sigma), cont)
+    mixed = blk & (sx > 0)
+    if mixed.all():  # a diffusion deployment's free service: every row (one stack per deployment)
+        return _block_spread_survival(*(x.ravel() for x in (t, a, c, mu, sigma, L, sx))).reshape(np.shape(t))
+    out = np.empty(np.shape(t))
+    for rows, f in ((~blk, lambda t, a, c, mu, sigma, L, sx: special.ndtr(-_z_of(t, a, c, *_folded(mu, sigma, sx)))),
+                    (blk & ~mixed, lambda t, a, c, mu, sigma, L, sx: _n_survival(_whole_blocks(t, a, c, L) * L, mu,
+                                                                                  sigma)),
+                    (mixed, _block_spread_survival)):
+        if rows.any():
+            out[rows] = f(*(x[rows] for x in (t, a, c, mu, sigma, L, sx)))
+    return out
+
+
+def _block_spread_survival(t, a, c, mu, sigma, L, sx):
+    """P(a + c X L K > t), K = ceil(N / L), X ~ LogNormal(-sx^2 / 2, sx): flat arrays of items with L > 1, sx > 0.
+
+    With y = (t - a) / (c L), P = sum over k of P(K = k) P(X > y / k). P(X > y / k) is below
+    P(Z > 5) = 3e-7 for k < y exp(sx^2 / 2 - 5 sx) and above 1 - 3e-7 for k > y exp(sx^2 / 2 + 5 sx);
+    the blocks between (where K has mass) are summed one block a column while they span at most
+    _BLOCK_TERMS (exact), else in _BLOCK_TERMS groups geometric in k (P(X > y / k) depends on ln k)
+    with P(X > y / k) at the group's geometric middle; the blocks above are counted whole.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        y = np.maximum(t - a, 0.0) / (c * L)
+        yh = y * np.exp(sx * sx / 2.0)  # P(X > y / k) = P(Z > ln(yh / k) / sx)
+        w = np.exp(5.0 * sx)
+        # ... and where K has mass: N within e^(mu +- 6 sigma) (outside, P(K = k) sums to 2e-9).
+        k_lo = np.maximum(np.maximum(np.floor(yh / w), np.ceil(np.exp(mu - 6.0 * sigma) / L)), 1.0)
+        k_hi = np.maximum(np.minimum(np.ceil(yh * w), np.ceil(np.exp(mu + 6.0 * sigma) / L)), k_lo)
+        # As few groups as the widest window needs (most span a few dozen blocks: one block a group, exact).
+        groups = int(min(_BLOCK_TERMS, np.max(k_hi - k_lo + 1.0, initial=1.0)))
+        j = np.arange(groups + 1, dtype=float)[None, :]
+        kl = k_lo[:, None]
+        # group j holds blocks edge_j .. edge_{j+1} - 1 (empty where the geometric edges coincide)
+        edge = np.maximum(np.floor(kl * np.exp(np.log((k_hi + 1.0) / k_lo)[:, None] / groups * j)), kl + j)
+        ln_e, ln_em1 = np.log(edge), np.log(edge - 1.0)
+        # P(K >= edge) = P(N > (edge - 1) L) = Phi((mu - ln((edge - 1) L)) / sigma); sigma = 0 (every request
+        # e^mu tokens): 1 where (edge - 1) L < e^mu, else 0.
+        d = (mu - np.log(L))[:, None] - ln_em1
+        pos = sigma > 0
+        if pos.all():
+            at_least = special.ndtr(d / sigma[:, None])
+        else:
+            at_least = np.where(pos[:, None], special.ndtr(d / np.where(pos, sigma, 1.0)[:, None]), d > 0)
+        mass = at_least[:, :-1] - at_least[:, 1:]
+        z = (np.log(yh)[:, None] - (ln_e[:, :-1] + ln_em1[:, 1:]) / 2.0) / sx[:, None]
+        out = np.einsum("ij,ij->i", mass, special.ndtr(-z)) + at_least[:, -1]
+    return np.where(y > 0, np.clip(out, 0.0, 1.0), 1.0)
+
+
+def _all_blocks(block_tokens, *xs):
+    """(shape, xs then L flattened) when every item is decoded in whole blocks (L > 1), else None."""
+    if block_tokens is None or not np.all(np.asarray(block_tokens) > 1):
+        return None
+    arrays = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (*xs, block_tokens)))
+    return arrays[0].shape, [x.ravel() for x in arrays]
 
 
 def _block_rows(shape, block_tokens, *xs):
     """Flat indices of the items decoded in whole blocks (L > 1), and xs then L broadcast to shape at them."""
     L = np.broadcast_to(np.asarray(block_tokens, dtype=float), shape)
     blk = np.flatnonzero(L.ravel() > 1)
+    if blk.size == 0:  # the usual case (no diffusion): nothing to gather
+        return blk, []
     return blk, [np.broadcast_to(np.asarray(x, dtype=float), shape).ravel()[blk] for x in (*xs, L)]
 
 
@@ -309,6 +416,12 @@ def _p_exceed_with_wait(t, a, c, mu, sigma, theta_per_ms, block_tokens=None):
     beta = theta (t - a): smooth, so two Gauss–Legendre panels (the first one over
     the exponential's fast decay near u = 0) integrate it.
     """
+    every = _all_blocks(block_tokens, t, a, c, mu, sigma, theta_per_ms)
+    if every is not None:  # a diffusion deployment: the block sum alone (no quadrature to throw away)
+        shape, args = every
+        top, rest = _block_j(*args)
+        res = np.clip(_survival(*args[:5], args[6]) + top + rest, 0.0, 1.0).reshape(shape)
+        return np.where(theta_per_ms > 0, res, 1.0)
     z_t = _z_of(t, a, c, mu, sigma)
     surv = special.ndtr(-z_t)
     beta = theta_per_ms * np.maximum(t - a, 0.0)
@@ -550,9 +663,12 @@ class PooledState:
         with np.errstate(divide="ignore", invalid="ignore"):
             cv2_int = np.where(t_ref > 0, self.interference_var_per_ms[r] / (keep * t_ref), 0.0)
         s2 = np.log1p(self.batch_cv2[r]) + np.log1p(np.nan_to_num(cv2_int, nan=0.0, posinf=0.0))
-        return ServiceTime(dep.prefill_ms[idx] * self.prefill_stretch[r] + self.join_ms[r], self.ms_per_token[r],
-                           dep.output_mu[idx] - s2 / 2.0,
-                           np.sqrt(dep.output_sigma[idx] ** 2 + s2), dep.row_block_tokens[idx])
+        a = dep.prefill_ms[idx] * self.prefill_stretch[r] + self.join_ms[r]
+        if not (L > 1).any():  # X N is one lognormal: fold it here, once, rather than in every survival
+            return ServiceTime(a, self.ms_per_token[r], dep.output_mu[idx] - s2 / 2.0,
+                               np.sqrt(dep.output_sigma[idx] ** 2 + s2), L)
+        # A spread of the per-token time (X in ServiceTime), not of the length: whole blocks round N only.
+        return ServiceTime(a, self.ms_per_token[r], dep.output_mu[idx], dep.output_sigma[idx], L, np.sqrt(s2))
 
     def service_full(self, dep: PooledDeployments, idx=None) -> ServiceTime:
         """Service time of workload rows idx (default all) when they waited (full batch)."""
@@ -695,6 +811,11 @@ def _j_bounds(t, a, c, mu, sigma, theta_per_ms, block_tokens=None):
       J <= phi(z_t) M(l - z_t) + exp(-beta (1 - exp(-sigma U))) P(Z < z_t - U) with
       l = beta (1 - exp(-sigma U)) / U; the least over U in {0.5, 1, 2, 4}.
     """
+    every = _all_blocks(block_tokens, t, a, c, mu, sigma, theta_per_ms)
+    if every is not None:
+        shape, args = every
+        top, rest = _block_j(*args)
+        return top.reshape(shape), (top + rest).reshape(shape)
     z_t = _z_of(t, a, c, mu, sigma)
     ok = np.isfinite(z_t) & (sigma > 0)
     zt = np.where(ok, z_t, 0.0)
@@ -735,14 +856,14 @@ def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True
     r = dep.row[idx]
     c_wait = st.p_wait[r]
     sf, sw = st.service(dep, idx), st.service_full(dep, idx)
-    free = (sf.a_ms, sf.c_ms_per_token, sf.mu, sf.sigma, sf.block_tokens)
+    free = (sf.a_ms, sf.c_ms_per_token, sf.mu, sf.sigma, sf.block_tokens, sf.spread_sigma)
     full = (sw.a_ms, sw.c_ms_per_token, sw.mu, sw.sigma)
     blk = sw.block_tokens
     theta = st.wait_rate_per_ms[r]
     e = dep.escalated_share[idx]
 
     def one(tt, sel=None):
-        pick = (lambda x: x) if sel is None else (lambda x: x[sel])
+        pick = (lambda x: x) if sel is None else (lambda x: x[sel] if np.ndim(x) else x)
         cw, args_f, args_w, th = pick(c_wait), tuple(map(pick, free)), tuple(map(pick, full)), pick(theta)
         bl = pick(blk)
         base = (1.0 - cw) * _survival(tt, *args_f)
@@ -823,8 +944,8 @@ def percentile_ms(dep: PooledDeployments, replicas, q: float = 1.0 - SLO_TAIL,
     theta = st.wait_rate_per_ms[r]
     with np.errstate(divide="ignore"):
         wait_hi = np.where(st.p_wait[r] > 0, np.log(4.0 / tail) / np.where(theta > 0, theta, np.inf), 0.0)
-    a = np.minimum(free.quantile(q), full.quantile(q))
-    b = np.maximum(free.quantile(1.0 - tail / 4.0), full.quantile(1.0 - tail / 4.0)) + wait_hi \
+    a = np.minimum(free.quantile_bounds(q)[0], full.quantile(q))
+    b = np.maximum(free.quantile_bounds(1.0 - tail / 4.0)[1], full.quantile(1.0 - tail / 4.0)) + wait_hi \
         + dep.escalated_extra_ms[items]
     b = np.maximum(b, a)
     fa = _p_fast(dep, st, items, a) - tail
