@@ -175,7 +175,7 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
                                 steps_per_token=ph["spt"], cap_lo=lo, cap_hi=hi,
                                 tier=TIER_NAMES[t] if tiers_of[(r, g)] > 1 else "", edge=t == EDGE_TIER))
 
-    api_monthly = np.where(api_cols[col_route][None, :], base[:, col_route] * per_month[:, None], np.inf)
+    api_monthly_r = np.where(api_cols[None, :], base * per_month[:, None], np.inf)  # (W, engine routes)
     fb = a["fallback_route"].astype(int)
     fb_safe = np.where(fb >= 0, fb, 0)
     fb_is_api = (fb >= 0) & api_cols[fb_safe] if R else np.zeros(W, bool)
@@ -190,12 +190,13 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
     return PlanInputs(
         workload_ids=ev.workloads["workload_id"].to_numpy(), interactive=interactive, lam_peak=lam_peak,
         lam_mean=rpd / 86400.0, profile=hourly_profile(pf, traffic_shape(sc)[0]), slo_ms=slo, allowed=allowed,
-        api_monthly=api_monthly, gpu_hours_day=np.nan_to_num(a["gpu_hours_per_day"], nan=0.0)[:, col_route],
-        offline_min_gpus=np.nan_to_num(a["replicas"] * a["gpus_per_replica"], nan=0.0)[:, col_route],
+        api_monthly_r=api_monthly_r, gpu_hours_day_r=np.nan_to_num(a["gpu_hours_per_day"], nan=0.0),
+        offline_min_gpus_r=np.nan_to_num(a["replicas"] * a["gpus_per_replica"], nan=0.0),
         # The same for every workload: a read-only (W, C) view of one row, not W copies of it.
         offline_gpus_per_replica=np.broadcast_to(np.where(col_g > 0, col_g, 1)[None, :], (W, C)),
-        fallback_share=np.nan_to_num(a["fallback_share"])[:, col_route],
-        fallback_route=fb_col, fallback_api_monthly=fallback_api, latency_ms=a["p95_ms"][:, col_route],
+        fallback_share_r=np.nan_to_num(a["fallback_share"]),
+        # A copy: the plan's own p95s are written into ev.a["p95_ms"] afterwards; re-plans tie-break on these.
+        fallback_route=fb_col, fallback_api_monthly=fallback_api, latency_ms_r=a["p95_ms"].copy(),
         owned=tuple(owned), n_routes=C, col_route=col_route, gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
         full_usd_per_node_hour=rate.full_usd_per_node_hour, attribution_usd_per_node_hour=attribution_rate,
         concurrency_grid=np.asarray(grid, dtype=float), sla_tail=1.0 - sc.sla_percentile,
@@ -262,7 +263,7 @@ def restrict(inp: PlanInputs, route_mask: np.ndarray) -> PlanInputs:
     cols_ok = np.asarray(route_mask, dtype=bool)[inp.col_route]
     fb = inp.fallback_route
     fb_ok = np.where(fb >= 0, cols_ok[np.where(fb >= 0, fb, 0)], True)
-    escalates = inp.fallback_share > 0
+    escalates = inp.fallback_share_r[:, inp.col_route] > 0
     return replace(inp, allowed=inp.allowed & cols_ok[None, :] & ~(escalates & ~fb_ok[:, None]))
 
 
@@ -330,7 +331,7 @@ def _route_gpus(inp: PlanInputs, plan: PlanCost, positions: list[int]) -> int:
         c = inp.owned[pos].index
         d = plan.sizes.get(pos)
         inter = d.gpus if d is not None and d.feasible else 0
-        hours = float(np.nansum(inp.gpu_hours_day[(plan.assignment == c) & ~inp.interactive, c]))
+        hours = float(np.nansum(inp.gpu_hours_day_r[(plan.assignment == c) & ~inp.interactive, inp.col_route[c]]))
         total += int(inter + np.ceil(hours / 24.0 - 1e-9))
     return total
 
@@ -357,8 +358,8 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
 
     attributed = np.zeros(W)
     # API spend, primary and escalated.
-    attributed += np.where(has, np.nan_to_num(inp.api_monthly[rows_all, safe], posinf=0.0), 0.0)
-    f = np.where(has, inp.fallback_share[rows_all, safe], 0.0)
+    attributed += np.where(has, np.nan_to_num(inp.api_monthly_r[rows_all, inp.col_route[safe]], posinf=0.0), 0.0)
+    f = np.where(has, inp.fallback_share_r[rows_all, inp.col_route[safe]], 0.0)
     fb = inp.fallback_route
     fb_owned = planner._fb_owned
     esc = has & (f > 0) & (fb >= 0)
@@ -393,7 +394,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
             np.add.at(attributed, d.rows, share * cost)
         off = np.flatnonzero((prim | extra) & ~inp.interactive)
         off_share = np.where(prim[off], 1.0, f[off])
-        hours = inp.gpu_hours_day[off, r] * off_share
+        hours = inp.gpu_hours_day_r[off, inp.col_route[r]] * off_share
         off_hours = float(hours.sum())
         lic_gpus_off = np.ceil(off_hours / 24.0 - 1e-9)
         if off.size:
@@ -401,7 +402,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
             if off_hours > 0:
                 np.add.at(attributed, off, hours / off_hours * lic)
             batch.append((off, hours))
-        off_min = int(np.nanmax(inp.offline_min_gpus[off, r], initial=0.0)) if off.size else 0
+        off_min = int(np.nanmax(inp.offline_min_gpus_r[off, inp.col_route[r]], initial=0.0)) if off.size else 0
         members = inp.workload_ids[np.flatnonzero(prim)]
         dep: dict[str, Any] = {
             "route_id": route.route_id, "label": route.label, "architecture": route.architecture,
@@ -445,7 +446,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
     standalone: dict[int, np.ndarray] = {}
     for o in inp.owned:
         col = gh[:, o.index] * (inp.full_usd_per_gpu_hour + o.licence_usd_per_gpu_month / HOURS_PER_MONTH)
-        col = col + inp.fallback_share[:, o.index] * inp.fallback_api_monthly
+        col = col + inp.fallback_share_r[:, o.route_index] * inp.fallback_api_monthly
         prev = standalone.get(o.route_index)
         standalone[o.route_index] = col if prev is None else np.fmin(prev, col)
     for er, col in standalone.items():
@@ -562,9 +563,10 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
             target = {"latency_slo_ms": slo}
         else:
             target = {"batch_window_hours": float(w["batch_window_hours"].iloc[i])}
-        api = np.flatnonzero(inp.allowed[i] & np.isfinite(inp.api_monthly[i]))
+        api_i = inp.api_monthly_r[i, inp.col_route]
+        api = np.flatnonzero(inp.allowed[i] & np.isfinite(api_i))
         if api.size:
-            k = int(api[np.argmin(inp.api_monthly[i, api])])
+            k = int(api[np.argmin(api_i[api])])
             moved = v.copy()
             moved[i] = k
             cand = planner.price(moved)

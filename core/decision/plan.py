@@ -126,15 +126,19 @@ class PlanInputs:
     lam_mean: np.ndarray  # requests/s on average
     profile: np.ndarray  # (W, 24) hourly multipliers of the mean rate
     slo_ms: np.ndarray  # (W,) p95 target (NaN for offline work)
-    allowed: np.ndarray  # (W, R) bool: feasible and permitted
-    api_monthly: np.ndarray  # (W, R) monthly API spend when the workload goes there (inf for owned)
-    gpu_hours_day: np.ndarray  # (W, R) offline GPU-hours per day on an owned route
-    offline_min_gpus: np.ndarray  # (W, R) GPUs the offline work needs at once to finish inside its window
-    offline_gpus_per_replica: np.ndarray  # (W, R)
-    fallback_share: np.ndarray  # (W, R) share of outputs escalated
-    fallback_route: np.ndarray  # (W,) route escalated to (-1: none)
+    allowed: np.ndarray  # (W, C) bool: feasible and permitted, per plan column
+    # Per ENGINE route (W, E), not per plan column: an owned stack has a plan column per GPU count and tier,
+    # and they all read the same figure, so plan column c reads column col_route[c] (up to 6x less memory;
+    # the _r suffix makes any reader that indexes them by plan column fail loudly instead of reading another
+    # route's figure).
+    api_monthly_r: np.ndarray  # monthly API spend when the workload goes there (inf for owned)
+    gpu_hours_day_r: np.ndarray  # offline GPU-hours per day on an owned route
+    offline_min_gpus_r: np.ndarray  # GPUs the offline work needs at once to finish inside its window
+    offline_gpus_per_replica: np.ndarray  # (W, C) read-only view
+    fallback_share_r: np.ndarray  # share of outputs escalated
+    fallback_route: np.ndarray  # (W,) plan column escalated to (-1: none)
     fallback_api_monthly: np.ndarray  # (W,) monthly API spend if all requests went to the fallback route
-    latency_ms: np.ndarray  # (W, R) standalone p95 (tie-break)
+    latency_ms_r: np.ndarray  # standalone p95 (tie-break)
     owned: tuple[OwnedRoute, ...]
     n_routes: int  # plan columns: every API route, and every owned stack once per GPUs-per-replica option
     col_route: np.ndarray  # (C,) engine route of each plan column
@@ -314,7 +318,7 @@ class Planner:
         prefill = np.nan_to_num(_given(route.prefill_ms, "prefill_ms")[rows], nan=0.0)
         n_out = _given(inp.output_tokens, "output_tokens")[rows]
         primary = np.arange(n) < n_primary
-        esc_share = np.where(primary & (inp.fallback_route[rows] >= 0), inp.fallback_share[rows, route.index], 0.0)
+        esc_share = np.where(primary & (inp.fallback_route[rows] >= 0), inp.fallback_share_r[rows, route.route_index], 0.0)
         esc_extra = np.where(esc_share > 0, _given(inp.fallback_extra_ms, "fallback_extra_ms")[rows], 0.0)
         # One step curve per deployment, at the members' mean context weighted by the time each spends in
         # the batch (rate x output tokens): KV reads grow with the contexts actually running.
@@ -457,9 +461,10 @@ class Planner:
         a = assign[rows]
         has = a >= 0
         safe = np.where(has, a, 0)
-        on_api = inp.api_monthly[rows, safe]
+        er = inp.col_route[safe]
+        on_api = inp.api_monthly_r[rows, er]
         # Escalated shares: an owned fallback takes f of the load; an API fallback is paid per request.
-        f = np.where(has, inp.fallback_share[rows, safe], 0.0)
+        f = np.where(has, inp.fallback_share_r[rows, er], 0.0)
         esc = has & (f > 0) & (inp.fallback_route[rows] >= 0)
         fb_owned = self._fb_owned[rows]
         row_api = np.where(has & np.isfinite(on_api), on_api, 0.0) \
@@ -485,6 +490,8 @@ class Planner:
             touched = None
         else:
             changed = np.flatnonzero(assign != base.assignment)
+            # A plan with parts has its per-row terms too (price() sets all four or none).
+            assert base.row_api is not None and base.esc_share is not None and base.esc_owned is not None
             row_api, f, esc_owned = base.row_api.copy(), base.esc_share.copy(), base.esc_owned.copy()
             row_api[changed], f[changed], esc_owned[changed] = self._row_terms(assign, changed)
             old_fb = changed[base.esc_owned[changed]]
@@ -549,7 +556,6 @@ class Planner:
         """One owned column's part of the bill: (its interactive deployment or None, offline GPU-hours a day,
         offline GPUs needed at once, licence $/month); None when nothing runs there."""
         inp = self.inp
-        r = route.index
         if prim is None and extra is None:
             return None
         prim = prim if prim is not None else np.zeros(0, dtype=int)
@@ -569,9 +575,10 @@ class Planner:
                 return d, 0.0, 0.0, 0.0
             d_gpus = d.gpus
         p_off, e_off = prim[~inp.interactive[prim]], extra[~inp.interactive[extra]]
-        off_hours = float(np.nansum(inp.gpu_hours_day[p_off, r])) + float(
-            np.nansum(inp.gpu_hours_day[e_off, r] * f[e_off]))
-        off_min = float(np.nanmax(inp.offline_min_gpus[p_off, r], initial=0.0))
+        er = route.route_index
+        off_hours = float(np.nansum(inp.gpu_hours_day_r[p_off, er])) + float(
+            np.nansum(inp.gpu_hours_day_r[e_off, er] * f[e_off]))
+        off_min = float(np.nanmax(inp.offline_min_gpus_r[p_off, er], initial=0.0))
         lic = route.licence_usd_per_gpu_month * (d_gpus + np.ceil(off_hours / 24.0 - 1e-9))
         return d, off_hours, off_min, lic
 
@@ -583,16 +590,19 @@ class Planner:
             inp = self.inp
             cols = np.array([o.index for o in inp.owned], dtype=int)
             lic = np.array([o.licence_usd_per_gpu_month / HOURS_PER_MONTH for o in inp.owned])
-            fb = _nan_to_num(inp.fallback_share * inp.fallback_api_monthly[:, None])
+            # Per engine route first (E columns), gathered to plan columns once.
+            fb_r = _nan_to_num(inp.fallback_share_r * inp.fallback_api_monthly[:, None])
+            lat_r = _nan_to_num(inp.latency_ms_r)
             res = _nan_to_num(self._gpu_hours_month[:, cols], nan=np.inf)
             ok = inp.allowed[:, cols] & np.isfinite(res)
             res = np.where(ok, res, 0.0)
-            fixed = np.where(ok, res * lic[None, :] + fb[:, cols], np.inf)
+            own_r = inp.col_route[cols]
+            fixed = np.where(ok, res * lic[None, :] + fb_r[:, own_r], np.inf)
             # Ties go to fewer GPU-hours, then lower latency.
-            lat = _nan_to_num(inp.latency_ms)
-            tie = res * 1e-9 + lat[:, cols] * 1e-12
-            api_mask = np.isfinite(inp.api_monthly) & inp.allowed
-            api_cost = np.where(api_mask, inp.api_monthly + fb + lat * 1e-12, np.inf)
+            tie = res * 1e-9 + lat_r[:, own_r] * 1e-12
+            api_r = inp.api_monthly_r
+            api_cost = np.where(inp.allowed, np.where(np.isfinite(api_r), api_r + fb_r + lat_r * 1e-12, np.inf)
+                                [:, inp.col_route], np.inf)
             api_col = np.argmin(api_cost, axis=1) if inp.n_routes else np.zeros(len(api_cost), dtype=int)
             api_best = api_cost[np.arange(len(api_cost)), api_col] if inp.n_routes else np.full(len(api_cost), np.inf)
             self._lin = (cols, res, fixed + tie, api_col, api_best)
@@ -616,8 +626,9 @@ class Planner:
         full $/GPU-hour on the pooled, linear view (inf where not allowed)."""
         inp = self.inp
         cols, res, fixed, _, _ = self._linear_parts()
-        out = np.where(np.isfinite(inp.api_monthly) & inp.allowed, inp.api_monthly
-                       + np.nan_to_num(inp.fallback_share * inp.fallback_api_monthly[:, None]), np.inf)
+        api_r = inp.api_monthly_r
+        out = np.where(inp.allowed, np.where(np.isfinite(api_r), api_r + np.nan_to_num(
+            inp.fallback_share_r * inp.fallback_api_monthly[:, None]), np.inf)[:, inp.col_route], np.inf)
         out[:, cols] = fixed + res * inp.full_usd_per_gpu_hour
         return out
 
@@ -625,8 +636,9 @@ class Planner:
         """standalone_cost() for one workload (C,), without building the whole matrix."""
         inp = self.inp
         cols, res, fixed, _, _ = self._linear_parts()
-        fb = inp.fallback_share[i] * inp.fallback_api_monthly[i]
-        out = np.where(np.isfinite(inp.api_monthly[i]) & inp.allowed[i], inp.api_monthly[i] + np.nan_to_num(fb), np.inf)
+        api = inp.api_monthly_r[i, inp.col_route]
+        fb = inp.fallback_share_r[i, inp.col_route] * inp.fallback_api_monthly[i]
+        out = np.where(np.isfinite(api) & inp.allowed[i], api + np.nan_to_num(fb), np.inf)
         out[cols] = fixed[i] + res[i] * inp.full_usd_per_gpu_hour
         return out
 
@@ -711,7 +723,7 @@ class Planner:
             # GPUs busy at the peak, held every hour; NaN where no point meets the target alone (not allowed).
             inter = np.where(np.isfinite(gpu_s), inp.lam_peak * np.where(np.isfinite(gpu_s), gpu_s, 0.0), np.nan) \
                 * HOURS_PER_MONTH
-            out[:, r] = np.where(inp.interactive, inter, inp.gpu_hours_day[:, r] * DAYS_PER_MONTH)
+            out[:, r] = np.where(inp.interactive, inter, inp.gpu_hours_day_r[:, route.route_index] * DAYS_PER_MONTH)
         return out
 
     def _improve(self, best: PlanCost, focus: np.ndarray | None = None) -> PlanCost:
@@ -778,8 +790,8 @@ class Planner:
         cols += [x for x in (inp.input_tokens, inp.output_tokens, inp.output_p95_tokens, inp.fallback_extra_ms)
                  if x is not None]
         feats = np.column_stack([np.asarray(c, dtype=float).reshape(len(inp.workload_ids), -1) for c in cols]
-                                + [inp.allowed.astype(float), inp.api_monthly, inp.gpu_hours_day, inp.offline_min_gpus,
-                                   inp.fallback_share, inp.latency_ms, inp.profile])
+                                + [inp.allowed.astype(float), inp.api_monthly_r, inp.gpu_hours_day_r,
+                                   inp.offline_min_gpus_r, inp.fallback_share_r, inp.latency_ms_r, inp.profile])
         # NaN never equals NaN and inf sorts oddly: map both to sentinels before comparing rows.
         feats = np.nan_to_num(feats, nan=-1.5e300, posinf=1.5e300, neginf=-1.4e300)
         return np.unique(feats, axis=0, return_inverse=True)[1].reshape(-1)
