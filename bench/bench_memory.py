@@ -9,7 +9,9 @@ generator: quoted names with commas, blank optional cells), then does in one
 process what the dashboard does for an upload: the uploaded bytes are read and
 validated (`read_inventory`), committed (`commit_inventory`), the report is
 dropped, the latest version is loaded back (`latest_inventory`) and the fleet
-is evaluated as the pages do (`evaluate_store` with the store's catalog). Peak
+is evaluated as the pages do (`evaluate_store` with the store's catalog), then
+one workload's reasons and routes are worded as the Routing page does, and what
+the evaluation holds is listed by part (numpy arrays, each counted once). Peak
 RSS is measured per stage (Linux: VmHWM, reset between stages through
 /proc/self/clear_refs; resetting it resets ru_maxrss too, so the run's peak is
 the largest stage peak), in MiB. A thread ticking every 10 ms beside each
@@ -103,6 +105,49 @@ def stage(name: str, fn, *args, **kwargs):
     return result
 
 
+def _array_bytes(obj, seen: set[int], depth: int = 0) -> int:
+    """Bytes of the numpy arrays reachable from obj (dicts, lists, records), each buffer counted once."""
+    import numpy as np
+
+    if depth > 6 or id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        root = obj
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        if root is not obj and id(root) in seen:
+            return 0
+        seen.add(id(root))
+        return root.nbytes
+    if isinstance(obj, dict):
+        return sum(_array_bytes(v, seen, depth + 1) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(_array_bytes(v, seen, depth + 1) for v in obj)
+    if hasattr(obj, "__dict__") and not isinstance(obj, type):
+        return sum(_array_bytes(v, seen, depth + 1) for v in vars(obj).values())
+    return 0
+
+
+def _held_by_part(ev) -> None:
+    """What the evaluation holds, by part: its arrays, the plan inputs, the planner's own arrays, the rest."""
+    seen: set[int] = set()
+    n = len(ev.workloads)
+    rest = {k: v for k, v in vars(ev).items() if k not in ("a", "plan_inputs", "planner", "workloads")}
+    parts = [("ev.a", _array_bytes(ev.a, seen)), ("plan inputs", _array_bytes(ev.plan_inputs, seen)),
+             ("planner (beyond its inputs)", _array_bytes(ev.planner, seen)),
+             ("workloads frame", int(ev.workloads.memory_usage(deep=True).sum())),
+             ("the rest (arrays)", _array_bytes(rest, seen))]
+    for name, b in [*parts, ("held by the evaluation", sum(b for _, b in parts))]:
+        print(f"    {name:<30} {b / MIB:8,.1f} MiB  {b / n / 1024:5.2f} KB per workload")
+
+
+def _routing_page_words(ev) -> None:
+    """One workload's reasons and its routes with why not, as the Routing page shows them."""
+    ev.reasons(0)
+    ev.routes_frame(0)
+
+
 def _workloads_page():
     """The real app (router, sidebar, page) in-process, switched to the Workloads page."""
     from streamlit.testing.v1 import AppTest
@@ -131,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--page", action="store_true",
                     help="then open the Workloads page on that store through AppTest (first run and a rerun)")
     ap.add_argument("--upload", action="store_true",
-                    help="instead: upload the file on the Workloads page (AppTest), commit it there, rerun")
+                    help="instead: upload the file on the Workloads page (AppTest), commit it there, rerun, "
+                         "then go to the Pricing page")
     args = ap.parse_args(argv)
 
     from core.catalog import Catalog
@@ -164,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
             for k in range(3):
                 stage(f"rerun {k + 1}", _rerun, at)
             print(f"    {' '.join(str(c.value) for c in at.caption)[:160]}")
+            at.switch_page("screens/pricing.py")  # the user moves on: what does the session still hold?
+            stage("to the Pricing page", _rerun, at)
+            stage("Pricing page, rerun", _rerun, at)
             del at
             return _peak_report(args.limit_mib)
         data = csv_path.read_bytes()  # what the dashboard's uploader hands over
@@ -189,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
             ev = stage("evaluate_store (as the pages do)", evaluate_store, store, Scenario(fleet_nodes=args.fleet_nodes),
                        catalog=catalog)
             print(f"    {len(ev.workloads):,} workloads on {len(ev.routes)} routes")
+            stage("one workload's reasons and routes (Routing page)", _routing_page_words, ev)
+            _held_by_part(ev)
             del ev
         store.close()
     return _peak_report(args.limit_mib)

@@ -722,10 +722,10 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     # Cost per request and per million output tokens (before quality fallback).
     per_month_requests = rpd * DAYS_PER_MONTH
     owned_cols = np.array([rt.hosting == "owned" for rt in routes])
+    # In place: a (W, R) temporary here stayed alive through the whole plan search.
     with np.errstate(divide="ignore", invalid="ignore"):
-        owned_per_req = a["monthly_usd"] / per_month_requests[:, None]
-    a["usd_per_request"] = np.where(owned_cols[None, :], owned_per_req, a["usd_per_request"])
-    a["usd_per_request"] = np.where(rpd[:, None] > 0, a["usd_per_request"], 0.0)
+        a["usd_per_request"][:, owned_cols] = a["monthly_usd"][:, owned_cols] / per_month_requests[:, None]
+    a["usd_per_request"][~(rpd > 0), :] = 0.0
 
     a["base_usd_per_request"] = a["usd_per_request"].copy()  # before escalation costs are folded in
     # Escalation goes only where the plan may send work (not to licensed weights with no fee entered).
