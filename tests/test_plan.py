@@ -7,6 +7,8 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.decision.analysis import fleet_options
 from core.decision.engine import evaluate
@@ -360,3 +362,38 @@ def test_a_move_priced_from_its_base_is_the_full_pricing_bit_for_bit(catalog, ba
         assert sorted(fast.sizes) == sorted(full.sizes)
         base = fast if rng.random() < 0.5 else base  # chains of moves, each from the last
     assert moves >= 10
+
+
+def test_fill_idle_raises_the_quietest_hours_to_one_level():
+    """Hand-worked: busy (2, 6, 4, 10) GPUs, 8 GPUs of capacity, 7 GPU-hours of offline work.
+    Raising the quietest hours to a level L: hours 2 and 4 take (L - 2) + (L - 4) = 7 -> L = 6.5, above the
+    third hour's 6, so it joins: (L - 2) + (L - 4) + (L - 6) = 7 -> L = 19 / 3 = 6.333 (below 8 and 10).
+    The hour at 10 (above capacity) takes nothing; work that does not fit is returned as the room."""
+    from core.decision.plan import fill_idle
+
+    busy = np.array([2.0, 6.0, 4.0, 10.0])
+    fill = fill_idle(busy, 8.0, 7.0)
+    assert fill == pytest.approx([19 / 3 - 2, 19 / 3 - 6, 19 / 3 - 4, 0.0])
+    assert fill_idle(busy, 8.0, 100.0) == pytest.approx([6.0, 2.0, 4.0, 0.0])  # all the room, the rest left over
+    assert fill_idle(busy, 8.0, 0.0) == pytest.approx([0.0] * 4)
+
+
+@given(busy=st.lists(st.floats(0.0, 40.0), min_size=24, max_size=24), capacity=st.sampled_from([8.0, 16.0, 24.0]),
+       share=st.floats(0.0, 1.2))
+@settings(max_examples=60, deadline=None)
+def test_fill_idle_is_a_water_level(busy, capacity, share):
+    """Whatever the hours: the fill never exceeds the room, adds up to the work when it fits, and every
+    hour that takes work ends at one common level no quieter hour is left below."""
+    from core.decision.plan import fill_idle
+
+    busy = np.array(busy)
+    room = np.maximum(capacity - busy, 0.0)
+    work = share * room.sum()
+    fill = fill_idle(busy, capacity, work)
+    assert (fill >= 0).all() and (fill <= room + 1e-9).all()
+    assert fill.sum() == pytest.approx(min(work, room.sum()), abs=1e-7)
+    took = fill > 1e-9
+    if took.any() and work < room.sum():
+        level = busy[took] + fill[took]
+        assert level.max() - level.min() < 1e-7
+        assert (busy[~took] >= level.min() - 1e-7).all()

@@ -892,14 +892,14 @@ def fill_idle(busy: np.ndarray, capacity: float, gpu_hours: float) -> np.ndarray
         return np.zeros_like(busy)
     if gpu_hours >= room.sum():
         return room
-    lo, hi = float(busy.min()), float(capacity)
-    for _ in range(60):  # bisection on the level; 60 halvings is far below float resolution
-        level = (lo + hi) / 2
-        if np.clip(level - busy, 0.0, room).sum() < gpu_hours:
-            lo = level
-        else:
-            hi = level
-    return np.clip(hi - busy, 0.0, room)
+    # The level in closed form (the search calls this for every plan it prices): raising the k quietest
+    # hours b_1 <= ... <= b_k to L takes sum(L - b_i) = gpu_hours, so L_k = (gpu_hours + b_1 + ... + b_k) / k,
+    # and the answer is the first k whose level stays at or below the next hour b_(k+1).
+    b = np.sort(np.minimum(busy, capacity))
+    levels = (gpu_hours + np.cumsum(b)) / np.arange(1, b.size + 1)
+    k = int(np.argmax(levels <= np.r_[b[1:], np.inf]))
+    level = min(float(levels[k]), float(capacity))
+    return np.minimum(np.maximum(level - busy, 0.0), room)
 
 
 def _nan_to_num(x: np.ndarray, nan: float = 0.0) -> np.ndarray:
