@@ -192,8 +192,16 @@ def test_sla_scale_changes_the_routing_table_targets(app):
     assert (after.loc[live, "latency_slo_ms"] == 2 * before.loc[live, "latency_slo_ms"]).all()
 
 
-def test_fleet_page_sweeps_the_chosen_sla_scales(app):
+def test_fleet_page_sweeps_the_chosen_sla_scales(app, monkeypatch):
+    from core.decision import analysis
+
+    swept = []  # the scales the page evaluated (each is a full evaluation)
+    one_scale = analysis.sla_sweep_rows
+    monkeypatch.setattr(analysis, "sla_sweep_rows",
+                        lambda catalog, workloads, scenario, scale: swept.append(scale)
+                        or one_scale(catalog, workloads, scenario, scale))
     at = show(app, "screens/fleet.py")
+    assert swept == [0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0]
     _fleet_tables_wrap_their_text_and_show_no_infinity(at)  # on the same run: the page is slow to draw
     nodes = metrics(at)["Nodes needed"]
     charts = figures(at)
@@ -205,6 +213,7 @@ def test_fleet_page_sweeps_the_chosen_sla_scales(app):
     assert not at.exception
     (sweep,) = [c for t, c in figures(at).items() if t.startswith("Owned nodes per fleet option")]
     assert sweep["data"][0]["x"] == [0.5, 0.75, 1.0]
+    assert len(swept) == 8  # the narrower range is cached per scale: nothing evaluated again
     assert metrics(at)["Nodes needed"] == nodes  # a page-local sweep leaves the scenario's answer alone
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -122,18 +124,30 @@ def architecture_comparison(ev: Evaluation, *, explain: str = "fastest") -> pd.D
     return out
 
 
+def sla_sweep_rows(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario, scale: float) -> list[dict]:
+    """One scale of sla_sweep: one row per fleet option, from a full evaluation with every latency target × scale."""
+    ev = evaluate(catalog, workloads, scenario.model_copy(update={"sla_scale": float(scale)}))
+    opts = fleet_options(ev).set_index("option")
+    return [{"sla_scale": float(scale), "option": name, "owned_nodes": int(opts.loc[name, "owned_nodes"]),
+             "monthly_usd": float(opts.loc[name, "monthly_usd"]),
+             "workloads_unserved": int(opts.loc[name, "workloads_unserved"])} for name in FLEET_OPTIONS]
+
+
 def sla_sweep(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario,
-              scales=(0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0)) -> pd.DataFrame:
-    """Owned nodes each fleet option needs as every latency target is scaled (tighter to the left)."""
-    rows = []
-    for s in scales:
-        ev = evaluate(catalog, workloads, scenario.model_copy(update={"sla_scale": float(s)}))
-        opts = fleet_options(ev).set_index("option")
-        for name in FLEET_OPTIONS:
-            rows.append({"sla_scale": float(s), "option": name, "owned_nodes": int(opts.loc[name, "owned_nodes"]),
-                         "monthly_usd": float(opts.loc[name, "monthly_usd"]),
-                         "workloads_unserved": int(opts.loc[name, "workloads_unserved"])})
-    return pd.DataFrame(rows)
+              scales=(0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 4.0), *,
+              rows_at: Callable[[float], list[dict]] | None = None) -> pd.DataFrame:
+    """Owned nodes each fleet option needs as every latency target is scaled (tighter to the left).
+
+    Each scale is its own evaluation (sla_sweep_rows); `rows_at(scale)` may
+    supply a scale's rows instead, so a caller can cache them one scale at a
+    time (the Fleet page: narrowing or widening the range reuses every scale
+    already computed).
+    """
+    def computed(s: float) -> list[dict]:
+        return sla_sweep_rows(catalog, workloads, scenario, s)
+
+    rows = rows_at or computed
+    return pd.DataFrame([row for s in scales for row in rows(float(s))])
 
 
 SENSITIVITY_CASES: dict[str, dict[str, float]] = {
