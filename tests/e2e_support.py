@@ -20,10 +20,24 @@ VIEWPORT = {"width": 1440, "height": 900}
 
 
 def free_port() -> int:
-    """A TCP port nothing listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port nothing listens on right now (the OS picks it), from this pytest-xdist worker's own share.
+
+    The suite runs on several xdist workers at once. Between the pick and the
+    server binding the port (seconds), another worker could pick the same port,
+    and its health check could then be answered by this worker's server. So
+    worker k of n keeps only ports with (port // 2) % n == k (not port % n:
+    Linux hands bind() odd ports only, keeping even ones for connect()).
+    """
+    n = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")  # "gw0", "gw1", ...; unset when not under xdist
+    k = int(worker[2:]) if worker[:2] == "gw" and worker[2:].isdigit() else 0
+    for _ in range(1000):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if (port // 2) % n == k:
+            return port
+    raise RuntimeError(f"no free port in xdist worker {worker}'s share after 1000 tries")
 
 
 def wait_for_health(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
