@@ -692,7 +692,16 @@ class Planner:
         allowed = self.inp.allowed.copy()
         allowed[rows, cols] = False
         self.inp = replace(self.inp, allowed=allowed)
-        self._lin = None
+        if self._lin is not None:
+            # The linear terms of a barred pair are what _linear_parts gives a pair not allowed (no GPU-hours,
+            # no finite cost); the rest is unchanged, so patch them instead of ~1 s of (W x C) passes at 100k.
+            lin_cols, res, fixed = self._lin[0], self._lin[1], self._lin[2]
+            pos = np.searchsorted(lin_cols, cols) if np.all(np.diff(lin_cols) > 0) else None
+            if pos is not None and np.all(lin_cols[np.minimum(pos, lin_cols.size - 1)] == cols):
+                res[rows, pos] = 0.0
+                fixed[rows, pos] = np.inf
+            else:
+                self._lin = None
         return True
 
     def _standalone_gpu_hours(self) -> np.ndarray:
@@ -703,14 +712,17 @@ class Planner:
         # The tiers of one stack at one GPU count share its service array: GPU-seconds per request at each
         # grid concurrency where the service p95 alone meets the target, computed once per shared array.
         per_point: dict[int, np.ndarray] = {}
+        ratios: dict[int, np.ndarray] = {}  # the output-length p95 ratio depends on the stack's block size only
         for route in inp.owned:
             r = route.index
             svc = route.service_s  # (W, G, B)
             gpu_s_b = per_point.get(id(svc))
             if gpu_s_b is None:
-                p95 = service_p95_alone_ms(svc, route.prefill_ms, _given(inp.output_tokens, "output_tokens"),
-                                           inp.output_p95_tokens,
-                                           latency.block_tokens_of(route.stack))
+                blk = latency.block_tokens_of(route.stack)
+                n_out = _given(inp.output_tokens, "output_tokens")
+                if blk not in ratios:
+                    ratios[blk] = latency.length_ratios(n_out, inp.output_p95_tokens, blk)[0]
+                p95 = service_p95_alone_ms(svc, route.prefill_ms, n_out, inp.output_p95_tokens, blk, ratios[blk])
                 ok = np.isfinite(svc) & (p95 <= inp.slo_ms[:, None, None])
                 g = np.array(route.tp_options, dtype=float)[None, :, None]
                 b = inp.concurrency_grid[None, None, :]
@@ -853,11 +865,14 @@ class Planner:
 
 
 def service_p95_alone_ms(service_s: np.ndarray, prefill_ms: np.ndarray | None, output_tokens: np.ndarray,
-                         output_p95_tokens: np.ndarray | None, block_tokens: int = 1) -> np.ndarray:
+                         output_p95_tokens: np.ndarray | None, block_tokens: int = 1,
+                         q_ratio: np.ndarray | None = None) -> np.ndarray:
     """(W, G, B) p95 of each workload's service alone at each grid concurrency, ms: the decode part scaled by
     its output length's p95 over the length the physics timed (latency.length_ratios: the latency model's
-    lognormal, in whole blocks for diffusion), the prefill as it is."""
-    q_ratio = latency.length_ratios(output_tokens, output_p95_tokens, block_tokens)[0]
+    lognormal, in whole blocks for diffusion), the prefill as it is. q_ratio: that ratio, if already computed
+    for these workloads and this block size."""
+    if q_ratio is None:
+        q_ratio = latency.length_ratios(output_tokens, output_p95_tokens, block_tokens)[0]
     pre = np.nan_to_num(prefill_ms, nan=0.0)[:, None, None] if prefill_ms is not None else 0.0
     return pre + (service_s * 1e3 - pre) * q_ratio[:, None, None]
 
