@@ -1044,8 +1044,10 @@ def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000) -> Replica
     todo = np.flatnonzero(live_rows)
     hi = np.zeros(R, dtype=np.int64)
     found = np.zeros(R, dtype=bool)
+    start: np.ndarray | None = guess[todo]
     for _ in range(64):
-        hi_t, ok_t = _search(dep, todo, cand, lo[todo], max_replicas)
+        hi_t, ok_t = _search(dep, todo, cand, lo[todo], max_replicas, start)
+        start = None  # a resumed search starts just above the count where a row missed
         hi[todo], found[todo] = hi_t, ok_t
         verify = todo[ok_t]
         if verify.size == 0:
@@ -1074,8 +1076,12 @@ def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000) -> Replica
     return ReplicaSizing(replicas, binding, misses)
 
 
-def _search(dep, rows, cand, lo, max_replicas):
-    """Fewest n > lo per configuration in `rows` at which every candidate row passes (and whether one exists)."""
+def _search(dep, rows, cand, lo, max_replicas, start=None):
+    """Fewest n > lo per configuration in `rows` at which every candidate row passes (and whether one exists).
+
+    start: a first count to try per configuration (square-root staffing): where it passes, a bisection
+    below it; where it does not, a gallop up from it. The answer is the same (more replicas never hurt);
+    a big pool takes ~5 checks instead of ~10."""
     R = dep.rows
     r = dep.row
     cand = cand[np.isin(r[cand], rows)]
@@ -1094,6 +1100,9 @@ def _search(dep, rows, cand, lo, max_replicas):
     lo = lo.astype(np.int64).copy()
     gap = np.ones(rows.size, dtype=np.int64)
     hi = np.minimum(lo + 1, max_replicas)
+    if start is not None:
+        hi = np.minimum(np.maximum(hi, np.asarray(start, dtype=np.int64)), max_replicas)
+        gap = np.maximum(hi - lo, 1)
     everything = np.arange(rows.size)
     ok = passes(everything, hi)
     # Gallop: the answer is usually close to the stability bound (square-root staffing).
