@@ -28,7 +28,6 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
 
 from core.errors import InputError
 from core.models import Architecture, Benchmark, GpuSpec, Provenance, ServingStack
@@ -353,6 +352,9 @@ def _fit_cached(stack: ServingStack, gpu: GpuSpec, gpus: int, used: tuple[Benchm
     # only when the first leaves a visible misfit, so a route usually costs one small solve.
     best = None
     for start in (x0, np.log([0.95, 0.9, 0.9, 0.2])):
+        # Imported here: scipy.optimize costs every command ~1 s at start-up, and only a refit uses it.
+        from scipy.optimize import least_squares
+
         res = least_squares(residuals, np.clip(start, lo + 1e-9, hi - 1e-9), bounds=(lo, hi), method="trf", max_nfev=400)
         if best is None or res.cost < best.cost:
             best = res
