@@ -268,6 +268,7 @@ class Planner:
         self._fb_owned = owned_cols[inp.fallback_route]  # index -1 hits the spare False at the end
         self._owned_cols = np.array(sorted(o.index for o in inp.owned), dtype=int)
         self._lin = None
+        self._alt_cache: dict[tuple[int, bytes], np.ndarray] = {}  # whole-deployment moves' targets (_improve)
         self._hopeless: set[tuple[int, int]] = set()  # (row, plan column) found unable to meet the target there
         # The edge pool beside each tier of a stack at one GPU count (plan column -> plan column).
         edge_cols = {(o.route_index, o.tp_options[0]): o.index for o in inp.owned if o.edge}
@@ -692,6 +693,7 @@ class Planner:
         allowed = self.inp.allowed.copy()
         allowed[rows, cols] = False
         self.inp = replace(self.inp, allowed=allowed)
+        self._alt_cache.clear()
         if self._lin is not None:
             # The linear terms of a barred pair are what _linear_parts gives a pair not allowed (no GPU-hours,
             # no finite cost); the rest is unchanged, so patch them instead of ~1 s of (W x C) passes at 100k.
@@ -750,7 +752,12 @@ class Planner:
                 members = np.flatnonzero(best.assignment == route.index)
                 if not members.size:
                     continue
-                alt = self._choose(inp.full_usd_per_gpu_hour, rows=members, exclude=route.index)
+                # Each pass asks again for every deployment; most are unchanged since the last pass.
+                alt_key = (route.index, members.tobytes())
+                alt = self._alt_cache.get(alt_key)
+                if alt is None:
+                    alt = self._alt_cache[alt_key] = self._choose(inp.full_usd_per_gpu_hour, rows=members,
+                                                                  exclude=route.index)
                 if (alt < 0).any():
                     continue
                 if focus is not None and not focus[route.index] and not focus[alt].any():
