@@ -142,10 +142,10 @@ def test_good_upload_previews_commits_and_refuses_a_duplicate(app):
     assert versions["version"].tolist() == [1] and versions["file_name"].iloc[0] == "workloads_sample.csv"
     # Committed: its reports (its rows) are let go, and the page does not read the file again (issue 16).
     assert "wl_reads" not in at.session_state
-    assert "workloads_sample.csv: committed version 1" in texts(at.caption)
+    assert "Done with workloads_sample.csv. To commit another file, upload it here." in texts(at.caption)
     assert not [b for b in at.button if b.key == "wl_commit"]
     run(at)
-    assert "wl_reads" not in at.session_state and "To commit another file, upload it here." in texts(at.caption)
+    assert "wl_reads" not in at.session_state and "Done with workloads_sample.csv." in texts(at.caption)
     upload(at, "workloads_sample.csv", SAMPLE.read_bytes())  # the same file again
     assert "7 workloads read from workloads_sample.csv with no problems" in texts(at.success)
     click(at, "wl_commit")

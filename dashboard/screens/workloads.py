@@ -130,7 +130,7 @@ def _commit(frame, file_name: str, upload_id: str | None = None) -> None:
         return
     if upload_id is not None:
         st.session_state.pop("wl_reads", None)
-        st.session_state["wl_done"] = (upload_id, result.message)
+        st.session_state["wl_done"] = upload_id
     _committed(result)
 
 
@@ -194,8 +194,8 @@ with upload_tab:
     if up is None:
         st.session_state.pop("wl_reads", None)  # let the last upload's reports go
         st.session_state.pop("wl_done", None)
-    elif done is not None and done[0] == up.file_id:
-        st.caption(md(f"{up.name}: {done[1]}. To commit another file, upload it here."))
+    elif done == up.file_id:  # what happened is the message above (and the Versions tab)
+        st.caption(md(f"Done with {up.name}. To commit another file, upload it here."))
     else:
         upload_key = f"{up.name}_{up.size}"
         report = _read(up, read_slot)
