@@ -49,8 +49,9 @@ def test_the_evaluation_keeps_only_the_arrays_read_after_the_plan(lean_and_full)
         want = {"code": np.int8, "feasible": np.bool_, "fallback_route": np.int64}.get(k, SMALL_WHOLE.get(k, np.float64))
         assert x.dtype == want, k
         assert x.shape == ((W,) if k == "fallback_route" else (W, R)), k
-    # 11 float64 (money, latencies, shares, replicas, nodes, GPU-hours) = 88 bytes... per (workload, route):
-    # 8 float64 + 3 float32 + 2 one-byte arrays = 78 bytes, and 8 bytes of fallback route per workload.
+    # Per (workload, route): 8 float64 (money x2, p95 x2, replicas, nodes, GPU-hours, fallback share), 3 float32
+    # and 2 one-byte arrays (code, feasible) = 78 bytes (was 18 float64 + 2 one-byte = 146); and 8 bytes of
+    # fallback route per workload.
     assert sum(x.nbytes for x in lean.a.values()) == W * (R * (8 * 8 + 3 * 4 + 2) + 8)
 
 
