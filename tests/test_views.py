@@ -10,12 +10,18 @@ from core.decision import analysis
 from core.presentation import format as fmt
 from core.presentation import views
 from core.service import evaluate_store, make_scenario
+from core.store import Store
 
 
-@pytest.fixture
-def ev(store):
-    """The bundled sample inventory on one owned 8×H100 node (the defaults)."""
-    return evaluate_store(store, make_scenario())
+@pytest.fixture(scope="module")
+def ev(tmp_path_factory):
+    """The bundled sample inventory on one owned 8×H100 node (the defaults); one evaluation the tests only read.
+
+    Module-scoped: its performance ranges (computed on first use, ~2 s) are then worked out once, not per test.
+    """
+    s = Store(tmp_path_factory.mktemp("views") / "v.duckdb")
+    yield evaluate_store(s, make_scenario())
+    s.close()
 
 
 def test_quiet_window_wraps_past_midnight():
