@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.decision import engine, sensitivity
+from core.decision import engine, fleet, sensitivity
 from core.decision.analysis import architecture_comparison
 from core.decision.engine import (
     DERIVED,
@@ -35,6 +35,7 @@ def lean_and_full(seed_catalog):
         mp.setattr(engine, "SMALL_WHOLE", {})
         mp.setattr(engine, "DERIVED", ())
         mp.setattr(engine, "PLAN_ONLY", ())
+        mp.setattr(fleet, "DROP_AFTER_INPUTS", ())
         full = evaluate(seed_catalog, w, Scenario())
     return lean, full
 
