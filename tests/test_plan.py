@@ -397,3 +397,18 @@ def test_fill_idle_is_a_water_level(busy, capacity, share):
         level = busy[took] + fill[took]
         assert level.max() - level.min() < 1e-7
         assert (busy[~took] >= level.min() - 1e-7).all()
+
+
+def test_the_search_terms_are_let_go_and_one_row_is_the_same_without_them(catalog, bank):
+    """After planning, the evaluation holds no (workloads x plan columns) linear terms; one workload's standalone
+    costs (its reasons on the Routing page) computed from its own row equal that row of the full matrix,
+    to the bit, whether the matrix is held or not."""
+    ev = evaluate(catalog, bank, Scenario(fleet_nodes=1))
+    planner = ev.planner
+    assert planner._lin is None
+    rows = [planner.standalone_cost_row(i) for i in range(len(bank))]
+    full = planner.standalone_cost()  # builds and holds the terms again
+    assert planner._lin is not None
+    for i, row in enumerate(rows):
+        assert np.array_equal(row, full[i])
+        assert np.array_equal(planner.standalone_cost_row(i), full[i])

@@ -288,6 +288,10 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     ev.planner = planner
     licensed = _licensed_routes(ev, best, every, barred, planner)
     _apply(ev, planner, best, rpd, n_out, licensed)
+    # The search's (W x plan columns) linear terms and move targets are not needed to price other plans
+    # (options, drivers, reports): let go of them (~1.8 KB per workload held by a shared evaluation).
+    planner._lin = None
+    planner._alt_cache.clear()
 
 
 def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,

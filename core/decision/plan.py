@@ -586,28 +586,37 @@ class Planner:
     # -- search -------------------------------------------------------------
     def _linear_parts(self):
         """Per workload: the cheapest allowed API (its cost does not depend on the shadow price), and per owned
-        column the GPU-hours held and the fixed cost (licence, escalation), computed once."""
+        column the GPU-hours held and the fixed cost (licence, escalation), computed once (for the search:
+        plan_evaluation lets go of them afterwards, ~1.8 KB per workload)."""
         if self._lin is None:
             inp = self.inp
-            cols = np.array([o.index for o in inp.owned], dtype=int)
-            lic = np.array([o.licence_usd_per_gpu_month / HOURS_PER_MONTH for o in inp.owned])
-            # Per engine route first (E columns), gathered to plan columns once.
-            fb_r = _nan_to_num(inp.fallback_share_r * inp.fallback_api_monthly[:, None])
-            lat_r = _nan_to_num(inp.latency_ms_r)
-            res = _nan_to_num(self._gpu_hours_month[:, cols], nan=np.inf)
-            ok = inp.allowed[:, cols] & np.isfinite(res)
-            res = np.where(ok, res, 0.0)
-            own_r = inp.col_route[cols]
-            fixed = np.where(ok, res * lic[None, :] + fb_r[:, own_r], np.inf)
-            # Ties go to fewer GPU-hours, then lower latency.
-            tie = res * 1e-9 + lat_r[:, own_r] * 1e-12
+            cols, res, fixed, fb_r, lat_r = self._owned_terms(slice(None))
             api_r = inp.api_monthly_r
             api_cost = np.where(inp.allowed, np.where(np.isfinite(api_r), api_r + fb_r + lat_r * 1e-12, np.inf)
                                 [:, inp.col_route], np.inf)
             api_col = np.argmin(api_cost, axis=1) if inp.n_routes else np.zeros(len(api_cost), dtype=int)
             api_best = api_cost[np.arange(len(api_cost)), api_col] if inp.n_routes else np.full(len(api_cost), np.inf)
-            self._lin = (cols, res, fixed + tie, api_col, api_best)
+            self._lin = (cols, res, fixed, api_col, api_best)
         return self._lin
+
+    def _owned_terms(self, rows) -> tuple[np.ndarray, ...]:
+        """For workload rows (a slice or indices): the owned plan columns, GPU-hours held on each (0 where not
+        allowed), fixed cost plus tie-break (inf where not allowed), and per engine route the escalation
+        spend and the latency tie-break. Row by row the same values whatever rows are asked for."""
+        inp = self.inp
+        cols = np.array([o.index for o in inp.owned], dtype=int)
+        lic = np.array([o.licence_usd_per_gpu_month / HOURS_PER_MONTH for o in inp.owned])
+        # Per engine route first (E columns), gathered to plan columns once.
+        fb_r = _nan_to_num(inp.fallback_share_r[rows] * inp.fallback_api_monthly[rows, None])
+        lat_r = _nan_to_num(inp.latency_ms_r[rows])
+        res = _nan_to_num(self._gpu_hours_month[rows][:, cols], nan=np.inf)
+        ok = inp.allowed[rows][:, cols] & np.isfinite(res)
+        res = np.where(ok, res, 0.0)
+        own_r = inp.col_route[cols]
+        fixed = np.where(ok, res * lic[None, :] + fb_r[:, own_r], np.inf)
+        # Ties go to fewer GPU-hours, then lower latency.
+        tie = res * 1e-9 + lat_r[:, own_r] * 1e-12
+        return cols, res, fixed + tie, fb_r, lat_r
 
     def _choose(self, p_gpu_hour: float, rows: np.ndarray | None = None, exclude: int | None = None) -> np.ndarray:
         """Each workload's cheapest plan column at a shadow price per GPU-hour (pooled, linear view); -1: none."""
@@ -636,11 +645,14 @@ class Planner:
     def standalone_cost_row(self, i: int) -> np.ndarray:
         """standalone_cost() for one workload (C,), without building the whole matrix."""
         inp = self.inp
-        cols, res, fixed, _, _ = self._linear_parts()
+        if self._lin is not None:
+            cols, res, fixed = self._lin[0], self._lin[1][i], self._lin[2][i]
+        else:  # one row of the same terms, not the (W, C) matrices the search held
+            cols, res, fixed = (x[0] if x.ndim == 2 else x for x in self._owned_terms(np.array([i]))[:3])
         api = inp.api_monthly_r[i, inp.col_route]
         fb = inp.fallback_share_r[i, inp.col_route] * inp.fallback_api_monthly[i]
         out = np.where(np.isfinite(api) & inp.allowed[i], api + np.nan_to_num(fb), np.inf)
-        out[cols] = fixed[i] + res[i] * inp.full_usd_per_gpu_hour
+        out[cols] = fixed + res * inp.full_usd_per_gpu_hour
         return out
 
     def optimise(self, start: np.ndarray | None = None, ladder: bool = True,
