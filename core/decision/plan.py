@@ -30,6 +30,7 @@ re-prices only the two deployments it touches.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -270,6 +271,8 @@ class Planner:
         self._lin = None
         self._alt_cache: dict[tuple[int, bytes], np.ndarray] = {}  # whole-deployment moves' targets (_improve)
         self._hopeless: set[tuple[int, int]] = set()  # (row, plan column) found unable to meet the target there
+        self._classes: tuple[np.ndarray | None, np.ndarray | None] | None = None  # (class per row, first rows)
+        self._sub: Planner | None = None  # the planner of the classes (optimise)
         # The edge pool beside each tier of a stack at one GPU count (plan column -> plan column).
         edge_cols = {(o.route_index, o.tp_options[0]): o.index for o in inp.owned if o.edge}
         self._edge_of = {o.index: edge_cols[(o.route_index, o.tp_options[0])] for o in inp.owned
@@ -670,6 +673,9 @@ class Planner:
         W, R = inp.allowed.shape
         if W == 0 or R == 0:
             return self.price(np.full(W, -1))
+        on_classes = self._optimise_classes(start, ladder, focus)
+        if on_classes is not None:
+            return on_classes
         best: PlanCost | None = None
         if start is not None:
             first = self.price(np.asarray(start))
@@ -695,6 +701,41 @@ class Planner:
             best = self.price(np.where(self.inp.allowed.any(axis=1), np.argmax(self.inp.allowed, axis=1), -1))
         at_start = start is not None and np.array_equal(best.assignment, np.asarray(start))
         return self._improve(best, focus if at_start else None)
+
+    def _optimise_classes(self, start, ladder, focus) -> PlanCost | None:
+        """The search run on workload classes (core.decision.classes), its plan priced exactly on the workloads;
+        None when every workload is its own class or `start` splits a class (then the search runs on rows)."""
+        from core.decision.classes import class_inputs, scale_classes
+
+        if self._classes is None:
+            found = scale_classes(self.inp)
+            self._classes = (None, None) if found is None else found
+        cls, first = self._classes
+        if cls is None or first is None:
+            return None
+        class_start = None
+        if start is not None:
+            start = np.asarray(start)
+            class_start = start[first]
+            if not np.array_equal(class_start[cls], start):
+                return None
+        if self._sub is None:
+            # Sizings of class rows are shared only between planners with the same classes (the key's row
+            # numbers mean classes, and other inputs number them otherwise).
+            key = ("classes", hashlib.blake2b(cls.tobytes(), digest_size=16).digest())
+            shared = self._cache.setdefault(key, {})  # type: ignore[arg-type]
+            self._sub = Planner(class_inputs(self.inp, cls, first), cache=shared)
+        sub = self._sub
+        found_c = sub.optimise(start=class_start, ladder=ladder, focus=focus)
+        # Pairings the class search found a pooled deployment cannot hold are barred for every member.
+        barred = ~sub.inp.allowed[cls] & self.inp.allowed
+        if barred.any():
+            self._hopeless.update(zip(*(x.tolist() for x in np.nonzero(barred)), strict=True))
+            self._bar_hopeless()
+        priced = self.price(found_c.assignment[cls])
+        if not priced.feasible:  # a pool the class rows fit and the members do not (rounding at an edge)
+            return None
+        return priced
 
     def _bar_hopeless(self) -> bool:
         """Disallow the (workload, column) pairs found hopeless while sizing; whether there were any new."""
@@ -788,23 +829,20 @@ class Planner:
             # Single workloads (small inventories): every allowed route, first improvement. Above FULL_MOVE_ROWS,
             # of another stack or GPU count only the top tier is tried (its pool is where most members are); the
             # other tiers of the workload's own stack and GPU count are tried too (out of a pool it holds back).
-            # Identical workloads (twins: the same inputs but the id) move together, so k copies of a workload
-            # are planned as the one workload with k times the traffic (neither can reach a plan the other can't).
+            # (Copies of one workload are one row here: the search runs on workload classes, see optimise.)
             if W <= SINGLE_MOVE_ROWS:
-                twins = self._twins()
-                for i in np.unique(twins, return_index=True)[1]:
-                    group = np.flatnonzero(twins == twins[i])
+                for i in range(W):
                     own = self._col_group.get(int(best.assignment[i]))
                     for r in np.flatnonzero(allowed[i]):
-                        if r == best.assignment[i] and (best.assignment[group] == r).all():
+                        if r == best.assignment[i]:
                             continue
                         if W > FULL_MOVE_ROWS and r in self._col_group and r not in self._top_cols \
                                 and self._col_group[int(r)] != own:
                             continue
-                        if focus is not None and not focus[r] and not focus[best.assignment[group]].any():
+                        if focus is not None and not focus[r] and not focus[best.assignment[i]]:
                             continue
                         cand_assign = best.assignment.copy()
-                        cand_assign[group] = r
+                        cand_assign[i] = r
                         cand = self.price(cand_assign, base=best)
                         if cand.feasible and cand.key < best.key:
                             best, improved = cand, True
@@ -813,19 +851,6 @@ class Planner:
             if W <= SINGLE_MOVE_ROWS:
                 focus = None  # the plan moved: every move is new again (small inventories afford them all)
         return best
-
-    def _twins(self) -> np.ndarray:
-        """(W,) a group id per workload; workloads whose plan inputs are all equal (the id aside) share one."""
-        inp = self.inp
-        cols = [inp.lam_peak, inp.lam_mean, inp.slo_ms, inp.interactive, inp.fallback_route, inp.fallback_api_monthly]
-        cols += [x for x in (inp.input_tokens, inp.output_tokens, inp.output_p95_tokens, inp.fallback_extra_ms)
-                 if x is not None]
-        feats = np.column_stack([np.asarray(c, dtype=float).reshape(len(inp.workload_ids), -1) for c in cols]
-                                + [inp.allowed.astype(float), inp.api_monthly_r, inp.gpu_hours_day_r,
-                                   inp.offline_min_gpus_r, inp.fallback_share_r, inp.latency_ms_r, inp.profile])
-        # NaN never equals NaN and inf sorts oddly: map both to sentinels before comparing rows.
-        feats = np.nan_to_num(feats, nan=-1.5e300, posinf=1.5e300, neginf=-1.4e300)
-        return np.unique(feats, axis=0, return_inverse=True)[1].reshape(-1)
 
     def _evict(self, best: PlanCost) -> PlanCost:
         """Move the members at the edge of their target out of the deployments holding the most GPUs.
