@@ -88,10 +88,14 @@ def scale_classes(inp: PlanInputs) -> tuple[np.ndarray, np.ndarray] | None:
     for block in _blocks(inp):
         b = _clean(block)
         ok &= (b == b[first[cls]]).all(axis=1)
-    if not ok.all():  # a collision: the rows that differ from their class's first row get classes of their own
+    if not ok.all():
+        # A collision: the rows that differ from their class's first row are grouped again by comparing
+        # their features whole (few rows; a real 64-bit collision is a ~1e-10 event at 100k workloads).
         bad = np.flatnonzero(~ok)
-        cls[bad] = first.size + np.arange(bad.size)
-        first = np.r_[first, bad]
+        feats = np.column_stack([_clean(block[bad]) for block in _blocks(inp)])
+        _, again_first, again = np.unique(feats, axis=0, return_index=True, return_inverse=True)
+        cls[bad] = first.size + again.reshape(-1)
+        first = np.r_[first, bad[again_first]]
     if first.size == W:
         return None
     # Classes numbered by their first member, so the class rows keep the inventory's order.
