@@ -796,7 +796,6 @@ class Planner:
     def _improve(self, best: PlanCost, focus: np.ndarray | None = None) -> PlanCost:
         inp = self.inp
         W = len(inp.workload_ids)
-        allowed = inp.allowed
         focused = focus is not None
         for _ in range(MAX_PASSES):
             improved = False
@@ -831,26 +830,44 @@ class Planner:
             # other tiers of the workload's own stack and GPU count are tried too (out of a pool it holds back).
             # (Copies of one workload are one row here: the search runs on workload classes, see optimise.)
             if W <= SINGLE_MOVE_ROWS:
-                for i in range(W):
-                    own = self._col_group.get(int(best.assignment[i]))
-                    for r in np.flatnonzero(allowed[i]):
-                        if r == best.assignment[i]:
-                            continue
-                        if W > FULL_MOVE_ROWS and r in self._col_group and r not in self._top_cols \
-                                and self._col_group[int(r)] != own:
-                            continue
-                        if focus is not None and not focus[r] and not focus[best.assignment[i]]:
-                            continue
-                        cand_assign = best.assignment.copy()
-                        cand_assign[i] = r
-                        cand = self.price(cand_assign, base=best)
-                        if cand.feasible and cand.key < best.key:
-                            best, improved = cand, True
+                best, gained = self._single_moves(best, focus)
+                improved |= gained
             if not improved:
                 break
             if W <= SINGLE_MOVE_ROWS:
                 focus = None  # the plan moved: every move is new again (small inventories afford them all)
         return best
+
+    def _single_moves(self, best: PlanCost, focus: np.ndarray | None) -> tuple[PlanCost, bool]:
+        """One pass of single-workload moves, first improvement; whether any move was taken.
+
+        Every allowed plan column; above FULL_MOVE_ROWS, of another stack or GPU count only the top tier (its
+        pool is where most members are), and the other tiers of the workload's own stack and GPU count (out
+        of a pool it holds back). (Copies of one workload are one row here: see optimise's classes.)
+        Pruning these moves was tried and dropped (docs/performance.md "Single moves"): skipping members
+        whose leaving frees nothing cut 300 generated workloads from 92 s to 14 s with the same plan, but
+        lost a whole node on 40 and two on 100 (the search is first-improvement, and moves that gain only
+        latency open the way to later ones).
+        """
+        inp = self.inp
+        W = len(inp.workload_ids)
+        gained = False
+        for i in range(W):
+            own = self._col_group.get(int(best.assignment[i]))
+            for r in np.flatnonzero(inp.allowed[i]):
+                if r == best.assignment[i]:
+                    continue
+                if W > FULL_MOVE_ROWS and r in self._col_group and r not in self._top_cols \
+                        and self._col_group[int(r)] != own:
+                    continue
+                if focus is not None and not focus[r] and not focus[best.assignment[i]]:
+                    continue
+                cand_assign = best.assignment.copy()
+                cand_assign[i] = r
+                cand = self.price(cand_assign, base=best)
+                if cand.feasible and cand.key < best.key:
+                    best, gained = cand, True
+        return best, gained
 
     def _evict(self, best: PlanCost) -> PlanCost:
         """Move the members at the edge of their target out of the deployments holding the most GPUs.
