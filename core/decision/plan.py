@@ -256,12 +256,13 @@ class Planner:
     """Prices assignments exactly (with a cache of deployment sizings) and searches for the cheapest."""
 
     def __init__(self, inp: PlanInputs, gpu_hours_month: np.ndarray | None = None,
-                 cache: dict[tuple, DeploymentSize] | None = None):
+                 cache: dict[tuple, Any] | None = None):
         self.inp = inp
         self._owned_pos = {o.index: k for k, o in enumerate(inp.owned)}
         # Sizings depend on the owned routes' physics and the members only, so planners over the same owned
         # routes (the licensed-route and fleet-option re-plans) may share them.
-        self._cache: dict[tuple, DeploymentSize] = {} if cache is None else cache
+        # (DeploymentSize by sizing key; and the class planners' own caches, under ("classes", digest))
+        self._cache: dict[tuple, Any] = {} if cache is None else cache
         w = len(inp.workload_ids)
         self._rows = np.arange(w)
         owned_cols = np.zeros(inp.n_routes + 1, dtype=bool)
@@ -723,7 +724,7 @@ class Planner:
             # Sizings of class rows are shared only between planners with the same classes (the key's row
             # numbers mean classes, and other inputs number them otherwise).
             key = ("classes", hashlib.blake2b(cls.tobytes(), digest_size=16).digest())
-            shared = self._cache.setdefault(key, {})  # type: ignore[arg-type]
+            shared = self._cache.setdefault(key, {})
             self._sub = Planner(class_inputs(self.inp, cls, first), cache=shared)
         sub = self._sub
         found_c = sub.optimise(start=class_start, ladder=ladder, focus=focus)
@@ -814,10 +815,8 @@ class Planner:
                     continue
                 if focus is not None and not focus[route.index] and not focus[alt].any():
                     continue
-                cand_assign = best.assignment.copy()
-                cand_assign[members] = alt
-                cand = self.price(cand_assign, base=best)
-                if cand.feasible and cand.key < best.key:
+                cand = self._better(best, members, alt)
+                if cand is not None:
                     best, improved = cand, True
             # A focused re-plan (a licensed stack's break-even fee) starts from a plan whose pools were already
             # thinned at the edge; its own evictions bought nothing on generated 30k inventories for ~100 sizings.
@@ -862,12 +861,18 @@ class Planner:
                     continue
                 if focus is not None and not focus[r] and not focus[best.assignment[i]]:
                     continue
-                cand_assign = best.assignment.copy()
-                cand_assign[i] = r
-                cand = self.price(cand_assign, base=best)
-                if cand.feasible and cand.key < best.key:
+                cand = self._better(best, np.array([i]), r)
+                if cand is not None:
                     best, gained = cand, True
         return best, gained
+
+    def _better(self, best: PlanCost, rows: np.ndarray, target) -> PlanCost | None:
+        """best with `rows` moved to `target` (a plan column, or one per row), priced from best; None unless
+        it beats best."""
+        assign = best.assignment.copy()
+        assign[rows] = target
+        cand = self.price(assign, base=best)
+        return cand if cand.feasible and cand.key < best.key else None
 
     def _evict(self, best: PlanCost) -> PlanCost:
         """Move the members at the edge of their target out of the deployments holding the most GPUs.
