@@ -25,7 +25,9 @@ its cheapest route at that price (a linear, pooled view of capacity); each
 candidate is priced exactly; the best one is improved by moving single
 workloads (small inventories) or whole deployments (large ones) while the
 exact bill falls. Deployment sizings are cached on (route, members), so a move
-re-prices only the two deployments it touches.
+re-prices only the two deployments it touches. Workloads that differ only in
+traffic are searched as one row (core.decision.classes) and the plan found is
+priced again on the workloads, so cutting a workload into parts changes nothing.
 """
 
 from __future__ import annotations
