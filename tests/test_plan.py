@@ -412,3 +412,34 @@ def test_the_search_terms_are_let_go_and_one_row_is_the_same_without_them(catalo
     for i, row in enumerate(rows):
         assert np.array_equal(row, full[i])
         assert np.array_equal(planner.standalone_cost_row(i), full[i])
+
+
+def _twenty():
+    """20 generated workloads (bench/gen.py, seed 12), frozen as a file so the generator may change."""
+    from pathlib import Path
+
+    return pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_workloads_drop_a_node.csv")
+
+
+def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(catalog, monkeypatch):
+    """20 workloads, 1 owned node (8 H100, $33.02/hour). The moves of one workload or one pool stop at
+    10 interactive GPUs: qwen3-30b x2 middle (2) + x2 throughput (2), qwen3-235b x4 (4) and a llama-8b x2
+    pool (2) of 4 workloads -> 2 nodes: 2 x 33.02 x 730 = $48,209.20 + $5,149.52 of API = $53,358.72.
+    Emptying the llama-8b pool into the qwen3-30b pools (their slack holds it) leaves 8 GPUs, 1 node:
+    $24,104.60 + the same $5,149.52 of API = $29,254.12, every owned member still within its target."""
+    inv = _twenty()
+    ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
+    f = ev.fleet
+    assert f["nodes_needed"] == 1
+    assert f["api_monthly_usd"] == pytest.approx(5149.52, abs=0.01)
+    assert f["total_monthly_usd"] == pytest.approx(24104.60 + 5149.52, abs=0.01)
+    assert sum(d["interactive_gpus"] for d in f["deployments"]) == 8
+    slo = inv["latency_slo_ms"].to_numpy()
+    for i, r in enumerate(ev.verdict):
+        if r >= 0 and ev.routes[r].hosting == "owned" and np.isfinite(slo[i]):
+            assert ev.a["p95_ms"][i, r] <= slo[i]
+    assert sum(ev.verdict >= 0) == 18  # two workloads no route can serve, in both plans
+
+    monkeypatch.setattr(Planner, "_drop_node", lambda self, best: best)
+    without = evaluate(catalog, inv, Scenario(fleet_nodes=1)).fleet
+    assert (without["nodes_needed"], round(without["total_monthly_usd"], 2)) == (2, 53358.72)

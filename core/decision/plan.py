@@ -33,6 +33,7 @@ priced again on the workloads, so cutting a workload into parts changes nothing.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,6 +54,8 @@ EVICT_PRICINGS = 60
 EVICT_DEPLOYMENTS = 8
 EVICT_GROUPS = tuple(2**k for k in range(13))  # how many of a pool's members closest to the edge move at once
 MAX_PASSES = 6
+DROP_NODE_MARGINS = (1.0, 1.25, 1.6, 2.0, 3.0)  # GPUs moved off, as multiples of what a node fewer needs
+DROP_NODE_POOLS = 6  # pools that alone free a node's worth tried as one move each (smallest first)
 MAX_REPAIR_ROUNDS = 6  # rounds of barring members a pooled deployment cannot hold (see optimise)
 # Concurrency tiers of one stack at one GPU count: (lowest, highest) concurrency cap per replica. One pool holds
 # every member to the tightest target among them, so one member that needs batch 2 would otherwise force a
@@ -624,14 +627,15 @@ class Planner:
         tie = res * 1e-9 + lat_r[:, own_r] * 1e-12
         return cols, res, fixed + tie, fb_r, lat_r
 
-    def _choose(self, p_gpu_hour: float, rows: np.ndarray | None = None, exclude: int | None = None) -> np.ndarray:
-        """Each workload's cheapest plan column at a shadow price per GPU-hour (pooled, linear view); -1: none."""
+    def _choose(self, p_gpu_hour: float, rows: np.ndarray | None = None, exclude=None) -> np.ndarray:
+        """Each workload's cheapest plan column at a shadow price per GPU-hour (pooled, linear view); -1: none.
+        exclude: an owned plan column (or several) not to choose."""
         cols, res, fixed, api_col, api_best = self._linear_parts()
         if rows is not None:
             res, fixed, api_col, api_best = res[rows], fixed[rows], api_col[rows], api_best[rows]
         cost = fixed + res * p_gpu_hour
         if exclude is not None:
-            cost[:, cols == exclude] = np.inf
+            cost[:, np.isin(cols, exclude)] = np.inf
         k = np.argmin(cost, axis=1) if cols.size else np.zeros(len(api_best), dtype=int)
         own = cost[np.arange(len(k)), k] if cols.size else np.full(len(api_best), np.inf)
         pick = np.where(own <= api_best, cols[k] if cols.size else -1, api_col)
@@ -833,6 +837,10 @@ class Planner:
             if W <= SINGLE_MOVE_ROWS:
                 best, gained = self._single_moves(best, focus)
                 improved |= gained
+            if not focused:
+                fewer = self._drop_node(best)
+                if fewer is not best:
+                    best, improved = fewer, True
             if not improved:
                 break
             if W <= SINGLE_MOVE_ROWS:
@@ -840,7 +848,7 @@ class Planner:
         return best
 
     def _single_moves(self, best: PlanCost, focus: np.ndarray | None) -> tuple[PlanCost, bool]:
-        """One pass of single-workload moves, first improvement; whether any move was taken.
+        """One pass of single-workload moves, first improvement; whether one lowered the bill or GPU-hours.
 
         Every allowed plan column; above FULL_MOVE_ROWS, of another stack or GPU count only the top tier (its
         pool is where most members are), and the other tiers of the workload's own stack and GPU count (out
@@ -865,8 +873,94 @@ class Planner:
                     continue
                 cand = self._better(best, np.array([i]), r)
                 if cand is not None:
-                    best, gained = cand, True
+                    # Another pass only after a gain in the bill or GPU-hours (small inventories: any gain): on
+                    # 300 generated workloads the last two of six passes moved members for latency alone.
+                    gained |= W <= FULL_MOVE_ROWS or cand.key[:2] < best.key[:2]
+                    best = cand
         return best, gained
+
+    def _drop_node(self, best: PlanCost) -> PlanCost:
+        """A plan with a bought node fewer, if one is cheaper: the owned workloads holding the most GPUs per
+        dollar of their cheapest API go there, enough of them to free a node's worth of GPUs (and more).
+
+        The bill steps by whole nodes, and moves of one workload or one deployment rarely free a whole one:
+        on generated inventories of 40-400 workloads, search paths that differed in one move ended a node
+        apart (docs/performance.md "Workload classes; where the search's time goes"). Each workload's GPUs
+        are its share (by offered load at the peak) of its pool's, or its offline GPU-hours a day / 24; the
+        moved set is priced exactly at DROP_NODE_MARGINS times the GPUs the node fewer needs freed, and the
+        cheapest result that beats the plan is kept. Nodes already owned are paid for: only a plan needing
+        more than those is looked at.
+        """
+        inp = self.inp
+        if best.nodes_needed <= inp.owned_nodes:
+            return best
+        W = len(inp.workload_ids)
+        a = best.assignment
+        api_col, api_best = self._linear_parts()[3:5]
+        held = np.zeros(W)
+        inter_gpus = 0
+        for d in best.sizes.values():
+            if not d.feasible:
+                return best
+            inter_gpus += d.gpus
+            if d.n_primary and d.gpus:
+                load = inp.lam_peak[d.rows] * d.shares * d.service_s
+                if load.sum() > 0:
+                    held[d.rows[:d.n_primary]] += d.gpus * load[:d.n_primary] / load.sum()
+        on_owned = np.isin(a, self._owned_cols)
+        off = np.flatnonzero(on_owned & ~inp.interactive)
+        held[off] = inp.gpu_hours_day_r[off, inp.col_route[a[off]]] / 24.0
+        movable = np.flatnonzero(on_owned & np.isfinite(api_best) & (api_col >= 0) & (held > 0))
+        if not movable.size:
+            return best
+        gpn = inp.gpus_per_node
+        need = inter_gpus - (best.nodes_needed - 1) * gpn
+        if best.nodes_offline_extra or need <= 0:
+            need = max(need, gpn)
+        winner = best
+
+        def consider(assign):
+            nonlocal winner
+            cand = self.price(assign, base=best)
+            if cand.feasible and cand.key < winner.key:
+                winner = cand
+
+        # Whole pools emptied into the pools still running (their slack is free) or an API: each pool that alone
+        # frees enough, the pairs of smaller ones that do (the smallest pairs first), the smallest pools together.
+        pools = sorted((d.gpus, pos) for pos, d in best.sizes.items() if d.gpus and d.n_primary)
+        # Interactive pools with replicas: joining one may fit in its slack, opening a new one never frees GPUs.
+        running = np.array([inp.owned[pos].index for pos, d in best.sizes.items() if d.gpus], dtype=int)
+        idle_cols = np.setdiff1d(self._owned_cols, running)
+        sets = [[pos] for g, pos in pools if g >= need][:DROP_NODE_POOLS]
+        small = [(g, pos) for g, pos in pools if g < need]
+        sets += [[p1, p2] for _, p1, p2 in sorted((g1 + g2, p1, p2) for (g1, p1), (g2, p2)
+                                                  in itertools.combinations(small, 2) if g1 + g2 >= need)
+                 ][:DROP_NODE_POOLS]
+        acc: list[int] = []
+        for _g, pos in pools:
+            acc.append(pos)
+            if sum(best.sizes[p].gpus for p in acc) >= need:
+                if len(acc) > 1:
+                    sets.append(list(acc))
+                break
+        for chosen in sets:
+            gone = np.array([inp.owned[p].index for p in chosen], dtype=int)
+            # Its interactive members (offline work there fills idle hours; it holds no replicas).
+            rows = np.sort(np.concatenate([best.sizes[p].rows[:best.sizes[p].n_primary] for p in chosen]))
+            target = self._choose(0.0, rows=rows, exclude=np.r_[gone, idle_cols])
+            if rows.size and (target >= 0).all():
+                assign = a.copy()
+                assign[rows] = target
+                consider(assign)
+        # The members holding the most GPUs per dollar of their cheapest API, moved there.
+        order = movable[np.argsort(api_best[movable] / held[movable], kind="stable")]
+        freed = np.cumsum(held[order])
+        for m in DROP_NODE_MARGINS:
+            k = int(np.searchsorted(freed, need * m - 1e-9)) + 1
+            consider(np.where(np.isin(self._rows, order[:k]), api_col, a))
+            if k >= order.size:
+                break
+        return winner
 
     def _better(self, best: PlanCost, rows: np.ndarray, target) -> PlanCost | None:
         """best with `rows` moved to `target` (a plan column, or one per row), priced from best; None unless
