@@ -321,8 +321,11 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
                 for _ in range(3):
                     owned = [replace(o, licence_usd_per_gpu_month=fee) if k in positions else o
                              for k, o in enumerate(inp.owned)]
+                    # Whole deployments adjust to the fee; single-workload moves above a dozen workloads made
+                    # these steps a whole search each (300 workloads: ~25,000 pricings, a third of the evaluation).
                     at_fee = Planner(replace(inp, owned=tuple(owned)), planner._gpu_hours_month,
-                                     cache=planner._cache).optimise(start=with_it.assignment, ladder=False)
+                                     cache=planner._cache).optimise(start=with_it.assignment, ladder=False,
+                                                                    singles=False)
                     g2 = _route_gpus(inp, at_fee, positions)
                     gap = best.bill - at_fee.bill
                     if g2 <= 0 or gap <= 0.01:

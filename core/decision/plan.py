@@ -666,7 +666,7 @@ class Planner:
         return out
 
     def optimise(self, start: np.ndarray | None = None, ladder: bool = True,
-                 focus: np.ndarray | None = None) -> PlanCost:
+                 focus: np.ndarray | None = None, singles: bool = True) -> PlanCost:
         """The cheapest plan found: shadow-price candidates (and `start`, a plan known to be allowed here, such
         as the plan without a route this one may also use), then improving moves. ladder=False (with a start)
         skips the shadow-price candidates: only moves from the start.
@@ -675,12 +675,13 @@ class Planner:
         columns): while the search is still at that start, only moves onto or off a focus column are priced;
         any other move was priced from the same plan by the search that produced it and did not improve it.
         After a move is taken, small inventories (up to SINGLE_MOVE_ROWS) try every move again; large ones
-        keep to the focus."""
+        keep to the focus. singles=False: no single-workload moves above FULL_MOVE_ROWS (a re-plan that only
+        needs the deployments to adjust, such as a licence fee's refinement)."""
         inp = self.inp
         W, R = inp.allowed.shape
         if W == 0 or R == 0:
             return self.price(np.full(W, -1))
-        on_classes = self._optimise_classes(start, ladder, focus)
+        on_classes = self._optimise_classes(start, ladder, focus, singles)
         if on_classes is not None:
             return on_classes
         best: PlanCost | None = None
@@ -707,9 +708,9 @@ class Planner:
         if best is None:  # every candidate failed to size (should not happen): serve what can be served
             best = self.price(np.where(self.inp.allowed.any(axis=1), np.argmax(self.inp.allowed, axis=1), -1))
         at_start = start is not None and np.array_equal(best.assignment, np.asarray(start))
-        return self._improve(best, focus if at_start else None)
+        return self._improve(best, focus if at_start else None, singles or W <= FULL_MOVE_ROWS)
 
-    def _optimise_classes(self, start, ladder, focus) -> PlanCost | None:
+    def _optimise_classes(self, start, ladder, focus, singles=True) -> PlanCost | None:
         """The search run on workload classes (core.decision.classes), its plan priced exactly on the workloads;
         None when every workload is its own class or `start` splits a class (then the search runs on rows)."""
         from core.decision.classes import class_inputs, scale_classes
@@ -733,7 +734,7 @@ class Planner:
             shared = self._cache.setdefault(key, {})
             self._sub = Planner(class_inputs(self.inp, cls, first), cache=shared)
         sub = self._sub
-        found_c = sub.optimise(start=class_start, ladder=ladder, focus=focus)
+        found_c = sub.optimise(start=class_start, ladder=ladder, focus=focus, singles=singles)
         # Pairings the class search found a pooled deployment cannot hold are barred for every member.
         barred = ~sub.inp.allowed[cls] & self.inp.allowed
         if barred.any():
@@ -800,7 +801,7 @@ class Planner:
             out[:, r] = np.where(inp.interactive, inter, inp.gpu_hours_day_r[:, route.route_index] * DAYS_PER_MONTH)
         return out
 
-    def _improve(self, best: PlanCost, focus: np.ndarray | None = None) -> PlanCost:
+    def _improve(self, best: PlanCost, focus: np.ndarray | None = None, singles: bool = True) -> PlanCost:
         inp = self.inp
         W = len(inp.workload_ids)
         focused = focus is not None
@@ -834,7 +835,7 @@ class Planner:
             # of another stack or GPU count only the top tier is tried (its pool is where most members are); the
             # other tiers of the workload's own stack and GPU count are tried too (out of a pool it holds back).
             # (Copies of one workload are one row here: the search runs on workload classes, see optimise.)
-            if W <= SINGLE_MOVE_ROWS:
+            if W <= SINGLE_MOVE_ROWS and singles:
                 best, gained = self._single_moves(best, focus)
                 improved |= gained
             if not focused:
