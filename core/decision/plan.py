@@ -23,8 +23,9 @@ assignment that minimises the monthly cash bill and prices it exactly:
 The search: for a ladder of shadow prices per GPU-hour, every workload picks
 its cheapest route at that price (a linear, pooled view of capacity); each
 candidate is priced exactly; the best one is improved by moving single
-workloads (small inventories) or whole deployments (large ones) while the
-exact bill falls. Deployment sizings are cached on (route, members), so a move
+workloads (small inventories) or whole deployments (large ones), and by
+emptying pools to buy a node fewer (the bill's steps), while the exact bill
+falls. Deployment sizings are cached on (route, members), so a move
 re-prices only the two deployments it touches. Workloads that differ only in
 traffic are searched as one row (core.decision.classes) and the plan found is
 priced again on the workloads, so cutting a workload into parts changes nothing.
