@@ -999,8 +999,11 @@ class ReplicaSizing:
 _CANDIDATES_PER_ROW = 8
 
 
-def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000) -> ReplicaSizing:
+def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000, binding_rows: bool = True) -> ReplicaSizing:
     """Fewest replicas such that every workload row on each configuration has P(T > slo) <= 5 %.
+
+    binding_rows=False skips naming the binding row of configurations that can be served (two more
+    evaluations of every candidate; the fleet plan's search does not read it): -1 there.
 
     - A target missed even with unlimited replicas (batch 1, no one else's prefill,
       no wait) makes the configuration hopeless: -1 with that row as binding.
@@ -1066,7 +1069,7 @@ def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000) -> Replica
     replicas[live_rows] = np.where(found[live_rows], hi[live_rows], -1)
     # Binding: among the candidates, the one furthest over its target with one replica fewer.
     cand = cand[found[r[cand]]]
-    if cand.size:
+    if cand.size and binding_rows:
         below = pooled_state(dep, np.maximum(hi - 1, 0).astype(float))
         p_below = _p_fast(dep, below, cand, slo[cand])
         p_at = _p_fast(dep, pooled_state(dep, hi.astype(float)), cand, slo[cand])

@@ -187,7 +187,7 @@ class DeploymentSize:
     busy: np.ndarray = field(default_factory=lambda: np.zeros(24))  # (24,) GPUs busy with its interactive work
     lat_sum: float = 0.0  # sum of rate x mean time in system over its members (the search's latency tie-break)
     lat_w: float = 0.0  # sum of rates
-    binding: int = -1  # member row (index into rows) that needs the most replicas; -1: none
+    binding: int = -1  # kept for callers; the search no longer asks the sizing which member binds (-1)
     n_primary: int = 0  # rows[:n_primary] are served here first; the rest are escalated here
 
     @property
@@ -405,7 +405,7 @@ class Planner:
             step_ms=np.broadcast_to(step, (J, b_max)), concurrency_cap=caps,
             escalated_share=np.tile(esc_share[check], J), escalated_extra_ms=np.tile(esc_extra[check], J),
             steps_per_token=spt, block_tokens=blk).with_load_of(load)
-        sizing = latency.min_replicas(dep)
+        sizing = latency.min_replicas(dep, binding_rows=False)
         reps = sizing.replicas.astype(float)
         ok = reps >= 1
         if not ok.any():
@@ -453,9 +453,8 @@ class Planner:
         # on the same replicas look 6 % or 1 % busy depending on a cap nothing reached.
         b_run = float(np.clip(np.nan_to_num(st.batch[best], nan=float(cap)), 1.0, float(cap)))
         busy = ((inp.lam_mean[rows] * shares * g * s_chosen / b_run)[:, None] * inp.profile[rows]).sum(axis=0)
-        bind = int(sizing.binding[best])
         return DeploymentSize(pos, rows, shares, True, g, cap, replicas, s_chosen, p95, budget, busy,
-                              float(lat[best]), total, int(check[bind % k]) if bind >= 0 else -1, n_primary)
+                              float(lat[best]), total, -1, n_primary)
 
     def _groups(self, col: np.ndarray) -> dict[int, np.ndarray]:
         """Rows per owned plan column (ascending row order), from one stable sort instead of a mask per column."""
