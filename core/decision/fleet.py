@@ -401,8 +401,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
             a["concurrency"][p_rows, er] = d.concurrency
             a["gpus_per_replica"][p_rows, er] = d.gpus_per_replica
             a["replicas"][p_rows, er] = d.replicas
-            load = inp.lam_peak[d.rows] * d.shares * d.service_s
-            share = load / load.sum() if load.sum() > 0 else np.zeros(len(d.rows))
+            share = d.load_shares(inp.lam_peak)
             cost = d.gpus * gpu_rate * HOURS_PER_MONTH + route.licence_usd_per_gpu_month * d.gpus
             np.add.at(attributed, d.rows, share * cost)
         off = np.flatnonzero((prim | extra) & ~inp.interactive)
@@ -548,10 +547,9 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
     # own sizing (the standalone view has no figure for a member whose target its tier's batch cannot hold).
     for d in best.sizes.values():
         if d.feasible and d.replicas > 0 and d.n_primary:
-            load = inp.lam_peak[d.rows] * d.shares * d.service_s
-            if load.sum() > 0:
-                share = load[:d.n_primary] / load.sum()
-                weight[d.rows[:d.n_primary]] = share * d.gpus * HOURS_PER_MONTH
+            share = d.load_shares(inp.lam_peak)
+            if share.any():  # the pool carries load (its escalated-in requests' too)
+                weight[d.rows[:d.n_primary]] = share[:d.n_primary] * d.gpus * HOURS_PER_MONTH
     order = [int(i) for i in np.argsort(-np.nan_to_num(weight)) if on_owned[i] and weight[i] > 0][:MAX_DRIVERS]
     w = ev.workloads
     out: list[dict[str, Any]] = []

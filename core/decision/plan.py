@@ -204,6 +204,14 @@ class DeploymentSize:
         """GPUs reserved for the interactive pool."""
         return self.replicas * self.gpus_per_replica
 
+    def load_shares(self, lam_peak: np.ndarray) -> np.ndarray:
+        """Each member row's share of the pool's offered load at the peak (rate x share x mean service; the
+        attribution of its reserved GPUs, the node drivers' weights, the node-fewer move's ranking); zeros
+        when the pool has no load."""
+        load = lam_peak[self.rows] * self.shares * self.service_s
+        total = load.sum()
+        return load / total if total > 0 else np.zeros(len(self.rows))
+
 
 @dataclass(frozen=True)
 class Deployment:
@@ -881,15 +889,17 @@ class Planner:
         return best, gained
 
     def _drop_node(self, best: PlanCost) -> PlanCost:
-        """A plan with a bought node fewer, if one is cheaper: the owned workloads holding the most GPUs per
-        dollar of their cheapest API go there, enough of them to free a node's worth of GPUs (and more).
+        """A plan with a bought node fewer, if one is cheaper. Two kinds of move free a node's worth of GPUs:
+        whole interactive pools emptied into the pools still running or an API, and the owned workloads holding
+        the most GPUs per dollar of their cheapest API moved there.
 
         The bill steps by whole nodes, and moves of one workload or one deployment rarely free a whole one:
         on generated inventories of 40-400 workloads, search paths that differed in one move ended a node
-        apart (docs/performance.md "Workload classes; where the search's time goes"). Each workload's GPUs
-        are its share (by offered load at the peak) of its pool's, or its offline GPU-hours a day / 24; the
-        moved set is priced exactly at DROP_NODE_MARGINS times the GPUs the node fewer needs freed, and the
-        cheapest result that beats the plan is kept. Nodes already owned are paid for: only a plan needing
+        apart (docs/performance.md "A move that aims at a node fewer"). Pools: each that alone frees enough
+        (up to DROP_NODE_POOLS), the smallest pairs that do, the smallest ones together. Workloads: each one's
+        GPUs are its share (by offered load at the peak) of its pool's, or its offline GPU-hours a day / 24,
+        moved in sets freeing DROP_NODE_MARGINS times the GPUs the node fewer needs. Each candidate is priced
+        exactly and the cheapest that beats the plan is kept. Nodes already owned are paid for: only a plan needing
         more than those is looked at.
         """
         inp = self.inp
@@ -905,9 +915,7 @@ class Planner:
                 return best
             inter_gpus += d.gpus
             if d.n_primary and d.gpus:
-                load = inp.lam_peak[d.rows] * d.shares * d.service_s
-                if load.sum() > 0:
-                    held[d.rows[:d.n_primary]] += d.gpus * load[:d.n_primary] / load.sum()
+                held[d.rows[:d.n_primary]] += d.gpus * d.load_shares(inp.lam_peak)[:d.n_primary]
         on_owned = np.isin(a, self._owned_cols)
         off = np.flatnonzero(on_owned & ~inp.interactive)
         held[off] = inp.gpu_hours_day_r[off, inp.col_route[a[off]]] / 24.0
