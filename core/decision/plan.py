@@ -259,11 +259,16 @@ class PlanCost:
     esc_share: np.ndarray | None = field(default=None, repr=False)
     esc_owned: np.ndarray | None = field(default=None, repr=False)
     parts: dict[int, tuple] | None = field(default=None, repr=False)
+    owned_usd: float = 0.0  # the owned nodes' monthly cost: the same in every plan of these inputs
 
     @property
     def key(self) -> tuple[float, float, float]:
-        """What the search minimises: the bill, then GPU-hours, then latency."""
-        return (round(self.bill, 2), round(self.gpu_hours_per_day, 6), round(self.mean_latency_ms, 3))
+        """What the search minimises: the bill, then GPU-hours, then latency. The bill to the cent above what
+        the owned nodes cost anyway: rounded whole, a sub-cent API spend tied with filling an owned node or
+        not depending on where the node price put the cent boundary (a dearer node moved a workload from
+        its API onto the owned node: tests/test_engine.py::test_higher_node_price_never_moves_api_to_owned)."""
+        return (round(self.bill - self.owned_usd, 2), round(self.gpu_hours_per_day, 6),
+                round(self.mean_latency_ms, 3))
 
 
 class Planner:
@@ -559,6 +564,7 @@ class Planner:
         if extra_nodes:
             fill = fill_idle(busy, (max(inp.owned_nodes, nodes_i) + extra_nodes) * gpn, offline_hours)
         needed = max(nodes_i + extra_nodes, int(np.ceil(offline_min / gpn - 1e-9)))
+        owned_usd = inp.owned_nodes * inp.full_usd_per_node_hour * HOURS_PER_MONTH
         bill = (max(inp.owned_nodes, needed) * inp.full_usd_per_node_hour * HOURS_PER_MONTH
                 + api_monthly + licence)
         gpu_hours = sum(g * n for g, n in interactive_gpus) * 24.0 + offline_hours
@@ -567,7 +573,7 @@ class Planner:
         return PlanCost(assign, True, bill, gpu_hours, lat_sum / lat_w if lat_w else 0.0, needed, nodes_i,
                         extra_nodes, api_monthly, licence, sizes, busy, fill, offline_hours,
                         row_api if keep else None, f if keep else None, esc_owned if keep else None,
-                        parts if keep else None)
+                        parts if keep else None, owned_usd)
 
     def _price_column(self, pos: int, route: OwnedRoute, prim: np.ndarray | None, extra: np.ndarray | None,
                       f: np.ndarray, slo_override: tuple[int, float] | None) -> tuple | None:
