@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -443,3 +444,54 @@ def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(ca
     monkeypatch.setattr(Planner, "_drop_node", lambda self, best: best)
     without = evaluate(catalog, inv, Scenario(fleet_nodes=1)).fleet
     assert (without["nodes_needed"], round(without["total_monthly_usd"], 2)) == (2, 53358.72)
+
+
+def test_deployments_sized_in_one_batch_are_sized_as_one_by_one(catalog):
+    """Planner.prefetch sizes many deployments in one latency.min_replicas call (the search's candidate moves);
+    each must come out as size() alone makes it: the same cap, replicas and feasibility, and the same
+    figures to rounding. The requests: every owned column's pool of the plan's members plus one more
+    workload allowed there, diffusion and AR, several tiers (so caps, step curves and block sizes differ)."""
+    ev = evaluate(catalog, _twenty(), Scenario(fleet_nodes=1))
+    inp, best = ev.plan_inputs, ev.plan
+    requests = []
+    for pos, route in enumerate(inp.owned):
+        members = np.flatnonzero((best.assignment == route.index) & inp.interactive)
+        extra = np.flatnonzero(inp.allowed[:, route.index] & inp.interactive & (best.assignment != route.index))
+        for rows in (members, np.sort(np.r_[members, extra[:1]]), extra[:3]):
+            if rows.size:
+                requests.append((pos, rows.astype(int), np.ones(rows.size), None, rows.size))
+    kinds = {inp.owned[q[0]].architecture for q in requests}
+    assert "diffusion" in kinds and len(kinds) >= 3 and len(requests) >= 12
+    alone = Planner(inp, ev.planner._gpu_hours_month)
+    batch = Planner(inp, ev.planner._gpu_hours_month)
+    batch.prefetch(requests)
+    assert len(batch._prefetched) == len({Planner._size_key(*q) for q in requests})
+    fed = 0
+    for q in requests:
+        a, b = alone.size(*q), batch.size(*q)
+        assert (a.feasible, a.concurrency, a.replicas, a.gpus_per_replica) == \
+            (b.feasible, b.concurrency, b.replicas, b.gpus_per_replica)
+        if a.feasible and a.replicas:
+            fed += 1
+            np.testing.assert_allclose(b.service_s, a.service_s, rtol=1e-12)
+            np.testing.assert_allclose(b.busy, a.busy, rtol=1e-12, atol=1e-12)
+            assert b.lat_sum == pytest.approx(a.lat_sum, rel=1e-12)
+            np.testing.assert_allclose(b.p95_ms, a.p95_ms, rtol=1e-12)
+    assert fed >= 8 and not batch._prefetched  # every prefetched sizing was taken by size()
+
+
+def test_a_prefetched_sizing_bars_its_hopeless_members_only_once_asked_for(catalog, bank):
+    """A pool whose member's service alone misses its target is infeasible and bars that pairing, but only
+    when the search asks for that pool: a candidate sized ahead and never priced must not change what the
+    search may try (the plan would depend on the batching). Sample workload 1 sized with a 1 ms target."""
+    ev = evaluate(catalog, bank, Scenario(fleet_nodes=1))
+    p = Planner(ev.plan_inputs, ev.planner._gpu_hours_month)
+    pos = next(k for k, o in enumerate(p.inp.owned) if np.isfinite(o.service_s[1]).any())
+    col = p.inp.owned[pos].index
+    hopeless = (pos, np.array([1]), np.ones(1), np.array([1.0]), 1)
+    fine = (pos, np.array([1]), np.ones(1), None, 1)
+    p.prefetch([hopeless, fine])
+    assert len(p._prefetched) == 2 and not p._hopeless
+    assert p.size(*fine).feasible and not p._hopeless
+    assert not p.size(*hopeless).feasible
+    assert p._hopeless == {(1, col)}

@@ -186,3 +186,36 @@ def test_simulation_of_one_planned_deployment_is_fast(sample_check):
     t = time.process_time()
     simulate_deployment(load, seed=SEED, one_replica_fewer=False)
     assert time.process_time() - t < 2.0
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(min_value=2, max_value=30), st.integers(min_value=0, max_value=10_000), st.sampled_from([1, 32]))
+def test_a_load_at_several_caps_is_the_configurations_built_for_them(n, seed, block):
+    """PooledDeployments.at_caps (the fleet plan's sizing: one deployment's load at each candidate cap,
+    checking a few rows) gives the arrays build(...).with_load_of(load) gives, and the same replicas; AR and
+    diffusion blocks of 32 tokens."""
+    rng = np.random.default_rng(seed)
+    step = 10.0 + 0.15 * np.arange(64)
+    common = dict(prefill_ms=rng.uniform(5, 300, n), output_mean_tokens=rng.uniform(20, 600, n),
+                  output_p95_tokens=np.where(rng.random(n) < 0.5, rng.uniform(700, 1500, n), np.nan),
+                  slo_ms=rng.uniform(1500, 20000, n), escalated_share=np.where(rng.random(n) < 0.2, 0.03, 0.0),
+                  escalated_extra_ms=np.full(n, 500.0), arrival_rate_per_s=rng.uniform(0.05, 3.0, n))
+    load = latency.PooledDeployments.build(row=np.zeros(n), step_ms=step[None, :], concurrency_cap=64,
+                                           steps_per_token=0.5, block_tokens=block, **common)
+    rows = np.sort(rng.choice(n, size=max(1, n // 3), replace=False))
+    caps = np.array([4, 16, 64])
+    built = latency.PooledDeployments.build(
+        row=np.repeat(np.arange(3), rows.size), step_ms=np.broadcast_to(step, (3, 64)), concurrency_cap=caps,
+        steps_per_token=0.5, block_tokens=block, **{k: np.tile(v[rows], 3) for k, v in common.items()}
+    ).with_load_of(load)
+    fast = load.at_caps(rows, caps)
+    for name in ("row", "arrival_rate_per_s", "prefill_ms", "slo_ms", "escalated_share", "escalated_extra_ms",
+                 "concurrency_cap", "steps_per_token", "block_tokens", "output_mu", "output_sigma",
+                 "row_block_tokens"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(built, name), err_msg=name)
+    np.testing.assert_array_equal(fast.step_ms, built.step_ms)  # NaN past each cap in both
+    for f in ("lam", "pre", "pre2", "n", "pre_n", "n2"):
+        np.testing.assert_array_equal(getattr(fast.moments, f), getattr(built.moments, f), err_msg=f)
+    np.testing.assert_array_equal(latency.min_replicas(fast).replicas, latency.min_replicas(built).replicas)
+    with pytest.raises(ValueError, match="beyond"):
+        load.at_caps(rows, np.array([128]))

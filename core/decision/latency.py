@@ -43,7 +43,7 @@ workload rows on them (`row` says which configuration each belongs to).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 from scipy import special
@@ -560,6 +560,65 @@ class PooledDeployments:
         """Number of deployment configurations R."""
         return self.step_ms.shape[0]
 
+    @classmethod
+    def concat(cls, parts: list[PooledDeployments]) -> PooledDeployments:
+        """Several deployments' configurations as one (configurations in order, rows renumbered), each keeping its
+        own traffic sums: min_replicas and pooled_state treat configurations independently, so the fleet plan
+        sizes many deployments in one call (numpy's per-call overhead is most of a small sizing's time)."""
+        if len(parts) == 1:
+            return parts[0]
+        width = max(p.step_ms.shape[1] for p in parts)
+        offsets = np.cumsum([0] + [p.rows for p in parts])[:-1]
+
+        def cat(name):
+            return np.concatenate([getattr(p, name) for p in parts])
+
+        out = copy.copy(parts[0])
+        arrays = {
+            "row": np.concatenate([p.row + o for p, o in zip(parts, offsets, strict=True)]),
+            # Entries past a configuration's cap are NaN (build) and never read.
+            "step_ms": np.vstack([np.pad(p.step_ms, ((0, 0), (0, width - p.step_ms.shape[1])),
+                                         constant_values=np.nan) for p in parts]),
+            "moments": _Moments(*(np.concatenate([getattr(p.moments, f) for p in parts])
+                                  for f in ("lam", "pre", "pre2", "n", "pre_n", "n2"))),
+        }
+        for name in ("arrival_rate_per_s", "prefill_ms", "output_mean_tokens", "output_p95_tokens", "slo_ms",
+                     "escalated_share", "escalated_extra_ms", "concurrency_cap", "steps_per_token", "block_tokens",
+                     "output_mu", "output_sigma", "row_block_tokens", "effective_mean_tokens",
+                     "effective_second_moment"):
+            arrays[name] = cat(name)
+        for name, value in arrays.items():
+            object.__setattr__(out, name, value)
+        return out
+
+    def at_caps(self, rows: np.ndarray, caps: np.ndarray) -> PooledDeployments:
+        """This one configuration (a deployment's whole load, its step curve up to the largest cap) at each of
+        `caps`, checking workload rows `rows` only: what build(...).with_load_of(self) gives for those rows,
+        taken from this one's arrays instead of deriving the lognormals and block moments again (a sizing
+        builds both, thousands of times per plan)."""
+        if self.rows != 1:
+            raise ValueError("at_caps: the load must be one configuration")
+        caps = np.asarray(caps, dtype=np.int64)
+        J, k = caps.size, rows.size
+        width = self.step_ms.shape[1]
+        if ((caps < 1) | (caps > width)).any():
+            raise ValueError("at_caps: a cap beyond the load's step curve")
+        out = copy.copy(self)
+        arrays = {name: np.tile(getattr(self, name)[rows], J) for name in (
+            "arrival_rate_per_s", "prefill_ms", "output_mean_tokens", "output_p95_tokens", "slo_ms",
+            "escalated_share", "escalated_extra_ms", "output_mu", "output_sigma", "row_block_tokens",
+            "effective_mean_tokens", "effective_second_moment")}
+        arrays["row"] = np.repeat(np.arange(J, dtype=np.int64), k)
+        arrays["step_ms"] = np.where(np.arange(width)[None, :] < caps[:, None], self.step_ms[0][None, :], np.nan)
+        arrays["concurrency_cap"] = caps.copy()
+        arrays["steps_per_token"] = np.repeat(self.steps_per_token, J)
+        arrays["block_tokens"] = np.repeat(self.block_tokens, J)
+        m = self.moments
+        arrays["moments"] = _Moments(*(np.repeat(getattr(m, f), J) for f in ("lam", "pre", "pre2", "n", "pre_n", "n2")))
+        for name, value in arrays.items():
+            object.__setattr__(out, name, value)
+        return out
+
     def with_load_of(self, load: PooledDeployments) -> PooledDeployments:
         """The same configurations and checked rows, queueing under `load`'s traffic (one configuration, tiled).
 
@@ -647,6 +706,10 @@ class PooledState:
     p_wait: np.ndarray  # C: P(a request waits for a slot)
     wait_rate_per_ms: np.ndarray  # theta: the waiting time of one that waits is Exp(theta)
     stable: np.ndarray
+
+    def take(self, start: int, stop: int) -> PooledState:
+        """Configurations start..stop-1 (one deployment's share of a state computed for several)."""
+        return PooledState(**{f.name: getattr(self, f.name)[start:stop] for f in fields(self)})
 
     def service(self, dep: PooledDeployments, idx=None) -> ServiceTime:
         """Service time of workload rows idx (default all) when they find a free slot (the batch's spread folded in)."""

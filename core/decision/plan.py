@@ -55,6 +55,9 @@ EVICT_PRICINGS = 60
 EVICT_DEPLOYMENTS = 8
 EVICT_GROUPS = tuple(2**k for k in range(13))  # how many of a pool's members closest to the edge move at once
 MAX_PASSES = 6
+# Candidate moves sized together ahead of pricing them one by one (Planner._speculate): enough for most of a
+# batch's saving, few enough that a move taken midway wastes little (the moves after it are sized again).
+SPECULATE_MOVES = 8
 DROP_NODE_MARGINS = (1.0, 1.25, 1.6, 2.0, 3.0)  # GPUs moved off, as multiples of what a node fewer needs
 DROP_NODE_POOLS = 6  # pools that alone free a node's worth tried as one move each (smallest first)
 MAX_REPAIR_ROUNDS = 6  # rounds of barring members a pooled deployment cannot hold (see optimise)
@@ -291,6 +294,8 @@ class Planner:
         self._lin = None
         self._alt_cache: dict[tuple[int, bytes], np.ndarray] = {}  # whole-deployment moves' targets (_improve)
         self._hopeless: set[tuple[int, int]] = set()  # (row, plan column) found unable to meet the target there
+        # Sizings made ahead in a batch (prefetch), with the hopeless pairings each found: size() takes them.
+        self._prefetched: dict[tuple, tuple[DeploymentSize, list[tuple[int, int]]]] = {}
         self._classes: tuple[np.ndarray | None, np.ndarray | None] | None = None  # (class per row, first rows)
         self._sub: Planner | None = None  # the planner of the classes (optimise)
         # The edge pool beside each tier of a stack at one GPU count (plan column -> plan column).
@@ -325,14 +330,41 @@ class Planner:
         sizing checks the Pareto front of (slack, mu) and every member still loads the queue.
         """
         n_primary = len(rows) if n_primary is None else int(n_primary)
-        key = (pos, rows.tobytes(), shares.tobytes(), None if slo_ms is None else slo_ms.tobytes(), n_primary)
+        key = self._size_key(pos, rows, shares, slo_ms, n_primary)
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        slo = self.inp.slo_ms[rows] if slo_ms is None else slo_ms
-        res = self._size(pos, rows, shares, slo, n_primary)
+        done = self._prefetched.pop(key, None)
+        if done is None:
+            slo = self.inp.slo_ms[rows] if slo_ms is None else slo_ms
+            done = self._size_many([(pos, rows, shares, slo, n_primary)])[0]
+        res, hopeless = done
+        # Pairings found hopeless count once the search asks for this sizing (as if sized here and now).
+        self._hopeless.update(hopeless)
         self._cache[key] = res
         return res
+
+    @staticmethod
+    def _size_key(pos, rows, shares, slo_ms, n_primary) -> tuple:
+        return (pos, rows.tobytes(), shares.tobytes(), None if slo_ms is None else slo_ms.tobytes(), n_primary)
+
+    def prefetch(self, requests) -> None:
+        """Size in one batch the deployments (pos, rows, shares, slo_ms or None, n_primary) not sized yet, for
+        size() to find. The same sizings size() would make one by one: each deployment's replicas, cap and
+        figures do not depend on the others in the batch; what a batch saves is numpy's per-call overhead,
+        most of a small sizing's time (docs/performance.md "Sizing deployments in batches")."""
+        todo, keys = [], set()
+        for pos, rows, shares, slo_ms, n_primary in requests:
+            key = self._size_key(pos, rows, shares, slo_ms, n_primary)
+            if key in keys or key in self._cache or key in self._prefetched:
+                continue
+            keys.add(key)
+            slo = self.inp.slo_ms[rows] if slo_ms is None else slo_ms
+            todo.append((key, (pos, rows, shares, slo, n_primary)))
+        if len(todo) < 2:
+            return  # one sizing: size() makes it when asked (the same call)
+        for (key, _), done in zip(todo, self._size_many([q for _, q in todo]), strict=True):
+            self._prefetched[key] = done
 
     def _model(self, pos, rows, shares, slo, n_primary, b_max) -> dict:
         """The latency model's inputs for these members on owned column `pos` (what the simulation replays too)."""
@@ -364,7 +396,34 @@ class Planner:
         """The latency model of a sized deployment (its members' arrays and step curve up to its cap)."""
         return self._model(d.route, d.rows, d.shares, self.inp.slo_ms[d.rows], d.n_primary, d.concurrency)
 
-    def _size(self, pos, rows, shares, slo, n_primary) -> DeploymentSize:
+    def _size_many(self, requests) -> list[tuple[DeploymentSize, list[tuple[int, int]]]]:
+        """Size deployments (pos, rows, shares, slo, n_primary): one latency.min_replicas call and one
+        pooled_state call for all of them. Per deployment its size and the (row, plan column) pairings found
+        hopeless (a member whose service alone misses its target there)."""
+        out: list[Any] = [None] * len(requests)
+        pending = []
+        for k, req in enumerate(requests):
+            prep = self._size_prepare(*req)
+            if isinstance(prep, DeploymentSize):
+                out[k] = (prep, [])
+            else:
+                pending.append((k, *prep))
+        if pending:
+            dep = latency.PooledDeployments.concat([d for _, d, _ in pending])
+            sizing = latency.min_replicas(dep, binding_rows=False)
+            reps = sizing.replicas.astype(float)
+            st = latency.pooled_state(dep, np.where(reps >= 1, reps, 1.0))
+            at = 0
+            for k, d, finish in pending:
+                sl = slice(at, at + d.rows)
+                out[k] = finish(reps[sl], sizing.service_tail_misses[sl], st.take(at, at + d.rows))
+                at += d.rows
+        return out
+
+    def _size_prepare(self, pos, rows, shares, slo, n_primary):
+        """A deployment's size where no queue needs solving (nothing fits, no traffic), else (the candidate caps'
+        configurations for min_replicas, a function of their replicas, tail misses and state giving the size
+        and the hopeless pairings)."""
         inp, route = self.inp, self.inp.owned[pos]
         n = len(rows)
         lam = inp.lam_peak[rows] * shares
@@ -408,30 +467,39 @@ class Planner:
                                   np.full(n, np.nan), np.nan, np.zeros(24), 0.0, 0.0, -1, n_primary)
 
         check = _binding_candidates(slo_eff - prefill, load.output_mu, load.output_sigma, esc_share > 0, primary)
-        J = caps_j.size
         caps = grid[caps_j].astype(np.int64)
-        k = check.size
-        dep = latency.PooledDeployments.build(
-            row=np.repeat(np.arange(J), k), arrival_rate_per_s=np.tile(lam[check], J),
-            prefill_ms=np.tile(prefill[check], J), output_mean_tokens=np.tile(n_out[check], J),
-            output_p95_tokens=np.tile(p95_out[check], J), slo_ms=np.tile(slo_eff[check], J),
-            step_ms=np.broadcast_to(step, (J, b_max)), concurrency_cap=caps,
-            escalated_share=np.tile(esc_share[check], J), escalated_extra_ms=np.tile(esc_extra[check], J),
-            steps_per_token=spt, block_tokens=blk).with_load_of(load)
-        sizing = latency.min_replicas(dep, binding_rows=False)
-        reps = sizing.replicas.astype(float)
+        dep = load.at_caps(check, caps)
+
+        def finish(reps, tail_misses, st):
+            ok = reps >= 1
+            if not ok.any():
+                hopeless = []
+                if tail_misses.all():
+                    # The step curve (hence the batch-1 service) is the same for every cap: name the members whose
+                    # service alone misses here, so the search stops pairing them with this column.
+                    alone = latency.ServiceTime(prefill, np.full(n, spt * step[0]), load.output_mu,
+                                                load.output_sigma, load.row_block_tokens)
+                    p_alone = (1.0 - esc_share) * alone.survival(slo_eff) \
+                        + esc_share * alone.survival(slo_eff - esc_extra)
+                    hopeless = [(int(rows[i]), int(route.index))
+                                for i in np.flatnonzero(primary & (p_alone > latency.SLO_TAIL) & (lam > 0))]
+                return infeasible(), hopeless
+            return self._size_finish(pos, rows, shares, slo, n_primary, parts, load, caps, reps, st), []
+
+        return dep, finish
+
+    def _size_finish(self, pos, rows, shares, slo, n_primary, parts, load, caps, reps, st) -> DeploymentSize:
+        """The size at the cap needing the fewest GPUs (then the lowest mean latency), from every cap's replicas
+        and queue state."""
+        inp, route = self.inp, self.inp.owned[pos]
+        n = len(rows)
+        lam = inp.lam_peak[rows] * shares
+        g = int(route.tp_options[0])
+        total = float(lam.sum())
+        prefill, n_out, p95_out = parts["prefill_ms"], parts["output_mean_tokens"], parts["output_p95_tokens"]
+        esc_share, esc_extra, slo_eff = parts["escalated_share"], parts["escalated_extra_ms"], parts["slo_ms"]
+        step, spt, blk = parts["step_ms"], parts["steps_per_token"], parts["block_tokens"]
         ok = reps >= 1
-        if not ok.any():
-            if sizing.service_tail_misses.all():
-                # The step curve (hence the batch-1 service) is the same for every cap: name the members whose
-                # service alone misses here, so the search stops pairing them with this column.
-                alone = latency.ServiceTime(prefill, np.full(n, spt * step[0]), load.output_mu, load.output_sigma,
-                                              load.row_block_tokens)
-                p_alone = (1.0 - esc_share) * alone.survival(slo_eff) + esc_share * alone.survival(slo_eff - esc_extra)
-                for i in np.flatnonzero(primary & (p_alone > latency.SLO_TAIL) & (lam > 0)):
-                    self._hopeless.add((int(rows[i]), int(route.index)))
-            return infeasible()
-        st = latency.pooled_state(dep, np.where(ok, reps, 1.0))
         # Mean time in system of the whole traffic per candidate cap (closed form from the load's sums):
         # free slot: p + join + c E N at the typical batch; waited: + 1/theta, at the full batch.
         m = load.moments
@@ -494,16 +562,10 @@ class Planner:
             + np.where(esc & ~fb_owned, f * inp.fallback_api_monthly[rows], 0.0)
         return row_api, f, esc & fb_owned
 
-    def price(self, assign: np.ndarray, slo_override: tuple[int, float] | None = None,
-              base: PlanCost | None = None) -> PlanCost:
-        """The exact monthly cash bill of an assignment (plan column per workload, -1 unserved).
-
-        base: a priced assignment this one differs from in a few rows (a search move). Only the deployments
-        those rows leave or join are looked at again; the others keep base's figures, and every sum runs
-        in the same order over the same per-row and per-deployment terms, so the bill is the one a full
-        pricing gives, bit for bit (tests/test_plan.py checks it)."""
+    def _terms(self, assign: np.ndarray, base: PlanCost | None, slo_override) -> tuple:
+        """price()'s per-row terms (API spend, escalated share, escalations onto an owned column), the owned
+        columns to price again (None: all) and their primary and escalated-in rows."""
         inp = self.inp
-        assign = np.asarray(assign)
         fb = inp.fallback_route
         if base is None or base.parts is None or slo_override is not None:
             row_api, f, esc_owned = self._row_terms(assign, self._rows)
@@ -523,6 +585,40 @@ class Planner:
                 | set(fb[old_fb].tolist()) | set(fb[new_fb].tolist())
             prim_groups = {c: np.flatnonzero(assign == c) for c in touched if c >= 0}
             extra_groups = {c: np.flatnonzero(esc_owned & (fb == c)) for c in touched if c >= 0}
+        return row_api, f, esc_owned, touched, prim_groups, extra_groups
+
+    def _requests(self, touched, prim_groups, extra_groups, f, slo_override) -> list[tuple]:
+        """The deployment sizings pricing these columns asks for (prefetch's requests)."""
+        out = []
+        for pos, route in enumerate(self.inp.owned):
+            r = route.index
+            if touched is None or r in touched:
+                req = self._column_request(pos, prim_groups.get(r), extra_groups.get(r), f, slo_override)
+                if req is not None:
+                    out.append(req)
+        return out
+
+    def prefetch_plans(self, assigns, base: PlanCost | None) -> None:
+        """Size in one batch what pricing each of these assignments from `base` will ask for (the search's
+        candidate moves, priced one by one afterwards: the sizings are the same, made together)."""
+        reqs: list[tuple] = []
+        for assign in assigns:
+            _, f, _, touched, prim_groups, extra_groups = self._terms(np.asarray(assign), base, None)
+            reqs += self._requests(touched, prim_groups, extra_groups, f, None)
+        self.prefetch(reqs)
+
+    def price(self, assign: np.ndarray, slo_override: tuple[int, float] | None = None,
+              base: PlanCost | None = None) -> PlanCost:
+        """The exact monthly cash bill of an assignment (plan column per workload, -1 unserved).
+
+        base: a priced assignment this one differs from in a few rows (a search move). Only the deployments
+        those rows leave or join are looked at again; the others keep base's figures, and every sum runs
+        in the same order over the same per-row and per-deployment terms, so the bill is the one a full
+        pricing gives, bit for bit (tests/test_plan.py checks it)."""
+        inp = self.inp
+        assign = np.asarray(assign)
+        row_api, f, esc_owned, touched, prim_groups, extra_groups = self._terms(assign, base, slo_override)
+        self.prefetch(self._requests(touched, prim_groups, extra_groups, f, slo_override))
         api_monthly = float(np.sum(row_api))
 
         sizes: dict[int, DeploymentSize] = {}
@@ -575,6 +671,24 @@ class Planner:
                         row_api if keep else None, f if keep else None, esc_owned if keep else None,
                         parts if keep else None, owned_usd)
 
+    def _column_request(self, pos: int, prim: np.ndarray | None, extra: np.ndarray | None, f: np.ndarray,
+                        slo_override: tuple[int, float] | None) -> tuple | None:
+        """The sizing of owned column `pos`'s interactive deployment: (pos, rows, shares, targets or None,
+        primary rows); None when no interactive work runs there."""
+        inp = self.inp
+        prim = prim if prim is not None else np.zeros(0, dtype=int)
+        extra = extra if extra is not None else np.zeros(0, dtype=int)
+        p_int, e_int = prim[inp.interactive[prim]], extra[inp.interactive[extra]]
+        inter_rows = np.concatenate([p_int, e_int]) if e_int.size else p_int
+        if not inter_rows.size:
+            return None
+        shares = np.concatenate([np.ones(p_int.size), f[e_int]]) if e_int.size else np.ones(p_int.size)
+        slo = None
+        if slo_override is not None and np.any(inter_rows == slo_override[0]):
+            slo = inp.slo_ms[inter_rows].copy()
+            slo[inter_rows == slo_override[0]] = slo_override[1]
+        return pos, inter_rows, shares, slo, p_int.size
+
     def _price_column(self, pos: int, route: OwnedRoute, prim: np.ndarray | None, extra: np.ndarray | None,
                       f: np.ndarray, slo_override: tuple[int, float] | None) -> tuple | None:
         """One owned column's part of the bill: (its interactive deployment or None, offline GPU-hours a day,
@@ -584,17 +698,11 @@ class Planner:
             return None
         prim = prim if prim is not None else np.zeros(0, dtype=int)
         extra = extra if extra is not None else np.zeros(0, dtype=int)
-        p_int, e_int = prim[inp.interactive[prim]], extra[inp.interactive[extra]]
-        inter_rows = np.concatenate([p_int, e_int]) if e_int.size else p_int
-        shares = np.concatenate([np.ones(p_int.size), f[e_int]]) if e_int.size else np.ones(p_int.size)
-        slo = None
-        if slo_override is not None and np.any(inter_rows == slo_override[0]):
-            slo = inp.slo_ms[inter_rows].copy()
-            slo[inter_rows == slo_override[0]] = slo_override[1]
+        req = self._column_request(pos, prim, extra, f, slo_override)
         d = None
         d_gpus = 0
-        if inter_rows.size:
-            d = self.size(pos, inter_rows, shares, slo, n_primary=p_int.size)
+        if req is not None:
+            d = self.size(*req)
             if not d.feasible:
                 return d, 0.0, 0.0, 0.0
             d_gpus = d.gpus
@@ -822,23 +930,25 @@ class Planner:
         for _ in range(MAX_PASSES):
             improved = False
             # Whole deployments: move every member of one owned route to its next-best route.
-            for route in inp.owned:
-                members = np.flatnonzero(best.assignment == route.index)
-                if not members.size:
-                    continue
-                # Each pass asks again for every deployment; most are unchanged since the last pass.
-                alt_key = (route.index, members.tobytes())
-                alt = self._alt_cache.get(alt_key)
-                if alt is None:
-                    alt = self._alt_cache[alt_key] = self._choose(inp.full_usd_per_gpu_hour, rows=members,
-                                                                  exclude=route.index)
-                if (alt < 0).any():
-                    continue
-                if focus is not None and not focus[route.index] and not focus[alt].any():
-                    continue
-                cand = self._better(best, members, alt)
+            cols = [o.index for o in inp.owned]
+            moves = self._whole_moves(best, focus)
+            order = [c for c in cols if c in moves]
+            ahead = 0  # moves order[:ahead] are sized ahead (_speculate)
+            k = 0
+            while k < len(order):
+                col = order[k]
+                if k >= ahead:
+                    ahead = k + SPECULATE_MOVES
+                    self._speculate(best, [moves[c] for c in order[k:ahead]])
+                cand = self._better(best, *moves[col])
                 if cand is not None:
                     best, improved = cand, True
+                    # The routes still to try (members may have come or gone): their moves from the new plan.
+                    later = cols[cols.index(col) + 1:]
+                    moves = self._whole_moves(best, focus, set(later))
+                    order = order[:k + 1] + [c for c in later if c in moves]
+                    ahead = k + 1
+                k += 1
             # A focused re-plan (a licensed stack's break-even fee) starts from a plan whose pools were already
             # thinned at the edge; its own evictions bought nothing on generated 30k inventories for ~100 sizings.
             if W > SINGLE_MOVE_ROWS and not focused:
@@ -862,6 +972,32 @@ class Planner:
                 focus = None  # the plan moved: every move is new again (small inventories afford them all)
         return best
 
+    def _whole_moves(self, best: PlanCost, focus: np.ndarray | None,
+                     only: set[int] | None = None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Per owned plan column with members (of `only`, default all): (its members, each one's next-best plan
+        column), the moves _improve tries; columns whose members cannot all move, or outside the focus, are
+        left out."""
+        inp = self.inp
+        out = {}
+        for route in inp.owned:
+            if only is not None and route.index not in only:
+                continue
+            members = np.flatnonzero(best.assignment == route.index)
+            if not members.size:
+                continue
+            # Each pass asks again for every deployment; most are unchanged since the last pass.
+            alt_key = (route.index, members.tobytes())
+            alt = self._alt_cache.get(alt_key)
+            if alt is None:
+                alt = self._alt_cache[alt_key] = self._choose(inp.full_usd_per_gpu_hour, rows=members,
+                                                              exclude=route.index)
+            if (alt < 0).any():
+                continue
+            if focus is not None and not focus[route.index] and not focus[alt].any():
+                continue
+            out[route.index] = (members, alt)
+        return out
+
     def _single_moves(self, best: PlanCost, focus: np.ndarray | None) -> tuple[PlanCost, bool]:
         """One pass of single-workload moves, first improvement; whether one lowered the bill or GPU-hours.
 
@@ -878,13 +1014,21 @@ class Planner:
         gained = False
         for i in range(W):
             own = self._col_group.get(int(best.assignment[i]))
-            for r in np.flatnonzero(inp.allowed[i]):
+
+            def tried(r, best, own=own, i=i):
                 if r == best.assignment[i]:
-                    continue
+                    return False
                 if W > FULL_MOVE_ROWS and r in self._col_group and r not in self._top_cols \
                         and self._col_group[int(r)] != own:
-                    continue
-                if focus is not None and not focus[r] and not focus[best.assignment[i]]:
+                    return False
+                return focus is None or bool(focus[r]) or bool(focus[best.assignment[i]])
+
+            targets = np.flatnonzero(inp.allowed[i])
+            # Every move of this row sized in one batch (few are taken: on 100 generated workloads sizing them
+            # SPECULATE_MOVES at a time took 1.6x as long); after a move is taken, the rest from the new plan.
+            self._speculate(best, [(i, t) for t in targets if tried(t, best)])
+            for k, r in enumerate(targets):
+                if not tried(r, best):
                     continue
                 cand = self._better(best, np.array([i]), r)
                 if cand is not None:
@@ -892,7 +1036,19 @@ class Planner:
                     # 300 generated workloads the last two of six passes moved members for latency alone.
                     gained |= W <= FULL_MOVE_ROWS or cand.key[:2] < best.key[:2]
                     best = cand
+                    self._speculate(best, [(i, t) for t in targets[k + 1:] if tried(t, best)])
         return best, gained
+
+    def _speculate(self, best: PlanCost, moves) -> None:
+        """Size in one batch what the moves (rows, target) from `best` about to be tried will ask for. Only the
+        cache is filled: the search prices each move as before, so a move taken midway wastes the rest."""
+        assigns = []
+        for rows, target in moves:
+            assign = best.assignment.copy()
+            assign[rows] = target
+            assigns.append(assign)
+        if len(assigns) > 1:
+            self.prefetch_plans(assigns, best)
 
     def _drop_node(self, best: PlanCost) -> PlanCost:
         """A plan with a bought node fewer, if one is cheaper. Two kinds of move free a node's worth of GPUs:
@@ -932,13 +1088,7 @@ class Planner:
         need = inter_gpus - (best.nodes_needed - 1) * gpn
         if best.nodes_offline_extra or need <= 0:
             need = max(need, gpn)
-        winner = best
-
-        def consider(assign):
-            nonlocal winner
-            cand = self.price(assign, base=best)
-            if cand.feasible and cand.key < winner.key:
-                winner = cand
+        candidates = []
 
         # Whole pools emptied into the pools still running (their slack is free) or an API: each pool that alone
         # frees enough, the pairs of smaller ones that do (the smallest pairs first), the smallest pools together.
@@ -966,15 +1116,21 @@ class Planner:
             if rows.size and (target >= 0).all():
                 assign = a.copy()
                 assign[rows] = target
-                consider(assign)
+                candidates.append(assign)
         # The members holding the most GPUs per dollar of their cheapest API, moved there.
         order = movable[np.argsort(api_best[movable] / held[movable], kind="stable")]
         freed = np.cumsum(held[order])
         for m in DROP_NODE_MARGINS:
             k = int(np.searchsorted(freed, need * m - 1e-9)) + 1
-            consider(np.where(np.isin(self._rows, order[:k]), api_col, a))
+            candidates.append(np.where(np.isin(self._rows, order[:k]), api_col, a))
             if k >= order.size:
                 break
+        self.prefetch_plans(candidates, best)
+        winner = best
+        for assign in candidates:
+            cand = self.price(assign, base=best)
+            if cand.feasible and cand.key < winner.key:
+                winner = cand
         return winner
 
     def _better(self, best: PlanCost, rows: np.ndarray, target) -> PlanCost | None:
@@ -1016,9 +1172,9 @@ class Planner:
                     latency.block_tokens_of(route.stack))[:, 0, 0]
                 order = prim[np.argsort(-(p95_alone / inp.slo_ms[prim]), kind="stable")]
                 edge = self._edge_of.get(route.index)
-                winner = best
+                candidates = []
                 for k in EVICT_GROUPS:
-                    if k >= prim.size or self._evict_budget <= 0:
+                    if k >= prim.size or len(candidates) >= self._evict_budget:
                         break
                     out = order[:k]
                     target = self._choose(full, rows=out, exclude=route.index)
@@ -1028,6 +1184,10 @@ class Planner:
                         continue
                     cand_assign = best.assignment.copy()
                     cand_assign[out] = target
+                    candidates.append(cand_assign)
+                self.prefetch_plans(candidates, best)
+                winner = best
+                for cand_assign in candidates:
                     self._evict_budget -= 1
                     cand = self.price(cand_assign, base=best)
                     if cand.feasible and cand.key < winner.key:
