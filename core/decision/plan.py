@@ -590,13 +590,22 @@ class Planner:
     def _requests(self, touched, prim_groups, extra_groups, f, slo_override) -> list[tuple]:
         """The deployment sizings pricing these columns asks for (prefetch's requests)."""
         out = []
-        for pos, route in enumerate(self.inp.owned):
-            r = route.index
-            if touched is None or r in touched:
-                req = self._column_request(pos, prim_groups.get(r), extra_groups.get(r), f, slo_override)
-                if req is not None:
-                    out.append(req)
+        for pos in self._positions(touched):
+            r = self.inp.owned[pos].index
+            req = self._column_request(pos, prim_groups.get(r), extra_groups.get(r), f, slo_override)
+            if req is not None:
+                out.append(req)
         return out
+
+    def _positions(self, touched: set[int] | None, base: PlanCost | None = None) -> list[int] | range:
+        """Owned positions to visit, ascending: all (touched None), else the touched ones and those running in
+        base (the only ones with a part: a position with none adds nothing, so sums keep their order)."""
+        if touched is None:
+            return range(len(self.inp.owned))
+        pos = {self._owned_pos[r] for r in touched if r in self._owned_pos}
+        if base is not None and base.parts is not None:
+            pos |= set(base.parts)
+        return sorted(pos)
 
     def prefetch_plans(self, assigns, base: PlanCost | None) -> None:
         """Size in one batch what pricing each of these assignments from `base` will ask for (the search's
@@ -629,7 +638,8 @@ class Planner:
         offline_hours = 0.0
         offline_min = 0.0
         lat_sum, lat_w = 0.0, 0.0
-        for pos, route in enumerate(inp.owned):
+        for pos in self._positions(touched, base):
+            route = inp.owned[pos]
             r = route.index
             if touched is not None and r not in touched:
                 part = base.parts.get(pos) if base is not None and base.parts is not None else None
