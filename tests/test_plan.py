@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.decision import plan as plan_mod
 from core.decision.analysis import fleet_options
 from core.decision.engine import evaluate
 from core.decision.plan import Planner, pack_nodes
@@ -209,7 +211,6 @@ def test_search_is_within_one_percent_of_brute_force(catalog, bank, seed):
     cols = rng.permutation(np.flatnonzero(inp.allowed.any(axis=0)))[:5]
     keep = np.zeros(inp.allowed.shape[1], dtype=bool)
     keep[cols] = True
-    from dataclasses import replace
     planner = Planner(replace(inp, allowed=inp.allowed & keep[None, :]))
     found = planner.optimise()
     assert found.bill <= _brute_force(planner) * 1.01 + 1e-6
@@ -417,8 +418,6 @@ def test_the_search_terms_are_let_go_and_one_row_is_the_same_without_them(catalo
 
 def _twenty():
     """20 generated workloads (bench/gen.py, seed 12), frozen as a file so the generator may change."""
-    from pathlib import Path
-
     return pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_workloads_drop_a_node.csv")
 
 
@@ -495,3 +494,27 @@ def test_a_prefetched_sizing_bars_its_hopeless_members_only_once_asked_for(catal
     assert p.size(*fine).feasible and not p._hopeless
     assert not p.size(*hopeless).feasible
     assert p._hopeless == {(1, col)}
+
+
+def test_moves_from_several_starts_do_not_buy_a_node_one_start_needs(catalog, monkeypatch):
+    """38 generated workloads (bench/gen.py seed 7, frozen), 1 owned node (8 H100, $33.02/hour). Moves from the
+    cheapest shadow-price candidate alone stop at 30 interactive GPUs: Llama-70B+draft x4 (4) and x8 x 2 (16),
+    Qwen3-30B x2 (2), Qwen3-235B x4 (4), LLaDA2-flash x4 (4) -> 4 nodes: 4 x 33.02 x 730 = $96,418.40
+    + $4,316.79 of API = $100,735.19. Moves from the everything-owned candidate (shadow price 0) end at 24:
+    the x8 pool takes the x4 pool's and the Qwen3-30B pool's members, 3 nodes: $72,313.80 + $4,368.99 of API
+    = $76,682.79 ($24,052.40 a month less, the same 34 workloads served), every owned member within target."""
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "thirty_eight_workloads_several_starts.csv")
+    ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
+    f = ev.fleet
+    assert (f["nodes_needed"], sum(d["interactive_gpus"] for d in f["deployments"])) == (3, 24)
+    assert f["total_monthly_usd"] == pytest.approx(3 * NODE_MONTH + 4368.99, abs=0.01)
+    assert (ev.verdict >= 0).sum() == 34
+    slo = inv["latency_slo_ms"].to_numpy()
+    for i, r in enumerate(ev.verdict):
+        if r >= 0 and ev.routes[r].hosting == "owned" and np.isfinite(slo[i]):
+            assert ev.a["p95_ms"][i, r] <= slo[i]
+
+    monkeypatch.setattr(plan_mod, "MULTI_START_ROWS", 0)
+    one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
+    assert (one.fleet["nodes_needed"], round(one.fleet["total_monthly_usd"], 2)) == (4, 100735.19)
+    assert (one.verdict >= 0).sum() == 34

@@ -49,6 +49,8 @@ SHADOW_PRICES_LARGE = (0.0, 0.1, 0.35, 0.7, 1.0, 1.6, 3.0)  # fewer rungs where 
 LARGE_ROWS = 20_000
 SINGLE_MOVE_ROWS = 400  # up to this many workloads the search also tries moving each one alone
 FULL_MOVE_ROWS = 12  # up to this many, to every allowed plan column (every tier of every stack)
+MULTI_START_ROWS = 60  # up to this many, moves from MULTI_STARTS more shadow-price candidates than the cheapest
+MULTI_STARTS = 3
 # Above that, binding members of the deployments holding the most GPUs are moved out one at a time (exact
 # pricings per pass, deployments looked at per pass): a deterministic budget, not a clock.
 EVICT_PRICINGS = 60
@@ -823,8 +825,9 @@ class Planner:
         # A member that meets its target alone at its own context may miss it at batch 1 on a pool whose
         # mean context is longer (a slower step): that pairing is barred and the candidates re-chosen.
         warm = best
+        others: list[PlanCost] = []
         for _ in range(MAX_REPAIR_ROUNDS):
-            best, seen = warm, set()
+            best, seen, others = warm, set(), []
             for mult in (SHADOW_PRICES if W <= LARGE_ROWS else SHADOW_PRICES_LARGE) if ladder or warm is None else ():
                 assign = self._choose(mult * self.inp.full_usd_per_gpu_hour)
                 k = assign.tobytes()
@@ -832,15 +835,30 @@ class Planner:
                     continue
                 seen.add(k)
                 cand = self.price(assign)
-                if cand.feasible and (best is None or cand.key < best.key):
-                    best = cand
+                if cand.feasible:
+                    others.append(cand)
+                    if best is None or cand.key < best.key:
+                        best = cand
             # Re-choose only when no candidate could be sized at all: a feasible best is improved by moves.
             if best is not None or not self._bar_hopeless():
                 break
         if best is None:  # every candidate failed to size (should not happen): serve what can be served
             best = self.price(np.where(self.inp.allowed.any(axis=1), np.argmax(self.inp.allowed, axis=1), -1))
         at_start = start is not None and np.array_equal(best.assignment, np.asarray(start))
-        return self._improve(best, focus if at_start else None, singles or W <= FULL_MOVE_ROWS)
+        moves = singles or W <= FULL_MOVE_ROWS
+        found = self._improve(best, focus if at_start else None, moves)
+        # The cheapest candidate is not always the one moves improve most: on generated inventories of 20-40
+        # workloads, moves from another shadow price's candidate ended a whole node cheaper (docs/performance.md
+        # "Several starts"). Small inventories improve the next cheapest candidates too, keep the cheapest plan.
+        if focus is None and W <= MULTI_START_ROWS:
+            # The candidate at the lowest shadow price (everything on owned routes: the dearest before moves, and
+            # the best start on 3 of the 15 generated inventories checked), then the cheapest others.
+            rest = [c for c in others if c is not best]
+            for cand in (rest[:1] + sorted(rest[1:], key=lambda c: c.key))[:MULTI_STARTS]:
+                end = self._improve(cand, None, moves)
+                if end.key < found.key:
+                    found = end
+        return found
 
     def _optimise_classes(self, start, ladder, focus, singles=True) -> PlanCost | None:
         """The search run on workload classes (core.decision.classes), its plan priced exactly on the workloads;
