@@ -394,9 +394,8 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
             inter_gpus = d.gpus
             n_prim = int((prim & inp.interactive).sum())
             p_rows = d.rows[:n_prim]
-            for key, val in (("p95_ms", d.p95_ms[:n_prim]), ("service_s", d.service_s[:n_prim]),
-                             ("wait_budget_s", d.wait_budget_s)):
-                if key in a:  # the engine's service and wait budget are dropped before the search
+            for key, val in (("p95_ms", d.p95_ms[:n_prim]), ("service_s", d.service_s[:n_prim])):
+                if key in a:  # the engine's service is dropped before the search
                     a[key][p_rows, er] = val
             a["concurrency"][p_rows, er] = d.concurrency
             a["gpus_per_replica"][p_rows, er] = d.gpus_per_replica

@@ -188,7 +188,6 @@ class DeploymentSize:
     # rows, whose target is held on their own deployment), or a function computing it on first use: the
     # search compares bills and mean latencies, only the chosen plan reports percentiles.
     p95_source: Any
-    wait_budget_s: float  # slack the binding member leaves for waiting: min(target - service p95), seconds
     busy: np.ndarray = field(default_factory=lambda: np.zeros(24))  # (24,) GPUs busy with its interactive work
     lat_sum: float = 0.0  # sum of rate x mean time in system over its members (the search's latency tie-break)
     lat_w: float = 0.0  # sum of rates
@@ -445,7 +444,7 @@ class Planner:
         total = float(lam.sum())
 
         def infeasible():
-            return DeploymentSize(pos, rows, shares, False, 0, 0, 0, np.full(n, np.nan), np.full(n, np.nan), np.nan,
+            return DeploymentSize(pos, rows, shares, False, 0, 0, 0, np.full(n, np.nan), np.full(n, np.nan),
                                   n_primary=n_primary)
 
         if not fits.any():
@@ -466,7 +465,7 @@ class Planner:
             # No traffic: nothing to reserve (the route still reports an operating point).
             bi = int(caps_j[-1])
             return DeploymentSize(pos, rows, shares, True, g, int(grid[bi]), 0, np.full(n, np.nan),
-                                  np.full(n, np.nan), np.nan, np.zeros(24), 0.0, 0.0, -1, n_primary)
+                                  np.full(n, np.nan), np.zeros(24), 0.0, 0.0, -1, n_primary)
 
         check = _binding_candidates(slo_eff - prefill, load.output_mu, load.output_sigma, esc_share > 0, primary)
         caps = grid[caps_j].astype(np.int64)
@@ -516,9 +515,6 @@ class Planner:
         mean_n = np.exp(load.output_mu + load.output_sigma**2 / 2.0)
         service_ms = prefill + st.join_ms[best] + st.ms_per_token[best] * mean_n
         s_chosen = service_ms / 1e3
-        free_p95 = latency.ServiceTime(prefill + st.join_ms[best], np.full(n, st.ms_per_token[best]),
-                                       load.output_mu, load.output_sigma).quantile(1.0 - latency.SLO_TAIL)
-        budget = float(np.min(slo[:n_primary] - free_p95[:n_primary]) / 1e3) if n_primary else np.nan
 
         def p95():
             out = np.full(n, np.nan)
@@ -536,7 +532,7 @@ class Planner:
         # on the same replicas look 6 % or 1 % busy depending on a cap nothing reached.
         b_run = float(np.clip(np.nan_to_num(st.batch[best], nan=float(cap)), 1.0, float(cap)))
         busy = ((inp.lam_mean[rows] * shares * g * s_chosen / b_run)[:, None] * inp.profile[rows]).sum(axis=0)
-        return DeploymentSize(pos, rows, shares, True, g, cap, replicas, s_chosen, p95, budget, busy,
+        return DeploymentSize(pos, rows, shares, True, g, cap, replicas, s_chosen, p95, busy,
                               float(lat[best]), total, -1, n_primary)
 
     def _groups(self, col: np.ndarray) -> dict[int, np.ndarray]:
@@ -959,24 +955,25 @@ class Planner:
             improved = False
             # Whole deployments: move every member of one owned route to its next-best route.
             cols = [o.index for o in inp.owned]
-            moves = self._whole_moves(best, focus)
-            order = [c for c in cols if c in moves]
-            ahead = 0  # moves order[:ahead] are sized ahead (_speculate)
-            k = 0
-            while k < len(order):
-                col = order[k]
+            moves: dict[int, tuple[np.ndarray, np.ndarray] | None] = {}  # from the current plan
+            ahead = 0  # the routes cols[:ahead] have their moves in `moves` (sized ahead: _speculate)
+            for k, col in enumerate(cols):
                 if k >= ahead:
-                    ahead = k + SPECULATE_MOVES
-                    self._speculate(best, [moves[c] for c in order[k:ahead]])
-                cand = self._better(best, *moves[col])
+                    window = []
+                    while ahead < len(cols) and len(window) < SPECULATE_MOVES:
+                        moves[cols[ahead]] = self._whole_move(best, focus, cols[ahead])
+                        window += [moves[cols[ahead]]] if moves[cols[ahead]] is not None else []
+                        ahead += 1
+                    self._speculate(best, window)
+                move = moves.get(col)
+                if move is None:
+                    continue
+                cand = self._better(best, *move)
                 if cand is not None:
                     best, improved = cand, True
-                    # The routes still to try (members may have come or gone): their moves from the new plan.
-                    later = cols[cols.index(col) + 1:]
-                    moves = self._whole_moves(best, focus, set(later))
-                    order = order[:k + 1] + [c for c in later if c in moves]
+                    # The routes still to try may have gained or lost members: their moves from the new plan.
+                    moves.clear()
                     ahead = k + 1
-                k += 1
             # A focused re-plan (a licensed stack's break-even fee) starts from a plan whose pools were already
             # thinned at the edge; its own evictions bought nothing on generated 30k inventories for ~100 sizings.
             if W > SINGLE_MOVE_ROWS and not focused:
@@ -1000,31 +997,22 @@ class Planner:
                 focus = None  # the plan moved: every move is new again (small inventories afford them all)
         return best
 
-    def _whole_moves(self, best: PlanCost, focus: np.ndarray | None,
-                     only: set[int] | None = None) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """Per owned plan column with members (of `only`, default all): (its members, each one's next-best plan
-        column), the moves _improve tries; columns whose members cannot all move, or outside the focus, are
-        left out."""
-        inp = self.inp
-        out = {}
-        for route in inp.owned:
-            if only is not None and route.index not in only:
-                continue
-            members = np.flatnonzero(best.assignment == route.index)
-            if not members.size:
-                continue
-            # Each pass asks again for every deployment; most are unchanged since the last pass.
-            alt_key = (route.index, members.tobytes())
-            alt = self._alt_cache.get(alt_key)
-            if alt is None:
-                alt = self._alt_cache[alt_key] = self._choose(inp.full_usd_per_gpu_hour, rows=members,
-                                                              exclude=route.index)
-            if (alt < 0).any():
-                continue
-            if focus is not None and not focus[route.index] and not focus[alt].any():
-                continue
-            out[route.index] = (members, alt)
-        return out
+    def _whole_move(self, best: PlanCost, focus: np.ndarray | None, col: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The move _improve tries for owned plan column `col`: (its members, each one's next-best plan column);
+        None when it has no members, one of them has nowhere else to go, or it is outside the focus."""
+        members = np.flatnonzero(best.assignment == col)
+        if not members.size:
+            return None
+        # Each pass asks again for every deployment; most are unchanged since the last pass.
+        alt_key = (col, members.tobytes())
+        alt = self._alt_cache.get(alt_key)
+        if alt is None:
+            alt = self._alt_cache[alt_key] = self._choose(self.inp.full_usd_per_gpu_hour, rows=members, exclude=col)
+        if (alt < 0).any():
+            return None
+        if focus is not None and not focus[col] and not focus[alt].any():
+            return None
+        return members, alt
 
     def _single_moves(self, best: PlanCost, focus: np.ndarray | None) -> tuple[PlanCost, bool]:
         """One pass of single-workload moves, first improvement; whether one lowered the bill or GPU-hours.
