@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -574,7 +575,7 @@ class PooledDeployments:
             return np.concatenate([getattr(p, name) for p in parts])
 
         out = copy.copy(parts[0])
-        arrays = {
+        arrays: dict[str, Any] = {
             "row": np.concatenate([p.row + o for p, o in zip(parts, offsets, strict=True)]),
             # Entries past a configuration's cap are NaN (build) and never read.
             "step_ms": np.vstack([np.pad(p.step_ms, ((0, 0), (0, width - p.step_ms.shape[1])),
@@ -604,7 +605,7 @@ class PooledDeployments:
         if ((caps < 1) | (caps > width)).any():
             raise ValueError("at_caps: a cap beyond the load's step curve")
         out = copy.copy(self)
-        arrays = {name: np.tile(getattr(self, name)[rows], J) for name in (
+        arrays: dict[str, Any] = {name: np.tile(getattr(self, name)[rows], J) for name in (
             "arrival_rate_per_s", "prefill_ms", "output_mean_tokens", "output_p95_tokens", "slo_ms",
             "escalated_share", "escalated_extra_ms", "output_mu", "output_sigma", "row_block_tokens",
             "effective_mean_tokens", "effective_second_moment")}
@@ -612,7 +613,7 @@ class PooledDeployments:
         arrays["step_ms"] = np.where(np.arange(width)[None, :] < caps[:, None], self.step_ms[0][None, :], np.nan)
         arrays["concurrency_cap"] = caps.copy()
         arrays["steps_per_token"] = np.repeat(self.steps_per_token, J)
-        arrays["block_tokens"] = np.repeat(self.block_tokens, J)
+        arrays["block_tokens"] = np.repeat(np.asarray(self.block_tokens), J)  # set by __post_init__
         m = self.moments
         arrays["moments"] = _Moments(*(np.repeat(getattr(m, f), J) for f in ("lam", "pre", "pre2", "n", "pre_n", "n2")))
         for name, value in arrays.items():

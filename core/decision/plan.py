@@ -959,10 +959,11 @@ class Planner:
             ahead = 0  # the routes cols[:ahead] have their moves in `moves` (sized ahead: _speculate)
             for k, col in enumerate(cols):
                 if k >= ahead:
-                    window = []
+                    window: list[tuple[np.ndarray, np.ndarray]] = []
                     while ahead < len(cols) and len(window) < SPECULATE_MOVES:
-                        moves[cols[ahead]] = self._whole_move(best, focus, cols[ahead])
-                        window += [moves[cols[ahead]]] if moves[cols[ahead]] is not None else []
+                        move = moves[cols[ahead]] = self._whole_move(best, focus, cols[ahead])
+                        if move is not None:
+                            window.append(move)
                         ahead += 1
                     self._speculate(best, window)
                 move = moves.get(col)
@@ -1188,7 +1189,7 @@ class Planner:
                     latency.block_tokens_of(route.stack))[:, 0, 0]
                 order = prim[np.argsort(-(p95_alone / inp.slo_ms[prim]), kind="stable")]
                 edge = self._edge_of.get(route.index)
-                candidates = []
+                candidates: list[np.ndarray] = []
                 for k in EVICT_GROUPS:
                     if k >= prim.size or len(candidates) >= self._evict_budget:
                         break
