@@ -440,7 +440,9 @@ def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(ca
             assert ev.a["p95_ms"][i, r] <= slo[i]
     assert sum(ev.verdict >= 0) == 18  # two workloads no route can serve, in both plans
 
+    # Without the move (and without the restarts of small inventories, which also find the node fewer):
     monkeypatch.setattr(Planner, "_drop_node", lambda self, best: best)
+    monkeypatch.setattr(plan_mod, "MULTI_START_ROWS", 0)
     without = evaluate(catalog, inv, Scenario(fleet_nodes=1)).fleet
     assert (without["nodes_needed"], round(without["total_monthly_usd"], 2)) == (2, 53358.72)
 
@@ -518,3 +520,52 @@ def test_moves_from_several_starts_do_not_buy_a_node_one_start_needs(catalog, mo
     one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     assert (one.fleet["nodes_needed"], round(one.fleet["total_monthly_usd"], 2)) == (4, 100735.19)
     assert (one.verdict >= 0).sum() == 34
+
+
+def test_a_restart_without_the_biggest_stack_finds_a_plan_a_node_cheaper(catalog, monkeypatch):
+    """40 generated workloads (bench/gen.py seed 1, frozen), no owned node, 33 of them servable. Every start's
+    moves end at 15 interactive GPUs: Qwen3-30B x2 (2) and x4 (4), Qwen3-235B x4 (4), Llama-8B x4 (4),
+    LLaDA-8B x1 (1), all traffic owned -> 2 nodes: 2 x 33.02 x 730 = $48,209.20. Searched without
+    Qwen3-30B (the stack holding the most GPUs), then improved with it allowed again: Llama-70B+draft x4
+    (4), Qwen3-30B x1 (1) and x2 (2), LLaDA-8B x1 (1) = 8 GPUs, 1 node: $24,104.60 + $901.98 of API =
+    $25,006.58, the same 33 workloads served, every owned member within its target."""
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "forty_workloads_restart_without_a_stack.csv")
+    ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    f = ev.fleet
+    assert (f["nodes_needed"], sum(d["interactive_gpus"] for d in f["deployments"])) == (1, 8)
+    assert f["api_monthly_usd"] == pytest.approx(901.98, abs=0.01)
+    assert f["total_monthly_usd"] == pytest.approx(NODE_MONTH + 901.98, abs=0.01)
+    assert (ev.verdict >= 0).sum() == 33
+    slo = inv["latency_slo_ms"].to_numpy()
+    for i, r in enumerate(ev.verdict):
+        if r >= 0 and ev.routes[r].hosting == "owned" and np.isfinite(slo[i]):
+            assert ev.a["p95_ms"][i, r] <= slo[i]
+
+    monkeypatch.setattr(plan_mod, "EXCLUDE_STACKS", 0)
+    without = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    assert (without.fleet["nodes_needed"], round(without.fleet["total_monthly_usd"], 2)) == (2, 48209.20)
+    assert (without.verdict >= 0).sum() == 33
+
+
+def test_a_restart_never_drops_a_workload_only_the_excluded_stack_serves(catalog, bank):
+    """A restart searched without a stack leaves unserved the workloads only that stack can serve; the
+    search's moves never take a workload off its route, so such a start would look cheaper by dropping
+    work. On the sample (no owned node), each workload the plan puts on the stack holding the most GPUs is
+    made servable by that stack alone: every restart must still serve it, and the plan serve all it did."""
+    ev = evaluate(catalog, bank, Scenario(fleet_nodes=0))
+    inp, plan = ev.plan_inputs, ev.plan
+    held: dict[str, int] = {}
+    for pos, d in plan.sizes.items():
+        held[inp.owned[pos].route_id] = held.get(inp.owned[pos].route_id, 0) + d.gpus
+    top = max(held, key=held.get)
+    cols = np.array([o.index for o in inp.owned if o.route_id == top])
+    on_top = np.flatnonzero(np.isin(plan.assignment, cols))
+    assert on_top.size
+    allowed = inp.allowed.copy()
+    allowed[on_top] &= np.isin(np.arange(allowed.shape[1]), cols)[None, :]
+    planner = Planner(replace(inp, allowed=allowed), ev.planner._gpu_hours_month)
+    found = planner.price(plan.assignment)
+    again = planner._without_stacks(found, True)
+    assert (again.assignment[on_top] >= 0).all()
+    assert ((again.assignment >= 0) == (found.assignment >= 0)).all()
+    assert again.key <= found.key

@@ -51,6 +51,7 @@ SINGLE_MOVE_ROWS = 400  # up to this many workloads the search also tries moving
 FULL_MOVE_ROWS = 12  # up to this many, to every allowed plan column (every tier of every stack)
 MULTI_START_ROWS = 60  # up to this many, moves from MULTI_STARTS more shadow-price candidates than the cheapest
 MULTI_STARTS = 3
+EXCLUDE_STACKS = 2  # ... and restarts without each of the stacks holding the most GPUs (Planner._without_stacks)
 # Above that, binding members of the deployments holding the most GPUs are moved out one at a time (exact
 # pricings per pass, deployments looked at per pass): a deterministic budget, not a clock.
 EVICT_PRICINGS = 60
@@ -299,6 +300,7 @@ class Planner:
         self._prefetched: dict[tuple, tuple[DeploymentSize, list[tuple[int, int]]]] = {}
         self._classes: tuple[np.ndarray | None, np.ndarray | None] | None = None  # (class per row, first rows)
         self._sub: Planner | None = None  # the planner of the classes (optimise)
+        self._restarts = True  # small inventories: moves from several starts (a restart's own search: one start)
         # The edge pool beside each tier of a stack at one GPU count (plan column -> plan column).
         edge_cols = {(o.route_index, o.tp_options[0]): o.index for o in inp.owned if o.edge}
         self._edge_of = {o.index: edge_cols[(o.route_index, o.tp_options[0])] for o in inp.owned
@@ -846,7 +848,7 @@ class Planner:
         # The cheapest candidate is not always the one moves improve most: on generated inventories of 20-40
         # workloads, moves from another shadow price's candidate ended a whole node cheaper (docs/performance.md
         # "Several starts"). Small inventories improve the next cheapest candidates too, keep the cheapest plan.
-        if focus is None and W <= MULTI_START_ROWS:
+        if focus is None and W <= MULTI_START_ROWS and self._restarts:
             # The candidate at the lowest shadow price (everything on owned routes: the dearest before moves, and
             # the best start on 3 of the 15 generated inventories checked), then the cheapest others.
             rest = [c for c in others if c is not best]
@@ -854,6 +856,40 @@ class Planner:
                 end = self._improve(cand, None, moves)
                 if end.key < found.key:
                     found = end
+            found = self._without_stacks(found, moves)
+        return found
+
+    def _without_stacks(self, found: PlanCost, moves: bool) -> PlanCost:
+        """Restarts away from the plan's biggest pools: for each of the EXCLUDE_STACKS owned stacks holding the
+        most GPUs in it, the plan searched without that stack (one start), then improved with it allowed again;
+        the cheapest kept. Every start's moves can end in the same local optimum, anchored by one big pool
+        (a stack's whole node of replicas that the moves of one workload or one pool never empty); on
+        generated inventories of 33-36 workloads the plan without it needed a node fewer (docs/performance.md
+        "Several starts")."""
+        inp = self.inp
+        held: dict[str, int] = {}
+        for pos, d in found.sizes.items():
+            if d.feasible and d.gpus:
+                rid = inp.owned[pos].route_id
+                held[rid] = held.get(rid, 0) + d.gpus
+        for rid in sorted(held, key=lambda r: (-held[r], r))[:EXCLUDE_STACKS]:
+            cols = np.array([o.index for o in inp.owned if o.route_id == rid], dtype=int)
+            allowed = inp.allowed.copy()
+            allowed[:, cols] = False
+            sub = Planner(replace(inp, allowed=allowed), self._gpu_hours_month, cache=self._cache)
+            sub._restarts = False
+            other = sub.optimise()
+            if not other.feasible:
+                continue
+            # Workloads only that stack could serve keep their place in the plan (a start serves every workload
+            # the plan serves: moves never take one off its route, so a start without it would look cheaper).
+            assign = np.where((other.assignment < 0) & (found.assignment >= 0), found.assignment, other.assignment)
+            start = self.price(assign)
+            if not start.feasible:
+                continue
+            end = self._improve(start, None, moves)
+            if end.key < found.key:
+                found = end
         return found
 
     def _optimise_classes(self, start, ladder, focus, singles=True) -> PlanCost | None:
