@@ -443,6 +443,7 @@ def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(ca
     # Without the move (and without the restarts of small inventories, which also find the node fewer):
     monkeypatch.setattr(Planner, "_drop_node", lambda self, best: best)
     monkeypatch.setattr(plan_mod, "MULTI_START_ROWS", 0)
+    monkeypatch.setattr(plan_mod, "RESTART_ROWS", 0)
     without = evaluate(catalog, inv, Scenario(fleet_nodes=1)).fleet
     assert (without["nodes_needed"], round(without["total_monthly_usd"], 2)) == (2, 53358.72)
 
@@ -517,6 +518,7 @@ def test_moves_from_several_starts_do_not_buy_a_node_one_start_needs(catalog, mo
             assert ev.a["p95_ms"][i, r] <= slo[i]
 
     monkeypatch.setattr(plan_mod, "MULTI_START_ROWS", 0)
+    monkeypatch.setattr(plan_mod, "RESTART_ROWS", 0)
     one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     assert (one.fleet["nodes_needed"], round(one.fleet["total_monthly_usd"], 2)) == (4, 100735.19)
     assert (one.verdict >= 0).sum() == 34
@@ -565,7 +567,7 @@ def test_a_restart_never_drops_a_workload_only_the_excluded_stack_serves(catalog
     allowed[on_top] &= np.isin(np.arange(allowed.shape[1]), cols)[None, :]
     planner = Planner(replace(inp, allowed=allowed), ev.planner._gpu_hours_month)
     found = planner.price(plan.assignment)
-    again = planner._without_stacks(found, True)
+    again = planner._without_stacks(found, True, 2)
     assert (again.assignment[on_top] >= 0).all()
     assert ((again.assignment >= 0) == (found.assignment >= 0)).all()
     assert again.key <= found.key

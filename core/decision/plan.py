@@ -52,6 +52,7 @@ FULL_MOVE_ROWS = 12  # up to this many, to every allowed plan column (every tier
 MULTI_START_ROWS = 60  # up to this many, moves from MULTI_STARTS more shadow-price candidates than the cheapest
 MULTI_STARTS = 3
 EXCLUDE_STACKS = 2  # ... and restarts without each of the stacks holding the most GPUs (Planner._without_stacks)
+RESTART_ROWS = 100  # up to this many, one such restart where the plan buys nodes
 # Above that, binding members of the deployments holding the most GPUs are moved out one at a time (exact
 # pricings per pass, deployments looked at per pass): a deterministic budget, not a clock.
 EVICT_PRICINGS = 60
@@ -856,12 +857,15 @@ class Planner:
                 end = self._improve(cand, None, moves)
                 if end.key < found.key:
                     found = end
-            found = self._without_stacks(found, moves)
+            found = self._without_stacks(found, moves, EXCLUDE_STACKS)
+        elif focus is None and W <= RESTART_ROWS and self._restarts and found.nodes_needed > self.inp.owned_nodes:
+            # Up to RESTART_ROWS, one restart (each is a search of its own) where the plan buys nodes.
+            found = self._without_stacks(found, moves, 1)
         return found
 
-    def _without_stacks(self, found: PlanCost, moves: bool) -> PlanCost:
-        """Restarts away from the plan's biggest pools: for each of the EXCLUDE_STACKS owned stacks holding the
-        most GPUs in it, the plan searched without that stack (one start), then improved with it allowed again;
+    def _without_stacks(self, found: PlanCost, moves: bool, stacks: int) -> PlanCost:
+        """Restarts away from the plan's biggest pools: for each of the `stacks` owned stacks holding the most
+        GPUs in it, the plan searched without that stack (one start), then improved with it allowed again;
         the cheapest kept. Every start's moves can end in the same local optimum, anchored by one big pool
         (a stack's whole node of replicas that the moves of one workload or one pool never empty); on
         generated inventories of 33-36 workloads the plan without it needed a node fewer (docs/performance.md
@@ -872,7 +876,7 @@ class Planner:
             if d.feasible and d.gpus:
                 rid = inp.owned[pos].route_id
                 held[rid] = held.get(rid, 0) + d.gpus
-        for rid in sorted(held, key=lambda r: (-held[r], r))[:EXCLUDE_STACKS]:
+        for rid in sorted(held, key=lambda r: (-held[r], r))[:stacks]:
             cols = np.array([o.index for o in inp.owned if o.route_id == rid], dtype=int)
             allowed = inp.allowed.copy()
             allowed[:, cols] = False
