@@ -849,7 +849,9 @@ class Planner:
         # The cheapest candidate is not always the one moves improve most: on generated inventories of 20-40
         # workloads, moves from another shadow price's candidate ended a whole node cheaper (docs/performance.md
         # "Several starts"). Small inventories improve the next cheapest candidates too, keep the cheapest plan.
-        if focus is None and W <= MULTI_START_ROWS and self._restarts:
+        # Only a full search (ladder; not a re-plan from a given plan, such as a licence fee's refinement).
+        restarts = focus is None and ladder and self._restarts
+        if restarts and W <= MULTI_START_ROWS:
             # The candidate at the lowest shadow price (everything on owned routes: the dearest before moves, and
             # the best start on 3 of the 15 generated inventories checked), then the cheapest others.
             rest = [c for c in others if c is not best]
@@ -858,7 +860,7 @@ class Planner:
                 if end.key < found.key:
                     found = end
             found = self._without_stacks(found, moves, EXCLUDE_STACKS)
-        elif focus is None and W <= RESTART_ROWS and self._restarts and found.nodes_needed > self.inp.owned_nodes:
+        elif restarts and W <= RESTART_ROWS and found.nodes_needed > self.inp.owned_nodes:
             # Up to RESTART_ROWS, one restart (each is a search of its own) where the plan buys nodes.
             found = self._without_stacks(found, moves, 1)
         return found
