@@ -1,7 +1,7 @@
 """Plans small generated inventories at several target scales and flags plans a tighter target made cheaper.
 
-Run by hand: python bench/bench_plan_quality.py [--seeds 0:15] [--scales 1.0,0.85,0.7]
-Seed s gives an inventory of 8-39 workloads (bench/gen.py) and 0-2 owned nodes. With the same workloads
+Run by hand: python bench/bench_plan_quality.py [--seeds 0:15] [--scales 1.0,0.85,0.7] [--rows 8:40]
+Seed s gives an inventory of 8-39 workloads (--rows; bench/gen.py) and 0-2 owned nodes. With the same workloads
 served, a tighter target can never make the optimal plan cheaper (the tighter plan is feasible for the
 looser targets), so every such pair is a plan the search could have bettered: the count is a measure of
 the search, and the bills a comparison between versions of it.
@@ -32,8 +32,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", default="0:15", help="first:last (exclusive)")
     ap.add_argument("--scales", default="1.0,0.85,0.7", help="target multipliers, loosest first")
+    ap.add_argument("--rows", default="8:40", help="workloads per inventory: low:high (exclusive), drawn per seed")
     args = ap.parse_args()
     first, last = (int(x) for x in args.seeds.split(":"))
+    lo, hi = (int(x) for x in args.rows.split(":"))
     scales = [float(x) for x in args.scales.split(",")]
     with tempfile.TemporaryDirectory() as d:
         catalog = Catalog.from_store(Store(Path(d) / "bench.duckdb"))
@@ -42,7 +44,7 @@ def main() -> None:
     cpu = time.process_time()
     for seed in range(first, last):
         rng = np.random.default_rng(seed)
-        rows, owned = int(rng.integers(8, 40)), int(rng.integers(0, 3))
+        rows, owned = int(rng.integers(lo, hi)), int(rng.integers(0, 3))
         inv = synthetic_inventory(rows, seed=seed)
         plans = []
         for scale in scales:

@@ -25,10 +25,14 @@ its cheapest route at that price (a linear, pooled view of capacity); each
 candidate is priced exactly; the best one is improved by moving single
 workloads (small inventories) or whole deployments (large ones), and by
 emptying pools to buy a node fewer (the bill's steps), while the exact bill
-falls. Deployment sizings are cached on (route, members), so a move
-re-prices only the two deployments it touches. Workloads that differ only in
-traffic are searched as one row (core.decision.classes) and the plan found is
-priced again on the workloads, so cutting a workload into parts changes nothing.
+falls. Small inventories also improve other candidates and restart without
+the stacks holding the most GPUs (one local optimum can hold every start), and
+keep the cheapest plan. Deployment sizings are cached on (route, members), so
+a move re-prices only the two deployments it touches, and made in batches
+(the search sizes its candidate moves together before pricing them one by one).
+Workloads that differ only in traffic are searched as one row
+(core.decision.classes) and the plan found is priced again on the workloads,
+so cutting a workload into parts changes nothing.
 """
 
 from __future__ import annotations
