@@ -416,6 +416,14 @@ def test_the_search_terms_are_let_go_and_one_row_is_the_same_without_them(catalo
         assert np.array_equal(planner.standalone_cost_row(i), full[i])
 
 
+def _assert_owned_within_targets(ev, inv: pd.DataFrame) -> None:
+    """Every interactive workload the plan serves on owned GPUs has its analytic p95 within its target."""
+    slo = inv["latency_slo_ms"].to_numpy()
+    for i, r in enumerate(ev.verdict):
+        if r >= 0 and ev.routes[r].hosting == "owned" and np.isfinite(slo[i]):
+            assert ev.a["p95_ms"][i, r] <= slo[i]
+
+
 def _twenty():
     """20 generated workloads (bench/gen.py, seed 12), frozen as a file so the generator may change."""
     return pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_workloads_drop_a_node.csv")
@@ -434,10 +442,7 @@ def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(ca
     assert f["api_monthly_usd"] == pytest.approx(5149.52, abs=0.01)
     assert f["total_monthly_usd"] == pytest.approx(24104.60 + 5149.52, abs=0.01)
     assert sum(d["interactive_gpus"] for d in f["deployments"]) == 8
-    slo = inv["latency_slo_ms"].to_numpy()
-    for i, r in enumerate(ev.verdict):
-        if r >= 0 and ev.routes[r].hosting == "owned" and np.isfinite(slo[i]):
-            assert ev.a["p95_ms"][i, r] <= slo[i]
+    _assert_owned_within_targets(ev, inv)
     assert sum(ev.verdict >= 0) == 18  # two workloads no route can serve, in both plans
 
     # Without the move (and without the restarts of small inventories, which also find the node fewer):
@@ -512,10 +517,7 @@ def test_moves_from_several_starts_do_not_buy_a_node_one_start_needs(catalog, mo
     assert (f["nodes_needed"], sum(d["interactive_gpus"] for d in f["deployments"])) == (3, 24)
     assert f["total_monthly_usd"] == pytest.approx(3 * NODE_MONTH + 4368.99, abs=0.01)
     assert (ev.verdict >= 0).sum() == 34
-    slo = inv["latency_slo_ms"].to_numpy()
-    for i, r in enumerate(ev.verdict):
-        if r >= 0 and ev.routes[r].hosting == "owned" and np.isfinite(slo[i]):
-            assert ev.a["p95_ms"][i, r] <= slo[i]
+    _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(plan_mod, "MULTI_START_ROWS", 0)
     monkeypatch.setattr(plan_mod, "RESTART_ROWS", 0)
@@ -538,10 +540,7 @@ def test_a_restart_without_the_biggest_stack_finds_a_plan_a_node_cheaper(catalog
     assert f["api_monthly_usd"] == pytest.approx(901.98, abs=0.01)
     assert f["total_monthly_usd"] == pytest.approx(NODE_MONTH + 901.98, abs=0.01)
     assert (ev.verdict >= 0).sum() == 33
-    slo = inv["latency_slo_ms"].to_numpy()
-    for i, r in enumerate(ev.verdict):
-        if r >= 0 and ev.routes[r].hosting == "owned" and np.isfinite(slo[i]):
-            assert ev.a["p95_ms"][i, r] <= slo[i]
+    _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(plan_mod, "EXCLUDE_STACKS", 0)
     without = evaluate(catalog, inv, Scenario(fleet_nodes=0))
