@@ -292,6 +292,9 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     # (options, drivers, reports): let go of them (~1.8 KB per workload held by a shared evaluation).
     planner._lin = None
     planner._alt_cache.clear()
+    planner._prefetched.clear()  # sizings made ahead for moves the search did not take
+    if planner._sub is not None:
+        planner._sub._prefetched.clear()
 
 
 def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
