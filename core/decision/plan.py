@@ -360,7 +360,7 @@ class Planner:
         """Size in one batch the deployments (pos, rows, shares, slo_ms or None, n_primary) not sized yet, for
         size() to find. The same sizings size() would make one by one: each deployment's replicas, cap and
         figures do not depend on the others in the batch; what a batch saves is numpy's per-call overhead,
-        most of a small sizing's time (docs/performance.md "Sizing deployments in batches")."""
+        most of a small sizing's time (docs/performance.md "Sizing in batches; moves from several starts")."""
         todo, keys = [], set()
         for pos, rows, shares, slo_ms, n_primary in requests:
             key = self._size_key(pos, rows, shares, slo_ms, n_primary)
@@ -492,11 +492,11 @@ class Planner:
                     hopeless = [(int(rows[i]), int(route.index))
                                 for i in np.flatnonzero(primary & (p_alone > latency.SLO_TAIL) & (lam > 0))]
                 return infeasible(), hopeless
-            return self._size_finish(pos, rows, shares, slo, n_primary, parts, load, caps, reps, st), []
+            return self._size_finish(pos, rows, shares, n_primary, parts, load, caps, reps, st), []
 
         return dep, finish
 
-    def _size_finish(self, pos, rows, shares, slo, n_primary, parts, load, caps, reps, st) -> DeploymentSize:
+    def _size_finish(self, pos, rows, shares, n_primary, parts, load, caps, reps, st) -> DeploymentSize:
         """The size at the cap needing the fewest GPUs (then the lowest mean latency), from every cap's replicas
         and queue state."""
         inp, route = self.inp, self.inp.owned[pos]
@@ -852,7 +852,7 @@ class Planner:
         found = self._improve(best, focus if at_start else None, moves)
         # The cheapest candidate is not always the one moves improve most: on generated inventories of 20-40
         # workloads, moves from another shadow price's candidate ended a whole node cheaper (docs/performance.md
-        # "Several starts"). Small inventories improve the next cheapest candidates too, keep the cheapest plan.
+        # "Sizing in batches; moves from several starts"). Small inventories improve the next cheapest candidates too, keep the cheapest plan.
         # Only a full search (ladder; not a re-plan from a given plan, such as a licence fee's refinement).
         restarts = focus is None and ladder and self._restarts
         if restarts and W <= MULTI_START_ROWS:
@@ -874,8 +874,8 @@ class Planner:
         GPUs in it, the plan searched without that stack (one start), then improved with it allowed again;
         the cheapest kept. Every start's moves can end in the same local optimum, anchored by one big pool
         (a stack's whole node of replicas that the moves of one workload or one pool never empty); on
-        generated inventories of 33-36 workloads the plan without it needed a node fewer (docs/performance.md
-        "Several starts")."""
+        generated inventories of 40-80 workloads the plan without it needed a node fewer (docs/performance.md
+        "Sizing in batches; moves from several starts", "Restarts without a stack")."""
         inp = self.inp
         held: dict[str, int] = {}
         for pos, d in found.sizes.items():
