@@ -61,6 +61,17 @@ def _clean(block: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(block), -1.5e300, block) + 0.0
 
 
+def row_hashes(inp: PlanInputs) -> np.ndarray:
+    """(W,) uint64: each workload's class features hashed (FNV-1a over the float bits); equal rows, equal hashes,
+    wherever they sit in the inventory."""
+    h = np.full(len(inp.workload_ids), 0xCBF29CE484222325, dtype=np.uint64)
+    for block in _blocks(inp):
+        bits = np.ascontiguousarray(_clean(block)).view(np.uint64)
+        for j in range(bits.shape[1]):
+            h = (h ^ bits[:, j]) * _FNV_PRIME  # uint64 arithmetic wraps, as the hash wants
+    return h
+
+
 def scale_classes(inp: PlanInputs) -> tuple[np.ndarray, np.ndarray] | None:
     """(class of each workload, first workload of each class), or None when every workload is its own class.
 
@@ -77,12 +88,7 @@ def scale_classes(inp: PlanInputs) -> tuple[np.ndarray, np.ndarray] | None:
                                     else np.zeros(W), np.asarray(inp.profile, dtype=float).max(axis=1)]))
     if np.unique(quick.view(np.dtype((np.void, quick.dtype.itemsize * quick.shape[1]))).ravel()).size == W:
         return None
-    h = np.full(W, 0xCBF29CE484222325, dtype=np.uint64)
-    for block in _blocks(inp):
-        bits = np.ascontiguousarray(_clean(block)).view(np.uint64)
-        for j in range(bits.shape[1]):
-            h = (h ^ bits[:, j]) * _FNV_PRIME  # uint64 arithmetic wraps, as the hash wants
-    _, first, cls = np.unique(h, return_index=True, return_inverse=True)
+    _, first, cls = np.unique(row_hashes(inp), return_index=True, return_inverse=True)
     cls = cls.reshape(-1)
     ok = np.ones(W, dtype=bool)
     for block in _blocks(inp):

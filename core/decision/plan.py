@@ -311,6 +311,7 @@ class Planner:
         self._edge_of = {o.index: edge_cols[(o.route_index, o.tp_options[0])] for o in inp.owned
                          if not o.edge and (o.route_index, o.tp_options[0]) in edge_cols}
         self._evict_budget = EVICT_PRICINGS
+        self._rank: np.ndarray | None = None  # each row's place in the order the search visits rows (_search_rank)
         # Plan column -> (engine route, GPUs per replica) of owned columns, and the top tier of each.
         self._col_group = {o.index: (o.route_index, o.tp_options[0]) for o in inp.owned}
         top: dict[tuple[int, int], OwnedRoute] = {}
@@ -1021,6 +1022,10 @@ class Planner:
                     # The routes still to try may have gained or lost members: their moves from the new plan.
                     moves.clear()
                     ahead = k + 1
+            if W <= SINGLE_MOVE_ROWS:
+                merged = self._merge_pools(best, focus)
+                if merged is not best:
+                    best, improved = merged, True
             # A focused re-plan (a licensed stack's break-even fee) starts from a plan whose pools were already
             # thinned at the edge; its own evictions bought nothing on generated 30k inventories for ~100 sizings.
             if W > SINGLE_MOVE_ROWS and not focused:
@@ -1061,6 +1066,64 @@ class Planner:
             return None
         return members, alt
 
+    def _search_rank(self) -> np.ndarray:
+        """Each row's place in the order the search visits rows (and breaks ties between them): by what the row
+        is, never by where it sits in the inventory. The search takes the first improving move, so a row order
+        is a search path: before this, shuffling the rows of a generated 12-workload inventory gave plans of
+        1 and 2 nodes. Largest first by the cheapest way to serve the row alone per month, then by a hash of
+        the row's plan inputs (core.decision.classes.row_hashes). Above SINGLE_MOVE_ROWS (no single moves; ties
+        only between rows a node-fewer or eviction move picks): the inventory's order, not ~0.5 s of hashing
+        at 100,000 workloads."""
+        if self._rank is None:
+            W = len(self.inp.workload_ids)
+            if W > SINGLE_MOVE_ROWS:
+                self._rank = np.arange(W)
+            else:
+                from core.decision.classes import _sig, row_hashes
+
+                alone = self.standalone_cost().min(axis=1, initial=np.inf)
+                alone = _sig(np.where(np.isfinite(alone), alone, -1.0))
+                order = np.lexsort((row_hashes(self.inp), -alone))
+                self._rank = np.empty(W, dtype=int)
+                self._rank[order] = np.arange(W)
+        return self._rank
+
+    def _merge_pools(self, best: PlanCost, focus: np.ndarray | None) -> PlanCost:
+        """The cheapest plan with one running interactive pool's members all moved into another running pool (those
+        the other may not serve: to their next-best route), if it beats best; else best.
+
+        A whole-deployment move sends each member to its own next-best route, and single moves one member at a
+        time: neither merges two half-empty pools into one, which is how a plan sheds a node (on a generated
+        38-workload inventory the Llama-70B x8 pool taking the x4 pool's and the Qwen3-30B pool's members saved
+        one). Every ordered pair of pools is priced (sized in one batch) and the best kept; only while the plan
+        needs more nodes than are owned."""
+        inp = self.inp
+        if best.nodes_needed <= inp.owned_nodes:
+            return best  # the GPUs a merge frees are paid for already: it can save only GPU-hours, not a node
+        pools = sorted(pos for pos, d in best.sizes.items() if d.feasible and d.gpus and d.n_primary)
+        candidates = []
+        for a, b in itertools.permutations(pools, 2):
+            col_a, col_b = inp.owned[a].index, inp.owned[b].index
+            if focus is not None and not (focus[col_a] or focus[col_b]):
+                continue
+            rows = best.sizes[a].rows[:best.sizes[a].n_primary]
+            target = np.where(inp.allowed[rows, col_b], col_b, -1)
+            away = target < 0
+            if away.any():
+                target[away] = self._choose(inp.full_usd_per_gpu_hour, rows=rows[away], exclude=[col_a, col_b])
+            if away.all() or (target < 0).any():
+                continue
+            assign = best.assignment.copy()
+            assign[rows] = target
+            candidates.append(assign)
+        self.prefetch_plans(candidates, best)
+        winner = best
+        for assign in candidates:
+            cand = self.price(assign, base=best)
+            if cand.feasible and cand.key < winner.key:
+                winner = cand
+        return winner
+
     def _single_moves(self, best: PlanCost, focus: np.ndarray | None) -> tuple[PlanCost, bool]:
         """One pass of single-workload moves, first improvement; whether one lowered the bill or GPU-hours.
 
@@ -1075,7 +1138,7 @@ class Planner:
         inp = self.inp
         W = len(inp.workload_ids)
         gained = False
-        for i in range(W):
+        for i in np.argsort(self._search_rank()).tolist():
             own = self._col_group.get(int(best.assignment[i]))
 
             def tried(r, best, own=own, i=i):
@@ -1181,7 +1244,7 @@ class Planner:
                 assign[rows] = target
                 candidates.append(assign)
         # The members holding the most GPUs per dollar of their cheapest API, moved there.
-        order = movable[np.argsort(api_best[movable] / held[movable], kind="stable")]
+        order = movable[np.lexsort((self._search_rank()[movable], api_best[movable] / held[movable]))]
         freed = np.cumsum(held[order])
         for m in DROP_NODE_MARGINS:
             k = int(np.searchsorted(freed, need * m - 1e-9)) + 1
@@ -1233,7 +1296,7 @@ class Planner:
                     _given(inp.output_tokens, "output_tokens")[prim],
                     None if inp.output_p95_tokens is None else inp.output_p95_tokens[prim],
                     latency.block_tokens_of(route.stack))[:, 0, 0]
-                order = prim[np.argsort(-(p95_alone / inp.slo_ms[prim]), kind="stable")]
+                order = prim[np.lexsort((self._search_rank()[prim], -(p95_alone / inp.slo_ms[prim])))]
                 edge = self._edge_of.get(route.index)
                 candidates: list[np.ndarray] = []
                 for k in EVICT_GROUPS:
