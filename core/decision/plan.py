@@ -1116,13 +1116,7 @@ class Planner:
             assign = best.assignment.copy()
             assign[rows] = target
             candidates.append(assign)
-        self.prefetch_plans(candidates, best)
-        winner = best
-        for assign in candidates:
-            cand = self.price(assign, base=best)
-            if cand.feasible and cand.key < winner.key:
-                winner = cand
-        return winner
+        return self._cheapest(best, candidates)
 
     def _single_moves(self, best: PlanCost, focus: np.ndarray | None) -> tuple[PlanCost, bool]:
         """One pass of single-workload moves, first improvement; whether one lowered the bill or GPU-hours.
@@ -1251,6 +1245,10 @@ class Planner:
             candidates.append(np.where(np.isin(self._rows, order[:k]), api_col, a))
             if k >= order.size:
                 break
+        return self._cheapest(best, candidates)
+
+    def _cheapest(self, best: PlanCost, candidates: list[np.ndarray]) -> PlanCost:
+        """The cheapest of these assignments (moves from best, sized in one batch) if it beats best; else best."""
         self.prefetch_plans(candidates, best)
         winner = best
         for assign in candidates:
@@ -1311,13 +1309,8 @@ class Planner:
                     cand_assign = best.assignment.copy()
                     cand_assign[out] = target
                     candidates.append(cand_assign)
-                self.prefetch_plans(candidates, best)
-                winner = best
-                for cand_assign in candidates:
-                    self._evict_budget -= 1
-                    cand = self.price(cand_assign, base=best)
-                    if cand.feasible and cand.key < winner.key:
-                        winner = cand
+                self._evict_budget -= len(candidates)
+                winner = self._cheapest(best, candidates)
                 if winner is not best:
                     best, moved = winner, True
                     looked.discard(pos)  # its next members at the edge may be worth moving too
