@@ -226,9 +226,9 @@ def format_table(ev) -> str:
                          f"{money(best['saves_usd_per_month'])}/month")
     for lic in f.get("licensed_routes", []):
         fee = lic["break_even_usd_per_gpu_month"]
-        if lic.get("serves_unserved"):
-            tail = f" (the only route for {', '.join(lic['serves_unserved'])})"
-        else:
-            tail = f" (break-even {money(fee)} per GPU-month)" if fee else " (would not save money)"
+        parts = [f"the only route for {', '.join(lic['serves_unserved'])}"] if lic.get("serves_unserved") else []
+        if fee:
+            parts.append(f"break-even {money(fee)} per GPU-month")
+        tail = f" ({'; '.join(parts)})" if parts else " (would not save money)"
         lines.append(f"Licensed, fee not entered: {lic['label']}{tail}")
     return "\n".join(lines)

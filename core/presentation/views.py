@@ -364,11 +364,12 @@ def licensed_words(ev: Evaluation) -> list[str]:
         if lic.get("serves_unserved"):
             out.append(f"{lic['label']} is the only route that can serve {', '.join(lic['serves_unserved'][:5])}; "
                        "its weights need a licence: enter the fee (Pricing) to let the plan use it.")
-        elif lic.get("break_even_usd_per_gpu_month"):
-            out.append(f"{lic['label']} would pay for itself at a licence fee up to "
+        if lic.get("break_even_usd_per_gpu_month"):
+            also = "On the workloads the plan serves without it, " if lic.get("serves_unserved") else ""
+            out.append(f"{also}{lic['label']} would pay for itself at a licence fee up to "
                        f"{money(lic['break_even_usd_per_gpu_month'])} per GPU-month (break-even; it would save "
                        f"{money(lic['saves_usd_per_month_at_zero_fee'])} a month at no fee).")
-        else:
+        elif not lic.get("serves_unserved"):
             out.append(f"{lic['label']} (licensed weights, fee not entered) would not lower the bill here.")
     return out
 
