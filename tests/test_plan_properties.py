@@ -19,7 +19,7 @@ from core.decision.fleet import _to_cents
 from core.models import HOURS_PER_MONTH, TASK_CLASSES, Scenario
 
 NODE_MONTH = 33.02 * HOURS_PER_MONTH  # AWS p5.48xlarge, 1-year savings plan, per node-month (seed)
-EXAMPLES = settings(max_examples=4, deadline=None, derandomize=True,
+EXAMPLES = settings(max_examples=3, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
