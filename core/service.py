@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from core.bounds import field_bounds
 from core.catalog import Catalog
-from core.decision.engine import Evaluation, evaluate
+from core.decision.engine import Evaluation, check_plan_size, evaluate
 from core.errors import InputError, describe_validation_error
 from core.models import OwnedHardware, Scenario
 from core.store.seed import sample_workloads_path
@@ -76,11 +76,20 @@ def inventory(store, version: int | None = None) -> tuple[str, pd.DataFrame]:
     return (f"version {v}" if v is not None else "bundled sample"), frame
 
 
+def stored_size(store, version: int | None = None) -> int:
+    """Workloads in a stored version (None: the latest, or the bundled sample when nothing was committed), read
+    from the version's record without loading it."""
+    from core.inventory.versions import latest_size, version_rows
+
+    return latest_size(store)[1] if version is None else version_rows(store, version)
+
+
 def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
                    workloads: pd.DataFrame | None = None, catalog: Catalog | None = None) -> Evaluation:
     """Evaluate an inventory (given, a stored version, the latest, or the sample) under a scenario."""
     catalog = catalog or Catalog.from_store(store)
     if workloads is None:
+        check_plan_size(stored_size(store, version))  # before loading a version too large to plan
         label, workloads = inventory(store, version)
     else:
         label = "given"

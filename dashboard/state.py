@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import streamlit as st
 
 from core.bounds import field_bounds, input_limits
 from core.catalog import Catalog
-from core.decision.engine import Evaluation
+from core.decision.engine import Evaluation, check_plan_size
 from core.errors import HangoverError
 from core.models import OwnedHardware, PricingOption, Scenario
 from core.presentation.format import input_format, plain
@@ -26,7 +28,7 @@ from core.scenarios import (
     settings_the_sidebar_lacks,
     url_notes,
 )
-from core.service import evaluate_store
+from core.service import evaluate_store, stored_size
 from core.store import Store, open_store
 from core.store.integrity import file_signature
 from dashboard.format import md
@@ -99,7 +101,9 @@ def release_other_pages_state(url_path: str) -> None:
 def bump_data_version() -> None:
     """Call after any write (upload, override, import): drops the cached reads of the old store at once."""
     st.cache_data.clear()
-    _evaluate.clear()
+    with _held_lock:
+        _evaluate.clear()
+        _held.clear()
 
 
 def init_state() -> None:
@@ -250,17 +254,37 @@ def _evaluate(scenario_json: str, version: int, inventory_version: int | None) -
 
 # The store stamp the cached evaluations were made on (process-wide, like the cache itself).
 _evaluated_on: list[int] = []
+# Workloads held by the cached evaluations, by cache key (process-wide). An evaluation holds ~8.5 KB per workload
+# (docs/performance.md, issue 16): eight scenarios of a 300,000-workload inventory would hold ~20 GB.
+_held: dict[tuple, int] = {}
+_held_lock = threading.Lock()
+# At most this many workloads across every cached evaluation (~3.4 GB); beyond it the cache starts again.
+EVALUATIONS_HELD_WORKLOADS = 400_000
 
 
 def _evaluation_for(scenario_json: str, stamp: int, inventory_version: int | None) -> Evaluation:
     """The shared evaluation; when the store changed (any writer), the evaluations of the old store go at once.
 
     An evaluation of a large inventory holds hundreds of MB: keeping up to
-    max_entries of them from before a write would multiply the server's memory.
+    max_entries of them from before a write would multiply the server's memory,
+    and so would eight scenarios of one large inventory: the cache is emptied
+    before an evaluation that would take the workloads it holds past
+    EVALUATIONS_HELD_WORKLOADS (the inventory's size is read from its record,
+    and one too large to plan is refused before anything is loaded).
     """
-    if _evaluated_on and _evaluated_on[0] != stamp:
-        _evaluate.clear()
-    _evaluated_on[:] = [stamp]
+    key = (scenario_json, stamp, inventory_version)
+    with _held_lock:
+        if _evaluated_on and _evaluated_on[0] != stamp:
+            _evaluate.clear()
+            _held.clear()
+        _evaluated_on[:] = [stamp]
+        if key not in _held:
+            rows = stored_size(store(), inventory_version)
+            check_plan_size(rows)
+            if _held and sum(_held.values()) + rows > EVALUATIONS_HELD_WORKLOADS:
+                _evaluate.clear()
+                _held.clear()
+            _held[key] = rows
     return _evaluate(scenario_json, stamp, inventory_version)
 
 

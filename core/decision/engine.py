@@ -8,6 +8,7 @@ Python. Text (reasons, why-not) is produced only when asked for.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -620,6 +621,33 @@ def prepare_workloads(df: pd.DataFrame) -> pd.DataFrame:
     return w
 
 
+# Largest inventory one fleet plan covers. Planning holds per-workload arrays for every plan column: measured
+# (docs/performance.md "Plan size limit") a 100,000-workload plan peaks at 1.9 GB and takes 26 s, 300,000 at
+# 4.8 GB and 75 s, so 2,000,000 (the largest inventory an upload may hold) would need ~32 GB and the server
+# would be killed for every session. A server with more memory raises it in the environment.
+DEFAULT_MAX_PLAN_ROWS = 300_000
+MAX_PLAN_ROWS_ENV = "HANGOVER_MAX_PLAN_ROWS"
+
+
+def configured_max_plan_rows(environ: Mapping[str, str] | None = None) -> int:
+    """HANGOVER_MAX_PLAN_ROWS when it is a whole number of at least 1 (commas or underscores allowed), else the
+    default. Read at each plan, so a server's setting applies without a restart."""
+    text = (os.environ if environ is None else environ).get(MAX_PLAN_ROWS_ENV, "")
+    text = text.replace(",", "").replace("_", "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_MAX_PLAN_ROWS
+
+
+def check_plan_size(workloads: int) -> None:
+    """Refuse, before anything is loaded or computed, an inventory larger than one plan may cover."""
+    limit = configured_max_plan_rows()
+    if workloads > limit:
+        raise InputError(
+            f"this inventory has {workloads:,} workloads; one fleet plan covers at most {limit:,} on this server "
+            f"(planning needs about 16 KB of memory per workload: 300,000 took 4.8 GB and 75 s). Plan it in parts "
+            f"(one inventory per team or business unit), or set {MAX_PLAN_ROWS_ENV} higher on a server with more "
+            "memory.")
+
+
 def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario) -> Evaluation:
     """Score every workload on every route, then plan the fleet (see DESIGN.md: Fleet plan).
 
@@ -627,6 +655,7 @@ def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario) -> E
     for whatever runs on them and a new node costs its full price; the cost
     basis changes only how that bill is attributed to workloads.
     """
+    check_plan_size(len(workloads))
     w = prepare_workloads(workloads)
     catalog.gpu(scenario.gpu)  # an unknown GPU is named before any price is looked up
     rate = node_rate(scenario, list(catalog.node_prices), list(catalog.owned_hardware))

@@ -179,6 +179,14 @@ def latest_size(store: Store) -> tuple[int | None, int]:
     return None, len(latest_inventory(store)[1])
 
 
+def version_rows(store: Store, version: int) -> int:
+    """Number of workloads in one version, from its record (an unknown version is named as load_version does)."""
+    with store.cursor() as cur:
+        _check_version(cur, version)
+        info = inventories.version_info(cur, version)
+    return 0 if info is None else int(info[1])
+
+
 def version_page(store: Store, version: int, offset: int, limit: int) -> pd.DataFrame:
     """`limit` workloads of one version from position `offset` (0 = the first row), index = file row."""
     with store.cursor() as cur:
