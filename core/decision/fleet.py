@@ -311,6 +311,7 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
         # Large inventories: only moves from that plan (each shadow-price candidate re-sizes every pool).
         small = len(inp.workload_ids) <= FULL_MOVE_ROWS
         lic_planner = Planner(inp, planner._gpu_hours_month, cache=planner._cache)
+        lic_planner.linear_parts_like(planner)
         with_it = lic_planner.optimise(start=best.assignment, ladder=small, focus=mine)
         newly_rows = (with_it.assignment >= 0) & (best.assignment < 0)
         if len(inp.workload_ids) <= RESTART_ROWS:
@@ -347,9 +348,10 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
                              for k, o in enumerate(inp.owned)]
                     # Whole deployments adjust to the fee; single-workload moves above a dozen workloads made
                     # these steps a whole search each (300 workloads: ~25,000 pricings, a third of the evaluation).
-                    at_fee = Planner(replace(inp, owned=tuple(owned)), planner._gpu_hours_month,
-                                     cache=planner._cache).optimise(start=with_it.assignment, ladder=False,
-                                                                    singles=False)
+                    fee_planner = Planner(replace(inp, owned=tuple(owned)), planner._gpu_hours_month,
+                                          cache=planner._cache)
+                    fee_planner.linear_parts_like(lic_planner)
+                    at_fee = fee_planner.optimise(start=with_it.assignment, ladder=False, singles=False)
                     g2 = _route_gpus(inp, at_fee, positions)
                     gap = best.bill - at_fee.bill
                     if g2 <= 0 or gap <= 0.01:

@@ -299,8 +299,11 @@ class Planner:
         self._fb_owned = owned_cols[inp.fallback_route]  # index -1 hits the spare False at the end
         self._owned_cols = np.array(sorted(o.index for o in inp.owned), dtype=int)
         self._lin = None
+        # (inputs, linear view) of a planner this one's linear view is built from (linear_parts_like)
+        self._lin_like: tuple[PlanInputs, tuple] | None = None
         self._alt_cache: dict[tuple[int, bytes], np.ndarray] = {}  # whole-deployment moves' targets (_improve)
         self._hopeless: set[tuple[int, int]] = set()  # (row, plan column) found unable to meet the target there
+        self._barred_log: list[np.ndarray] = []  # rows of each batch of pairings barred so far (_bar_hopeless)
         # Sizings made ahead in a batch (prefetch), with the hopeless pairings each found: size() takes them.
         self._prefetched: dict[tuple, tuple[DeploymentSize, list[tuple[int, int]]]] = {}
         self._classes: tuple[np.ndarray | None, np.ndarray | None] | None = None  # (class per row, first rows)
@@ -735,24 +738,70 @@ class Planner:
         """Per workload: the cheapest allowed API (its cost does not depend on the shadow price), and per owned
         column the GPU-hours held and the fixed cost (licence, escalation), computed once (for the search:
         plan_evaluation lets go of them afterwards, ~1.8 KB per workload)."""
+        if self._lin is None and self._lin_like is not None:
+            self._lin = self._linear_parts_from(self._lin_like)
+            self._lin_like = None  # let go of the other planner
         if self._lin is None:
-            inp = self.inp
             cols, res, fixed, fb_r, lat_r = self._owned_terms(slice(None))
-            api_r = inp.api_monthly_r
-            api_cost = np.where(inp.allowed, np.where(np.isfinite(api_r), api_r + fb_r + lat_r * 1e-12, np.inf)
-                                [:, inp.col_route], np.inf)
-            api_col = np.argmin(api_cost, axis=1) if inp.n_routes else np.zeros(len(api_cost), dtype=int)
-            api_best = api_cost[np.arange(len(api_cost)), api_col] if inp.n_routes else np.full(len(api_cost), np.inf)
-            self._lin = (cols, res, fixed, api_col, api_best)
+            self._lin = (cols, res, fixed, *self._api_parts(fb_r, lat_r))
         return self._lin
 
-    def _owned_terms(self, rows) -> tuple[np.ndarray, ...]:
-        """For workload rows (a slice or indices): the owned plan columns, GPU-hours held on each (0 where not
-        allowed), fixed cost plus tie-break (inf where not allowed), and per engine route the escalation
-        spend and the latency tie-break. Row by row the same values whatever rows are asked for."""
+    def _api_parts(self, fb_r: np.ndarray, lat_r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each workload's cheapest allowed API column and its cost (escalation spend and tie-break included)."""
         inp = self.inp
-        cols = np.array([o.index for o in inp.owned], dtype=int)
-        lic = np.array([o.licence_usd_per_gpu_month / HOURS_PER_MONTH for o in inp.owned])
+        api_r = inp.api_monthly_r
+        api_cost = np.where(inp.allowed, np.where(np.isfinite(api_r), api_r + fb_r + lat_r * 1e-12, np.inf)
+                            [:, inp.col_route], np.inf)
+        api_col = np.argmin(api_cost, axis=1) if inp.n_routes else np.zeros(len(api_cost), dtype=int)
+        api_best = api_cost[np.arange(len(api_cost)), api_col] if inp.n_routes else np.full(len(api_cost), np.inf)
+        return api_col, api_best
+
+    def linear_parts_like(self, other: Planner) -> None:
+        """Build the linear view, when first needed, from another planner's over the same workloads and
+        physics (the licensed stacks' re-plans: the same inputs but for a few columns' allowed pairs or
+        licence): only the owned columns that differ are computed again (the whole view took ~1.2 s at 100k
+        workloads), and the API part is reused when no API column's pairs differ."""
+        if other._lin is not None and other.inp.allowed.shape == self.inp.allowed.shape \
+                and other._gpu_hours_month is self._gpu_hours_month:
+            self._lin_like = (other.inp, other._lin)
+
+    def _linear_parts_from(self, like: tuple[PlanInputs, tuple]) -> tuple | None:
+        """Another planner's linear view with the owned columns whose pairs or licence differ here computed
+        again (None when the owned columns differ: then the whole view is computed)."""
+        inp, (o_inp, o_lin) = self.inp, like
+        cols: np.ndarray = o_lin[0]
+        res: np.ndarray = o_lin[1]
+        fixed: np.ndarray = o_lin[2]
+        api_col: np.ndarray = o_lin[3]
+        api_best: np.ndarray = o_lin[4]
+        mine = np.array([o.index for o in inp.owned], dtype=int)
+        same_routes = len(o_inp.owned) == len(inp.owned) and np.array_equal(mine, cols)
+        if not same_routes:
+            return None
+        lic = np.array([o.licence_usd_per_gpu_month for o in inp.owned])
+        o_lic = np.array([o.licence_usd_per_gpu_month for o in o_inp.owned])
+        differ = np.flatnonzero((inp.allowed[:, cols] != o_inp.allowed[:, cols]).any(axis=0) | (lic != o_lic))
+        res, fixed = res.copy(), fixed.copy()
+        if differ.size:
+            _, r_sub, f_sub, fb_r, lat_r = self._owned_terms(slice(None), differ)
+            res[:, differ] = r_sub
+            fixed[:, differ] = f_sub
+        api = np.ones(inp.n_routes, dtype=bool)
+        api[cols] = False
+        if (inp.allowed[:, api] != o_inp.allowed[:, api]).any():
+            _, _, _, fb_r, lat_r = self._owned_terms(slice(None), np.zeros(0, dtype=int))
+            api_col, api_best = self._api_parts(fb_r, lat_r)
+        return cols, res, fixed, api_col, api_best
+
+    def _owned_terms(self, rows, which: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """For workload rows (a slice or indices): the owned plan columns (those at positions `which` of
+        inp.owned, default all), GPU-hours held on each (0 where not allowed), fixed cost plus tie-break (inf
+        where not allowed), and per engine route the escalation spend and the latency tie-break. Row by row
+        and column by column the same values whatever rows and columns are asked for."""
+        inp = self.inp
+        owned = inp.owned if which is None else [inp.owned[k] for k in which]
+        cols = np.array([o.index for o in owned], dtype=int)
+        lic = np.array([o.licence_usd_per_gpu_month / HOURS_PER_MONTH for o in owned])
         # Per engine route first (E columns), gathered to plan columns once.
         fb_r = _nan_to_num(inp.fallback_share_r[rows] * inp.fallback_api_monthly[rows, None])
         lat_r = _nan_to_num(inp.latency_ms_r[rows])
@@ -830,10 +879,23 @@ class Planner:
         # mean context is longer (a slower step): that pairing is barred and the candidates re-chosen.
         warm = best
         others: list[PlanCost] = []
+        # Each shadow price's candidate, with how many batches of pairings had been barred when it was chosen.
+        chosen: dict[float, tuple[np.ndarray, int]] = {}
         for _ in range(MAX_REPAIR_ROUNDS):
             best, seen, others = warm, set(), []
             for mult in (SHADOW_PRICES if W <= LARGE_ROWS else SHADOW_PRICES_LARGE) if ladder or warm is None else ():
-                assign = self._choose(mult * self.inp.full_usd_per_gpu_hour)
+                p_hour = mult * self.inp.full_usd_per_gpu_hour
+                if mult not in chosen:
+                    assign = self._choose(p_hour)
+                else:
+                    # The linear view is row by row and only the barred rows' allowed columns changed: re-choose
+                    # those (the whole (W x C) choice took ~0.1 s a price, 3 rounds x 7 prices at 100k workloads).
+                    prev, done = chosen[mult]
+                    assign = prev.copy()
+                    if len(self._barred_log) > done:
+                        rows = np.unique(np.concatenate(self._barred_log[done:]))
+                        assign[rows] = self._choose(p_hour, rows=rows)
+                chosen[mult] = (assign, len(self._barred_log))
                 k = assign.tobytes()
                 if k in seen:
                     continue
@@ -944,6 +1006,7 @@ class Planner:
             return False
         rows, cols = np.array([p[0] for p in self._hopeless]), np.array([p[1] for p in self._hopeless])
         self._hopeless.clear()
+        self._barred_log.append(rows)
         allowed = self.inp.allowed.copy()
         allowed[rows, cols] = False
         self.inp = replace(self.inp, allowed=allowed)
