@@ -491,16 +491,22 @@ class PooledDeployments:
     effective_mean_tokens: np.ndarray = field(init=False, repr=False)
     effective_second_moment: np.ndarray = field(init=False, repr=False)
     moments: _Moments = field(init=False, repr=False)
+    # (mu, sigma, E N_eff, E N_eff^2) per row, computed before (build's row_moments); not kept.
+    preset: tuple | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if self.block_tokens is None:
             object.__setattr__(self, "block_tokens", np.ones(self.step_ms.shape[0]))
-        mu, sigma = output_lognormal(self.output_mean_tokens, self.output_p95_tokens)
-        object.__setattr__(self, "output_mu", mu)
-        object.__setattr__(self, "output_sigma", sigma)
         L = self.block_tokens[self.row]
         object.__setattr__(self, "row_block_tokens", L)
-        m1, m2 = effective_tokens_moments(mu, sigma, L)
+        if self.preset is not None:
+            mu, sigma, m1, m2 = self.preset
+            object.__setattr__(self, "preset", None)
+        else:
+            mu, sigma = output_lognormal(self.output_mean_tokens, self.output_p95_tokens)
+            m1, m2 = effective_tokens_moments(mu, sigma, L)
+        object.__setattr__(self, "output_mu", mu)
+        object.__setattr__(self, "output_sigma", sigma)
         object.__setattr__(self, "effective_mean_tokens", m1)
         object.__setattr__(self, "effective_second_moment", m2)
         object.__setattr__(self, "moments", _Moments.of(self))
@@ -508,8 +514,12 @@ class PooledDeployments:
     @classmethod
     def build(cls, *, row, arrival_rate_per_s, prefill_ms, output_mean_tokens, slo_ms, step_ms, concurrency_cap,
               output_p95_tokens=None, escalated_share=0.0, escalated_extra_ms=0.0,
-              steps_per_token=1.0, block_tokens=1.0) -> PooledDeployments:
-        """Broadcast and check the arrays; a bad one raises ValueError naming it."""
+              steps_per_token=1.0, block_tokens=1.0, row_moments=None) -> PooledDeployments:
+        """Broadcast and check the arrays; a bad one raises ValueError naming it.
+
+        row_moments: (mu, sigma, E N_eff, E N_eff^2) per row as output_lognormal and effective_tokens_moments
+        give them for these rows' lengths and block size, when the caller holds them already (the fleet plan
+        sizes the same members thousands of times)."""
         row = np.asarray(row, dtype=np.int64).ravel()
         n = row.size
         step = np.atleast_2d(np.asarray(step_ms, dtype=float))
@@ -554,7 +564,7 @@ class PooledDeployments:
         if bad:
             raise ValueError(f"PooledDeployments: out-of-range or non-finite values in {', '.join(bad)}")
         return cls(row=row, step_ms=np.where(used, step, np.nan), concurrency_cap=cap, steps_per_token=spt,
-                   block_tokens=blk, **arrays)
+                   block_tokens=blk, preset=row_moments, **arrays)
 
     @property
     def rows(self) -> int:
