@@ -153,4 +153,5 @@ def class_inputs(inp: PlanInputs, cls: np.ndarray, first: np.ndarray) -> PlanInp
         fallback_share_r=inp.fallback_share_r[first], fallback_route=inp.fallback_route[first],
         fallback_api_monthly=total(inp.fallback_api_monthly), latency_ms_r=inp.latency_ms_r[first], owned=owned,
         input_tokens=rows_of(inp.input_tokens), output_tokens=rows_of(inp.output_tokens),
-        output_p95_tokens=rows_of(inp.output_p95_tokens), fallback_extra_ms=rows_of(inp.fallback_extra_ms))
+        output_p95_tokens=rows_of(inp.output_p95_tokens), fallback_extra_ms=rows_of(inp.fallback_extra_ms),
+        output_q_ratio=None if inp.output_q_ratio is None else {k: v[first] for k, v in inp.output_q_ratio.items()})

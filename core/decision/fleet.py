@@ -122,6 +122,13 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         else np.zeros(W)
     fb_extra = np.nan_to_num(fb_extra, nan=0.0, posinf=0.0)
     out_mu, out_sigma = latency.output_lognormal(n_out, n_out_p95)
+    # Each output length's p95 over its mean, per block size: every owned stack and the plan read it.
+    q_ratio: dict[int, np.ndarray] = {}
+    for route in ev.routes:
+        if route.hosting == "owned":
+            blk = latency.block_tokens_of(route.owned_stack)
+            if blk not in q_ratio:
+                q_ratio[blk] = latency.length_ratios(n_out, n_out_p95, blk)[0]
     best_g = np.nan_to_num(a["gpus_per_replica"], nan=0.0).astype(int)
 
     # Physics of every owned stack at every GPU count it fits on, once; its tiers (plan.CAP_BANDS) share it.
@@ -132,7 +139,8 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         for g in tp_options:
             if g <= gpn and physics.max_concurrency(route.owned_stack, gpu, g, 1024.0) >= 1:
                 phys[(r, g)] = _owned_physics(ev, route.owned_stack, gpu, g, r, allowed_r[:, r] & interactive, n_in, n_out,
-                                              n_out_p95, slo, grid, out_mu, out_sigma, fb_all, fb_extra)
+                                              n_out_p95, slo, grid, out_mu, out_sigma, fb_all, fb_extra,
+                                              q_ratio[latency.block_tokens_of(route.owned_stack)])
 
     cols: list[tuple[int, int]] = []  # (engine route, GPUs per replica; 0 for an API)
     owned_spec: list[tuple[int, int, int, int]] = []  # (plan column, engine route, g, tier)
@@ -205,11 +213,11 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         full_usd_per_node_hour=rate.full_usd_per_node_hour, attribution_usd_per_node_hour=attribution_rate,
         concurrency_grid=np.asarray(grid, dtype=float), sla_tail=1.0 - sc.sla_percentile,
         input_tokens=np.asarray(n_in, dtype=float), output_tokens=np.asarray(n_out, dtype=float),
-        output_p95_tokens=n_out_p95, fallback_extra_ms=fb_extra)
+        output_p95_tokens=n_out_p95, fallback_extra_ms=fb_extra, output_q_ratio=q_ratio)
 
 
 def _owned_physics(ev: Evaluation, stack, gpu, g: int, r: int, rows_mask: np.ndarray, n_in, n_out, n_out_p95, slo,
-                   grid, out_mu, out_sigma, fb_all, fb_extra) -> dict:
+                   grid, out_mu, out_sigma, fb_all, fb_extra, q_ratio) -> dict:
     """One owned stack at g GPUs per replica: each interactive workload's mean service on the concurrency
     grid (NaN where it does not fit), its prefill, whether it meets its target alone, and per tier
     (plan.CAP_BANDS) whether it meets it alone at some cap of the tier."""
@@ -241,7 +249,7 @@ def _owned_physics(ev: Evaluation, stack, gpu, g: int, r: int, rows_mask: np.nda
         alone_ok[rows] = np.isfinite(svc[rows, 0, 0]) & (p_miss <= latency.SLO_TAIL)
         # Per tier: its service p95 alone at some cap of the band within target (the search's linear view).
         p95 = service_p95_alone_ms(svc[rows], prefill[rows], n_out[rows], n_out_p95[rows],
-                                   latency.block_tokens_of(stack))[:, 0, :]
+                                   latency.block_tokens_of(stack), q_ratio[rows])[:, 0, :]
         meets = np.isfinite(p95) & (p95 <= slo[rows, None])
         g_arr = np.asarray(grid)
         for t, (lo, hi) in enumerate(CAP_BANDS):

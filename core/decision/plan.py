@@ -171,6 +171,9 @@ class PlanInputs:
     output_tokens: np.ndarray | None = None  # (W,) mean output tokens
     output_p95_tokens: np.ndarray | None = None  # (W,) NaN: latency.DEFAULT_OUTPUT_CV
     fallback_extra_ms: np.ndarray | None = None  # (W,) latency an escalated request adds (its fallback's p95)
+    # By block size: (W,) each output length's p95 over the length the physics timed (latency.length_ratios),
+    # computed once by fleet.build_inputs (None, or a block size missing: computed where needed).
+    output_q_ratio: dict[int, np.ndarray] | None = None
 
     @property
     def full_usd_per_gpu_hour(self) -> float:
@@ -1055,7 +1058,9 @@ class Planner:
                 blk = latency.block_tokens_of(route.stack)
                 n_out = _given(inp.output_tokens, "output_tokens")
                 if blk not in ratios:
-                    ratios[blk] = latency.length_ratios(n_out, inp.output_p95_tokens, blk)[0]
+                    given = inp.output_q_ratio or {}
+                    ratios[blk] = given[blk] if blk in given else \
+                        latency.length_ratios(n_out, inp.output_p95_tokens, blk)[0]
                 p95 = service_p95_alone_ms(svc, route.prefill_ms, n_out, inp.output_p95_tokens, blk, ratios[blk])
                 ok = np.isfinite(svc) & (p95 <= inp.slo_ms[:, None, None])
                 g = np.array(route.tp_options, dtype=float)[None, :, None]
@@ -1367,11 +1372,13 @@ class Planner:
                 looked.add(pos)
                 route = inp.owned[pos]
                 prim = d.rows[:d.n_primary]
+                blk = latency.block_tokens_of(route.stack)
+                q_all = (inp.output_q_ratio or {}).get(blk)
                 p95_alone = service_p95_alone_ms(
                     route.service_s[prim][:, :, :1], _given(route.prefill_ms, "prefill_ms")[prim],
                     _given(inp.output_tokens, "output_tokens")[prim],
-                    None if inp.output_p95_tokens is None else inp.output_p95_tokens[prim],
-                    latency.block_tokens_of(route.stack))[:, 0, 0]
+                    None if inp.output_p95_tokens is None else inp.output_p95_tokens[prim], blk,
+                    None if q_all is None else q_all[prim])[:, 0, 0]
                 order = prim[np.lexsort((self._search_rank()[prim], -(p95_alone / inp.slo_ms[prim])))]
                 edge = self._edge_of.get(route.index)
                 candidates: list[np.ndarray] = []
