@@ -213,6 +213,13 @@ def main(argv: list[str] | None = None) -> int:
             at.switch_page("screens/pricing.py")  # the user moves on: what does the session still hold?
             stage("to the Pricing page", _rerun, at)
             stage("Pricing page, rerun", _rerun, at)
+            # The plan pages: an inventory above the plan limit (HANGOVER_MAX_PLAN_ROWS) is refused there in one
+            # line, before it is loaded; at or below it, they plan it.
+            for page, title in (("screens/overview.py", "Overview"), ("screens/routing.py", "Routing"),
+                                ("screens/fleet.py", "Fleet sizing")):
+                at.switch_page(page)
+                stage(f"to the {title} page", _rerun, at)
+                print(f"    {' | '.join(e.value for e in at.error)[:160] or 'no error shown'}")
             del at
             return _peak_report(args.limit_mib)
         data = csv_path.read_bytes()  # what the dashboard's uploader hands over
