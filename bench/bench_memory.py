@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from core.catalog import Catalog
+    from core.errors import InputError
     from core.inventory import read_inventory
     from core.inventory.versions import commit_inventory, latest_inventory
     from core.models import Scenario
@@ -242,8 +243,13 @@ def main(argv: list[str] | None = None) -> int:
             del at
         if not args.no_evaluate:
             catalog = stage("Catalog.from_store", Catalog.from_store, store)
-            ev = stage("evaluate_store (as the pages do)", evaluate_store, store, Scenario(fleet_nodes=args.fleet_nodes),
-                       catalog=catalog)
+            try:
+                ev = stage("evaluate_store (as the pages do)", evaluate_store, store,
+                           Scenario(fleet_nodes=args.fleet_nodes), catalog=catalog)
+            except InputError as exc:  # above the plan limit (HANGOVER_MAX_PLAN_ROWS): refused before loading
+                print(f"    refused: {exc}")
+                store.close()
+                return _peak_report(args.limit_mib)
             print(f"    {len(ev.workloads):,} workloads on {len(ev.routes)} routes")
             stage("one workload's reasons and routes (Routing page)", _routing_page_words, ev)
             _held_by_part(ev)

@@ -255,7 +255,7 @@ def _evaluate(scenario_json: str, version: int, inventory_version: int | None) -
 # The store stamp the cached evaluations were made on (process-wide, like the cache itself).
 _evaluated_on: list[int] = []
 # Workloads held by the cached evaluations, by cache key (process-wide). An evaluation holds ~8.5 KB per workload
-# (docs/performance.md, issue 16): eight scenarios of a 300,000-workload inventory would hold ~20 GB.
+# (docs/performance.md, issue 16): eight scenarios of a 100,000-workload inventory would hold ~7 GB.
 _held: dict[tuple, int] = {}
 _held_lock = threading.Lock()
 # At most this many workloads across every cached evaluation (~3.4 GB); beyond it the cache starts again.

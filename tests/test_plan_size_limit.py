@@ -121,10 +121,11 @@ def test_the_dashboard_names_the_limit_and_still_shows_the_workloads(fresh_app, 
 
 
 def test_the_shared_evaluations_hold_a_bounded_number_of_workloads(monkeypatch):
-    """Three scenarios of a 150,000-workload inventory: the third would hold 450,000 (> 400,000), so the cache is
-    emptied first and holds that one only; an evaluation already cached is not counted twice."""
+    """Three scenarios of a 90,000-workload inventory under a budget of 200,000: the third would hold 270,000, so
+    the cache is emptied first and holds that one only; an evaluation already cached is not counted twice."""
     from dashboard import state
 
+    assert state.EVALUATIONS_HELD_WORKLOADS == 400_000  # ~3.4 GB at ~8.5 KB held per workload
     calls: list[tuple] = []
     cleared: list[int] = []
 
@@ -137,22 +138,22 @@ def test_the_shared_evaluations_hold_a_bounded_number_of_workloads(monkeypatch):
             cleared.append(len(calls))
 
     monkeypatch.setattr(state, "_evaluate", FakeCache())
-    monkeypatch.setattr(state, "stored_size", lambda _store, _version: 150_000)
+    monkeypatch.setattr(state, "stored_size", lambda _store, _version: 90_000)
     monkeypatch.setattr(state, "store", lambda: None)
     monkeypatch.setattr(state, "_held", {})
     monkeypatch.setattr(state, "_evaluated_on", [])
-    assert state.EVALUATIONS_HELD_WORKLOADS == 400_000
+    monkeypatch.setattr(state, "EVALUATIONS_HELD_WORKLOADS", 200_000)
     state._evaluation_for("a", 1, None)
     state._evaluation_for("b", 1, None)
     state._evaluation_for("a", 1, None)  # cached: nothing added
-    assert cleared == [] and sum(state._held.values()) == 300_000
+    assert cleared == [] and sum(state._held.values()) == 180_000
     state._evaluation_for("c", 1, None)
-    assert cleared == [3] and state._held == {("c", 1, None): 150_000}
+    assert cleared == [3] and state._held == {("c", 1, None): 90_000}
     # A new store stamp drops everything held (the old store's evaluations).
     state._evaluation_for("c", 2, None)
-    assert cleared == [3, 4] and state._held == {("c", 2, None): 150_000}
+    assert cleared == [3, 4] and state._held == {("c", 2, None): 90_000}
     # Too large to plan: refused before it is counted or loaded.
-    monkeypatch.setenv(MAX_PLAN_ROWS_ENV, "100000")
+    monkeypatch.setenv(MAX_PLAN_ROWS_ENV, "80000")
     with pytest.raises(InputError):
         state._evaluation_for("d", 2, None)
     assert ("d", 2, None) not in state._held

@@ -622,10 +622,11 @@ def prepare_workloads(df: pd.DataFrame) -> pd.DataFrame:
 
 
 # Largest inventory one fleet plan covers. Planning holds per-workload arrays for every plan column: measured
-# (docs/performance.md "Plan size limit") a 100,000-workload plan peaks at 1.9 GB and takes 26 s, 300,000 at
+# (docs/performance.md "Plan size limit") a 100,000-workload plan peaks at 1.7 GB and takes ~25 s, 300,000 at
 # 4.8 GB and 75 s, so 2,000,000 (the largest inventory an upload may hold) would need ~32 GB and the server
-# would be killed for every session. A server with more memory raises it in the environment.
-DEFAULT_MAX_PLAN_ROWS = 300_000
+# would be killed for every session. At the default a session that plans stays under 2 GB (issue 16); a
+# server with more memory raises it in the environment.
+DEFAULT_MAX_PLAN_ROWS = 100_000
 MAX_PLAN_ROWS_ENV = "HANGOVER_MAX_PLAN_ROWS"
 
 
@@ -643,7 +644,7 @@ def check_plan_size(workloads: int) -> None:
     if workloads > limit:
         raise InputError(
             f"this inventory has {workloads:,} workloads; one fleet plan covers at most {limit:,} on this server "
-            f"(planning needs about 16 KB of memory per workload: 300,000 took 4.8 GB and 75 s). Plan it in parts "
+            f"(planning needs about 17 KB of memory per workload: 100,000 took 1.7 GB and 25 s). Plan it in parts "
             f"(one inventory per team or business unit), or set {MAX_PLAN_ROWS_ENV} higher on a server with more "
             "memory.")
 
