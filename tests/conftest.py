@@ -28,6 +28,21 @@ def _isolated_store_path(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture
+def app_db(monkeypatch, tmp_path):
+    """A fresh store path for the dashboard (HANGOVER_DB), with the process-wide Streamlit caches cleared around
+    the test (open_store() and the shared evaluations are cached per process, not per path)."""
+    import streamlit as st
+
+    path = tmp_path / "pages.duckdb"
+    monkeypatch.setenv("HANGOVER_DB", str(path))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield path
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+@pytest.fixture
 def store(tmp_path):
     """A migrated store seeded from the bundled data/, closed after the test."""
     s = Store(tmp_path / "t.duckdb")

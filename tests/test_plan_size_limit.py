@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import core.service
@@ -89,20 +88,9 @@ def test_the_command_line_says_it_in_one_line_with_exit_code_2(capsys, monkeypat
     assert out.err.count("\n") == 1 and "7 workloads" in out.err and "Traceback" not in out.err
 
 
-@pytest.fixture
-def fresh_app(monkeypatch, tmp_path):
-    path = tmp_path / "fresh.duckdb"
-    monkeypatch.setenv("HANGOVER_DB", str(path))
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield path
-    st.cache_resource.clear()
-    st.cache_data.clear()
-
-
-def test_the_dashboard_names_the_limit_and_still_shows_the_workloads(fresh_app, monkeypatch):
+def test_the_dashboard_names_the_limit_and_still_shows_the_workloads(app_db, monkeypatch):
     """Overview, Routing and Fleet sizing show the one line (no traceback); the Workloads page still lists them."""
-    store = Store(fresh_app)
+    store = Store(app_db)
     commit_inventory(store, _sample(), file_name="sample.csv")
     store.close()
     monkeypatch.setenv(MAX_PLAN_ROWS_ENV, "4")

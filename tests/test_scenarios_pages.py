@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from core import scenarios as S
@@ -16,15 +15,9 @@ APP = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
 
 
 @pytest.fixture
-def db(monkeypatch, tmp_path):
-    """A fresh store path for the app (HANGOVER_DB), with the process-wide caches cleared around the test."""
-    path = tmp_path / "pages.duckdb"
-    monkeypatch.setenv("HANGOVER_DB", str(path))
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield path
-    st.cache_resource.clear()
-    st.cache_data.clear()
+def db(app_db):
+    """A fresh store path for the app (conftest.app_db)."""
+    return app_db
 
 
 def _app(params: dict[str, str] | None = None) -> AppTest:
