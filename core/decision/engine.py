@@ -643,7 +643,8 @@ def check_plan_size(workloads: int) -> None:
     limit = configured_max_plan_rows()
     if workloads > limit:
         raise InputError(
-            f"this inventory has {workloads:,} workloads; one fleet plan covers at most {limit:,} on this server "
+            f"this inventory has {integer(workloads)} workloads; one fleet plan covers at most {integer(limit)} on "
+            "this server "
             f"(planning needs about 17 KB of memory per workload: 100,000 took 1.7 GB and 25 s). Plan it in parts "
             f"(one inventory per team or business unit), or set {MAX_PLAN_ROWS_ENV} higher on a server with more "
             "memory.")
