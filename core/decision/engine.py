@@ -960,7 +960,16 @@ def _better(prev: dict, cand: dict) -> dict:
 
 
 def _apply_quality(a, floor, owned_only, interactive, slo, scenario, permitted):
-    """Quality fallback: f = (Q - q) / (q_fb - q) of outputs escalated to the cheapest route meeting the floor."""
+    """Quality fallback: f = (Q - q) / (q_fb - q) of outputs escalated to the route meeting the floor that makes
+    escalating cheapest.
+
+    Per workload, the fallback is the route meeting the floor that minimises the cheapest escalating route's cost
+    per request, c_r + f_r c_fb, over the pairs (r, fb) within the share cap and, where the escalated share reaches
+    the latency tail, within the target. A better fallback escalates a smaller share, so the cheapest route per
+    request is not always the cheapest to escalate to; and a minimum over pairs can only rise when a tighter
+    target or policy removes routes (the bill is monotone in them). Workloads with no escalating pair keep the
+    cheapest route meeting the floor (it is shown, and used by no route).
+    """
     W, R = a["code"].shape
     q = a["quality"]
     meets = q >= floor[:, None] - 1e-12
@@ -968,6 +977,7 @@ def _apply_quality(a, floor, owned_only, interactive, slo, scenario, permitted):
     fb_cost = np.where(pure_ok, a["usd_per_request"], np.inf)
     fb = np.argmin(fb_cost, axis=1)
     rows = np.arange(W)
+    _cheapest_escalation(a, fb, pure_ok, ~meets & (a["code"] == OK), floor, interactive, slo, scenario)
     has_fb = np.isfinite(fb_cost[rows, fb])
     q_fb = np.where(has_fb, q[rows, fb], np.nan)
     c_fb = np.where(has_fb, a["usd_per_request"][rows, fb], np.nan)
@@ -986,6 +996,36 @@ def _apply_quality(a, floor, owned_only, interactive, slo, scenario, permitted):
     a["code"] = np.where(late, LATENCY, a["code"]).astype(np.int8)
     a["fallback_share"] = np.where(use, f, 0.0)
     a["fallback_route"] = np.where(has_fb, fb, -1)
+
+
+def _cheapest_escalation(a, fb, pure_ok, needs, floor, interactive, slo, scenario) -> None:
+    """Set fb (in place) to the fallback that makes each workload's cheapest escalating route cheapest."""
+    cand_rows = np.flatnonzero(needs.any(axis=1) & pure_ok.any(axis=1))
+    if cand_rows.size == 0:
+        return
+    q = a["quality"][cand_rows]
+    usd = a["usd_per_request"][cand_rows]
+    p95 = a["p95_ms"][cand_rows]
+    nd = needs[cand_rows]
+    fl, inter, s = floor[cand_rows], interactive[cand_rows], slo[cand_rows]
+    best = np.full(cand_rows.size, np.inf)
+    best_fb = fb[cand_rows].copy()
+    # Ties go to the cheaper fallback per request (then the lower column): visit them in that order.
+    order_cost = np.where(pure_ok[cand_rows], usd, np.inf)
+    for j in np.flatnonzero(pure_ok[cand_rows].any(axis=0)):
+        ok_j = pure_ok[cand_rows, j]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = (fl[:, None] - q) / (q[:, j][:, None] - q)
+            valid = nd & ok_j[:, None] & (f > 0) & (f <= scenario.max_fallback_share)
+            in_tail = f > 1.0 - scenario.sla_percentile
+            late = in_tail & inter[:, None] & (p95 + p95[:, j][:, None] > s[:, None])
+            cost = np.where(valid & ~late, usd + f * usd[:, j][:, None], np.inf).min(axis=1)
+        tie = np.isclose(cost, best, rtol=1e-12, atol=0.0) & np.isfinite(cost)
+        cheaper_fb = order_cost[:, j] < order_cost[np.arange(cand_rows.size), best_fb]
+        take = (cost < best) & ~tie | tie & cheaper_fb
+        best = np.where(take, cost, best)
+        best_fb = np.where(take, j, best_fb)
+    fb[cand_rows] = np.where(np.isfinite(best), best_fb, fb[cand_rows])
 
 
 # Architectures a stack can have, for grouping in the UI.
