@@ -871,7 +871,7 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
         # completions (rate d_eff); then prefills come as arrivals do (share phi_t, as for one that found a
         # slot). Its per-token time blends the two by the share of its decode before that. (f_q for the whole
         # decode put the analytic p95 8-14 % over the simulated one on 1-2 replica cap-4 pools; measured
-        # per-token excess over a free-slot request 0.07-0.10 ms, f_q gave 0.29, this 0.12-0.13.)
+        # per-token excess over a free-slot request 0.07-0.10 ms, f_q gave 0.28-0.33, this 0.12-0.15.)
         live_q = stable & (theta > 0) & (d_eff > 0)
         t_queue = np.where(live_q, lam_ms / np.where(live_q, theta * d_eff, 1.0), np.inf)
         c_top = spt * step_cap * pre_stretch
