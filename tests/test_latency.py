@@ -76,10 +76,12 @@ def test_pooled_state_golden():
     0.98 x 10 / 2 + 0.02 x E[p^2] / (2 E[p]) / 0.98 = 5.10408 ms when every replica is busy (k >= 2:
     mass 4.776699 of 7.826699 = 0.61031), so 3.1151 ms; the step is flat, so the batch adds no spread.
     Others' prefills land at 0.001/ms x 0.872232 with E[p^2] = 400: 0.34889 ms^2 per ms of variance.
-    Full batch: f_q = phi / r_q = 0.073733; a token takes 10 / (1 - f_q) = 10.79602 ms, the join
-    0.926267 x 5 + 0.073733 x 10 = 5.36866 ms, E[S_full] = 20 + 5.36866 + 1079.602 = 1104.971 ms,
-    cv^2 = 539.801^2 / 1104.971^2 = 0.238652; theta = 8 / 1005 x 0.926267 x (1 - 0.27125) / 0.619326
-    = 8.6760 /s.
+    Full batch: f_q = phi / r_q = 0.073733 of the time in prefills, 3 of each 4 the other slots': a token takes
+    10 x (1 + 3/4 x 0.073733 / 0.926267) = 10.59701 ms; admitted where its slot frees, no join wait;
+    E[S_full] = 20 + 1059.701 = 1079.701 ms, cv^2 = (10.59701 x 50)^2 / 1079.701^2 = 0.240824. The wait's
+    scale (Kimura): h = 0.5 (1 + 0.72875 x 7 x (sqrt(44) - 2) / (16 x 0.27125 x 8)) = 0.840371,
+    k = 1.240824 / (2 x 0.240824 + 0.759176 / 0.840371) = 0.895882;
+    theta = 8 / 1005 x 0.926267 x (1 - 0.27125) / 0.895882 = 5.9977 /s.
     """
     st_ = L.pooled_state(one(), [2.0])
     assert st_.prefill_share[0] == pytest.approx(0.02)
@@ -89,11 +91,11 @@ def test_pooled_state_golden():
     assert st_.batch_cv2[0] == pytest.approx(0.0, abs=1e-12)
     assert st_.join_ms[0] == pytest.approx(3.1151, abs=1e-4)
     assert st_.interference_var_per_ms[0] == pytest.approx(0.34889, abs=1e-5)
-    assert st_.full_ms_per_token[0] == pytest.approx(10.79602, abs=1e-5)
-    assert st_.full_join_ms[0] == pytest.approx(5.36866, abs=1e-5)
-    assert st_.full_service_mean_ms[0] == pytest.approx(1104.971, abs=1e-3)
-    assert st_.full_service_cv2[0] == pytest.approx(0.238652, abs=1e-6)
-    assert st_.wait_rate_per_ms[0] * 1000 == pytest.approx(8.6760, abs=1e-4)
+    assert st_.full_ms_per_token[0] == pytest.approx(10.59701, abs=1e-5)
+    assert st_.full_join_ms[0] == 0.0
+    assert st_.full_service_mean_ms[0] == pytest.approx(1079.701, abs=1e-3)
+    assert st_.full_service_cv2[0] == pytest.approx(0.240824, abs=1e-6)
+    assert st_.wait_rate_per_ms[0] * 1000 == pytest.approx(5.9977, abs=1e-4)
 
 
 def test_chain_without_prefill_is_erlang_c():
@@ -194,11 +196,12 @@ def test_whole_blocks_with_a_time_spread_match_monte_carlo():
     lo, hi = svc.quantile_bounds(0.95)
     assert (lo <= svc.quantile(0.95)).all() and (svc.quantile(0.95) <= hi).all()
 
-def test_mmc_limit_is_erlang_c_with_allen_cunneen():
-    """No prefill, constant step: P(W > t) of the model is queueing.p_wait_exceeds on n x cap servers."""
+def test_mmc_limit_is_erlang_c_with_the_wait_scale():
+    """No prefill, constant step: P(W > t) of the model is queueing.p_wait_exceeds on n x cap servers, whose
+    service is the chain's: 100 tokens x 10 ms plus the wait for a step boundary, 1005 ms."""
     dep = one(prefill_ms=0.0, arrival_rate_per_s=6.0)
     st_ = L.pooled_state(dep, [2.0])
-    svc_s = st_.full_service_mean_ms[0] / 1000
+    svc_s = (100 * 10.0 + 10.0 / 2) / 1000
     t_s = 0.3
     ours = st_.p_wait[0] * np.exp(-st_.wait_rate_per_ms[0] * t_s * 1000)
     theirs = p_wait_exceeds(8, 6.0, svc_s, t_s, service_cv2=st_.full_service_cv2[0])

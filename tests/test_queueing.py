@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.decision.queueing import erlang_c, p_wait_exceeds, replicas_for_sla
+from core.decision.queueing import erlang_c, p_wait_exceeds, replicas_for_sla, wait_scale
 
 
 def test_erlang_c_table_values():
@@ -26,6 +26,18 @@ def test_erlang_c_single_server_is_rho():
 def test_wait_tail_mm1_golden():
     """M/M/1 with lambda 0.5/s, service 1 s: P(W > 2 s) = rho e^{-(mu - lambda) t} = 0.5 e^{-1} = 0.18394."""
     assert p_wait_exceeds(1, 0.5, 1.0, 2.0) == pytest.approx(0.5 * np.exp(-1.0))
+
+
+def test_wait_scale_golden_and_limits():
+    """Kimura's k on 4 servers at 40 % load, service cv^2 2.25 (lognormal cv 1.5):
+    h = 0.5 (1 + 0.6 x 3 x (sqrt(24) - 2) / (16 x 0.4 x 4)) = 0.5 (1 + 5.21816 / 25.6) = 0.601917,
+    k = 3.25 / (4.5 - 1.25 / 0.601917) = 3.25 / 2.423302 = 1.341145 (Allen–Cunneen: 1.625).
+    One server: Pollaczek–Khinchine's (1 + cv^2) / 2 at any load; exponential service: 1; deterministic
+    service near full load: M/D/c's half of M/M/c's."""
+    assert wait_scale(4, 0.4, 2.25) == pytest.approx(1.341145, abs=1e-6)
+    assert wait_scale([1, 1, 1], [0.2, 0.5, 0.9], [0.0, 0.5, 3.0]) == pytest.approx([0.5, 0.75, 2.0])
+    assert wait_scale([2, 8, 64], [0.1, 0.5, 0.9], 1.0) == pytest.approx([1.0, 1.0, 1.0])
+    assert wait_scale(16, 1.0, 0.0) == pytest.approx(0.5)
 
 
 @settings(max_examples=60, deadline=None)

@@ -30,8 +30,9 @@ One service-time model, used both for the p95 check and for queueing (DESIGN.md,
   those states multiplies N's (a lognormal factor with that mean and cv^2).
   **One that waits** (C, the chain's mass at or above every slot busy) waits
   Exp(theta), theta = D_eff (1 - r_q) / k, r_q the chain's ratio above the slots,
-  k = (1 + cv^2) / 2 (Allen–Cunneen, cv^2 of the service mixture at the full
-  batch), and is served at the full batch.
+  k from the cv^2 of the service mixture at the full batch and the n cap slots
+  (queueing.wait_scale: Kimura's interpolation between M/M/c and M/D/c, which is
+  Allen–Cunneen's (1 + cv^2) / 2 on one slot), and is served at the full batch.
 - **p95 of time in system** T = W + S (+ the escalated requests' extra latency,
   one 5 % budget): solved numerically from P(T > t).
 
@@ -49,6 +50,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from core.decision import queueing
 from core.models import Architecture
 
 # Spread of a workload's output length when the inventory gives no output_tokens_p95.
@@ -709,12 +711,12 @@ class PooledState:
     # Variance rate of the others' prefills landing on a request's replica while it decodes:
     # lambda_t E[p^2] ms^2 per ms (lambda_t = lambda_r shared: the arrivals its replica takes).
     interference_var_per_ms: np.ndarray
-    full_join_ms: np.ndarray
+    full_join_ms: np.ndarray  # none: one that waited is admitted at the boundary where its slot frees
     full_ms_per_token: np.ndarray  # while a queue waits (the wait's completions): each one admits a prefill
     waited_ms_per_token: np.ndarray  # a request that waited, over its service: the queue drains meanwhile
     service_mean_ms: np.ndarray  # rate-weighted mean service of requests that find a free slot
     full_service_mean_ms: np.ndarray  # the same at the full batch, where a queue forms
-    full_service_cv2: np.ndarray  # cv^2 of the service mixture at the full batch (Allen–Cunneen)
+    full_service_cv2: np.ndarray  # cv^2 of the service mixture at the full batch (the wait's scale)
     p_wait: np.ndarray  # C: P(a request waits for a slot)
     wait_rate_per_ms: np.ndarray  # theta: the waiting time of one that waits is Exp(theta)
     stable: np.ndarray
@@ -771,7 +773,8 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
     c_k = steps per token x step_ms(b) / (1 - phi), phi = lambda E[p] / n (the others'
     prefills interleave), after a join wait for the step in progress (none on an idle
     replica). One that waited is served at the cap, where each completion admits the
-    next request, so the prefill share there is f_q = phi / r_q.
+    next request, so the prefill share there is f_q = phi / r_q, of which the other
+    cap - 1 slots' prefills stall it; it is admitted where its slot frees (no join wait).
     """
     m = dep.moments
     R = dep.rows
@@ -856,14 +859,19 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         f_q = np.where(has & stable, np.minimum(phi / np.where(r_q > 0, r_q, 1.0), 1.0 - 1e-9), phi_c)
         f_q = np.maximum(f_q, phi_c)
-        c_full = np.where(f_q < 1.0, spt * step_cap / (1.0 - f_q), np.inf)
-        join_full = (1.0 - f_q) * step_cap / 2.0 + f_q * pre_resid
-        s_full = pbar + join_full + c_full * en
-        # E[S^2] = sum lambda_i E[(a_i + c N_eff,i)^2] / lambda with a_i = p_i + join.
-        second = (m.pre2 + 2.0 * join_full * m.pre + join_full**2 * lam
-                  + 2.0 * c_full * (m.pre_n + join_full * m.n) + c_full**2 * m.n2) / safe_lam
+        # A request decoding at the cap is stalled by the prefills of the requests admitted into the other
+        # cap - 1 slots of its replica, not by its own (which it ran before): per ms of decode, (cap - 1) / cap
+        # of the f_q / (1 - f_q) ms of prefill each completion brings. (The whole f_q / (1 - f_q) counted a
+        # request's own prefill twice: one prefill's time too many, the most on a cap of 4; on one replica of
+        # cap 4 with 25 ms prefills a waited request's service was 323 ms against 293 simulated.)
+        c_full = np.where(f_q < 1.0, spt * step_cap * (1.0 + (cap - 1.0) / cap * f_q / (1.0 - f_q)), np.inf)
+        # One that waited is admitted at the step boundary where its slot frees: no wait to join.
+        join_full = np.zeros(R)
+        s_full = pbar + c_full * en
+        # E[S^2] = sum lambda_i E[(p_i + c N_eff,i)^2] / lambda.
+        second = (m.pre2 + 2.0 * c_full * m.pre_n + c_full**2 * m.n2) / safe_lam
         cv2_full = np.where(stable & has, np.maximum(second / s_full**2 - 1.0, 0.0), 1.0)
-        kk = (1.0 + cv2_full) / 2.0
+        kk = queueing.wait_scale(servers, r_q, cv2_full)
         d_eff = servers / tau_cap * (1.0 - f_q)  # completions per ms with every slot busy
         theta = np.where(stable, d_eff * (1.0 - r_q) / kk, 0.0)
         # A request that waited starts at the cap, where each completion admits a waiting request's prefill

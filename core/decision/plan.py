@@ -536,7 +536,7 @@ class Planner:
         m = load.moments
         with np.errstate(divide="ignore", invalid="ignore"):
             free = m.pre[0] + m.lam[0] * st.join_ms + st.ms_per_token * m.n[0]
-            waited = m.pre[0] + m.lam[0] * st.full_join_ms + st.full_ms_per_token * m.n[0] \
+            waited = m.pre[0] + m.lam[0] * st.full_join_ms + st.waited_ms_per_token * m.n[0] \
                 + np.where(st.wait_rate_per_ms > 0, m.lam[0] / st.wait_rate_per_ms, 0.0)
             lat = (1.0 - st.p_wait) * free + st.p_wait * waited + float((lam * esc_share * esc_extra).sum())
         gpus = np.where(ok, reps * g, np.inf)
