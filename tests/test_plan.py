@@ -499,6 +499,18 @@ def test_deployments_sized_in_one_batch_are_sized_as_one_by_one(catalog):
     assert fed >= 8 and not batch._prefetched  # every prefetched sizing was taken by size()
 
 
+def test_sizing_moves_ahead_never_changes_the_plan(catalog, monkeypatch):
+    """The search sizes whole-deployment moves ahead in batches (Planner._speculate: up to SPECULATE_MOVES,
+    one after a move is taken, doubling while none is) only to fill its cache: with nothing sized ahead
+    (SPECULATE_MOVES = 1) the 20 generated workloads get the same routes, nodes and bill to the cent."""
+    ahead = evaluate(catalog, _twenty(), Scenario(fleet_nodes=1))
+    monkeypatch.setattr(plan_mod, "SPECULATE_MOVES", 1)
+    alone = evaluate(catalog, _twenty(), Scenario(fleet_nodes=1))
+    assert np.array_equal(ahead.plan.assignment, alone.plan.assignment)
+    assert (ahead.fleet["nodes_needed"], ahead.fleet["total_monthly_usd"]) == \
+        (alone.fleet["nodes_needed"], alone.fleet["total_monthly_usd"])
+
+
 def test_a_prefetched_sizing_bars_its_hopeless_members_only_once_asked_for(catalog, bank):
     """A pool whose member's service alone misses its target is infeasible and bars that pairing, but only
     when the search asks for that pool: a candidate sized ahead and never priced must not change what the
