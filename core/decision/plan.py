@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -1069,25 +1071,36 @@ class Planner:
         out = np.full((W, inp.n_routes), np.nan)
         # The tiers of one stack at one GPU count share its service array: GPU-seconds per request at each
         # grid concurrency where the service p95 alone meets the target, computed once per shared array.
-        per_point: dict[int, np.ndarray] = {}
+        n_out = _given(inp.output_tokens, "output_tokens")
         ratios: dict[int, np.ndarray] = {}  # the output-length p95 ratio depends on the stack's block size only
+        distinct: dict[int, OwnedRoute] = {}
+        for route in inp.owned:
+            distinct.setdefault(id(route.service_s), route)
+            blk = latency.block_tokens_of(route.stack)
+            if blk not in ratios:
+                given = inp.output_q_ratio or {}
+                ratios[blk] = given[blk] if blk in given else latency.length_ratios(n_out, inp.output_p95_tokens, blk)[0]
+
+        def gpu_seconds(route: OwnedRoute) -> np.ndarray:
+            svc = route.service_s  # (W, G, B)
+            blk = latency.block_tokens_of(route.stack)
+            p95 = service_p95_alone_ms(svc, route.prefill_ms, n_out, inp.output_p95_tokens, blk, ratios[blk])
+            ok = np.isfinite(svc) & (p95 <= inp.slo_ms[:, None, None])
+            g = np.array(route.tp_options, dtype=float)[None, :, None]
+            b = inp.concurrency_grid[None, None, :]
+            return np.where(ok, svc * g / b, np.inf).min(axis=1)  # (W, B)
+
+        from core.decision.engine import PARALLEL_ROWS
+
+        if W >= PARALLEL_ROWS and len(distinct) > 1:
+            # numpy releases the GIL on these (W, G, B) arrays: two threads use both cores of a small machine.
+            with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+                per_point = dict(zip(distinct, pool.map(gpu_seconds, distinct.values()), strict=True))
+        else:
+            per_point = {k: gpu_seconds(route) for k, route in distinct.items()}
         for route in inp.owned:
             r = route.index
-            svc = route.service_s  # (W, G, B)
-            gpu_s_b = per_point.get(id(svc))
-            if gpu_s_b is None:
-                blk = latency.block_tokens_of(route.stack)
-                n_out = _given(inp.output_tokens, "output_tokens")
-                if blk not in ratios:
-                    given = inp.output_q_ratio or {}
-                    ratios[blk] = given[blk] if blk in given else \
-                        latency.length_ratios(n_out, inp.output_p95_tokens, blk)[0]
-                p95 = service_p95_alone_ms(svc, route.prefill_ms, n_out, inp.output_p95_tokens, blk, ratios[blk])
-                ok = np.isfinite(svc) & (p95 <= inp.slo_ms[:, None, None])
-                g = np.array(route.tp_options, dtype=float)[None, :, None]
-                b = inp.concurrency_grid[None, None, :]
-                gpu_s_b = np.where(ok, svc * g / b, np.inf).min(axis=1)  # (W, B)
-                per_point[id(svc)] = gpu_s_b
+            gpu_s_b = per_point[id(route.service_s)]
             # Interactive: GPU-seconds per request at the cheapest point of the tier's band meeting the target,
             # at the peak rate (capacity is reserved for the peak all month); offline: GPU-hours used.
             band = route.band_mask(inp.concurrency_grid)
