@@ -6,7 +6,7 @@ its inputs once per scenario; `plan` searches assignments and prices each exactl
 deployments, whole nodes, one cash bill) -> attribution and the fleet record -> views and exports.
 
 - `economics`: node $/hour by pricing option and cost basis, API cost per request, break-even, idle cost.
-- `queueing`: Erlang C with the Allen–Cunneen correction.
+- `queueing`: Erlang C and the M/G/c wait's scale from the service spread (Kimura's interpolation).
 - `latency`: one service-time model per workload on a deployment; the p95 of wait + service.
 - `engine`: every workload scored on every route; the Evaluation record; reasons; the JSON contract.
 - `plan`: the assignment search and the exact cash bill of an assignment.

@@ -837,7 +837,7 @@ def _owned_option(stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h, inter
     charges (its own and the others') fixed and the decode part scaled by the
     workload's output length (lognormal from output_tokens_p95 or the default
     spread; whole blocks for diffusion): p95 = fixed + decode x q_ratio, and the
-    queue's Allen–Cunneen term reads the same distribution's cv^2.
+    queue's wait scale (queueing.wait_scale) reads the same distribution's cv^2.
     """
     W = len(n_in)
     grid = CONCURRENCY_GRID

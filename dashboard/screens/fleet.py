@@ -66,7 +66,8 @@ c1, c2, c3, c4 = st.columns(4)
 c1.metric("Nodes needed", integer(f["nodes_needed"]), help="Recommended mix: every latency target held at peak.")
 c2.metric("Owned nodes", integer(f["owned_nodes"]))
 c3.metric("For interactive work", integer(f["nodes_needed_interactive"]),
-          help="Replicas sized by Erlang C (with the Allen–Cunneen correction) to hold p95 at the peak hour.")
+          help="Replicas sized so that each workload's p95 of wait + service holds its target at the peak "
+               "hour, on its deployment's pooled queue (replicas × concurrency cap).")
 c4.metric("Cash bill a month", money(f["total_monthly_usd"]),
           help="max(owned, needed) nodes × the full node price × 730 h + API spend + licences; "
                "the same under either cost basis.")
