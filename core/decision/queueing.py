@@ -35,8 +35,8 @@ def wait_scale(servers, utilization, service_cv2):
     (Pollaczek–Khinchine), and so is Allen–Cunneen's k everywhere. With several
     servers at light load Allen–Cunneen's k is off both ways: simulated on 4-16 slots
     at 40-60 % load (docs/performance.md "The wait's scale"), waits with output cv 1.5
-    were 11-35 % shorter than it said and with cv 0.5 8-35 % longer; this k is within
-    about 8 %, and meets Allen–Cunneen's as the load nears 1.
+    were 12-35 % shorter than it said and with cv 0.5 10-54 % longer; this k is within
+    about 9 %, and meets Allen–Cunneen's as the load nears 1.
     """
     c = np.maximum(np.asarray(servers, dtype=float), 1.0)
     rho = np.clip(np.asarray(utilization, dtype=float), 1e-9, 1.0)
