@@ -1,8 +1,11 @@
 """Analytic against simulated p95 of the plan's owned deployments, by architecture: worst, median and highest ratio.
 
 Run by hand: python bench/bench_latency_agreement.py [--requests N] [--seed 7] [--inventories 3,11,12] [--isolate]
+                                                    [--output-p95 K]
 --requests: per deployment; default the simulation's own choice (the peak hour, 20,000-200,000), as
 `hangover simulate` makes it. --inventories: seeds of the generated 50-workload inventory (3 is the tests').
+--output-p95 K: every generated workload's output_tokens_p95 set to K x its mean (3.3: cv 1.5, wide spreads); each
+line then also gives the lowest share of a workload's simulated requests within its target.
 --isolate: then the worst-agreeing deployment (either way) simulated again with one thing changed at a time (no prefills,
 half the prefills, a flat or a linear step curve): where the analytic model's error comes from.
 The inventories are tests/test_plan_latency.py's: the bundled sample and the generated 50 owned-only workloads
@@ -37,6 +40,7 @@ def main() -> None:
     ap.add_argument("--inventories", default="3")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--isolate", action="store_true")
+    ap.add_argument("--output-p95", type=float, default=None)
     args = ap.parse_args()
     worst: tuple[float, object] | None = None
     s = core.store.seed.load_seed()
@@ -44,11 +48,15 @@ def main() -> None:
                       owned_hardware=s["owned_hardware"], benchmarks=s["benchmarks"])
     inventories = [("sample", pd.read_csv(core.store.seed.sample_workloads_path()))]
     inventories += [(f"generated 50 (seed {k})", _generated_inventory(seed=int(k))) for k in args.inventories.split(",")]
+    if args.output_p95 is not None:
+        inventories = [(f"{name}, output p95 {args.output_p95:g}x mean", inv.assign(
+            output_tokens_p95=inv["output_tokens"] * args.output_p95)) for name, inv in inventories[1:]]
     for name, inv in inventories:
         ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
         check = check_plan(ev, requests=args.requests, seed=args.seed)
         arch = {d["route_id"]: d["architecture"] for d in ev.fleet["deployments"]}
         groups: dict[str, list[float]] = {}
+        lowest_share = min((r["share_within_slo"] for r in check.workloads()), default=float("nan"))
         loads = {d.deployment_id: d for d in deployment_loads(ev)}
         for r in check.workloads():
             kind = "diffusion" if arch[r["deployment_id"].split("@")[0]] == "diffusion" else "autoregressive"
@@ -61,7 +69,8 @@ def main() -> None:
             x = np.array(ratios)
             print(f"{name}, {kind}: {x.size} workloads, analytic / simulated p95 worst-low {x.min():.3f}, "
                   f"median {np.median(x):.3f}, highest {x.max():.3f}")
-        print(f"    ({len(check.results)} owned interactive deployments simulated)")
+        print(f"    ({len(check.results)} owned interactive deployments simulated; lowest share of a workload's "
+              f"requests within its target {lowest_share:.4f})")
     if args.isolate and worst is not None:
         _isolate(worst[1], max(args.requests or 0, 60_000), args.seed)
 
