@@ -3,8 +3,8 @@
 Run by hand: python bench/bench_wait_scale.py [--requests 200000] [--seed 1]
 One workload on replicas x cap slots, a flat 1 ms step (no batching effect), lognormal output lengths of mean
 200 tokens and cv 0.5 / 1.0 / 1.5, at 40 / 60 / 80 % load, then one replica of 4 slots with prefills of 10-50 ms.
-A queued request is admitted at the step boundary where its slot frees, so without prefills its wait is its time
-in system minus its decode steps; with prefills the admission time is recorded by a copy of the event loop.
+A queued request is admitted at the step boundary where its slot frees: its admission time is replayed from the
+simulation's completion times (admission_times: FIFO, each completion frees one slot).
 Prints per case: the share that queued (simulated, analytic), the mean wait of those (simulated, the model's
 1 / theta, and what Allen–Cunneen's (1 + cv^2) / 2 gives), a queued request's mean service (simulated, model)
 and the analytic / simulated p95 of time in system.
