@@ -77,6 +77,46 @@ def test_licensed_stack_with_unknown_fee_is_not_planned_but_priced(catalog, bank
         assert lic["break_even_usd_per_gpu_month"] is None
 
 
+def test_break_even_computed_beside_the_attribution_is_the_same(catalog, bank, monkeypatch):
+    """From BACKGROUND_ROWS workloads the break-even re-plan runs in a forked process while the plan is
+    attributed: the fleet record must not depend on where it ran (here forced on the 7-workload sample)."""
+    from core.decision import fleet
+
+    inline = evaluate(catalog, bank, Scenario(fleet_nodes=1))
+    forks = []
+    real = fleet._in_background
+
+    def spy(job, wanted):
+        forks.append(wanted)
+        return real(job, wanted)
+
+    monkeypatch.setattr(fleet, "BACKGROUND_ROWS", 1)
+    monkeypatch.setattr(fleet, "_in_background", spy)
+    beside = evaluate(catalog, bank, Scenario(fleet_nodes=1))
+    assert forks == [True]
+    assert beside.fleet["licensed_routes"] == inline.fleet["licensed_routes"]
+    assert inline.fleet["licensed_routes"]  # the sample has a licensed stack: the comparison is not empty
+    assert beside.fleet["total_monthly_usd"] == inline.fleet["total_monthly_usd"]
+
+
+def test_in_background_runs_in_another_process_and_reraises():
+    """The job runs in a child process (another pid) when wanted, here when not; its exception reaches the caller."""
+    import os
+    import threading
+
+    from core.decision.fleet import _in_background
+
+    assert _in_background(os.getpid, False)() == os.getpid()
+    if threading.current_thread() is threading.main_thread() and (os.cpu_count() or 1) > 1:
+        assert _in_background(os.getpid, True)() != os.getpid()
+
+    def boom():
+        raise ValueError("bad fee")
+
+    with pytest.raises(ValueError, match="bad fee"):
+        _in_background(boom, True)()
+
+
 def test_kyc_may_leave_zero_owned_nodes_goes_to_the_api(catalog):
     """Overnight KYC allowed to use an API, on a fleet of zero owned nodes.
 

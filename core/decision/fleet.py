@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
 OFFICE_HOURS = np.array([0.05, 0.03, 0.02, 0.02, 0.03, 0.08, 0.2, 0.45, 0.75, 0.95, 1.0, 1.0,
                          0.9, 0.95, 1.0, 0.95, 0.85, 0.65, 0.4, 0.25, 0.18, 0.12, 0.08, 0.06])
 MAX_DRIVERS = 5  # workloads examined as the cause of each purchase (each costs one exact re-pricing per change)
+BACKGROUND_ROWS = 20_000  # from here the break-even re-plan runs beside the attribution (_in_background)
 BREAK_EVEN_REFINE_ROWS = 5000  # above this, the break-even licence fee is the one-step estimate
 # ev.a arrays read by build_inputs only, or by nobody after it (the plan keeps its own service and wait budget
 # in its deployments): dropped before the search instead of held through it (~50 MiB at 100k workloads).
@@ -295,8 +300,12 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     ev.plan_inputs = planner.inp  # the search may bar pairings a pooled deployment cannot hold
     ev.plan = best
     ev.planner = planner
-    licensed = _licensed_routes(ev, best, every, barred, planner)
-    _apply(ev, planner, best, rpd, n_out, licensed)
+    # The break-even re-plan reads the plan and writes only its own result: at scale it runs on the other core
+    # while the plan is attributed (docs/performance.md "The break-even beside the attribution").
+    licensed = _in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
+                              len(inp.workload_ids) >= BACKGROUND_ROWS)
+    _apply(ev, planner, best, rpd, n_out, [])
+    ev.fleet["licensed_routes"] = _licensed_records(licensed())
     # The search's (W x plan columns) linear terms and move targets are not needed to price other plans
     # (options, drivers, reports): let go of them (~1.8 KB per workload held by a shared evaluation).
     planner._lin = None
@@ -304,6 +313,50 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     planner._prefetched.clear()  # sizings made ahead for moves the search did not take
     if planner._sub is not None:
         planner._sub._prefetched.clear()
+
+
+def _in_background(job: Callable[[], Any], wanted: bool) -> Callable[[], Any]:
+    """Start job in a forked process (when wanted and safe) and return a function that waits for its result;
+    otherwise a function that runs it then. The child inherits the parent's memory (no copy of the inputs) and
+    sends back only the result, pickled. Only from the main thread: a fork copies just the calling thread, and
+    a server's other threads (the dashboard's) may hold locks the child would wait on forever."""
+    if not (wanted and threading.current_thread() is threading.main_thread()
+            and "fork" in multiprocessing.get_all_start_methods() and (os.cpu_count() or 1) > 1):
+        return job
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_run_and_send, args=(job, send), daemon=True)
+    proc.start()
+    send.close()
+
+    def result() -> Any:
+        try:
+            ok, value = receive.recv()
+        except EOFError:  # the child died without a word (killed, out of memory): do the work here
+            ok, value = True, job()
+        finally:
+            receive.close()
+            proc.join()
+        if not ok:
+            raise value
+        return value
+
+    return result
+
+
+def _run_and_send(job: Callable[[], Any], send) -> None:
+    """The forked child's body: the job's result, or the exception it raised, down the pipe."""
+    try:
+        out = (True, job())
+    except BaseException as exc:  # noqa: BLE001 - re-raised in the parent, where it belongs
+        out = (False, exc)
+    send.send(out)
+    send.close()
+
+
+def _licensed_records(licensed: list[LicensedRoute]) -> list[dict]:
+    """The fleet record's licensed_routes entries."""
+    return [{k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(x).items()} for x in licensed]
 
 
 def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
@@ -576,8 +629,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
         "monthly_usd_by_route": by_route,
         "deployments": deployments,
         "node_drivers": drivers,
-        "licensed_routes": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(x).items()}
-                            for x in licensed],
+        "licensed_routes": _licensed_records(licensed),
         "verdict_mix": {k: int(n) for k, n in pd.Series(
             [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
              else "no feasible route" for i in vr]).value_counts().items()},
