@@ -883,28 +883,30 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
     a_load = lam * s_bar / 1000.0
     # At the cap: each completion admits the next waiting request, so prefills take f_q of the time.
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        f_q = np.where(has & stable, np.minimum(phi / np.where(r_q > 0, r_q, 1.0), 1.0 - 1e-9), phi_c)
+        queued = stable & has
+        f_q = np.where(queued, np.minimum(phi / np.where(r_q > 0, r_q, 1.0), 1.0 - 1e-9), phi_c)
         f_q = np.maximum(f_q, phi_c)
         # A request decoding at the cap is stalled by the prefills of the requests admitted into the other
         # cap - 1 slots of its replica, not by its own (which it ran before): per ms of decode, (cap - 1) / cap
         # of the f_q / (1 - f_q) ms of prefill each completion brings. (The whole f_q / (1 - f_q) counted a
         # request's own prefill twice: one prefill's time too many, the most on a cap of 4; on one replica of
         # cap 4 with 25 ms prefills a waited request's service was 323 ms against 293 simulated.)
-        c_full = np.where(f_q < 1.0, spt * step_cap * (1.0 + (cap - 1.0) / cap * f_q / (1.0 - f_q)), np.inf)
+        c_dec = spt * step_cap  # per token at the cap, without prefills
+        c_full = np.where(f_q < 1.0, c_dec * (1.0 + (cap - 1.0) / cap * f_q / (1.0 - f_q)), np.inf)
         # One that waited is admitted at the step boundary where its slot frees: no wait to join.
         join_full = np.zeros(R)
         s_full = pbar + c_full * en
         # E[S^2] = sum lambda_i E[(p_i + c N_eff,i)^2] / lambda.
-        second = (m.pre2 + 2.0 * c_full * m.pre_n + c_full**2 * m.n2) / safe_lam
-        cv2_full = np.where(stable & has, np.maximum(second / s_full**2 - 1.0, 0.0), 1.0)
+        pn2, n2 = 2.0 * m.pre_n / safe_lam, m.n2 / safe_lam
+        second = p2 + c_full * (pn2 + c_full * n2)
+        cv2_full = np.where(queued, np.maximum(second / s_full**2 - 1.0, 0.0), 1.0)
         # The wait's scale reads the spread of the queue's drain, not of a slot's service (docstring): with
         # every slot busy a request costs the pool p / n (its prefill stalls its replica's cap slots) +
         # d / (n cap) (its decode, d = steps per token x step_ms(cap) x N_eff, holds one slot), i.e.
         # w / (n cap), w = cap p + d; E[w^2] from the traffic's sums (a member's p with its own N_eff).
-        c_dec = spt * step_cap
         w1 = cap * pbar + c_dec * en
-        w2 = (cap * cap * m.pre2 + 2.0 * cap * c_dec * m.pre_n + c_dec * c_dec * m.n2) / safe_lam
-        drain_cv2 = np.where(stable & has, np.maximum(w2 / (w1 * w1) - 1.0, 0.0), 1.0)
+        w2 = cap * (cap * p2 + c_dec * pn2) + c_dec * c_dec * n2
+        drain_cv2 = np.where(queued, np.maximum(w2 / (w1 * w1) - 1.0, 0.0), 1.0)
         kk = queueing.wait_scale(servers, r_q, drain_cv2)
         d_eff = servers / tau_cap * (1.0 - f_q)  # completions per ms with every slot busy
         theta = np.where(stable, d_eff * (1.0 - r_q) / kk, 0.0)
