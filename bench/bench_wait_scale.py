@@ -2,12 +2,14 @@
 
 Run by hand: python bench/bench_wait_scale.py [--requests 200000] [--seed 1]
 One workload on replicas x cap slots, a flat 1 ms step (no batching effect), lognormal output lengths of mean
-200 tokens and cv 0.5 / 1.0 / 1.5, at 40 / 60 / 80 % load, then one replica of 4 slots with prefills of 10-50 ms.
+200 tokens and cv 0.5 / 1.0 / 1.5, at 40 / 60 / 80 % load, then one replica of 4 slots with prefills of 10-50 ms
+(cv 0.5 / 1.0 / 1.5), then on 1 x 4 slots a mixture of three members whose means differ (50 / 200 / 350 tokens)
+against one workload of the mixture's mean and cv^2.
 A queued request is admitted at the step boundary where its slot frees: its admission time is replayed from the
 simulation's completion times (admission_times: FIFO, each completion frees one slot).
 Prints per case: the share that queued (simulated, analytic), the mean wait of those (simulated, the model's
-1 / theta, and what Allen–Cunneen's (1 + cv^2) / 2 gives), a queued request's mean service (simulated, model)
-and the analytic / simulated p95 of time in system.
+1 / theta, and what Allen–Cunneen's (1 + cv^2) / 2 of the service's cv^2 gives), a queued request's mean service
+(simulated, model) and the analytic / simulated p95 of time in system (a mixture: lowest-highest over members).
 """
 
 from __future__ import annotations
@@ -23,28 +25,45 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.decision import latency, queueing, simulate  # noqa: E402
 
 
-def case(cap: int, replicas: int, lam: float, cv: float, prefill: float, requests: int, seed: int) -> str:
-    """One table row: simulated against analytic for one workload at `lam` requests/s."""
+def workload(name: str, lam: float, prefill: float, mean: float, cv: float) -> simulate.WorkloadLoad:
+    """A workload of lognormal output lengths with this mean and cv (its p95 set to match)."""
     sigma = np.sqrt(np.log1p(cv**2))
-    p95_tokens = 200.0 * np.exp(1.6448536 * sigma - sigma**2 / 2)
-    w = simulate.WorkloadLoad("w", lam, prefill, 200.0, 1e9, output_p95_tokens=p95_tokens)
-    d = simulate.DeploymentLoad(replicas, cap, tuple([1.0] * cap), (w,))
-    arrival, _, steps, pre, _ = simulate.draw_requests(d, requests, seed)
+    return simulate.WorkloadLoad(name, lam, prefill, mean, 1e9,
+                                 output_p95_tokens=mean * np.exp(1.6448536 * sigma - sigma**2 / 2))
+
+
+def case(cap: int, replicas: int, lam: float, cv: float, prefill: float, requests: int, seed: int) -> str:
+    """One table row: simulated against analytic for one workload of mean 200 tokens at `lam` requests/s."""
+    d = simulate.DeploymentLoad(replicas, cap, tuple([1.0] * cap), (workload("w", lam, prefill, 200.0, cv),))
+    return row(d, f"{cv:g}", requests, seed)
+
+
+def row(d: simulate.DeploymentLoad, spread: str, requests: int, seed: int) -> str:
+    """One table row for deployment d (several members: the queued service over all of them, the p95 ratio's
+    lowest-highest over the members)."""
+    cap, replicas = d.concurrency_cap, d.replicas
+    arrival, which, steps, pre, _ = simulate.draw_requests(d, requests, seed)
     done, waited = simulate.run_requests(d.step_ms, cap, replicas, arrival, steps, pre)
     admitted = admission_times(arrival, done, waited)
     keep = slice(requests // 20, None)
-    t, q = (done - arrival)[keep], waited[keep]
+    t, q, member = (done - arrival)[keep], waited[keep], which[keep]
     wait = (admitted - arrival)[keep][q]
     service = (done - admitted)[keep][q]
     dep = d.pooled()
     st = latency.pooled_state(dep, np.array([float(replicas)]))
     theta, cv2 = st.wait_rate_per_ms[0], st.full_service_cv2[0]
-    # theta = D_eff (1 - r_q) / k: Allen–Cunneen's wait is the model's times its k over the model's k.
-    k_model = float(queueing.wait_scale(cap * replicas, _r_q(d), cv2))
-    an_p95 = float(simulate.analytic_p95(d)[0])
-    return (f"| {replicas} x {cap} | {prefill:.0f} | {cv:.1f} | {lam:.1f} | {q.mean():.3f} / {st.p_wait[0]:.3f} | "
-            f"{wait.mean():.1f} | {1.0 / theta:.1f} | {(1.0 + cv2) / 2.0 / k_model / theta:.1f} | "
-            f"{service.mean():.1f} / {st.service_full(dep).mean_ms[0]:.1f} | {an_p95 / np.percentile(t, 95):.3f} |")
+    # theta = D_eff (1 - r_q) / k, k read from the drain's cv^2: Allen–Cunneen's wait (the service's cv^2) is the
+    # model's times its k over the model's k.
+    k_model = float(queueing.wait_scale(cap * replicas, _r_q(d), st.drain_cv2[0]))
+    rates = dep.arrival_rate_per_s
+    queued_service = float((rates * st.service_full(dep).mean_ms).sum() / rates.sum())
+    an = simulate.analytic_p95(d)
+    ratios = [an[i] / np.percentile(t[member == i], 95) for i in range(len(d.workloads))]
+    ratio = f"{ratios[0]:.3f}" if len(ratios) == 1 else f"{min(ratios):.3f}-{max(ratios):.3f}"
+    prefill = "-".join(sorted({f"{w.prefill_ms:.0f}" for w in d.workloads}, key=float))
+    return (f"| {replicas} x {cap} | {prefill} | {spread} | {d.arrival_rate_per_s:.1f} | {q.mean():.3f} / "
+            f"{st.p_wait[0]:.3f} | {wait.mean():.1f} | {1.0 / theta:.1f} | {(1.0 + cv2) / 2.0 / k_model / theta:.1f} | "
+            f"{service.mean():.1f} / {queued_service:.1f} | {ratio} |")
 
 
 def _r_q(d: simulate.DeploymentLoad) -> float:
@@ -85,9 +104,18 @@ def main() -> None:
             for rho in (0.4, 0.6, 0.8):
                 lam = rho * cap * replicas / 0.2  # 200 tokens x 1 ms = 0.2 s a request
                 print(case(cap, replicas, lam, cv, 0.0, args.requests, args.seed))
-    for prefill, rates in ((10.0, (8.0, 11.0)), (25.0, (8.0, 11.0)), (50.0, (5.0, 8.0))):
+    for cv in (0.5, 1.0, 1.5):
+        for prefill, rates in ((10.0, (8.0, 11.0)), (25.0, (6.0, 8.0, 11.0)), (50.0, (4.0, 5.0, 8.0))):
+            for lam in rates:
+                print(case(4, 1, lam, cv, prefill, args.requests, args.seed))
+    # Mixtures: three members of output means 50 / 200 / 350 tokens (cv 0.4 each, equal rates; the mixture's cv^2
+    # is 0.595), without and with 25 ms prefills, against one workload of that mean and cv^2 (cv 0.771).
+    for prefill, rates in ((0.0, (8.0, 12.0, 16.0)), (25.0, (6.0, 8.0, 11.0))):
         for lam in rates:
-            print(case(4, 1, lam, 0.5, prefill, args.requests, args.seed))
+            members = tuple(workload(f"m{m}", lam / 3, prefill, m, 0.4) for m in (50.0, 200.0, 350.0))
+            d = simulate.DeploymentLoad(1, 4, (1.0,) * 4, members)
+            print(row(d, "mix 50/200/350", args.requests, args.seed))
+            print(case(4, 1, lam, 0.771, prefill, args.requests, args.seed))
 
 
 if __name__ == "__main__":

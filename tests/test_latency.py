@@ -79,9 +79,12 @@ def test_pooled_state_golden():
     Full batch: f_q = phi / r_q = 0.073733 of the time in prefills, 3 of each 4 the other slots': a token takes
     10 x (1 + 3/4 x 0.073733 / 0.926267) = 10.59701 ms; admitted where its slot frees, no join wait;
     E[S_full] = 20 + 1059.701 = 1079.701 ms, cv^2 = (10.59701 x 50)^2 / 1079.701^2 = 0.240824. The wait's
-    scale (Kimura): h = 0.5 (1 + 0.72875 x 7 x (sqrt(44) - 2) / (16 x 0.27125 x 8)) = 0.840371,
-    k = 1.240824 / (2 x 0.240824 + 0.759176 / 0.840371) = 0.895882;
-    theta = 8 / 1005 x 0.926267 x (1 - 0.27125) / 0.895882 = 5.9977 /s.
+    scale reads the drain's spread: each request brings cap p + d = 4 x 20 + 10 x N ms (in units of
+    1 / (n cap) ms), mean 1080, standard deviation 10 x 50: cv^2 = 500^2 / 1080^2 = 0.214335 (the others'
+    prefills are the pool's common stall, not spread of a slot's service). Kimura:
+    h = 0.5 (1 + 0.72875 x 7 x (sqrt(44) - 2) / (16 x 0.27125 x 8)) = 0.840371,
+    k = 1.214335 / (2 x 0.214335 + 0.785665 / 0.840371) = 0.890554;
+    theta = 8 / 1005 x 0.926267 x (1 - 0.27125) / 0.890554 = 6.0336 /s.
     """
     st_ = L.pooled_state(one(), [2.0])
     assert st_.prefill_share[0] == pytest.approx(0.02)
@@ -95,7 +98,26 @@ def test_pooled_state_golden():
     assert st_.full_join_ms[0] == 0.0
     assert st_.full_service_mean_ms[0] == pytest.approx(1079.701, abs=1e-3)
     assert st_.full_service_cv2[0] == pytest.approx(0.240824, abs=1e-6)
-    assert st_.wait_rate_per_ms[0] * 1000 == pytest.approx(5.9977, abs=1e-4)
+    assert st_.drain_cv2[0] == pytest.approx(0.214335, abs=1e-6)
+    assert st_.wait_rate_per_ms[0] * 1000 == pytest.approx(6.0336, abs=1e-4)
+
+
+def test_drain_spread_golden_and_one_slot():
+    """The wait's scale reads the spread of w = cap p + d, d = steps per token x step_ms(cap) x N_eff, over the
+    traffic (a member's p with its own N). Two members at 0.5/s, prefills 10 and 40 ms, 100 and 300 tokens
+    (cv 0.5: E N^2 = 1.25 m^2), 1 replica x 4 slots of 10 ms: w = 4 p + 10 N has mean 40 + 1000 = 1040 and
+    3160, E w^2 = 1040^2 + 1000^2 / 4 = 1,331,600 and 3160^2 + 3000^2 / 4 = 12,235,600; the mixture
+    E w = 2100, E w^2 = 6,783,600, cv^2 = 6,783,600 / 2100^2 - 1 = 0.538231. On one slot the drain is the
+    service, p + d: the same cv^2 as the service's (Pollaczek–Khinchine's k = (1 + cv^2) / 2 exactly)."""
+    dep = L.PooledDeployments.build(row=[0, 0], arrival_rate_per_s=[0.5, 0.5], prefill_ms=[10.0, 40.0],
+                                    output_mean_tokens=[100.0, 300.0], slo_ms=5000.0, step_ms=[[10.0] * 4],
+                                    concurrency_cap=4)
+    assert L.pooled_state(dep, [1.0]).drain_cv2[0] == pytest.approx(0.538231, abs=1e-6)
+    st1 = L.pooled_state(L.PooledDeployments.build(row=[0, 0], arrival_rate_per_s=[0.2, 0.2], prefill_ms=[10.0, 40.0],
+                                                   output_mean_tokens=[100.0, 300.0], slo_ms=5000.0,
+                                                   step_ms=[[10.0]], concurrency_cap=1), [1.0])
+    assert st1.stable[0]
+    assert st1.drain_cv2[0] == pytest.approx(st1.full_service_cv2[0], rel=1e-12)
 
 
 def test_chain_without_prefill_is_erlang_c():
@@ -204,7 +226,9 @@ def test_mmc_limit_is_erlang_c_with_the_wait_scale():
     svc_s = (100 * 10.0 + 10.0 / 2) / 1000
     t_s = 0.3
     ours = st_.p_wait[0] * np.exp(-st_.wait_rate_per_ms[0] * t_s * 1000)
-    theirs = p_wait_exceeds(8, 6.0, svc_s, t_s, service_cv2=st_.full_service_cv2[0])
+    # No prefill: the drain's spread is the service's.
+    assert st_.drain_cv2[0] == pytest.approx(st_.full_service_cv2[0], rel=1e-12)
+    theirs = p_wait_exceeds(8, 6.0, svc_s, t_s, service_cv2=st_.drain_cv2[0])
     # Same decay; C differs only by the half-step join wait in the free requests' service.
     assert ours == pytest.approx(theirs, rel=0.02)
 

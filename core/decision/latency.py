@@ -30,9 +30,15 @@ One service-time model, used both for the p95 check and for queueing (DESIGN.md,
   those states multiplies N's (a lognormal factor with that mean and cv^2).
   **One that waits** (C, the chain's mass at or above every slot busy) waits
   Exp(theta), theta = D_eff (1 - r_q) / k, r_q the chain's ratio above the slots,
-  k from the cv^2 of the service mixture at the full batch and the n cap slots
+  k from the n cap slots and the cv^2 of the queue's drain with every slot busy
   (queueing.wait_scale: Kimura's interpolation between M/M/c and M/D/c, which is
   Allen–Cunneen's (1 + cv^2) / 2 on one slot), and is served at the full batch.
+  The drain's cv^2 is that of the work each request brings, cap p + d over the
+  traffic mixture: its prefill p stalls all cap slots of its replica once, its
+  decode d holds one slot (pooled_state). The others' prefills, which stretch a
+  slot's service, stall every slot of the replica together: a common pace, not
+  spread between slots (reading the service's cv^2 put waits with 25-50 ms
+  prefills and output cv 1.5 at 1.5-1.8 x the simulated ones).
 - **p95 of time in system** T = W + S (+ the escalated requests' extra latency,
   one 5 % budget): solved numerically from P(T > t).
 
@@ -716,7 +722,8 @@ class PooledState:
     waited_ms_per_token: np.ndarray  # a request that waited, over its service: the queue drains meanwhile
     service_mean_ms: np.ndarray  # rate-weighted mean service of requests that find a free slot
     full_service_mean_ms: np.ndarray  # the same at the full batch, where a queue forms
-    full_service_cv2: np.ndarray  # cv^2 of the service mixture at the full batch (the wait's scale)
+    full_service_cv2: np.ndarray  # cv^2 of the service mixture at the full batch
+    drain_cv2: np.ndarray  # cv^2 of the work a request brings to the queue's drain (the wait's scale)
     p_wait: np.ndarray  # C: P(a request waits for a slot)
     wait_rate_per_ms: np.ndarray  # theta: the waiting time of one that waits is Exp(theta)
     stable: np.ndarray
@@ -775,6 +782,25 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
     replica). One that waited is served at the cap, where each completion admits the
     next request, so the prefill share there is f_q = phi / r_q, of which the other
     cap - 1 slots' prefills stall it; it is admitted where its slot frees (no join wait).
+
+    The wait of one that waits is Exp(theta), theta = D_eff (1 - r_q) / k: D_eff the
+    completions per ms with every slot busy, k = queueing.wait_scale (Kimura 1994) read
+    from the cv^2 of the drain, not of a slot's service. In heavy traffic the mean wait
+    of M/G/c is (1 + cv^2) / 2 over M/M/c's, cv^2 the variability of the departures
+    while every server is busy (Köllerström 1974; Iglehart & Whitt 1970, "Multiple
+    channel queues in heavy traffic", Adv. Appl. Prob. 2): there the n cap slots'
+    decodes complete as c superposed renewal streams (per departure, variance Var d / c^2
+    on a mean E d / c), and each admission's prefill stalls its replica's cap slots
+    together (p / n of the pool's time). So a departure costs w / (n cap), w = cap p + d,
+    and k reads cv^2(w) over the traffic's members (each member's p with its own N_eff:
+    E w^2 from the sums of lambda p^2, p N_eff and N_eff^2). No constant is fitted. No
+    prefill: cv^2(w) = cv^2(N_eff), the service's, as before; exponential service
+    without prefills gives k = 1 (M/M/c, exact); one slot (n = cap = 1): w = p + d is the
+    service, k = (1 + cv^2) / 2 (Pollaczek–Khinchine, exact). The service's cv^2
+    (full_service_cv2, read before) counts the others' prefills as spread of a slot's
+    own service: on 1 x 4 slots with 25-50 ms prefills and output cv 1.5 the mean wait
+    was 1.5-1.8 x the simulated (now 1.15-1.2 x), on generated seed 14's 14-member pool
+    1.22 x (now 1.03 x) (bench/bench_wait_scale.py, tests/test_simulate.py).
     """
     m = dep.moments
     R = dep.rows
@@ -857,21 +883,31 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
     a_load = lam * s_bar / 1000.0
     # At the cap: each completion admits the next waiting request, so prefills take f_q of the time.
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        f_q = np.where(has & stable, np.minimum(phi / np.where(r_q > 0, r_q, 1.0), 1.0 - 1e-9), phi_c)
+        queued = stable & has
+        f_q = np.where(queued, np.minimum(phi / np.where(r_q > 0, r_q, 1.0), 1.0 - 1e-9), phi_c)
         f_q = np.maximum(f_q, phi_c)
         # A request decoding at the cap is stalled by the prefills of the requests admitted into the other
         # cap - 1 slots of its replica, not by its own (which it ran before): per ms of decode, (cap - 1) / cap
         # of the f_q / (1 - f_q) ms of prefill each completion brings. (The whole f_q / (1 - f_q) counted a
         # request's own prefill twice: one prefill's time too many, the most on a cap of 4; on one replica of
         # cap 4 with 25 ms prefills a waited request's service was 323 ms against 293 simulated.)
-        c_full = np.where(f_q < 1.0, spt * step_cap * (1.0 + (cap - 1.0) / cap * f_q / (1.0 - f_q)), np.inf)
+        c_dec = spt * step_cap  # per token at the cap, without prefills
+        c_full = np.where(f_q < 1.0, c_dec * (1.0 + (cap - 1.0) / cap * f_q / (1.0 - f_q)), np.inf)
         # One that waited is admitted at the step boundary where its slot frees: no wait to join.
         join_full = np.zeros(R)
         s_full = pbar + c_full * en
         # E[S^2] = sum lambda_i E[(p_i + c N_eff,i)^2] / lambda.
-        second = (m.pre2 + 2.0 * c_full * m.pre_n + c_full**2 * m.n2) / safe_lam
-        cv2_full = np.where(stable & has, np.maximum(second / s_full**2 - 1.0, 0.0), 1.0)
-        kk = queueing.wait_scale(servers, r_q, cv2_full)
+        pn2, n2 = 2.0 * m.pre_n / safe_lam, m.n2 / safe_lam
+        second = p2 + c_full * (pn2 + c_full * n2)
+        cv2_full = np.where(queued, np.maximum(second / s_full**2 - 1.0, 0.0), 1.0)
+        # The wait's scale reads the spread of the queue's drain, not of a slot's service (docstring): with
+        # every slot busy a request costs the pool p / n (its prefill stalls its replica's cap slots) +
+        # d / (n cap) (its decode, d = steps per token x step_ms(cap) x N_eff, holds one slot), i.e.
+        # w / (n cap), w = cap p + d; E[w^2] from the traffic's sums (a member's p with its own N_eff).
+        w1 = cap * pbar + c_dec * en
+        w2 = cap * (cap * p2 + c_dec * pn2) + c_dec * c_dec * n2
+        drain_cv2 = np.where(queued, np.maximum(w2 / (w1 * w1) - 1.0, 0.0), 1.0)
+        kk = queueing.wait_scale(servers, r_q, drain_cv2)
         d_eff = servers / tau_cap * (1.0 - f_q)  # completions per ms with every slot busy
         theta = np.where(stable, d_eff * (1.0 - r_q) / kk, 0.0)
         # A request that waited starts at the cap, where each completion admits a waiting request's prefill
@@ -889,7 +925,7 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
         replicas=n, arrival_rate_per_s=lam, batch=batch, prefill_share=phi, prefill_stretch=pre_stretch, offered_load=a_load,
         join_ms=join, ms_per_token=c, batch_cv2=batch_cv2, interference_var_per_ms=interference, full_join_ms=join_full, full_ms_per_token=c_full,
         waited_ms_per_token=c_waited,
-        service_mean_ms=s_bar, full_service_mean_ms=s_full, full_service_cv2=cv2_full,
+        service_mean_ms=s_bar, full_service_mean_ms=s_full, full_service_cv2=cv2_full, drain_cv2=drain_cv2,
         p_wait=cw, wait_rate_per_ms=theta, stable=stable,
     )
 
