@@ -683,6 +683,29 @@ def test_the_plan_does_not_depend_on_the_order_of_the_rows(catalog, twelve_plan,
     assert again == route
 
 
+def test_a_restart_from_dearer_apis_saves_a_node(catalog, monkeypatch):
+    """101 generated workloads (bench/gen.py seed 1014, frozen), 1 owned node, 99 servable. Above MULTI_START_ROWS
+    the search has one start; from it the plan ended at 35 interactive GPUs (Llama-70B+draft x8 (8), Qwen3-30B
+    x1 (2), Qwen3-235B x8 (16), Llama-8B x2 (4), LLaDA-8B x1 (1), LLaDA2-flash x4 (4)) -> 5 nodes: 5 x 33.02 x
+    730 = $120,523.00 + $3,209.66 of API = $123,732.66, while the same workloads at API prices x1.5 planned a
+    node fewer (bench/bench_plan_properties.py --rows 30:150 seed 14). The restart from that plan
+    (Planner._from_dearer_apis), improved at the real prices: 8 + 2 + 2 + 16 + 1 + 3 = 32 GPUs -> 4 nodes:
+    $96,418.40 + $3,268.53 = $99,686.93, the same 99 served, every owned member within its target."""
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_one_workloads_dearer_apis.csv")
+    ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
+    f = ev.fleet
+    assert (f["nodes_needed"], sum(d["interactive_gpus"] for d in f["deployments"])) == (4, 32)
+    assert f["api_monthly_usd"] == pytest.approx(3268.53, abs=0.01)
+    assert f["total_monthly_usd"] == pytest.approx(4 * NODE_MONTH + 3268.53, abs=0.01)
+    assert (ev.verdict >= 0).sum() == 99
+    _assert_owned_within_targets(ev, inv)
+
+    monkeypatch.setattr(plan_mod, "DEARER_API_ROWS", 0)
+    one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
+    assert (one.fleet["nodes_needed"], round(one.fleet["total_monthly_usd"], 2)) == (5, 123732.66)
+    assert (one.verdict >= 0).sum() == 99
+
+
 def test_a_restart_from_tighter_targets_finds_the_plan_they_found(catalog, monkeypatch):
     """18 generated workloads (bench/gen.py, seed 1043, frozen), no owned node. A plan that holds targets x0.8
     holds the targets, yet the search planned $25,129.10 a month at the targets and $24,861.01 at x0.8

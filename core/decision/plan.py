@@ -59,6 +59,10 @@ MULTI_START_ROWS = 60  # up to this many, moves from MULTI_STARTS more shadow-pr
 MULTI_STARTS = 3
 EXCLUDE_STACKS = 2  # ... and restarts without each of the stacks holding the most GPUs (Planner._without_stacks)
 RESTART_ROWS = 100  # up to this many, one such restart where the plan buys nodes
+# ... and above MULTI_START_ROWS up to DEARER_API_ROWS, where the plan buys nodes, a restart from the plan searched
+# with every API this much dearer (Planner._from_dearer_apis)
+DEARER_API_ROWS = 400
+DEARER_API = 1.5
 TIGHTER_TARGETS = 0.8  # ... and up to MULTI_START_ROWS, a restart from the plan searched at targets this much tighter
 # Above that, binding members of the deployments holding the most GPUs are moved out one at a time (exact
 # pricings per pass, deployments looked at per pass): a deterministic budget, not a clock.
@@ -952,7 +956,37 @@ class Planner:
         elif restarts and W <= RESTART_ROWS and found.nodes_needed > self.inp.owned_nodes:
             # Up to RESTART_ROWS, one restart (each is a search of its own) where the plan buys nodes.
             found = self._without_stacks(found, moves, 1)
+        if restarts and MULTI_START_ROWS < W <= DEARER_API_ROWS and found.nodes_needed > self.inp.owned_nodes:
+            found = self._from_dearer_apis(found, moves)  # a start of another shape (its docstring)
         return found
+
+    def _from_dearer_apis(self, found: PlanCost, moves: bool) -> PlanCost:
+        """A restart from the plan searched with every API (and escalation) DEARER_API times as dear, then improved
+        at the real prices; the cheaper of it and `found` kept.
+
+        A search from one start ends in one local optimum, and between 60 and 400 workloads (no multi-start) it
+        could end a whole node dearer than a plan it never visits: generated 102- and 101-workload inventories
+        (bench/bench_plan_properties.py --rows 30:150, seeds 2 and 14) planned 4 and 5 nodes, $101,517.04 and
+        $123,732.66 a month, where the same workloads at API prices x1.5 planned 3 and 4 ($82,282.78 and
+        $99,686.93 at the real prices). Dearer APIs lean the search towards owned pools shaped differently;
+        improved at the real prices that start finds those plans. The sub-search makes whole-pool moves only
+        (its start is then polished here with single moves), and it shares the sizings (prices do not enter
+        them)."""
+        inp = self.inp
+        sub = Planner(replace(inp, api_monthly_r=inp.api_monthly_r * DEARER_API,
+                              fallback_api_monthly=inp.fallback_api_monthly * DEARER_API),
+                      self._gpu_hours_month, cache=self._cache)
+        sub._restarts = False
+        other = sub.optimise(singles=False)
+        if not other.feasible:
+            return found
+        # Workloads only this plan serves keep their place (as in _without_stacks).
+        assign = np.where((other.assignment < 0) & (found.assignment >= 0), found.assignment, other.assignment)
+        start = self.price(assign)
+        if not start.feasible:
+            return found
+        end = self._improve(start, None, moves)
+        return end if end.key < found.key else found
 
     def _from_tighter_targets(self, found: PlanCost, moves: bool) -> PlanCost:
         """A restart from the plan searched with every target TIGHTER_TARGETS times as tight (one start): a
