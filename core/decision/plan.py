@@ -61,7 +61,7 @@ EXCLUDE_STACKS = 2  # ... and restarts without each of the stacks holding the mo
 RESTART_ROWS = 100  # up to this many, one such restart where the plan buys nodes
 # ... and above MULTI_START_ROWS up to DEARER_API_ROWS, where the plan buys nodes, a restart from the plan searched
 # with every API this much dearer (Planner._from_dearer_apis)
-DEARER_API_ROWS = 400
+DEARER_API_ROWS = 5000
 DEARER_API = 1.5
 TIGHTER_TARGETS = 0.8  # ... and up to MULTI_START_ROWS, a restart from the plan searched at targets this much tighter
 # Above that, binding members of the deployments holding the most GPUs are moved out one at a time (exact
@@ -964,14 +964,15 @@ class Planner:
         """A restart from the plan searched with every API (and escalation) DEARER_API times as dear, then improved
         at the real prices; the cheaper of it and `found` kept.
 
-        A search from one start ends in one local optimum, and between 60 and 400 workloads (no multi-start) it
-        could end a whole node dearer than a plan it never visits: generated 102- and 101-workload inventories
+        A search from one start ends in one local optimum, and above 60 workloads (no multi-start) it could end
+        a whole node dearer than a plan it never visits: generated 102- and 101-workload inventories
         (bench/bench_plan_properties.py --rows 30:150, seeds 2 and 14) planned 4 and 5 nodes, $101,517.04 and
         $123,732.66 a month, where the same workloads at API prices x1.5 planned 3 and 4 ($82,282.78 and
         $99,686.93 at the real prices). Dearer APIs lean the search towards owned pools shaped differently;
-        improved at the real prices that start finds those plans. The sub-search makes whole-pool moves only
-        (its start is then polished here with single moves), and it shares the sizings (prices do not enter
-        them)."""
+        improved at the real prices that start finds those plans (and a node fewer on 180-, 261- and 3,000-
+        workload ones: docs/performance.md "A restart from dearer APIs"). The sub-search makes whole-pool moves
+        only (its start is then polished here with every move), and it shares the sizings (prices do not
+        enter them). Up to DEARER_API_ROWS: at 10,000 and 20,000 workloads it cost ~3 s for no node."""
         inp = self.inp
         sub = Planner(replace(inp, api_monthly_r=inp.api_monthly_r * DEARER_API,
                               fallback_api_monthly=inp.fallback_api_monthly * DEARER_API),
