@@ -978,16 +978,7 @@ class Planner:
                               fallback_api_monthly=inp.fallback_api_monthly * DEARER_API),
                       self._gpu_hours_month, cache=self._cache)
         sub._restarts = False
-        other = sub.optimise(singles=False)
-        if not other.feasible:
-            return found
-        # Workloads only this plan serves keep their place (as in _without_stacks).
-        assign = np.where((other.assignment < 0) & (found.assignment >= 0), found.assignment, other.assignment)
-        start = self.price(assign)
-        if not start.feasible:
-            return found
-        end = self._improve(start, None, moves)
-        return end if end.key < found.key else found
+        return self._restart_from(sub.optimise(singles=False), found, moves)
 
     def _from_tighter_targets(self, found: PlanCost, moves: bool) -> PlanCost:
         """A restart from the plan searched with every target TIGHTER_TARGETS times as tight (one start): a
@@ -998,7 +989,12 @@ class Planner:
         # Its own sizing cache and standalone view: both depend on the targets.
         sub = Planner(replace(inp, slo_ms=inp.slo_ms * TIGHTER_TARGETS))
         sub._restarts = False
-        other = sub.optimise()
+        return self._restart_from(sub.optimise(), found, moves)
+
+    def _restart_from(self, other: PlanCost, found: PlanCost, moves: bool) -> PlanCost:
+        """`other` (a plan of a sub-search over the same workloads) priced here and improved; the cheaper of it
+        and `found`. Workloads only `found` serves keep their place: moves never take one off its route, so a
+        start without it would look cheaper."""
         if not other.feasible:
             return found
         assign = np.where((other.assignment < 0) & (found.assignment >= 0), found.assignment, other.assignment)
