@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -320,7 +321,8 @@ def _in_background(job: Callable[[], Any], wanted: bool) -> Callable[[], Any]:
     otherwise a function that runs it then. The child inherits the parent's memory (no copy of the inputs) and
     sends back only the result, pickled. Only from the main thread: a fork copies just the calling thread, and
     a server's other threads (the dashboard's) may hold locks the child would wait on forever."""
-    if not (wanted and threading.current_thread() is threading.main_thread()
+    # Linux only: macOS offers fork, but its system libraries are not safe in a forked child.
+    if not (wanted and threading.current_thread() is threading.main_thread() and sys.platform.startswith("linux")
             and "fork" in multiprocessing.get_all_start_methods() and (os.cpu_count() or 1) > 1):
         return job
     ctx = multiprocessing.get_context("fork")
