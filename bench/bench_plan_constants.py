@@ -6,7 +6,8 @@ Inventory s (bench/gen.py seed s) has --rows workloads drawn from seed s, and 0-
 bench/bench_plan_properties.py draws them (its seed k is seed 1000 + k here); --sizes plans n workloads of
 seed n on 8 owned nodes instead (as bench/bench_plan_scale.py). Per inventory: nodes needed, the cash bill
 and the in-process CPU seconds of the evaluation, first with the constants of core/decision/plan.py, then
-with --set's (NAME=VALUE, repeatable), and the difference.
+with --set's (NAME=VALUE, repeatable; a tuple as comma-separated numbers, e.g. DEARER_APIS=1.5), and the
+difference.
 """
 
 from __future__ import annotations
@@ -45,12 +46,19 @@ def inventories(args) -> list[tuple[str, int, int, int]]:
     return out
 
 
-def plan(catalog, rows: int, seed: int, owned: int, changes: dict[str, float]) -> tuple[int, float, float]:
+def _value(current, text: str):
+    """text as a value of current's type (a tuple: comma-separated numbers)."""
+    if isinstance(current, tuple):
+        return tuple(float(x) for x in text.split(","))
+    return type(current)(float(text))
+
+
+def plan(catalog, rows: int, seed: int, owned: int, changes: dict[str, str]) -> tuple[int, float, float]:
     """(nodes needed, bill, CPU s) of one inventory's plan with these constants changed."""
     saved = {k: getattr(plan_mod, k) for k in changes}
     try:
         for k, v in changes.items():
-            setattr(plan_mod, k, type(saved[k])(v))
+            setattr(plan_mod, k, _value(saved[k], v))
         cpu = time.process_time()
         ev = evaluate(catalog, synthetic_inventory(rows, seed=seed), Scenario(fleet_nodes=owned))
         cpu = time.process_time() - cpu
@@ -73,7 +81,7 @@ def main() -> None:
         name, _, value = item.partition("=")
         if not hasattr(plan_mod, name):
             raise SystemExit(f"--set {item}: core/decision/plan.py has no constant {name}")
-        changes[name] = float(value)
+        changes[name] = value
     with tempfile.TemporaryDirectory() as d:
         catalog = Catalog.from_store(Store(Path(d) / "bench.duckdb"))
     label_set = " ".join(args.set) or "(nothing set)"

@@ -692,7 +692,7 @@ def test_a_restart_from_dearer_apis_saves_a_node(catalog, monkeypatch):
     x1 (2), Qwen3-235B x8 (16), Llama-8B x2 (4), LLaDA-8B x1 (1), LLaDA2-flash x4 (4)) -> 5 nodes: 5 x 33.02 x
     730 = $120,523.00 + $3,209.66 of API = $123,732.66, while the same workloads at API prices x1.5 planned a
     node fewer (bench/bench_plan_properties.py --rows 30:150 seed 14). The restart from that plan
-    (Planner._from_dearer_apis), improved at the real prices: 8 + 2 + 2 + 16 + 1 + 3 = 32 GPUs -> 4 nodes:
+    (Planner._from_dearer_apis, APIs x1.5), improved at the real prices: 8 + 2 + 2 + 16 + 1 + 3 = 32 GPUs -> 4 nodes:
     $96,418.40 + $3,268.53 = $99,686.93, the same 99 served, every owned member within its target."""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_one_workloads_dearer_apis.csv")
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
@@ -707,6 +707,27 @@ def test_a_restart_from_dearer_apis_saves_a_node(catalog, monkeypatch):
     one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     assert (one.fleet["nodes_needed"], round(one.fleet["total_monthly_usd"], 2)) == (5, 123732.66)
     assert (one.verdict >= 0).sum() == 99
+
+
+def test_the_second_dearer_api_restart_saves_two_nodes(catalog, monkeypatch):
+    """117 generated workloads (bench/gen.py seed 1009, frozen), no owned node, 108 servable. With the restart
+    from APIs x1.5 only, the plan ends at 35 interactive GPUs (Llama-70B+draft x2 (2) and x4 (4), Qwen3-30B x1 (4),
+    Qwen3-235B x8 latency and throughput tiers (8 + 8), Llama-8B x4 (4), LLaDA-8B x1 (1), LLaDA2-flash x4 (4))
+    -> 5 nodes: 5 x 33.02 x 730 = $120,523.00 + $487.78 of API = $121,010.78. The restart from APIs x2.25
+    reaches 24 GPUs (Qwen3-30B x1 (2), Qwen3-235B x4 (4) and x8 (8), Llama-8B x4 (4), LLaDA-8B x1 (2),
+    LLaDA2-flash x4 (4)) -> 3 nodes: $72,313.80 + $3,079.37 = $75,393.17, the same 108 served."""
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_seventeen_workloads_dearer_apis.csv")
+    ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    f = ev.fleet
+    assert (f["nodes_needed"], sum(d["interactive_gpus"] for d in f["deployments"])) == (3, 24)
+    assert f["total_monthly_usd"] == pytest.approx(3 * NODE_MONTH + 3079.37, abs=0.01)
+    assert (ev.verdict >= 0).sum() == 108
+    _assert_owned_within_targets(ev, inv)
+
+    monkeypatch.setattr(plan_mod, "DEARER_APIS", (1.5,))
+    one = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    assert (one.fleet["nodes_needed"], round(one.fleet["total_monthly_usd"], 2)) == (5, 121010.78)
+    assert (one.verdict >= 0).sum() == 108
 
 
 def test_a_restart_from_tighter_targets_finds_the_plan_they_found(catalog, monkeypatch):

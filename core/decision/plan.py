@@ -60,9 +60,9 @@ MULTI_STARTS = 3
 EXCLUDE_STACKS = 2  # ... and restarts without each of the stacks holding the most GPUs (Planner._without_stacks)
 RESTART_ROWS = 100  # up to this many, one such restart where the plan buys nodes
 # ... and above MULTI_START_ROWS up to DEARER_API_ROWS, where the plan buys nodes, a restart from the plan searched
-# with every API this much dearer (Planner._from_dearer_apis)
+# with every API this many times dearer, for each (Planner._from_dearer_apis)
 DEARER_API_ROWS = 5000
-DEARER_API = 1.5
+DEARER_APIS = (1.5, 2.25)
 TIGHTER_TARGETS = 0.8  # ... and up to MULTI_START_ROWS, a restart from the plan searched at targets this much tighter
 # Above that, binding members of the deployments holding the most GPUs are moved out one at a time (exact
 # pricings per pass, deployments looked at per pass): a deterministic budget, not a clock.
@@ -957,25 +957,26 @@ class Planner:
             # Up to RESTART_ROWS, one restart (each is a search of its own) where the plan buys nodes.
             found = self._without_stacks(found, moves, 1)
         if restarts and MULTI_START_ROWS < W <= DEARER_API_ROWS and found.nodes_needed > self.inp.owned_nodes:
-            found = self._from_dearer_apis(found, moves)  # a start of another shape (its docstring)
+            for scale in DEARER_APIS:
+                found = self._from_dearer_apis(found, moves, scale)  # a start of another shape (its docstring)
         return found
 
-    def _from_dearer_apis(self, found: PlanCost, moves: bool) -> PlanCost:
-        """A restart from the plan searched with every API (and escalation) DEARER_API times as dear, then improved
+    def _from_dearer_apis(self, found: PlanCost, moves: bool, scale: float) -> PlanCost:
+        """A restart from the plan searched with every API (and escalation) `scale` times as dear, then improved
         at the real prices; the cheaper of it and `found` kept.
 
         A search from one start ends in one local optimum, and above 60 workloads (no multi-start) it could end
-        a whole node dearer than a plan it never visits: generated 102- and 101-workload inventories
-        (bench/bench_plan_properties.py --rows 30:150, seeds 2 and 14) planned 4 and 5 nodes, $101,517.04 and
-        $123,732.66 a month, where the same workloads at API prices x1.5 planned 3 and 4 ($82,282.78 and
-        $99,686.93 at the real prices). Dearer APIs lean the search towards owned pools shaped differently;
-        improved at the real prices that start finds those plans (and a node fewer on 180-, 261- and 3,000-
-        workload ones: docs/performance.md "A restart from dearer APIs"). The sub-search makes whole-pool moves
-        only (its start is then polished here with every move), and it shares the sizings (prices do not
-        enter them). Up to DEARER_API_ROWS: at 10,000 and 20,000 workloads it cost ~3 s for no node."""
+        whole nodes dearer than a plan it never visits: generated inventories of 101, 102 and 117 workloads
+        (bench/bench_plan_properties.py --rows 30:150, seeds 14, 2 and 9) planned 5, 4 and 5 nodes ($123,732.66,
+        $101,517.04 and $121,010.78 a month) where the same workloads at dearer API prices planned 4, 3 and 3
+        ($99,686.93, $82,282.78 and $75,393.17 at the real prices). Dearer APIs lean the search towards owned
+        pools of other shapes, and which one leads there differs: x1.5 found the first two, only x2.25 the
+        third (docs/performance.md "A restart from dearer APIs"). The sub-search makes whole-pool moves only
+        (its start is then polished here with every move), and it shares the sizings (prices do not enter
+        them). Up to DEARER_API_ROWS: at 10,000 and 20,000 workloads x1.5 cost ~3 s for no node."""
         inp = self.inp
-        sub = Planner(replace(inp, api_monthly_r=inp.api_monthly_r * DEARER_API,
-                              fallback_api_monthly=inp.fallback_api_monthly * DEARER_API),
+        sub = Planner(replace(inp, api_monthly_r=inp.api_monthly_r * scale,
+                              fallback_api_monthly=inp.fallback_api_monthly * scale),
                       self._gpu_hours_month, cache=self._cache)
         sub._restarts = False
         return self._restart_from(sub.optimise(singles=False), found, moves)
