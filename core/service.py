@@ -85,8 +85,10 @@ def stored_size(store, version: int | None = None) -> int:
 
 
 def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
-                   workloads: pd.DataFrame | None = None, catalog: Catalog | None = None) -> Evaluation:
-    """Evaluate an inventory (given, a stored version, the latest, or the sample) under a scenario."""
+                   workloads: pd.DataFrame | None = None, catalog: Catalog | None = None,
+                   ranges_ahead: bool = False) -> Evaluation:
+    """Evaluate an inventory (given, a stored version, the latest, or the sample) under a scenario
+    (ranges_ahead: see engine.evaluate)."""
     catalog = catalog or Catalog.from_store(store)
     if workloads is None:
         check_plan_size(stored_size(store, version))  # before loading a version too large to plan
@@ -94,7 +96,7 @@ def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
     else:
         label = "given"
     scenario = with_measured_profile(store, scenario)
-    ev = evaluate(catalog, workloads, scenario)
+    ev = evaluate(catalog, workloads, scenario, ranges_ahead=ranges_ahead)
     ev.fleet["inventory"] = label
     ev.fleet["measured"] = measured_beside_plan(store, ev)
     return ev

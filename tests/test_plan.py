@@ -84,14 +84,14 @@ def test_break_even_computed_beside_the_attribution_is_the_same(catalog, bank, m
 
     inline = evaluate(catalog, bank, Scenario(fleet_nodes=1))
     forks = []
-    real = fleet._in_background
+    real = fleet.in_background
 
     def spy(job, wanted):
         forks.append(wanted)
         return real(job, wanted)
 
     monkeypatch.setattr(fleet, "BACKGROUND_ROWS", 1)
-    monkeypatch.setattr(fleet, "_in_background", spy)
+    monkeypatch.setattr(fleet, "in_background", spy)
     beside = evaluate(catalog, bank, Scenario(fleet_nodes=1))
     assert forks == [True]
     assert beside.fleet["licensed_routes"] == inline.fleet["licensed_routes"]
@@ -104,20 +104,20 @@ def test_in_background_runs_in_another_process_and_reraises():
     import os
     import threading
 
-    from core.decision.fleet import _in_background
+    from core.decision.fleet import in_background
 
-    assert _in_background(os.getpid, False)() == os.getpid()
+    assert in_background(os.getpid, False)() == os.getpid()
     import sys
 
     if threading.current_thread() is threading.main_thread() and (os.cpu_count() or 1) > 1 \
             and sys.platform.startswith("linux"):
-        assert _in_background(os.getpid, True)() != os.getpid()
+        assert in_background(os.getpid, True)() != os.getpid()
 
     def boom():
         raise ValueError("bad fee")
 
     with pytest.raises(ValueError, match="bad fee"):
-        _in_background(boom, True)()
+        in_background(boom, True)()
 
 
 def test_kyc_may_leave_zero_owned_nodes_goes_to_the_api(catalog):

@@ -198,3 +198,80 @@ def test_overview_shows_the_estimate_range_and_routing_the_flag(monkeypatch, tmp
     finally:
         st.cache_resource.clear()
         st.cache_data.clear()
+
+
+def _forks(monkeypatch) -> list[bool]:
+    """Record what in_background is asked (True: fork wanted) while still running it."""
+    from core.decision import fleet
+
+    asked: list[bool] = []
+    real = fleet.in_background
+
+    def spy(job, wanted):
+        asked.append(wanted)
+        return real(job, wanted)
+
+    monkeypatch.setattr(fleet, "in_background", spy)
+    return asked
+
+
+def test_ends_planned_in_other_processes_are_the_ends_planned_in_place(catalog, bank, sample_ev, monkeypatch):
+    """The ends may be planned in forked processes: beside each other (from SIDE_BY_SIDE_ROWS workloads) or
+    beside the central plan (`ranges_ahead`, what `hangover evaluate` asks). Forced on the 7-workload sample, both
+    give the ranges and the performance range of the in-place computation (sample_ev, below the threshold)."""
+    from core.decision.fleet import fork_is_safe
+
+    monkeypatch.setattr(sensitivity, "SIDE_BY_SIDE_ROWS", 1)
+    asked = _forks(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        beside = evaluate(catalog, bank, Scenario())
+        assert beside.ranges() is not None and asked.count(True) == 1
+        ahead = evaluate(catalog, bank, Scenario(), ranges_ahead=True)
+        assert (ahead.ends_ahead is not None) == fork_is_safe()
+        assert ahead.ranges() is not None and ahead.ends_ahead is None
+    if fork_is_safe():
+        assert asked.count(True) == 3
+    for ev in (beside, ahead):
+        pd.testing.assert_frame_equal(ev.verdict_ranges, sample_ev.verdict_ranges)
+        assert ev.fleet["performance_range"] == sample_ev.fleet["performance_range"]
+        assert ev.to_dict(detail="verdicts") == sample_ev.to_dict(detail="verdicts")
+
+
+def test_ranges_ahead_is_not_started_where_ranges_are_not_automatic(catalog, bank, monkeypatch):
+    """Above RANGES_MAX_WORKLOADS (ranges only on demand) and below SIDE_BY_SIDE_ROWS nothing is started ahead:
+    no plan nobody reads is paid for."""
+    asked = _forks(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        small = evaluate(catalog, bank, Scenario(), ranges_ahead=True)  # 7 < SIDE_BY_SIDE_ROWS
+        monkeypatch.setattr(sensitivity, "SIDE_BY_SIDE_ROWS", 1)
+        monkeypatch.setattr(sensitivity, "RANGES_MAX_WORKLOADS", 3)
+        large = evaluate(catalog, bank, Scenario(), ranges_ahead=True)
+    assert small.ends_ahead is None and large.ends_ahead is None
+    assert True not in asked  # the central plans' break-even re-plans ask for no fork at 7 workloads
+    assert large.ranges() is None
+
+
+def test_ends_skip_the_break_even_re_plan_and_plan_the_same(catalog, bank):
+    """An end's evaluation skips the licensed stacks' break-even re-plan (nobody shows it): the same verdicts,
+    nodes and bill as the evaluation with it, and no licensed_routes record."""
+    from core.decision.engine import _evaluate
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ev = evaluate(catalog, bank, Scenario(fleet_nodes=1))
+        low_cat = catalog.at_efficiency_end("low")
+        full = _evaluate(low_cat, ev.workloads, ev.scenario, ev.rate)
+        bare = _evaluate(low_cat, ev.workloads, ev.scenario, ev.rate, break_even=False)
+    assert full.fleet["licensed_routes"] and bare.fleet["licensed_routes"] == []
+    np.testing.assert_array_equal(bare.verdict, full.verdict)
+    assert (bare.fleet["nodes_needed"], bare.fleet["total_monthly_usd"]) == \
+        (full.fleet["nodes_needed"], full.fleet["total_monthly_usd"])
+    view = sensitivity.EndView.of(bare)
+    import pickle
+
+    back = pickle.loads(pickle.dumps(view))  # what a forked end sends back
+    np.testing.assert_array_equal(back.verdict, full.verdict)
+    assert back.fleet == {"nodes_needed": full.fleet["nodes_needed"],
+                          "total_monthly_usd": full.fleet["total_monthly_usd"]}

@@ -150,7 +150,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         raise InputError("--format parquet writes a binary file: give --out FILE.parquet")
     store = Store(args.db or default_db_path())
     scenario, workloads = scenario_and_workloads(args, store)
-    ev = evaluate_store(store, scenario, version=args.version, workloads=workloads)
+    # Every format shows the verdict ranges: their end plans start beside the central one.
+    ev = evaluate_store(store, scenario, version=args.version, workloads=workloads, ranges_ahead=True)
     if getattr(args, "ranges", False):
         from core.decision.sensitivity import attach
 

@@ -112,6 +112,7 @@ class Evaluation:
     plan_inputs: Any = field(default=None, repr=False)  # plan.PlanInputs: what the search read
     planner: Any = field(default=None, repr=False)  # plan.Planner: prices other assignments (options, drivers)
     verdict_ranges: Any = field(default=None, repr=False)  # pd.DataFrame from core.decision.sensitivity, once computed
+    ends_ahead: Any = field(default=None, repr=False)  # sensitivity.ends_ahead's waiter, until the ranges are read
 
     def ranges(self) -> pd.DataFrame | None:
         """Per-workload verdict at each end of the performance ranges (core/decision/sensitivity.py).
@@ -650,21 +651,32 @@ def check_plan_size(workloads: int) -> None:
             "memory.")
 
 
-def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario) -> Evaluation:
+def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario, *,
+             ranges_ahead: bool = False) -> Evaluation:
     """Score every workload on every route, then plan the fleet (see DESIGN.md: Fleet plan).
 
     The plan minimises the monthly cash bill, in which owned nodes are paid
     for whatever runs on them and a new node costs its full price; the cost
     basis changes only how that bill is attributed to workloads.
+    ranges_ahead: the caller will read the verdict ranges, so their two end
+    plans start now, beside this one, where that is safe (sensitivity.ends_ahead).
     """
     check_plan_size(len(workloads))
     w = prepare_workloads(workloads)
     catalog.gpu(scenario.gpu)  # an unknown GPU is named before any price is looked up
     rate = node_rate(scenario, list(catalog.node_prices), list(catalog.owned_hardware))
-    return _evaluate(catalog, w, scenario, rate)
+    ends = None
+    if ranges_ahead:
+        from core.decision import sensitivity
+
+        ends = sensitivity.ends_ahead(catalog, w, scenario, rate)
+    ev = _evaluate(catalog, w, scenario, rate)
+    ev.ends_ahead = ends
+    return ev
 
 
-def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate) -> Evaluation:
+def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
+              break_even: bool = True) -> Evaluation:
     gpu = catalog.gpu(scenario.gpu)
     gpn = scenario.gpus_per_node
     routes = build_routes(catalog)
@@ -781,7 +793,7 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
                     verdict=np.full(W, -1), value_usd_per_mtok=value, fleet={}, catalog=catalog,
                     efficiency_labels=eff_labels)
     planning.plan_evaluation(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf,
-                             grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS)
+                             grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even)
     # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as
     # long as it is cached, so dropped here (ROUTE_ARRAYS lists what stays).
     for k in PLAN_ONLY:

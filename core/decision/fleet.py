@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 OFFICE_HOURS = np.array([0.05, 0.03, 0.02, 0.02, 0.03, 0.08, 0.2, 0.45, 0.75, 0.95, 1.0, 1.0,
                          0.9, 0.95, 1.0, 0.95, 0.85, 0.65, 0.4, 0.25, 0.18, 0.12, 0.08, 0.06])
 MAX_DRIVERS = 5  # workloads examined as the cause of each purchase (each costs one exact re-pricing per change)
-BACKGROUND_ROWS = 20_000  # from here the break-even re-plan runs beside the attribution (_in_background)
+BACKGROUND_ROWS = 20_000  # from here the break-even re-plan runs beside the attribution (in_background)
 BREAK_EVEN_REFINE_ROWS = 5000  # above this, the break-even licence fee is the one-step estimate
 # ev.a arrays read by build_inputs only, or by nobody after it (the plan keeps its own service and wait budget
 # in its deployments): dropped before the search instead of held through it (~50 MiB at 100k workloads).
@@ -286,8 +286,12 @@ def restrict(inp: PlanInputs, route_mask: np.ndarray) -> PlanInputs:
 
 
 def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
-                    grid, tp_options) -> None:
-    """Plan the fleet for an evaluation and write the verdicts, attributed costs and fleet record into it."""
+                    grid, tp_options, break_even: bool = True) -> None:
+    """Plan the fleet for an evaluation and write the verdicts, attributed costs and fleet record into it.
+
+    break_even=False skips the licensed stacks' break-even re-plan (a search of its own, ~40 % of the time on
+    a 100-workload inventory): `fleet["licensed_routes"]` is then empty. For evaluations nobody shows, such as
+    the efficiency ends of the verdict ranges, which read only verdicts, nodes and the bill."""
     # Built once with licensed stacks of unknown fee at a zero fee; the plan itself may not use them.
     unknown_fee = {r.route_id for r in ev.routes if r.stack is not None and not route_permitted(r)}
     every = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid,
@@ -303,8 +307,8 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     ev.planner = planner
     # The break-even re-plan reads the plan and writes only its own result: at scale it runs on the other core
     # while the plan is attributed (docs/performance.md "The break-even beside the attribution").
-    licensed = _in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
-                              len(inp.workload_ids) >= BACKGROUND_ROWS)
+    licensed = (in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
+                               len(inp.workload_ids) >= BACKGROUND_ROWS) if break_even else list)
     _apply(ev, planner, best, rpd, n_out, [])
     ev.fleet["licensed_routes"] = _licensed_records(licensed())
     # The search's (W x plan columns) linear terms and move targets are not needed to price other plans
@@ -316,14 +320,19 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
         planner._sub._prefetched.clear()
 
 
-def _in_background(job: Callable[[], Any], wanted: bool) -> Callable[[], Any]:
+def fork_is_safe() -> bool:
+    """Whether in_background may fork here: Linux (macOS offers fork, but its system libraries are not safe in a
+    forked child), the main thread (see in_background), and a second core to run on."""
+    return (threading.current_thread() is threading.main_thread() and sys.platform.startswith("linux")
+            and "fork" in multiprocessing.get_all_start_methods() and (os.cpu_count() or 1) > 1)
+
+
+def in_background(job: Callable[[], Any], wanted: bool) -> Callable[[], Any]:
     """Start job in a forked process (when wanted and safe) and return a function that waits for its result;
     otherwise a function that runs it then. The child inherits the parent's memory (no copy of the inputs) and
     sends back only the result, pickled. Only from the main thread: a fork copies just the calling thread, and
     a server's other threads (the dashboard's) may hold locks the child would wait on forever."""
-    # Linux only: macOS offers fork, but its system libraries are not safe in a forked child.
-    if not (wanted and threading.current_thread() is threading.main_thread() and sys.platform.startswith("linux")
-            and "fork" in multiprocessing.get_all_start_methods() and (os.cpu_count() or 1) > 1):
+    if not (wanted and fork_is_safe()):
         return job
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)

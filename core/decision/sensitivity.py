@@ -14,34 +14,87 @@ plan pools workloads on shared nodes, so a verdict can also move because
 another one did (a workload left without a route frees capacity already paid
 for, which a neighbour then fills); the driver then names the route it moves to.
 
-Cost. The two extra runs roughly triple the engine time, so ranges are
-computed automatically only for inventories of at most RANGES_MAX_WORKLOADS
-workloads (when the verdicts, reasons or exports are first read); above that,
-only on demand (`attach(ev, force=True)`, `hangover evaluate --ranges`).
+Cost. The two extra runs are two more plans (without the licensed stacks'
+break-even re-plan, which they do not show), so ranges are computed
+automatically only for inventories of at most RANGES_MAX_WORKLOADS workloads
+(when the verdicts, reasons or exports are first read); above that, only on
+demand (`attach(ev, force=True)`, `hangover evaluate --ranges`). Where a fork
+is safe (the CLI's main thread) the two ends run side by side, one per core.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 # Above this many workloads ranges are computed only when asked (they triple the engine time).
 RANGES_MAX_WORKLOADS = 1_000  # two more plans: about 7 s CPU at 1,000 workloads on the latency-model plan
+# From this many workloads the pessimistic end is planned in a forked process beside the optimistic one (below it
+# an end takes well under a second and a fork costs more than it saves).
+SIDE_BY_SIDE_ROWS = 40
 
 END_WORDS = {"low": "pessimistic", "high": "optimistic"}
 
 
-def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev):
+@dataclass(frozen=True)
+class EndView:
+    """What the ranges read of one end's evaluation: its routes, verdicts, each route's GPUs per replica and p95
+    alone, nodes and bill. Small and picklable (an Evaluation holds its search, closures included), so an end
+    planned in another process can be sent back, and a shared evaluation does not hold two more searches."""
+
+    routes: list
+    verdict: np.ndarray
+    a: dict[str, np.ndarray]
+    fleet: dict
+    scenario: object
+
+    @classmethod
+    def of(cls, ev) -> EndView:
+        """The view of a finished evaluation."""
+        return cls(routes=ev.routes, verdict=ev.verdict, scenario=ev.scenario,
+                   a={k: ev.a[k] for k in ("gpus_per_replica", "best_p95_ms")},
+                   fleet={k: ev.fleet[k] for k in ("nodes_needed", "total_monthly_usd")})
+
+
+def _end(catalog, workloads: pd.DataFrame, scenario, rate, which: str) -> EndView:
+    """The engine re-run with every owned route at one efficiency end, without the break-even re-plan."""
+    from core.decision.engine import _evaluate
+
+    return EndView.of(_evaluate(catalog.at_efficiency_end(which), workloads, scenario, rate, break_even=False))
+
+
+def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev) -> tuple[EndView, EndView]:
     """(low, high): the engine re-run with every owned route at its slow, then its fast efficiency end.
 
     `workloads` are the prepared rows of `base_ev` (the same order), and the node
-    price is `base_ev.rate`, so only the speed of owned routes differs.
+    price is `base_ev.rate`, so only the speed of owned routes differs. From
+    SIDE_BY_SIDE_ROWS workloads the low end is planned in a forked process while
+    this one plans the high end (fleet.in_background: only where a fork is safe).
     """
-    from core.decision.engine import _evaluate
+    from core.decision.fleet import in_background
 
-    low = _evaluate(catalog.at_efficiency_end("low"), workloads, scenario, base_ev.rate)
-    high = _evaluate(catalog.at_efficiency_end("high"), workloads, scenario, base_ev.rate)
-    return low, high
+    low = in_background(lambda: _end(catalog, workloads, scenario, base_ev.rate, "low"),
+                        len(workloads) >= SIDE_BY_SIDE_ROWS)
+    high = _end(catalog, workloads, scenario, base_ev.rate, "high")
+    return low(), high
+
+
+def ends_ahead(catalog, workloads: pd.DataFrame, scenario, rate) -> Callable[[], tuple[EndView, EndView]] | None:
+    """Both ends started in forked processes before the central plan (which then runs beside them), for a caller
+    that will read the ranges (`hangover evaluate`); a function that waits for them. None where a fork is not
+    safe or not worth it (fewer than SIDE_BY_SIDE_ROWS or more than RANGES_MAX_WORKLOADS workloads): the ranges
+    are then computed when first read. On a 2-core machine three plans share two cores, so the central plan
+    runs slower but the three end sooner than the central plan followed by the two ends side by side."""
+    from core.decision.fleet import fork_is_safe, in_background
+
+    if not (SIDE_BY_SIDE_ROWS <= len(workloads) <= RANGES_MAX_WORKLOADS and fork_is_safe()):
+        return None
+    low = in_background(lambda: _end(catalog, workloads, scenario, rate, "low"), True)
+    high = in_background(lambda: _end(catalog, workloads, scenario, rate, "high"), True)
+    return lambda: (low(), high())
 
 
 def _verdict_ids(ev) -> np.ndarray:
@@ -131,9 +184,13 @@ def attach(ev, *, force: bool = False) -> pd.DataFrame | None:
     """
     if ev.verdict_ranges is not None:
         return ev.verdict_ranges
-    if not force and len(ev.workloads) > RANGES_MAX_WORKLOADS:
+    if ev.ends_ahead is not None:  # started beside the central plan (ends_ahead)
+        low, high = ev.ends_ahead()
+        ev.ends_ahead = None
+    elif not force and len(ev.workloads) > RANGES_MAX_WORKLOADS:
         return None
-    low, high = end_evaluations(ev.catalog, ev.workloads, ev.scenario, ev)
+    else:
+        low, high = end_evaluations(ev.catalog, ev.workloads, ev.scenario, ev)
     frame = verdict_ranges(ev.catalog, ev.workloads, ev.scenario, ev, ends=(low, high))
     ev.fleet["performance_range"] = performance_range(ev, low, high)
     ev.verdict_ranges = frame
