@@ -90,6 +90,8 @@ TIER_NAMES = ("latency tier", "middle tier", "throughput tier", "edge pool")
 # Target given to requests escalated onto a deployment: they load its queue, their own target is held on the
 # deployment that served them first (finite, so the latency model's arithmetic stays finite).
 _LOAD_ONLY_SLO_MS = 1e12
+_NO_ROWS = np.zeros(0, dtype=np.intp)  # no rows (shared: read-only)
+_NO_ROWS.flags.writeable = False
 
 
 def _given(a: np.ndarray | None, what: str) -> np.ndarray:
@@ -317,6 +319,11 @@ class Planner:
         self._barred_log: list[np.ndarray] = []  # rows of each batch of pairings barred so far (_bar_hopeless)
         # Sizings made ahead in a batch (prefetch), with the hopeless pairings each found: size() takes them.
         self._prefetched: dict[tuple, tuple[DeploymentSize, list[tuple[int, int]]]] = {}
+        # The last prefetch_plans batch's per-move terms and sizing requests, which price() then needs again for
+        # the same moves from the same base: (base, {assignment bytes: (terms, requests)}).
+        self._terms_memo: tuple[PlanCost | None, dict[bytes, tuple]] = (None, {})
+        # fill_idle by (busy GPUs per hour, capacity, offline GPU-hours): most moves leave all three as they were.
+        self._fills: dict[tuple[bytes, float, float], np.ndarray] = {}
         self._classes: tuple[np.ndarray | None, np.ndarray | None] | None = None  # (class per row, first rows)
         self._sub: Planner | None = None  # the planner of the classes (optimise)
         self._restarts = True  # small inventories: moves from several starts (a restart's own search: one start)
@@ -618,7 +625,10 @@ class Planner:
             touched = set(base.assignment[changed].tolist()) | set(assign[changed].tolist()) \
                 | set(fb[old_fb].tolist()) | set(fb[new_fb].tolist())
             prim_groups = {c: np.flatnonzero(assign == c) for c in touched if c >= 0}
-            extra_groups = {c: np.flatnonzero(esc_owned & (fb == c)) for c in touched if c >= 0}
+            if esc_owned.any():
+                extra_groups = {c: np.flatnonzero(esc_owned & (fb == c)) for c in touched if c >= 0}
+            else:  # nothing escalates onto an owned column (most plans): what the masks give, without them
+                extra_groups = {c: _NO_ROWS for c in touched if c >= 0}
         return row_api, f, esc_owned, touched, prim_groups, extra_groups
 
     def _requests(self, touched, prim_groups, extra_groups, f, slo_override) -> list[tuple]:
@@ -645,9 +655,16 @@ class Planner:
         """Size in one batch what pricing each of these assignments from `base` will ask for (the search's
         candidate moves, priced one by one afterwards: the sizings are the same, made together)."""
         reqs: list[tuple] = []
+        memo: dict[bytes, tuple] = {}
         for assign in assigns:
-            _, f, _, touched, prim_groups, extra_groups = self._terms(np.asarray(assign), base, None)
-            reqs += self._requests(touched, prim_groups, extra_groups, f, None)
+            assign = np.asarray(assign)
+            terms = self._terms(assign, base, None)
+            _, f, _, touched, prim_groups, extra_groups = terms
+            mine = self._requests(touched, prim_groups, extra_groups, f, None)
+            reqs += mine
+            if base is not None:
+                memo[assign.tobytes()] = (terms, mine)
+        self._terms_memo = (base, memo)
         self.prefetch(reqs)
 
     def price(self, assign: np.ndarray, slo_override: tuple[int, float] | None = None,
@@ -660,8 +677,16 @@ class Planner:
         pricing gives, bit for bit (tests/test_plan.py checks it)."""
         inp = self.inp
         assign = np.asarray(assign)
-        row_api, f, esc_owned, touched, prim_groups, extra_groups = self._terms(assign, base, slo_override)
-        self.prefetch(self._requests(touched, prim_groups, extra_groups, f, slo_override))
+        memo_base, memo = self._terms_memo
+        known = memo.pop(assign.tobytes(), None) if base is not None and base is memo_base \
+            and slo_override is None else None
+        if known is None:
+            terms = self._terms(assign, base, slo_override)
+            requests = self._requests(*terms[3:], terms[1], slo_override)
+        else:
+            terms, requests = known
+        row_api, f, esc_owned, touched, prim_groups, extra_groups = terms
+        self.prefetch(requests)
         api_monthly = float(np.sum(row_api))
 
         sizes: dict[int, DeploymentSize] = {}
@@ -698,11 +723,11 @@ class Planner:
         gpn = inp.gpus_per_node
         nodes_i = pack_nodes(interactive_gpus, gpn)
         capacity = max(inp.owned_nodes, nodes_i) * gpn
-        fill = fill_idle(busy, capacity, offline_hours)
+        fill = self._fill_idle(busy, capacity, offline_hours)
         leftover = max(offline_hours - float(fill.sum()), 0.0)
         extra_nodes = int(np.ceil(leftover / (gpn * 24.0) - 1e-9)) if leftover > 1e-9 else 0
         if extra_nodes:
-            fill = fill_idle(busy, (max(inp.owned_nodes, nodes_i) + extra_nodes) * gpn, offline_hours)
+            fill = self._fill_idle(busy, (max(inp.owned_nodes, nodes_i) + extra_nodes) * gpn, offline_hours)
         needed = max(nodes_i + extra_nodes, int(np.ceil(offline_min / gpn - 1e-9)))
         owned_usd = inp.owned_nodes * inp.full_usd_per_node_hour * HOURS_PER_MONTH
         bill = (max(inp.owned_nodes, needed) * inp.full_usd_per_node_hour * HOURS_PER_MONTH
@@ -714,6 +739,17 @@ class Planner:
                         extra_nodes, api_monthly, licence, sizes, busy, fill, offline_hours,
                         row_api if keep else None, f if keep else None, esc_owned if keep else None,
                         parts if keep else None, owned_usd)
+
+    def _fill_idle(self, busy: np.ndarray, capacity: float, gpu_hours: float) -> np.ndarray:
+        """fill_idle, remembered (read-only: plans share the array)."""
+        key = (busy.tobytes(), float(capacity), float(gpu_hours))
+        fill = self._fills.get(key)
+        if fill is None:
+            if len(self._fills) >= 4096:
+                self._fills.clear()
+            fill = self._fills[key] = fill_idle(busy, capacity, gpu_hours)
+            fill.flags.writeable = False
+        return fill
 
     def _column_request(self, pos: int, prim: np.ndarray | None, extra: np.ndarray | None, f: np.ndarray,
                         slo_override: tuple[int, float] | None) -> tuple | None:
@@ -752,9 +788,12 @@ class Planner:
             d_gpus = d.gpus
         p_off, e_off = prim[~inp.interactive[prim]], extra[~inp.interactive[extra]]
         er = route.route_index
-        off_hours = float(np.nansum(inp.gpu_hours_day_r[p_off, er])) + float(
-            np.nansum(inp.gpu_hours_day_r[e_off, er] * f[e_off]))
-        off_min = float(np.nanmax(inp.offline_min_gpus_r[p_off, er], initial=0.0))
+        if p_off.size or e_off.size:
+            off_hours = float(np.nansum(inp.gpu_hours_day_r[p_off, er])) + float(
+                np.nansum(inp.gpu_hours_day_r[e_off, er] * f[e_off]))
+            off_min = float(np.nanmax(inp.offline_min_gpus_r[p_off, er], initial=0.0))
+        else:  # an interactive pool alone (most columns): what the sums of nothing give
+            off_hours, off_min = 0.0, 0.0
         lic = route.licence_usd_per_gpu_month * (d_gpus + np.ceil(off_hours / 24.0 - 1e-9))
         return d, off_hours, off_min, lic
 
