@@ -275,3 +275,32 @@ def test_ends_skip_the_break_even_re_plan_and_plan_the_same(catalog, bank):
     np.testing.assert_array_equal(back.verdict, full.verdict)
     assert back.fleet == {"nodes_needed": full.fleet["nodes_needed"],
                           "total_monthly_usd": full.fleet["total_monthly_usd"]}
+
+
+def test_an_end_that_cannot_serve_a_workload_says_what_its_bill_leaves_out(catalog, bank):
+    """code-completion kept on owned GPUs (data policy owned_only), 1,000 requests/day at a 500 ms target, no
+    owned nodes: the central plan serves it on Llama-70B with speculative decoding; at the pessimistic end no
+    owned route holds 500 ms (when this was written: 400 ms had no route centrally, 630 ms a route at both
+    ends). That end's bill is the lower for it, so the range names the workload left out and its share of the
+    central bill: exactly its attributed monthly $ in the central plan."""
+    one = bank[bank["workload_id"] == "code-completion"].assign(requests_per_day=1000, latency_slo_ms=500,
+                                                                 data_policy="owned_only")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ev = evaluate(catalog, one, Scenario(fleet_nodes=0))
+        ev.ranges()
+    c = int(ev.verdict[0])
+    assert c >= 0 and ev.verdict_ranges["verdict_low"].iloc[0] == ""  # the constructed case holds
+    pr = ev.fleet["performance_range"]
+    central_share = round(float(ev.a["monthly_usd"][0, c]), 2)
+    assert central_share > 0
+    assert (pr["dropped_high"], pr["dropped_high_usd"]) == (1, central_share)
+    assert (pr["dropped_low"], pr["dropped_low_usd"]) == (0, 0.0)
+    assert pr["total_monthly_usd_high"] < ev.fleet["total_monthly_usd"]  # what the words must explain
+    line = sensitivity.estimate_range_words(ev)
+    from core.presentation.format import money
+
+    assert (f"The pessimistic end's bill leaves out 1 workload the central plan serves, which has no route there "
+            f"({money(central_share)} a month of the central bill).") in line
+    assert "optimistic end's bill leaves out" not in line and "bill includes" not in line
+    assert pr["added_low"] == pr["added_high"] == 0

@@ -158,10 +158,27 @@ def performance_range(base_ev, low_ev, high_ev) -> dict:
     estimate), `*_high` at the pessimistic end. Each end may serve a different
     set of workloads (a slower route can miss a latency target a faster one
     meets), so the count left without a route is given at each end: a
-    pessimistic end serving fewer workloads can need fewer nodes.
+    pessimistic end serving fewer workloads can need fewer nodes. `dropped_*` counts the
+    workloads the central plan serves that have no route at that end, and
+    `dropped_*_usd` their attributed share of the central bill ($ a month): the
+    part of the central bill that end's bill leaves out; `added_*` the workloads
+    without a route in the central plan that end serves (its bill includes them).
     """
     def unserved(ev):
         return int((ev.verdict < 0).sum())
+
+    def dropped(end) -> tuple[int, float]:
+        """Workloads the central plan serves that have no route at this end, and their attributed share of the
+        central bill: an end's bill leaves their cost out, so it can look cheaper while it serves less."""
+        rows = np.flatnonzero((base_ev.verdict >= 0) & (end.verdict < 0))
+        usd = float(np.nansum(base_ev.a["monthly_usd"][rows, base_ev.verdict[rows]])) if rows.size else 0.0
+        return int(rows.size), round(usd, 2)
+
+    dropped_low, dropped_low_usd = dropped(high_ev)
+    dropped_high, dropped_high_usd = dropped(low_ev)
+
+    def added(end) -> int:
+        return int(((base_ev.verdict < 0) & (end.verdict >= 0)).sum())
 
     return {
         "nodes_needed_low": int(high_ev.fleet["nodes_needed"]),
@@ -171,6 +188,12 @@ def performance_range(base_ev, low_ev, high_ev) -> dict:
         "unserved_low": unserved(high_ev),
         "unserved_central": unserved(base_ev),
         "unserved_high": unserved(low_ev),
+        "dropped_low": dropped_low,
+        "dropped_low_usd": dropped_low_usd,
+        "dropped_high": dropped_high,
+        "dropped_high_usd": dropped_high_usd,
+        "added_low": added(high_ev),
+        "added_high": added(low_ev),
         "basis": "low: every owned route at the optimistic end of its efficiency range; high: at the pessimistic "
                  "end (estimates; core/decision/sensitivity.py)",
     }
@@ -241,4 +264,16 @@ def estimate_range_words(ev) -> str | None:
     if not pr["unserved_low"] == pr["unserved_central"] == pr["unserved_high"]:
         line += (f" (workloads without a route: {pr['unserved_low']} optimistic, {pr['unserved_central']} central, "
                  f"{pr['unserved_high']} pessimistic)")
-    return line + f"; {flips} verdict{'s' if flips != 1 else ''} flip{'' if flips != 1 else 's'} inside it (Routing)."
+    line += f"; {flips} verdict{'s' if flips != 1 else ''} flip{'' if flips != 1 else 's'} inside it (Routing)."
+    for which, word in (("high", "pessimistic"), ("low", "optimistic")):
+        n = pr.get(f"dropped_{which}", 0)
+        if n:
+            # An end that cannot serve work the central plan serves bills less for it: say so beside the figure.
+            line += (f" The {word} end's bill leaves out {integer(n)} workload{'s' if n != 1 else ''} the central "
+                     f"plan serves, which {'have' if n != 1 else 'has'} no route there "
+                     f"({money(pr[f'dropped_{which}_usd'])} a month of the central bill).")
+        n = pr.get(f"added_{which}", 0)
+        if n:
+            line += (f" The {word} end's bill includes {integer(n)} workload{'s' if n != 1 else ''} the central plan "
+                     f"leaves without a route.")
+    return line
