@@ -682,7 +682,7 @@ class Planner:
             and slo_override is None else None
         if known is None:
             terms = self._terms(assign, base, slo_override)
-            requests = self._requests(*terms[3:], terms[1], slo_override)
+            requests = self._requests(terms[3], terms[4], terms[5], terms[1], slo_override)
         else:
             terms, requests = known
         row_api, f, esc_owned, touched, prim_groups, extra_groups = terms
