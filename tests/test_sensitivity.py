@@ -304,3 +304,21 @@ def test_an_end_that_cannot_serve_a_workload_says_what_its_bill_leaves_out(catal
             f"({money(central_share)} a month of the central bill).") in line
     assert "optimistic end's bill leaves out" not in line and "bill includes" not in line
     assert pr["added_low"] == pr["added_high"] == 0
+
+
+def test_the_procurement_summary_carries_both_ends_and_what_they_leave_out(sample_ev):
+    """The report's headline carries the bill at each end, with the nodes and what that end serves otherwise:
+    the figures are fleet.performance_range's, and the caveats the Overview's (sensitivity.end_caveats)."""
+    from core.presentation.report import build_summary
+
+    summary = build_summary(sample_ev)
+    pr = sample_ev.fleet["performance_range"]
+    for which, word in (("high", "pessimistic"), ("low", "optimistic")):
+        fig = summary.figure(f"range_{which}_monthly_usd")
+        assert fig.value == pr[f"total_monthly_usd_{which}"] and f"{word} end" in fig.label
+        n = pr[f"nodes_needed_{which}"]
+        assert fig.note.startswith(f"{n} node{'s' if n != 1 else ''} needed") and "(estimate)" in fig.note
+        for clause in sensitivity.end_caveats(pr, which):
+            assert f"this bill {clause}" in fig.note
+    # The sample's pessimistic end serves a workload fewer (what made its bill look cheap).
+    assert pr["dropped_high"] >= 1 and "leaves out" in summary.figure("range_high_monthly_usd").note

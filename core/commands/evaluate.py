@@ -219,6 +219,10 @@ def format_table(ev) -> str:
         f"Attributed to workloads {money(f['attributed_usd_per_month'])} + not attributed (idle, rounding) "
         f"{money(f['unallocated_usd_per_month'])}",
     ]
+    from core.decision.sensitivity import estimate_range_words
+
+    if (estimate := estimate_range_words(ev)) is not None:
+        lines.append(estimate)
     for d in f.get("node_drivers", [])[:3]:
         best = max((x for x in d["relaxations"] if x.get("saves_usd_per_month")),
                    key=lambda x: x["saves_usd_per_month"], default=None)

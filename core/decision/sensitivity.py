@@ -266,14 +266,23 @@ def estimate_range_words(ev) -> str | None:
                  f"{pr['unserved_high']} pessimistic)")
     line += f"; {flips} verdict{'s' if flips != 1 else ''} flip{'' if flips != 1 else 's'} inside it (Routing)."
     for which, word in (("high", "pessimistic"), ("low", "optimistic")):
-        n = pr.get(f"dropped_{which}", 0)
-        if n:
-            # An end that cannot serve work the central plan serves bills less for it: say so beside the figure.
-            line += (f" The {word} end's bill leaves out {integer(n)} workload{'s' if n != 1 else ''} the central "
-                     f"plan serves, which {'have' if n != 1 else 'has'} no route there "
-                     f"({money(pr[f'dropped_{which}_usd'])} a month of the central bill).")
-        n = pr.get(f"added_{which}", 0)
-        if n:
-            line += (f" The {word} end's bill includes {integer(n)} workload{'s' if n != 1 else ''} the central plan "
-                     f"leaves without a route.")
+        line += "".join(f" The {word} end's bill {part}." for part in end_caveats(pr, which))
     return line
+
+
+def end_caveats(pr: dict, which: str) -> list[str]:
+    """What one end's bill ("low": optimistic, "high": pessimistic) leaves out or adds against the central plan,
+    as clauses ("leaves out 1 workload the central plan serves, ..."); none when both serve the same workloads.
+    An end that cannot serve work the central plan serves bills less for it: said beside its figure."""
+    from core.presentation.format import integer, money
+
+    out = []
+    n = pr.get(f"dropped_{which}", 0)
+    if n:
+        out.append(f"leaves out {integer(n)} workload{'s' if n != 1 else ''} the central plan serves, which "
+                   f"{'have' if n != 1 else 'has'} no route there ({money(pr[f'dropped_{which}_usd'])} a month of "
+                   f"the central bill)")
+    n = pr.get(f"added_{which}", 0)
+    if n:
+        out.append(f"includes {integer(n)} workload{'s' if n != 1 else ''} the central plan leaves without a route")
+    return out

@@ -723,6 +723,17 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
         Figure("owned_usd_per_mtok_out", "Owned cost per million output tokens", f["owned_usd_per_mtok_out"],
                "usd_2", "owned fleet cost ÷ tokens generated on it, idle hours included"),
     ]
+    pr = f.get("performance_range") if ev.ranges() is not None else None
+    if pr:  # the bill at both ends of the performance estimates, with what each end serves otherwise
+        from core.decision.sensitivity import end_caveats
+
+        for which, word, speed in (("high", "pessimistic", "slow"), ("low", "optimistic", "fast")):
+            nodes = int(pr[f"nodes_needed_{which}"])
+            figs.append(Figure(
+                f"range_{which}_monthly_usd", f"Cash bill at the {word} end of the performance estimates, $/month",
+                float(pr[f"total_monthly_usd_{which}"]), "usd",
+                "; ".join([f"{_plural(nodes, 'node')} needed; every owned route at the {speed} end of its "
+                           "efficiency range (estimate)"] + [f"this bill {c}" for c in end_caveats(pr, which)])))
     alt = options.get("All on public APIs")
     if alt:
         figs.append(Figure("all_api_monthly_usd", "Alternative: all on public APIs, $/month", alt["monthly_usd"],
