@@ -241,7 +241,7 @@ def test_api_price_route_id_and_quality_lookup():
     assert make(ApiPrice, usd_per_mtok_cached_in=None).usd_per_mtok_cached_in is None
 
 
-# Architecture -> the fields it needs (DESIGN.md: ServingStack).
+# Architecture -> the fields it needs (docs/performance-model.md: each architecture's section).
 ARCH_FIELDS = {
     "diffusion": {"diffusion_block_tokens": 32, "diffusion_steps_per_block": 8},
     "speculative": {"spec_draft_tokens": 4, "spec_acceptance": 0.8},

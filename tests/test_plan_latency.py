@@ -146,7 +146,7 @@ def test_generated_diffusion_deployments_agree_within_ten_percent(generated_chec
     against an interval of 589-698; 300,000 requests put it at 1.06 of the simulated p95), after failing
     for a model error: 10-19 % under on a 1-replica cap-32 LLaDA-8B pool, the plan of an earlier search.
     Agreement across five generated inventories (bench/bench_latency_agreement.py --inventories 3,11,12,13,14,
-    docs/performance.md): 0.95-1.19 while the wait's scale read the service's spread (over on 1-replica cap-4
+    docs/design/latency_model.md): 0.95-1.19 while the wait's scale read the service's spread (over on 1-replica cap-4
     pools: their prefills' common stall read as each slot's spread), 0.946-1.104 since it reads the drain's.
     """
     ev, check = generated_check

@@ -61,7 +61,7 @@ def test_wait_of_those_who_wait_matches_the_wait_scale(cv, lam, want_ms):
     request that queues is admitted at the step its slot frees and then decodes its tokens, so its wait is
     its time in system minus its steps. The model's mean wait 1 / theta (queueing.wait_scale) is within 8 %
     of the simulated one. Allen–Cunneen's (1 + cv^2) / 2 says 136.0, 52.3 and 105.0 ms here, the simulated
-    waits are 108.0, 60.5 and 113.5: it misses the first two by 26 % and 14 % (docs/performance.md "The
+    waits are 108.0, 60.5 and 113.5: it misses the first two by 26 % and 14 % (docs/design/latency_model.md "The
     wait's scale")."""
     sigma = np.sqrt(np.log1p(cv**2))
     p95 = 200.0 * np.exp(1.6448536 * sigma - sigma**2 / 2)

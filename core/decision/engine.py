@@ -653,7 +653,7 @@ def check_plan_size(workloads: int) -> None:
 
 def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario, *,
              ranges_ahead: bool = False) -> Evaluation:
-    """Score every workload on every route, then plan the fleet (see DESIGN.md: Fleet plan).
+    """Score every workload on every route, then plan the fleet (see docs/design/fleet_plan.md).
 
     The plan minimises the monthly cash bill, in which owned nodes are paid
     for whatever runs on them and a new node costs its full price; the cost

@@ -103,8 +103,8 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
                  grid: np.ndarray, tp_options: tuple[int, ...], zero_fee_for: set[str] | None = None) -> PlanInputs:
     """Everything the plan search needs, computed once per scenario (physics on the concurrency grid).
 
-    A route of the plan is an API, or an owned stack with a fixed number of GPUs per replica (DESIGN.md:
-    stack x GPU x g); each gets a plan column. With g fixed, a pool of workloads that each meet their
+    A route of the plan is an API, or an owned stack with a fixed number of GPUs per replica (docs/design/fleet_plan.md
+    "Routes": stack x GPU x g); each gets a plan column. With g fixed, a pool of workloads that each meet their
     target alone at that g can always be served (at worst one request per slot), so the search never
     builds a deployment nobody could run.
     """
@@ -119,7 +119,7 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
     api_cols = np.array([r.hosting == "api" for r in ev.routes], dtype=bool)
     gpn = sc.gpus_per_node
 
-    # The latency model's inputs (DESIGN.md "Latency model"): output-length spread per workload (the
+    # The latency model's inputs (docs/design/latency_model.md): output-length spread per workload (the
     # inventory's output_tokens_p95, else latency.DEFAULT_OUTPUT_CV) and the latency an escalated request
     # adds: its fallback route's standalone p95 (an upper estimate of that one request's extra time).
     n_out_p95 = _optional_column(ev.workloads, "output_tokens_p95", W)
@@ -306,7 +306,7 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     ev.plan = best
     ev.planner = planner
     # The break-even re-plan reads the plan and writes only its own result: at scale it runs on the other core
-    # while the plan is attributed (docs/performance.md "The break-even beside the attribution").
+    # while the plan is attributed (docs/design/fleet_plan.md "The break-even beside the attribution").
     licensed = (in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
                                len(inp.workload_ids) >= BACKGROUND_ROWS) if break_even else list)
     _apply(ev, planner, best, rpd, n_out, [])
@@ -388,7 +388,7 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
         newly_rows = (with_it.assignment >= 0) & (best.assignment < 0)
         if len(inp.workload_ids) <= RESTART_ROWS:
             # Moves from the plan without it stop where no single move onto it pays; a search of its own with the
-            # stack allowed can find a plan built around it (docs/performance.md "Break-even from a search of its
+            # stack allowed can find a plan built around it (docs/design/fleet_plan.md "Break-even from a search of its
             # own": on the sample the re-plan from the plan said "would not lower the bill", the search found
             # $48,443 a month less). Compared like for like: on the workloads the plan without it serves; the ones
             # only it can serve are named apart. Up to RESTART_ROWS: on 300 workloads it cost 24 s and found none.

@@ -1,7 +1,7 @@
 """Latency model of a pooled deployment: service-time distribution, p95 of wait + service, replicas for every target.
 
-One service-time model, used both for the p95 check and for queueing (DESIGN.md,
-"Latency model"; issue 12), and replayed by the simulation (core.decision.simulate):
+One service-time model, used both for the p95 check and for queueing (docs/design/latency_model.md;
+issue 12), and replayed by the simulation (core.decision.simulate):
 
 - **Output length** N of a workload is lognormal, fitted to its mean and
   `output_tokens_p95` (or to `DEFAULT_OUTPUT_CV` when no p95 is given).

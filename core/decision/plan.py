@@ -1,13 +1,13 @@
 """The fleet plan: workloads pooled into deployments, replicas packed onto whole nodes, one cash bill.
 
-DESIGN.md "Fleet plan". The engine scores every workload on every route
+docs/design/fleet_plan.md. The engine scores every workload on every route
 (feasibility, standalone operating points); this module decides the
 assignment that minimises the monthly cash bill and prices it exactly:
 
 - one deployment per owned route and concurrency tier; every workload assigned
   to it shares its replicas (one pooled queue, one concurrency cap, the GPUs
   per replica that need the fewest GPUs while every workload keeps its own p95
-  target). DESIGN.md asks for at most one deployment per stack x GPU x g; a
+  target; docs/design/fleet_plan.md "Deployments, tiers and the edge pool"). A
   pool is held to its tightest member's target, so a stack runs up to three
   pools by concurrency cap (latency, middle, throughput tiers) plus an edge
   pool for members whose target sits at the edge of what the hardware does
@@ -349,7 +349,7 @@ class Planner:
              n_primary: int | None = None) -> DeploymentSize:
         """Size one deployment on the latency model: the concurrency cap and replicas needing the fewest GPUs
         such that every primary member's p95 of time in system (wait + service, its escalated requests
-        inside the same 5 % budget) meets its own target (DESIGN.md "Latency model").
+        inside the same 5 % budget) meets its own target (docs/design/latency_model.md).
 
         rows[:n_primary] are the members served here first (share 1); the rest are requests escalated
         here from other deployments (share f), which load the queue but whose target is held on their
@@ -382,7 +382,7 @@ class Planner:
         """Size in one batch the deployments (pos, rows, shares, slo_ms or None, n_primary) not sized yet, for
         size() to find. The same sizings size() would make one by one: each deployment's replicas, cap and
         figures do not depend on the others in the batch; what a batch saves is numpy's per-call overhead,
-        most of a small sizing's time (docs/performance.md "Sizing in batches; moves from several starts")."""
+        most of a small sizing's time (docs/design/fleet_plan.md "Sizing in batches; moves from several starts")."""
         todo, keys = [], set()
         for pos, rows, shares, slo_ms, n_primary in requests:
             key = self._size_key(pos, rows, shares, slo_ms, n_primary)
@@ -978,7 +978,7 @@ class Planner:
         moves = singles or W <= FULL_MOVE_ROWS
         found = self._improve(best, focus if at_start else None, moves)
         # The cheapest candidate is not always the one moves improve most: on generated inventories of 20-40
-        # workloads, moves from another shadow price's candidate ended a whole node cheaper (docs/performance.md
+        # workloads, moves from another shadow price's candidate ended a whole node cheaper (docs/design/fleet_plan.md
         # "Sizing in batches; moves from several starts"). Small inventories improve the next cheapest candidates too, keep the cheapest plan.
         # Only a full search (ladder; not a re-plan from a given plan, such as a licence fee's refinement).
         restarts = focus is None and ladder and self._restarts
@@ -1010,7 +1010,7 @@ class Planner:
         $101,517.04 and $121,010.78 a month) where the same workloads at dearer API prices planned 4, 3 and 3
         ($99,686.93, $82,282.78 and $75,393.17 at the real prices). Dearer APIs lean the search towards owned
         pools of other shapes, and which one leads there differs: x1.5 found the first two, only x2.25 the
-        third (docs/performance.md "A restart from dearer APIs"). The sub-search makes whole-pool moves only
+        third (docs/design/fleet_plan.md "A restart from dearer APIs"). The sub-search makes whole-pool moves only
         (its start is then polished here with every move), and it shares the sizings (prices do not enter
         them). Up to DEARER_API_ROWS: at 10,000 and 20,000 workloads x1.5 cost ~3 s for no node."""
         inp = self.inp
@@ -1049,7 +1049,7 @@ class Planner:
         GPUs in it, the plan searched without that stack (one start), then improved with it allowed again;
         the cheapest kept. Every start's moves can end in the same local optimum, anchored by one big pool
         (a stack's whole node of replicas that the moves of one workload or one pool never empty); on
-        generated inventories of 40-80 workloads the plan without it needed a node fewer (docs/performance.md
+        generated inventories of 40-80 workloads the plan without it needed a node fewer (docs/design/fleet_plan.md
         "Sizing in batches; moves from several starts", "Restarts without a stack")."""
         inp = self.inp
         held: dict[str, int] = {}
@@ -1323,7 +1323,7 @@ class Planner:
         Every allowed plan column; above FULL_MOVE_ROWS, of another stack or GPU count only the top tier (its
         pool is where most members are), and the other tiers of the workload's own stack and GPU count (out
         of a pool it holds back). (Copies of one workload are one row here: see optimise's classes.)
-        Pruning these moves was tried and dropped (docs/performance.md "Single moves"): skipping members
+        Pruning these moves was tried and dropped (docs/design/fleet_plan.md "Single moves"): skipping members
         whose leaving frees nothing cut 300 generated workloads from 92 s to 14 s with the same plan, but
         lost a whole node on 40 and two on 100 (the search is first-improvement, and moves that gain only
         latency open the way to later ones).
@@ -1376,7 +1376,7 @@ class Planner:
 
         The bill steps by whole nodes, and moves of one workload or one deployment rarely free a whole one:
         on generated inventories of 40-400 workloads, search paths that differed in one move ended a node
-        apart (docs/performance.md "A move that aims at a node fewer"). Pools: each that alone frees enough
+        apart (docs/design/fleet_plan.md "A move that aims at a node fewer"). Pools: each that alone frees enough
         (up to DROP_NODE_POOLS), the smallest pairs that do, the smallest ones together. Workloads: each one's
         GPUs are its share (by offered load at the peak) of its pool's, or its offline GPU-hours a day / 24,
         moved in sets freeing DROP_NODE_MARGINS times the GPUs the node fewer needs. Each candidate is priced

@@ -34,7 +34,7 @@ def wait_scale(servers, utilization, service_cv2):
     k = (1 + cv^2) / (2 cv^2 + (1 - cv^2) / h). One server: (1 + cv^2) / 2, exact
     (Pollaczek–Khinchine), and so is Allen–Cunneen's k everywhere. With several
     servers at light load Allen–Cunneen's k is off both ways: simulated on 4-16 slots
-    at 40-60 % load (docs/performance.md "The wait's scale"), waits with output cv 1.5
+    at 40-60 % load (docs/design/latency_model.md "The wait's scale"), waits with output cv 1.5
     were 12-35 % shorter than it said and with cv 0.5 10-54 % longer; this k is within
     about 9 %, and meets Allen–Cunneen's as the load nears 1. The latency model passes
     the cv^2 of its queue's drain (latency.pooled_state: the service's, without prefills).

@@ -23,7 +23,7 @@ from core.presentation.pricing_views import stale_marks
 from core.textsafety import escape_plotly
 
 ARCH_COLORS: dict[str, str] = dict(palette.ARCHITECTURE)
-# Measured points and vendor claims must never look like estimates (DESIGN.md: provenance never mixed silently).
+# Measured points and vendor claims must never look like estimates (docs/design/README.md: provenance never mixed silently).
 PROVENANCE_STYLE: dict[str, dict[str, object]] = {
     "measured": {"name": "measured", "symbol": "circle", "color": palette.INK},
     "vendor_claim": {"name": "vendor claim", "symbol": "diamond-open", "color": palette.ALERT},

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import duckdb
 
-# Columns every table of outside figures carries (DESIGN.md: every number has a source and date).
+# Columns every table of outside figures carries (docs/design/README.md: every number has a source and date).
 _SOURCED = """
     source VARCHAR NOT NULL,
     as_of DATE NOT NULL,
