@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import time
 
 import duckdb
 import numpy as np
@@ -899,14 +898,11 @@ def write_big_csv(path, n: int) -> None:
 def test_a_million_row_csv_imports(tmp_path, store):
     path = tmp_path / "big.csv"
     write_big_csv(path, 1_000_000)
-    t0 = time.perf_counter()
-    report = read_inventory(path)
-    elapsed = time.perf_counter() - t0
+    report = read_inventory(path)  # its speed is bench/bench_inventory_import.py's (no clock in the suite)
     assert report.ok, report.error_lines()[:5]
     assert len(report.frame) == 1_000_000
     assert report.frame.index[-1] == 1_000_001
     assert report.frame.loc[1_000_001, "workload_id"] == "wl-999999"
-    assert elapsed < 20
     result = commit_inventory(store, report.frame, file_name="big.csv")
     assert result.created and result.version == 1
     assert store.frame("SELECT count(*) AS n FROM workloads").loc[0, "n"] == 1_000_000

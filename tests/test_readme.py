@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 CI = ROOT / ".ci" / "run"
 
-TEST_COMMAND = 'pip install -e ".[test]" && python -m pytest'
-DASHBOARD_COMMAND = "pip install -e . && hangover dashboard"
+TEST_COMMAND = 'pip install -c constraints.txt -e ".[test]" && python -m pytest'
+DASHBOARD_COMMAND = "pip install -c constraints.txt -e . && hangover dashboard"
 
 
 def _quick_start_commands() -> list[str]:
@@ -43,3 +43,23 @@ def test_documented_db_commands_exist(command, capsys):
         main([*command.split(), "--help"])
     assert info.value.code == 0
     assert capsys.readouterr().out.startswith(f"usage: hangover {command}")
+
+
+def test_constraints_pin_every_dependency_at_or_above_its_minimum():
+    """constraints.txt (the tested versions) pins each pyproject dependency, test extra included, at a version
+    its loose minimum admits: a pin below the minimum would make the README's command fail to resolve."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pins[name.strip().lower().replace("_", "-")] = version.strip()
+    for spec in [*project["dependencies"], *project["optional-dependencies"]["test"]]:
+        req = Requirement(spec)
+        name = req.name.lower().replace("_", "-")
+        assert name in pins, f"{name} is not pinned in constraints.txt (python bench/lock.py)"
+        assert req.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} is outside {req.specifier}"
