@@ -1,0 +1,79 @@
+"""The roofline beside AIConfigurator's estimate, per concurrency, for `hangover perf --peer` and the Performance page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from core.models import ServingStack
+from core.performance import peer
+
+COLUMNS = [
+    "concurrency",
+    "per_stream_roofline", "per_stream_peer", "per_stream_ratio",
+    "ttft_roofline", "ttft_peer", "ttft_ratio",
+    "total_roofline", "total_peer", "total_ratio",
+]
+
+
+@dataclass(frozen=True)
+class PeerView:
+    """The side-by-side table (None when the peer has no answer) and one line saying what it is or why not."""
+
+    table: pd.DataFrame | None
+    line: str
+    note: str = ""
+
+
+def side_by_side(curve: pd.DataFrame, estimate: peer.PeerEstimate) -> PeerView:
+    """Join the roofline curve and the peer's points on concurrency; ratios are roofline / peer."""
+    if not estimate.covered:
+        return PeerView(None, f"Second opinion: {estimate.reason}")
+    theirs = pd.DataFrame(
+        [(float(p.concurrency), p.per_stream_tok_s, p.ttft_ms, p.total_tok_s) for p in estimate.points],
+        columns=["concurrency", "per_stream_peer", "ttft_peer", "total_peer"],
+    )
+    ours = curve[["concurrency", "output_tokens_per_s_per_stream", "ttft_ms", "output_tokens_per_s_total"]].rename(
+        columns={"output_tokens_per_s_per_stream": "per_stream_roofline", "ttft_ms": "ttft_roofline",
+                 "output_tokens_per_s_total": "total_roofline"})
+    ours = ours.assign(concurrency=ours["concurrency"].round())
+    t = ours.merge(theirs, on="concurrency", how="inner")
+    for what in ("per_stream", "ttft", "total"):
+        t[f"{what}_ratio"] = t[f"{what}_roofline"] / t[f"{what}_peer"]
+    line = (f"Second opinion (estimate): {estimate.source}, aggregated serving; "
+            "ratio = roofline / AIConfigurator")
+    return PeerView(t[COLUMNS], line, note=estimate.note)
+
+
+def peer_blocker(stack: ServingStack, gpu_name: str) -> str:
+    """'' when the peer can be asked about this stack on this GPU, else the one line saying why not (cheap)."""
+    _, reason = peer.coverage(stack, gpu_name)
+    reason = reason or peer.unavailable_reason()
+    return f"Second opinion: {reason}" if reason else ""
+
+
+def peer_view(
+    stack: ServingStack, gpu_name: str, gpus: int, curve: pd.DataFrame, input_tokens: float, output_tokens: float,
+) -> PeerView:
+    """Ask the peer about the curve's concurrencies (whole numbers only) and lay the answers beside it."""
+    conc = [c for c in curve["concurrency"].tolist() if float(c).is_integer()]
+    est = peer.peer_estimate(stack, gpu_name, gpus, conc, input_tokens, output_tokens)
+    return side_by_side(curve, est)
+
+
+def text_lines(view: PeerView) -> list[str]:
+    """The comparison as fixed-width text lines (the CLI's table)."""
+    lines = [view.line]
+    if view.table is None:
+        return lines
+    lines.append(f"{'conc':>6} {'tok/s/stream':>13} {'peer':>8} {'ratio':>6} {'TTFT ms':>9} {'peer':>8} {'ratio':>6} "
+                 f"{'tok/s total':>12} {'peer':>9} {'ratio':>6}")
+    for r in view.table.itertuples(index=False):
+        lines.append(
+            f"{r.concurrency:>6g} {r.per_stream_roofline:>13,.1f} {r.per_stream_peer:>8,.1f} {r.per_stream_ratio:>6.2f} "
+            f"{r.ttft_roofline:>9,.0f} {r.ttft_peer:>8,.0f} {r.ttft_ratio:>6.2f} "
+            f"{r.total_roofline:>12,.1f} {r.total_peer:>9,.1f} {r.total_ratio:>6.2f}")
+    if view.note:
+        lines.append(f"  note: {view.note}")
+    return lines
