@@ -295,7 +295,9 @@ def clear_cache() -> None:
 
 def ask(peer: Peer, config: PeerConfig, concurrencies: Iterable[float]) -> tuple[list[PeerPoint], str]:
     """The peer's points at each concurrency (cached), and the first refusal if any point failed."""
-    points, fresh, reason = [], {}, ""
+    points: list[PeerPoint] = []
+    fresh: dict[str, dict] = {}
+    reason = ""
     for c in concurrencies:
         c = int(round(c))
         key = _key(peer.version, config, c)
