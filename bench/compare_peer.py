@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.models import Architecture, ServingStack  # noqa: E402
+from core.models import Architecture, Engine, ServingStack  # noqa: E402
 from core.performance import peer as peer_mod  # noqa: E402
 from core.performance.peer import PeerConfig, PeerPoint  # noqa: E402
 
@@ -94,6 +94,7 @@ def peer_rows(peer, models, gpus, lengths, concurrency, *, ep: bool) -> tuple[li
                                              expert_parallel=par == "ep", quant=m.quant)
                             points, why = peer_mod.ask(peer, cfg, concurrency)
                             if why:
+                                why = why.split(". ")[0]  # its OOM message goes on with advice
                                 missed.append(f"{m.label} on {g} x {gpu}, {backend}, {n_in}/{n_out}"
                                               f"{' ' + par.upper() if par else ''}: {why}")
                             for p in points:
@@ -133,7 +134,7 @@ def _bundled_stack(m: GridModel) -> ServingStack:
     name = m.model_path.replace("/", "--") + "_config.json"
     text = (resources.files("aiconfigurator_core") / "model_configs" / name).read_text()
     shape = hf_config.read_config(text, where=name)
-    quality = {k: 0.8 for k in ("extraction", "code_completion", "chat", "agentic_step", "reasoning")}
+    quality = {f"quality_{k}": 0.8 for k in ("extraction", "code_completion", "chat", "agentic_step", "reasoning")}
     sid = m.label.lower().replace(" ", "-").replace(".", "")
     return hf_config.build_stack(shape, stack_id=sid, precision=m.precision, quality=quality,
                                  quality_note="placeholder (speed comparison only)",
@@ -148,7 +149,7 @@ def hangover_curve(store, m: GridModel, gpu_name: str, g: int, n_in: int, n_out:
     stacks = {s.stack_id: s for s in store.serving_stacks()}
     stack = stacks[m.stack_id] if m.stack_id else _bundled_stack(m)
     if engine and stack.engine.value != engine:
-        stack = stack.model_copy(update={"engine": engine})
+        stack = stack.model_copy(update={"engine": Engine(engine)})
     assert stack.architecture in (Architecture.AUTOREGRESSIVE, Architecture.MOE)
     return performance_curve(stack, store.gpu(gpu_name), g, [float(c) for c in concurrency], n_in, n_out,
                              store.benchmarks())

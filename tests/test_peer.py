@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from core.cli import main
-from core.models import Architecture
+from core.models import Architecture, Engine
 from core.performance import peer
 from core.performance.peer import PeerConfig, PeerError, PeerPoint
 from core.presentation.peer_view import peer_blocker, side_by_side, text_lines
@@ -196,7 +196,7 @@ def test_real_aiconfigurator_qwen3_30b_on_one_h100(seed_catalog):
     --isl 1000 --osl 256 --batch-size 8 --tp-size 1 --moe-tp-size 1 --moe-ep-size 1`)."""
     pytest.importorskip("aiconfigurator")
     assert peer.available() and peer.unavailable_reason() == ""
-    stack = _stack(seed_catalog, "qwen3-30b-a3b-fp8").model_copy(update={"engine": "trtllm"})
+    stack = _stack(seed_catalog, "qwen3-30b-a3b-fp8").model_copy(update={"engine": Engine.TRTLLM})
     est = peer.peer_estimate(stack, "H100 SXM", 1, [1, 8], 1000, 256)
     assert est.covered and est.version == "0.12.0" and "trtllm 1.3.0rc20 kernel database, h100_sxm" in est.source
     one, eight = est.points
@@ -204,3 +204,11 @@ def test_real_aiconfigurator_qwen3_30b_on_one_h100(seed_catalog):
     assert eight.per_stream_tok_s == pytest.approx(126.3, rel=0.01)
     assert eight.ttft_ms == pytest.approx(71.2, rel=0.02)
     assert eight.total_tok_s > 7 * eight.per_stream_tok_s * 0.9  # 8 streams, less the prefill share
+
+
+def test_widening_stretches_the_range_to_contain_the_peer():
+    """Range 80-120 and 400-600 tok/s at two loads; the peer says 60 and 700: low end x 60/80 = 0.75,
+    high end x 700/600 = 1.1667. A peer inside the range (100, 500) changes nothing; missing figures are skipped."""
+    assert peer.widening([80, 400], [120, 600], [60, 700]) == pytest.approx((0.75, 700 / 600))
+    assert peer.widening([80, 400], [120, 600], [100, 500]) == (1.0, 1.0)
+    assert peer.widening([80, 400], [120, 600], [float("nan"), 0.0]) == (1.0, 1.0)

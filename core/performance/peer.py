@@ -346,3 +346,22 @@ def peer_estimate(
     if not points:
         return PeerEstimate(reason=why or "AIConfigurator returned no points", config=config, version=peer.version)
     return PeerEstimate(points=tuple(points), note=why, config=config, version=peer.version)
+
+
+# ---- widening a range to include the peer ---------------------------------------------------------------
+
+
+def widening(low: Sequence[float], high: Sequence[float], theirs: Sequence[float]) -> tuple[float, float]:
+    """(slow, fast) factors that stretch a range [low, high] of throughput to contain the peer's figure at each point.
+
+    slow <= 1 multiplies the low end, fast >= 1 the high end; both are 1 where the peer already
+    falls inside. Points where the peer has no figure (0 or NaN) are skipped. A caller scales the
+    range's efficiency ends by these (physics.scaled_speed) for routes the peer covers.
+    """
+    slow, fast = 1.0, 1.0
+    for lo, hi, x in zip(low, high, theirs, strict=True):
+        if not x > 0 or not lo > 0 or not hi > 0:
+            continue
+        slow = min(slow, x / lo)
+        fast = max(fast, x / hi)
+    return slow, fast
