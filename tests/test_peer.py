@@ -212,3 +212,30 @@ def test_widening_stretches_the_range_to_contain_the_peer():
     assert peer.widening([80, 400], [120, 600], [60, 700]) == pytest.approx((0.75, 700 / 600))
     assert peer.widening([80, 400], [120, 600], [100, 500]) == (1.0, 1.0)
     assert peer.widening([80, 400], [120, 600], [float("nan"), 0.0]) == (1.0, 1.0)
+
+
+def test_the_peer_is_an_optional_extra_only():
+    """`pip install -e .` installs [project].dependencies: aiconfigurator must be only in the [peer] extra, pinned."""
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    assert not [d for d in project["dependencies"] if d.lower().startswith("aiconfigurator")]
+    assert project["optional-dependencies"]["peer"] == [f"aiconfigurator=={peer.PINNED_VERSION}"]
+    assert not [d for d in project["optional-dependencies"]["test"] if "aiconfigurator" in d]
+
+
+def test_a_failed_download_is_not_kept(seed_catalog):
+    """No network is not an answer: the next call asks again (an out-of-memory refusal is kept, above)."""
+
+    class Offline(FakePeer):
+        def point(self, config, concurrency):
+            self.calls.append((config, concurrency))
+            raise PeerError("Failed to download x's config.json from HuggingFace: no network")
+
+    fake = Offline()
+    stack = _stack(seed_catalog, "llama70b-fp8")
+    est = peer.peer_estimate(stack, "H100 SXM", 2, [1], 1000, 256, peer=fake)
+    assert not est.covered and "Failed to download" in est.reason
+    peer.peer_estimate(stack, "H100 SXM", 2, [1], 1000, 256, peer=fake)
+    assert len(fake.calls) == 2

@@ -130,6 +130,30 @@ class _Aiconfigurator:
         self.version = version
         self._lock = threading.Lock()  # its database loader keeps module-level state
 
+    @lru_cache(maxsize=64)  # noqa: B019 -- one adapter per process; the cache holds only model names
+    def _model(self, model_path: str) -> str:
+        """The id itself where the package knows it; else a folder holding the config.json it bundles.
+
+        It bundles some configs (Mixtral) without listing them as known models, and then tries to download
+        them from Hugging Face; a local folder with the bundled file answers without the network.
+        """
+        try:
+            common = importlib.import_module("aiconfigurator.sdk.common")
+            if model_path in common.get_default_models():
+                return model_path
+            from importlib import resources
+
+            name = model_path.replace("/", "--")
+            bundled = resources.files("aiconfigurator_core") / "model_configs" / f"{name}_config.json"
+            if not bundled.is_file():
+                return model_path
+            folder = (cache_path() or Path.home() / ".cache" / "hangover" / "x").parent / "aic-models" / name
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "config.json").write_text(bundled.read_text())
+            return str(folder)
+        except Exception:  # any surprise: let the package resolve the id its own way
+            return model_path
+
     def point(self, config: PeerConfig, concurrency: int) -> PeerPoint:
         g = config.gpus
         moe: dict[str, int | None] = {}
@@ -141,7 +165,7 @@ class _Aiconfigurator:
             with self._lock, warnings.catch_warnings(), contextlib.redirect_stdout(sink), _quiet_logs(), _quiet_fd2():
                 warnings.simplefilter("ignore")
                 r = self._api.cli_estimate(
-                    config.model_path, config.system, mode="agg", backend_name=config.backend,
+                    self._model(config.model_path), config.system, mode="agg", backend_name=config.backend,
                     isl=config.input_tokens, osl=config.output_tokens, batch_size=int(concurrency),
                     tp_size=g, **moe, **dict(config.quant),
                 )
@@ -252,6 +276,7 @@ def cache_path() -> Path | None:
     return base / "hangover" / "peer-aiconfigurator.json"
 
 
+_TRANSIENT = "Failed to download"  # its words when a model id is neither bundled nor reachable
 _memo: dict[str, dict] = {}
 _file_loaded: set[Path] = set()
 _memo_lock = threading.Lock()
@@ -308,6 +333,9 @@ def ask(peer: Peer, config: PeerConfig, concurrencies: Iterable[float]) -> tuple
                 hit = {"ok": asdict(p)}
             except PeerError as exc:
                 hit = {"error": str(exc)}
+                if _TRANSIENT in str(exc):  # no network this time: not kept, asked again next time
+                    reason = reason or f"AIConfigurator could not estimate {c:g} streams: {exc}"
+                    continue
             fresh[key] = hit
         if "ok" in hit:
             points.append(PeerPoint(**hit["ok"]))
