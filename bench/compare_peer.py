@@ -181,8 +181,11 @@ def compare_rows(peer_side: list[dict], models: list[GridModel]) -> list[dict]:
         except Exception as exc:  # e.g. does not fit at all: say so, keep going
             print(f"  hangover cannot estimate {label} on {g} x {gpu}: {exc}")
             continue
-        for r, h in zip(rows, df.itertuples(index=False), strict=True):
-            out.append({**r, "family": m.family,
+        # The curve may add rows (a calibrated route's measured concurrencies): match on concurrency.
+        at = {float(h.concurrency): h for h in df.itertuples(index=False)}
+        for r in rows:
+            h = at[float(r["concurrency"])]
+            out.append({**r, "family": f"{m.family} {m.precision.upper()}" if not m.moe else m.family,
                         "h_per_stream_tok_s": float(h.output_tokens_per_s_per_stream), "h_ttft_ms": float(h.ttft_ms),
                         "h_total_tok_s": float(h.output_tokens_per_s_total), "h_fits": bool(h.fits),
                         "r_per_stream": _ratio(h.output_tokens_per_s_per_stream, r["per_stream_tok_s"]),
