@@ -2,7 +2,8 @@
 
 Run with a Python that has the optional extra installed (``pip install -e ".[peer]"``):
 
-    python bench/compare_peer.py                     # the default grid, a table and a summary per family
+    python bench/compare_peer.py                     # the default grid: every row, then a summary per family
+    python bench/compare_peer.py --summary --ep      # the summary only; MoE also with expert parallelism
     python bench/compare_peer.py --csv out.csv       # also every row as CSV
     python bench/compare_peer.py --peer-only --csv /work/notes/aic_grid.csv   # AIConfigurator's figures alone
 
@@ -225,7 +226,7 @@ def compare(rows: list[dict], missed: list[str], models: list[GridModel], args) 
         cols = PEER_COLUMNS + ["family", "h_per_stream_tok_s", "h_ttft_ms", "h_total_tok_s", "h_fits",
                                "r_per_stream", "r_ttft", "r_total"]
         write_csv(args.csv, both, cols)
-    if args.rows:
+    if not args.summary:
         print(f"{'model':<22} {'gpu':<9} {'g':>2} {'backend':<7} {'in/out':>9} {'conc':>4} {'par':<6} "
               f"{'tok/s/str h':>11} {'aic':>7} {'ratio':>5} {'TTFT h':>7} {'aic':>7} {'ratio':>5} "
               f"{'total h':>8} {'aic':>8} {'ratio':>5}")
@@ -260,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ep", action="store_true", help="also ask for MoE with expert parallelism (g > 1)")
     ap.add_argument("--peer-only", action="store_true", help="only AIConfigurator's figures (needs --csv)")
     ap.add_argument("--csv", help="write every row here")
-    ap.add_argument("--rows", action="store_true", help="print every row, not only the summary")
+    ap.add_argument("--summary", action="store_true", help="print only the summary per family, not every row")
     args = ap.parse_args(argv)
 
     peer, why = peer_mod._load()
