@@ -8,6 +8,7 @@ import pandas as pd
 
 from core.models import ServingStack
 from core.performance import peer
+from core.presentation.format import integer, number, plain
 
 COLUMNS = [
     "concurrency",
@@ -70,10 +71,12 @@ def text_lines(view: PeerView) -> list[str]:
     lines.append(f"{'conc':>6} {'tok/s/stream':>13} {'peer':>8} {'ratio':>6} {'TTFT ms':>9} {'peer':>8} {'ratio':>6} "
                  f"{'tok/s total':>12} {'peer':>9} {'ratio':>6}")
     for r in view.table.itertuples(index=False):
-        lines.append(
-            f"{r.concurrency:>6g} {r.per_stream_roofline:>13,.1f} {r.per_stream_peer:>8,.1f} {r.per_stream_ratio:>6.2f} "
-            f"{r.ttft_roofline:>9,.0f} {r.ttft_peer:>8,.0f} {r.ttft_ratio:>6.2f} "
-            f"{r.total_roofline:>12,.1f} {r.total_peer:>9,.1f} {r.total_ratio:>6.2f}")
+        cells = [(plain(r.concurrency), 6), (number(r.per_stream_roofline, decimals=1), 13),
+                 (number(r.per_stream_peer, decimals=1), 8), (number(r.per_stream_ratio, decimals=2), 6),
+                 (integer(r.ttft_roofline), 9), (integer(r.ttft_peer), 8), (number(r.ttft_ratio, decimals=2), 6),
+                 (number(r.total_roofline, decimals=1), 12), (number(r.total_peer, decimals=1), 9),
+                 (number(r.total_ratio, decimals=2), 6)]
+        lines.append(" ".join(text.rjust(width) for text, width in cells))
     if view.note:
         lines.append(f"  note: {view.note}")
     return lines
