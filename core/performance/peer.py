@@ -111,7 +111,7 @@ class PeerEstimate:
 
 
 class Peer(Protocol):
-    """What the adapter needs from the peer: its version and one point (a dict of ttft/tpot/tok/s)."""
+    """What the adapter needs from the peer: its version and one point (PeerError where it has none)."""
 
     version: str
 
@@ -147,7 +147,7 @@ class _Aiconfigurator:
             bundled = resources.files("aiconfigurator_core") / "model_configs" / f"{name}_config.json"
             if not bundled.is_file():
                 return model_path
-            folder = (cache_path() or Path.home() / ".cache" / "hangover" / "x").parent / "aic-models" / name
+            folder = _cache_dir() / "aic-models" / name
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "config.json").write_text(bundled.read_text())
             return str(folder)
@@ -265,6 +265,11 @@ def coverage(stack: ServingStack, gpu_name: str) -> tuple[PeerConfig | None, str
 
 
 # ---- cache: in process, and in a JSON file keyed by peer version + configuration ---------------------------
+
+
+def _cache_dir() -> Path:
+    path = cache_path()
+    return path.parent if path is not None else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hangover"
 
 
 def cache_path() -> Path | None:
