@@ -239,3 +239,17 @@ def test_a_failed_download_is_not_kept(seed_catalog):
     assert not est.covered and "Failed to download" in est.reason
     peer.peer_estimate(stack, "H100 SXM", 2, [1], 1000, 256, peer=fake)
     assert len(fake.calls) == 2
+
+
+def test_the_cli_table_says_whether_the_range_contains_the_peer(seed_catalog):
+    """Range of total tok/s 700-900 at 4 streams; the fake peer says 740.74 (inside). At 8: range 1000-1200, the
+    peer 8 x 1000 / 5.8 = 1379.3 (above): the high end would move x 1379.3 / 1200 = 1.15; the low end stays."""
+    est = peer.peer_estimate(_stack(seed_catalog, "llama70b-fp8"), "H100 SXM", 2, [4, 8], 1000, 256, peer=FakePeer())
+    curve = pd.DataFrame({"concurrency": [4.0, 8.0], "output_tokens_per_s_per_stream": [200.0, 137.5],
+                          "ttft_ms": [60.0, 60.0], "output_tokens_per_s_total": [800.0, 1100.0],
+                          "output_tokens_per_s_total_low": [700.0, 1000.0],
+                          "output_tokens_per_s_total_high": [900.0, 1200.0]})
+    view = side_by_side(curve, est)
+    assert view.range_line == ("the roofline's range of total tok/s contains AIConfigurator at 1 of 2 loads; to "
+                               "contain it everywhere, the high end x1.15 (the verdict ranges do not read this)")
+    assert text_lines(view)[-1] == f"  {view.range_line}"

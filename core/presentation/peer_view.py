@@ -25,6 +25,7 @@ class PeerView:
     table: pd.DataFrame | None
     line: str
     note: str = ""
+    range_line: str = ""  # whether the roofline's low-high range of total tok/s contains the peer
 
 
 def side_by_side(curve: pd.DataFrame, estimate: peer.PeerEstimate) -> PeerView:
@@ -35,7 +36,11 @@ def side_by_side(curve: pd.DataFrame, estimate: peer.PeerEstimate) -> PeerView:
         [(float(p.concurrency), p.per_stream_tok_s, p.ttft_ms, p.total_tok_s) for p in estimate.points],
         columns=["concurrency", "per_stream_peer", "ttft_peer", "total_peer"],
     )
-    ours = curve[["concurrency", "output_tokens_per_s_per_stream", "ttft_ms", "output_tokens_per_s_total"]].rename(
+    ranged = {"output_tokens_per_s_total_low", "output_tokens_per_s_total_high"} <= set(curve.columns)
+    keep = ["concurrency", "output_tokens_per_s_per_stream", "ttft_ms", "output_tokens_per_s_total"]
+    if ranged:
+        keep += ["output_tokens_per_s_total_low", "output_tokens_per_s_total_high"]
+    ours = curve[keep].rename(
         columns={"output_tokens_per_s_per_stream": "per_stream_roofline", "ttft_ms": "ttft_roofline",
                  "output_tokens_per_s_total": "total_roofline"})
     ours = ours.assign(concurrency=ours["concurrency"].round())
@@ -44,7 +49,19 @@ def side_by_side(curve: pd.DataFrame, estimate: peer.PeerEstimate) -> PeerView:
         t[f"{what}_ratio"] = t[f"{what}_roofline"] / t[f"{what}_peer"]
     line = (f"Second opinion (estimate): {estimate.source}, aggregated serving; "
             "ratio = roofline / AIConfigurator")
-    return PeerView(t[COLUMNS], line, note=estimate.note)
+    return PeerView(t[COLUMNS], line, note=estimate.note, range_line=_range_line(t) if ranged else "")
+
+
+def _range_line(t: pd.DataFrame) -> str:
+    """How many of the peer's figures fall inside the roofline's range, and how far the range would stretch."""
+    low, high = t["output_tokens_per_s_total_low"], t["output_tokens_per_s_total_high"]
+    inside = int(((t["total_peer"] >= low) & (t["total_peer"] <= high)).sum())
+    slow, fast = peer.widening(low.tolist(), high.tolist(), t["total_peer"].tolist())
+    text = f"the roofline's range of total tok/s contains AIConfigurator at {integer(inside)} of {integer(len(t))} loads"
+    moves = [f"the {end} end x{number(f, decimals=2)}" for end, f in (("low", slow), ("high", fast)) if f != 1.0]
+    if moves:
+        text += f"; to contain it everywhere, {' and '.join(moves)} (the verdict ranges do not read this)"
+    return text
 
 
 def peer_blocker(stack: ServingStack, gpu_name: str) -> str:
@@ -77,6 +94,8 @@ def text_lines(view: PeerView) -> list[str]:
                  (number(r.total_roofline, decimals=1), 12), (number(r.total_peer, decimals=1), 9),
                  (number(r.total_ratio, decimals=2), 6)]
         lines.append(" ".join(text.rjust(width) for text, width in cells))
+    if view.range_line:
+        lines.append(f"  {view.range_line}")
     if view.note:
         lines.append(f"  note: {view.note}")
     return lines
