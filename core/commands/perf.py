@@ -15,6 +15,7 @@ from core.performance.calibration import (
     route_points,
 )
 from core.presentation.format import integer
+from core.presentation.peer_view import peer_view, text_lines
 from core.store import Store, default_db_path
 
 DEFAULT_CONCURRENCY = "1,2,4,8,16,32,64,128,256"
@@ -39,6 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input-tokens", type=float, help=f"mean input tokens (default: those of the route's benchmarks, else {integer(DEFAULT_TOKENS[0])})")
     p.add_argument("--output-tokens", type=float, help=f"mean output tokens (default: those of the route's benchmarks, else {integer(DEFAULT_TOKENS[1])})")
     p.add_argument("--json", action="store_true", help="print the curve as JSON records")
+    p.add_argument("--peer", action="store_true",
+                   help="also show NVIDIA AIConfigurator's estimate beside the roofline (optional extra: "
+                        "pip install -e \".[peer]\"), or one line saying why it has none")
     p.set_defaults(func=cmd_perf)
 
 
@@ -104,8 +108,15 @@ def cmd_perf(args: argparse.Namespace) -> int:
     for col in ("output_tokens_per_s_total", "e2e_ms"):
         df[f"{col}_low"] = df[col] * low[col] / mid[col]
         df[f"{col}_high"] = df[col] * high[col] / mid[col]
+    view = peer_view(stack, gpu.name, gpus, df, n_in, n_out) if args.peer else None
     if args.json:
-        print(json.dumps(json.loads(df.to_json(orient="records")), indent=2))
+        records = json.loads(df.to_json(orient="records"))
+        if view is None:
+            print(json.dumps(records, indent=2))
+        else:  # --peer: the curve and the peer side by side (records stay as without --peer)
+            peer = json.loads(view.table.to_json(orient="records")) if view.table is not None else None
+            print(json.dumps({"curve": records, "peer": {"line": view.line, "note": view.note, "rows": peer}},
+                             indent=2))
         return 0
 
     print(f"{stack.stack_id} ({stack.architecture.value}) on {gpus} x {gpu.name}, {n_in:g} input / {n_out:g} output tokens")
@@ -136,4 +147,8 @@ def cmd_perf(args: argparse.Namespace) -> int:
               f"or the engine's running-batch cap ({stack.engine.value}: {cap:,} sequences)")
     for n in [*notes, *cal.notes]:
         print(f"  note: {n}")
+    if view is not None:
+        print()
+        for line in text_lines(view):
+            print(line)
     return 0

@@ -23,6 +23,7 @@ from core.presentation.charts_inputs import (
     throughput_chart,
 )
 from core.presentation.format import column_format, integer, number, plain
+from core.presentation.peer_view import peer_blocker, peer_view
 from core.store.benchmarks import list_imports
 from dashboard.format import md
 from dashboard.state import bump_data_version, catalog, data_version, store
@@ -128,6 +129,29 @@ try:
                 "source": st.column_config.TextColumn("source", width="large"),
             },
         )
+    # The second opinion is asked for, never computed on load: about a CPU second per concurrency the first time.
+    if blocked := peer_blocker(stack, gpu_name):
+        st.caption(md(blocked))
+    elif st.toggle("Compare with NVIDIA AIConfigurator (a second estimate; slow the first time, then cached)",
+                   key="perf_peer"):
+        view = peer_view(stack, gpu_name, int(gpus), curve, float(n_in), float(n_out))
+        st.caption(md(view.line))
+        if view.table is not None:
+            ratio = st.column_config.NumberColumn("ratio", format=column_format("num_2"))
+            st.dataframe(view.table, hide_index=True, width="stretch", key="perf_peer_table", column_config={
+                "concurrency": st.column_config.NumberColumn("concurrency", format=column_format("plain")),
+                "per_stream_roofline": st.column_config.NumberColumn("tok/s, stream", format=column_format("num_1")),
+                "per_stream_peer": st.column_config.NumberColumn("AIConfigurator", format=column_format("num_1")),
+                "per_stream_ratio": ratio,
+                "ttft_roofline": st.column_config.NumberColumn("TTFT", format=column_format("ms")),
+                "ttft_peer": st.column_config.NumberColumn("AIConfigurator", format=column_format("ms")),
+                "ttft_ratio": ratio,
+                "total_roofline": st.column_config.NumberColumn("tok/s, replica", format=column_format("int")),
+                "total_peer": st.column_config.NumberColumn("AIConfigurator", format=column_format("int")),
+                "total_ratio": ratio,
+            })
+        if view.note:
+            st.caption(md(view.note))
 except HangoverError as exc:
     st.error(md(str(exc)))
 
