@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.decision import plan as plan_mod
+from core.decision import search as plan_mod
 from core.decision.analysis import fleet_options
 from core.decision.engine import evaluate
 from core.decision.plan import Planner, pack_nodes
@@ -348,7 +348,7 @@ def test_a_workload_at_the_edge_of_its_target_does_not_collapse_a_pool(catalog, 
     above SINGLE_MOVE_ROWS workloads (members closest to the edge moved out of the biggest pools).
     """
     from core.decision import latency
-    from core.decision import plan as plan_mod
+    from core.decision import search as plan_mod
 
     if search == "evictions":
         monkeypatch.setattr(plan_mod, "SINGLE_MOVE_ROWS", 0)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from core.decision import classes as classes_mod
-from core.decision import plan as plan_mod
+from core.decision import search as plan_mod
 from core.decision.classes import scale_classes
 from core.decision.engine import evaluate
 from core.models import Scenario
