@@ -57,6 +57,7 @@ import numpy as np
 from scipy import special
 
 from core.decision import queueing
+from core.decision.settings import DEFAULT as SETTINGS  # the numerics below (SearchSettings' help)
 from core.models import Architecture
 
 # Spread of a workload's output length when the inventory gives no output_tokens_p95.
@@ -70,24 +71,23 @@ Z95 = 1.6448536269514722  # standard normal 95th percentile
 # Largest sigma whose lognormal p95/mean is still a function of sigma (the maximum of
 # 1.645 sigma - sigma^2 / 2 is at sigma = 1.645): p95/mean above e^1.353 = 3.87 is capped there.
 _MAX_SIGMA = Z95
-_FIXED_POINT_ITERATIONS = 30
 # Gauss–Legendre nodes per panel of the wait-service convolution (two panels):
 # 16 per panel put P(E + S > t) within 3e-7 (relative) of 64 per panel and of adaptive
 # quadrature on 200k random cases (tests/test_latency.py checks against scipy's quad).
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(SETTINGS.gauss_legendre_nodes)
 _GL_X, _GL_W = (_GL_X + 1.0) / 2.0, _GL_W / 2.0  # on [0, 1]
 _SQRT2 = np.sqrt(2.0)
 _INV_SQRT2PI = 1.0 / np.sqrt(2.0 * np.pi)
 # Points of the requests-in-system chain per configuration: exact (one per state) up to this many slots,
 # a grid of this many points above (its log density is smooth there, and sums become integrals).
-_CHAIN_POINTS = 256
+_CHAIN_POINTS = SETTINGS.chain_points
 # Blocks summed exactly in the wait + service convolution of block-wise (diffusion) service; blocks further
 # below t add at most P(K <= m - 64) exp(-theta x 64 blocks), taken whole (an upper bound).
-_BLOCK_TERMS = 64
+_BLOCK_TERMS = SETTINGS.block_terms
 # Blocks summed for E[ceil(N / L)] and E[ceil(N / L)^2] (where rounding matters: a few blocks); beyond,
 # the rounding is uniform on average
 # (E[K] = E[N] / L + 1 / 2 and E[K^2] = E[N^2] / L^2 + E[N] / L + 1 / 3).
-_BLOCK_SUM = 64
+_BLOCK_SUM = SETTINGS.block_sum
 
 
 # --------------------------------------------------------------------------- output length
@@ -1127,7 +1127,7 @@ class ReplicaSizing:
 
 
 # Workload rows per configuration checked in the search before all are verified.
-_CANDIDATES_PER_ROW = 8
+_CANDIDATES_PER_ROW = SETTINGS.candidates_per_row
 
 
 def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000, binding_rows: bool = True) -> ReplicaSizing:

@@ -43,29 +43,8 @@ fleet record and the analyses import.
 from __future__ import annotations
 
 from core.decision.pricing import Deployment, PlanCost, Pricer, fill_idle, pack_nodes
-from core.decision.search import (
-    DEARER_API_ROWS,
-    DEARER_APIS,
-    DROP_NODE_MARGINS,
-    DROP_NODE_POOLS,
-    EVICT_DEPLOYMENTS,
-    EVICT_GROUPS,
-    EVICT_PRICINGS,
-    EXCLUDE_STACKS,
-    FULL_MOVE_ROWS,
-    LARGE_ROWS,
-    MAX_PASSES,
-    MAX_REPAIR_ROUNDS,
-    MULTI_START_ROWS,
-    MULTI_STARTS,
-    RESTART_ROWS,
-    SHADOW_PRICES,
-    SHADOW_PRICES_LARGE,
-    SINGLE_MOVE_ROWS,
-    SPECULATE_MOVES,
-    TIGHTER_TARGETS,
-    Planner,
-)
+from core.decision.search import Planner
+from core.decision.settings import DEFAULT, SearchSettings
 from core.decision.sizing import (
     CAP_BANDS,
     EDGE_TIER,
@@ -78,11 +57,13 @@ from core.decision.sizing import (
     service_p95_alone_ms,
 )
 
+# The search's thresholds live in SearchSettings; fleet.py still reads these two by name (the licensed
+# stacks' re-plan), with the default record's values.
+FULL_MOVE_ROWS = DEFAULT.full_move_rows
+RESTART_ROWS = DEFAULT.restart_rows
+
 __all__ = [
-    "CAP_BANDS", "DEARER_API_ROWS", "DEARER_APIS", "DROP_NODE_MARGINS", "DROP_NODE_POOLS", "EDGE_TIER",
-    "EVICT_DEPLOYMENTS", "EVICT_GROUPS", "EVICT_PRICINGS", "EXCLUDE_STACKS", "FULL_MOVE_ROWS", "LARGE_ROWS",
-    "MAX_PASSES", "MAX_REPAIR_ROUNDS", "MULTI_STARTS", "MULTI_START_ROWS", "RESTART_ROWS", "SHADOW_PRICES",
-    "SHADOW_PRICES_LARGE", "SINGLE_MOVE_ROWS", "SPECULATE_MOVES", "TIER_NAMES", "TIGHTER_TARGETS", "Deployment",
-    "DeploymentSize", "OwnedRoute", "PlanCost", "PlanInputs", "Planner", "Pricer", "Sizer", "_binding_candidates",
-    "fill_idle", "pack_nodes", "service_p95_alone_ms",
+    "CAP_BANDS", "DEFAULT", "EDGE_TIER", "FULL_MOVE_ROWS", "RESTART_ROWS", "TIER_NAMES", "Deployment",
+    "DeploymentSize", "OwnedRoute", "PlanCost", "PlanInputs", "Planner", "Pricer", "SearchSettings", "Sizer",
+    "_binding_candidates", "fill_idle", "pack_nodes", "service_p95_alone_ms",
 ]

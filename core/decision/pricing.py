@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from core.decision.economics import HOURS_PER_MONTH
+from core.decision.settings import SearchSettings
 from core.decision.sizing import DeploymentSize, OwnedRoute, PlanInputs, Sizer
 
 _NO_ROWS = np.zeros(0, dtype=np.intp)  # no rows (shared: read-only)
@@ -82,8 +83,9 @@ class PlanCost:
 class Pricer(Sizer):
     """Prices assignments exactly from cached deployment sizings (the planner's second job)."""
 
-    def __init__(self, inp: PlanInputs, cache: dict[tuple, Any] | None = None):
-        super().__init__(inp, cache)
+    def __init__(self, inp: PlanInputs, cache: dict[tuple, Any] | None = None,
+                 settings: SearchSettings | None = None):
+        super().__init__(inp, cache, settings)
         self._owned_pos = {o.index: k for k, o in enumerate(inp.owned)}
         w = len(inp.workload_ids)
         self._rows = np.arange(w)

@@ -21,43 +21,16 @@ import numpy as np
 from core.decision import latency
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
 from core.decision.pricing import PlanCost, Pricer
+from core.decision.settings import SearchSettings
 from core.decision.sizing import OwnedRoute, PlanInputs, _given, service_p95_alone_ms
-
-# Shadow prices tried, as multiples of the full $/GPU-hour: 0 fills owned nodes, 1 makes a node pay for itself.
-SHADOW_PRICES = (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0, 1.25, 1.6, 2.0, 3.0)
-SHADOW_PRICES_LARGE = (0.0, 0.1, 0.35, 0.7, 1.0, 1.6, 3.0)  # fewer rungs where one exact pricing costs more
-LARGE_ROWS = 20_000
-SINGLE_MOVE_ROWS = 400  # up to this many workloads the search also tries moving each one alone
-FULL_MOVE_ROWS = 12  # up to this many, to every allowed plan column (every tier of every stack)
-MULTI_START_ROWS = 60  # up to this many, moves from MULTI_STARTS more shadow-price candidates than the cheapest
-MULTI_STARTS = 3
-EXCLUDE_STACKS = 2  # ... and restarts without each of the stacks holding the most GPUs (Planner._without_stacks)
-RESTART_ROWS = 100  # up to this many, one such restart where the plan buys nodes
-# ... and above MULTI_START_ROWS up to DEARER_API_ROWS, where the plan buys nodes, a restart from the plan searched
-# with every API this many times dearer, for each (Planner._from_dearer_apis)
-DEARER_API_ROWS = 5000
-DEARER_APIS = (1.5, 2.25)
-TIGHTER_TARGETS = 0.8  # ... and up to MULTI_START_ROWS, a restart from the plan searched at targets this much tighter
-# Above that, binding members of the deployments holding the most GPUs are moved out one at a time (exact
-# pricings per pass, deployments looked at per pass): a deterministic budget, not a clock.
-EVICT_PRICINGS = 60
-EVICT_DEPLOYMENTS = 8
-EVICT_GROUPS = tuple(2**k for k in range(13))  # how many of a pool's members closest to the edge move at once
-MAX_PASSES = 6
-# Candidate moves sized together ahead of pricing them one by one (Planner._speculate): enough for most of a
-# batch's saving, few enough that a move taken midway wastes little (the moves after it are sized again).
-SPECULATE_MOVES = 8
-DROP_NODE_MARGINS = (1.0, 1.25, 1.6, 2.0, 3.0)  # GPUs moved off, as multiples of what a node fewer needs
-DROP_NODE_POOLS = 6  # pools that alone free a node's worth tried as one move each (smallest first)
-MAX_REPAIR_ROUNDS = 6  # rounds of barring members a pooled deployment cannot hold (see optimise)
 
 
 class Planner(Pricer):
     """Prices assignments exactly (with a cache of deployment sizings) and searches for the cheapest."""
 
     def __init__(self, inp: PlanInputs, gpu_hours_month: np.ndarray | None = None,
-                 cache: dict[tuple, Any] | None = None):
-        super().__init__(inp, cache)
+                 cache: dict[tuple, Any] | None = None, settings: SearchSettings | None = None):
+        super().__init__(inp, cache, settings)
         self._lin = None
         # (inputs, linear view) of a planner this one's linear view is built from (linear_parts_like)
         self._lin_like: tuple[PlanInputs, tuple] | None = None
@@ -70,7 +43,7 @@ class Planner(Pricer):
         edge_cols = {(o.route_index, o.tp_options[0]): o.index for o in inp.owned if o.edge}
         self._edge_of = {o.index: edge_cols[(o.route_index, o.tp_options[0])] for o in inp.owned
                          if not o.edge and (o.route_index, o.tp_options[0]) in edge_cols}
-        self._evict_budget = EVICT_PRICINGS
+        self._evict_budget = self.settings.evict_pricings
         self._rank: np.ndarray | None = None  # each row's place in the order the search visits rows (_search_rank)
         # Plan column -> (engine route, GPUs per replica) of owned columns, and the top tier of each.
         self._col_group = {o.index: (o.route_index, o.tp_options[0]) for o in inp.owned}
@@ -211,8 +184,8 @@ class Planner(Pricer):
         focus (bool per plan column, with a start that is a converged plan of the same inputs without those
         columns): while the search is still at that start, only moves onto or off a focus column are priced;
         any other move was priced from the same plan by the search that produced it and did not improve it.
-        After a move is taken, small inventories (up to SINGLE_MOVE_ROWS) try every move again; large ones
-        keep to the focus. singles=False: no single-workload moves above FULL_MOVE_ROWS (a re-plan that only
+        After a move is taken, small inventories (up to settings.single_move_rows) try every move again; large ones
+        keep to the focus. singles=False: no single-workload moves above settings.full_move_rows (a re-plan that only
         needs the deployments to adjust, such as a licence fee's refinement)."""
         inp = self.inp
         W, R = inp.allowed.shape
@@ -223,35 +196,35 @@ class Planner(Pricer):
             return on_classes
         best, others = self._candidates(start, ladder)
         at_start = start is not None and np.array_equal(best.assignment, np.asarray(start))
-        moves = singles or W <= FULL_MOVE_ROWS
+        moves = singles or self.settings.full_move_rows >= W
         found = self._improve(best, focus if at_start else None, moves)
         # The cheapest candidate is not always the one moves improve most: on generated inventories of 20-40
         # workloads, moves from another shadow price's candidate ended a whole node cheaper (docs/performance.md
         # "Sizing in batches; moves from several starts"). Small inventories improve the next cheapest candidates too, keep the cheapest plan.
         # Only a full search (ladder; not a re-plan from a given plan, such as a licence fee's refinement).
         restarts = focus is None and ladder and self._restarts
-        if restarts and W <= MULTI_START_ROWS:
+        if restarts and self.settings.multi_start_rows >= W:
             # The candidate at the lowest shadow price (everything on owned routes: the dearest before moves, and
             # the best start on 3 of the 15 generated inventories checked), then the cheapest others.
             rest = [c for c in others if c is not best]
-            for cand in (rest[:1] + sorted(rest[1:], key=lambda c: c.key))[:MULTI_STARTS]:
+            for cand in (rest[:1] + sorted(rest[1:], key=lambda c: c.key))[:self.settings.multi_starts]:
                 end = self._improve(cand, None, moves)
                 if end.key < found.key:
                     found = end
-            found = self._without_stacks(found, moves, EXCLUDE_STACKS)
+            found = self._without_stacks(found, moves, self.settings.exclude_stacks)
             found = self._from_tighter_targets(found, moves)
-        elif restarts and W <= RESTART_ROWS and found.nodes_needed > self.inp.owned_nodes:
-            # Up to RESTART_ROWS, one restart (each is a search of its own) where the plan buys nodes.
+        elif restarts and self.settings.restart_rows >= W and found.nodes_needed > self.inp.owned_nodes:
+            # Up to settings.restart_rows, one restart (each is a search of its own) where the plan buys nodes.
             found = self._without_stacks(found, moves, 1)
-        if restarts and MULTI_START_ROWS < W <= DEARER_API_ROWS and found.nodes_needed > self.inp.owned_nodes:
-            for scale in DEARER_APIS:
+        if restarts and self.settings.multi_start_rows < W <= self.settings.dearer_api_rows and found.nodes_needed > self.inp.owned_nodes:
+            for scale in self.settings.dearer_apis:
                 found = self._from_dearer_apis(found, moves, scale)  # a start of another shape (its docstring)
         return found
 
     def _candidates(self, start: np.ndarray | None, ladder: bool) -> tuple[PlanCost, list[PlanCost]]:
         """The cheapest start (`start` priced, and with ladder the shadow-price candidates) and the feasible
         shadow-price candidates. Pairings a pooled deployment cannot hold are barred and the candidates
-        re-chosen, up to MAX_REPAIR_ROUNDS times, while no candidate could be sized at all."""
+        re-chosen, up to settings.max_repair_rounds times, while no candidate could be sized at all."""
         W = len(self.inp.workload_ids)
         best: PlanCost | None = None
         if start is not None:
@@ -263,9 +236,9 @@ class Planner(Pricer):
         others: list[PlanCost] = []
         # Each shadow price's candidate, with how many batches of pairings had been barred when it was chosen.
         chosen: dict[float, tuple[np.ndarray, int]] = {}
-        for _ in range(MAX_REPAIR_ROUNDS):
+        for _ in range(self.settings.max_repair_rounds):
             best, seen, others = warm, set(), []
-            for mult in (SHADOW_PRICES if W <= LARGE_ROWS else SHADOW_PRICES_LARGE) if ladder or warm is None else ():
+            for mult in (self.settings.shadow_prices if self.settings.large_rows >= W else self.settings.shadow_prices_large) if ladder or warm is None else ():
                 p_hour = mult * self.inp.full_usd_per_gpu_hour
                 if mult not in chosen:
                     assign = self._choose(p_hour)
@@ -306,22 +279,22 @@ class Planner(Pricer):
         pools of other shapes, and which one leads there differs: x1.5 found the first two, only x2.25 the
         third (docs/performance.md "A restart from dearer APIs"). The sub-search makes whole-pool moves only
         (its start is then polished here with every move), and it shares the sizings (prices do not enter
-        them). Up to DEARER_API_ROWS: at 10,000 and 20,000 workloads x1.5 cost ~3 s for no node."""
+        them). Up to settings.dearer_api_rows: at 10,000 and 20,000 workloads x1.5 cost ~3 s for no node."""
         inp = self.inp
         sub = Planner(replace(inp, api_monthly_r=inp.api_monthly_r * scale,
                               fallback_api_monthly=inp.fallback_api_monthly * scale),
-                      self._gpu_hours_month, cache=self._cache)
+                      self._gpu_hours_month, cache=self._cache, settings=self.settings)
         sub._restarts = False
         return self._restart_from(sub.optimise(singles=False), found, moves)
 
     def _from_tighter_targets(self, found: PlanCost, moves: bool) -> PlanCost:
-        """A restart from the plan searched with every target TIGHTER_TARGETS times as tight (one start): a
+        """A restart from the plan searched with every target settings.tighter_targets times as tight (one start): a
         plan that holds the tighter targets holds these, so the search should never end dearer than it. On a
         generated 18-workload inventory it did: targets x0.8 planned $24,861.01 a month against $25,129.10
         for the same workloads (bench/bench_plan_properties.py seed 43); this restart finds $24,894.24."""
         inp = self.inp
         # Its own sizing cache and standalone view: both depend on the targets.
-        sub = Planner(replace(inp, slo_ms=inp.slo_ms * TIGHTER_TARGETS))
+        sub = Planner(replace(inp, slo_ms=inp.slo_ms * self.settings.tighter_targets), settings=self.settings)
         sub._restarts = False
         return self._restart_from(sub.optimise(), found, moves)
 
@@ -355,7 +328,8 @@ class Planner(Pricer):
             cols = np.array([o.index for o in inp.owned if o.route_id == rid], dtype=int)
             allowed = inp.allowed.copy()
             allowed[:, cols] = False
-            sub = Planner(replace(inp, allowed=allowed), self._gpu_hours_month, cache=self._cache)
+            sub = Planner(replace(inp, allowed=allowed), self._gpu_hours_month, cache=self._cache,
+                          settings=self.settings)
             sub._restarts = False
             other = sub.optimise()
             if not other.feasible:
@@ -393,7 +367,7 @@ class Planner(Pricer):
             # numbers mean classes, and other inputs number them otherwise).
             key = ("classes", hashlib.blake2b(cls.tobytes(), digest_size=16).digest())
             shared = self._cache.setdefault(key, {})
-            self._sub = Planner(class_inputs(self.inp, cls, first), cache=shared)
+            self._sub = Planner(class_inputs(self.inp, cls, first), cache=shared, settings=self.settings)
         sub = self._sub
         found_c = sub.optimise(start=class_start, ladder=ladder, focus=focus, singles=singles)
         # Pairings the class search found a pooled deployment cannot hold are barred for every member.
@@ -455,9 +429,7 @@ class Planner(Pricer):
             b = inp.concurrency_grid[None, None, :]
             return np.where(ok, svc * g / b, np.inf).min(axis=1)  # (W, B)
 
-        from core.decision.engine import PARALLEL_ROWS
-
-        if W >= PARALLEL_ROWS and len(distinct) > 1:
+        if self.settings.parallel_rows <= W and len(distinct) > 1:
             # numpy releases the GIL on these (W, G, B) arrays: two threads use both cores of a small machine.
             with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
                 per_point = dict(zip(distinct, pool.map(gpu_seconds, distinct.values()), strict=True))
@@ -480,7 +452,7 @@ class Planner(Pricer):
         inp = self.inp
         W = len(inp.workload_ids)
         focused = focus is not None
-        for _ in range(MAX_PASSES):
+        for _ in range(self.settings.max_passes):
             improved = False
             # Whole deployments: move every member of one owned route to its next-best route.
             cols = [o.index for o in inp.owned]
@@ -488,8 +460,8 @@ class Planner(Pricer):
             ahead = 0  # the routes cols[:ahead] have their moves in `moves` (sized ahead: _speculate)
             # How many moves to size ahead: after a move is taken the next is likely taken too (the licensed
             # stack's re-plan at 100,000 workloads took ~35 in a row, each after sizing 8), so one; doubled
-            # up to SPECULATE_MOVES while none is. Sizing ahead only fills the cache: the same plan either way.
-            span = SPECULATE_MOVES
+            # up to settings.speculate_moves while none is. Sizing ahead only fills the cache: the same plan either way.
+            span = self.settings.speculate_moves
             for k, col in enumerate(cols):
                 if k >= ahead:
                     window: list[tuple[np.ndarray, np.ndarray]] = []
@@ -499,7 +471,7 @@ class Planner(Pricer):
                             window.append(move)
                         ahead += 1
                     self._speculate(best, window)
-                    span = min(2 * span, SPECULATE_MOVES)
+                    span = min(2 * span, self.settings.speculate_moves)
                 move = moves.get(col)
                 if move is None:
                     continue
@@ -510,35 +482,35 @@ class Planner(Pricer):
                     moves.clear()
                     ahead = k + 1
                     span = 1
-            if W <= SINGLE_MOVE_ROWS:
+            if self.settings.single_move_rows >= W:
                 merged = self._merge_pools(best, focus)
                 if merged is not best:
                     best, improved = merged, True
             # A focused re-plan (a licensed stack's break-even fee) starts from a plan whose pools were already
             # thinned at the edge; its own evictions bought nothing on generated 30k inventories for ~100 sizings.
-            if W > SINGLE_MOVE_ROWS and not focused:
+            if self.settings.single_move_rows < W and not focused:
                 evicted = self._evict(best)
                 if evicted is not best:
                     best, improved = evicted, True
-            # Single workloads (small inventories): every allowed route, first improvement. Above FULL_MOVE_ROWS,
+            # Single workloads (small inventories): every allowed route, first improvement. Above settings.full_move_rows,
             # of another stack or GPU count only the top tier is tried (its pool is where most members are); the
             # other tiers of the workload's own stack and GPU count are tried too (out of a pool it holds back).
             # (Copies of one workload are one row here: the search runs on workload classes, see optimise.)
-            if W <= SINGLE_MOVE_ROWS and singles:
+            if self.settings.single_move_rows >= W and singles:
                 best, gained = self._single_moves(best, focus)
                 improved |= gained
             if not focused:
                 # Large inventories: a node fewer again right away. Dropping a node rarely opens a whole-deployment
                 # move (at 100,000 generated workloads, passes 2-6 gained only by dropping nodes, ~0.6 s of
                 # whole moves each); the next pass still tries every move, so the search ends where none helps.
-                for _ in range(MAX_PASSES if W > SINGLE_MOVE_ROWS else 1):
+                for _ in range(self.settings.max_passes if self.settings.single_move_rows < W else 1):
                     fewer = self._drop_node(best)
                     if fewer is best:
                         break
                     best, improved = fewer, True
             if not improved:
                 break
-            if W <= SINGLE_MOVE_ROWS:
+            if self.settings.single_move_rows >= W:
                 focus = None  # the plan moved: every move is new again (small inventories afford them all)
         return best
 
@@ -564,12 +536,12 @@ class Planner(Pricer):
         is, never by where it sits in the inventory. The search takes the first improving move, so a row order
         is a search path: before this, shuffling the rows of a generated 12-workload inventory gave plans of
         1 and 2 nodes. Largest first by the cheapest way to serve the row alone per month, then by a hash of
-        the row's plan inputs (core.decision.classes.row_hashes). Above SINGLE_MOVE_ROWS (no single moves; ties
+        the row's plan inputs (core.decision.classes.row_hashes). Above settings.single_move_rows (no single moves; ties
         only between rows a node-fewer or eviction move picks): the inventory's order, not ~0.5 s of hashing
         at 100,000 workloads."""
         if self._rank is None:
             W = len(self.inp.workload_ids)
-            if W > SINGLE_MOVE_ROWS:
+            if self.settings.single_move_rows < W:
                 self._rank = np.arange(W)
             else:
                 from core.decision.classes import _sig, row_hashes
@@ -614,7 +586,7 @@ class Planner(Pricer):
     def _single_moves(self, best: PlanCost, focus: np.ndarray | None) -> tuple[PlanCost, bool]:
         """One pass of single-workload moves, first improvement; whether one lowered the bill or GPU-hours.
 
-        Every allowed plan column; above FULL_MOVE_ROWS, of another stack or GPU count only the top tier (its
+        Every allowed plan column; above settings.full_move_rows, of another stack or GPU count only the top tier (its
         pool is where most members are), and the other tiers of the workload's own stack and GPU count (out
         of a pool it holds back). (Copies of one workload are one row here: see optimise's classes.)
         Pruning these moves was tried and dropped (docs/performance.md "Single moves"): skipping members
@@ -631,14 +603,14 @@ class Planner(Pricer):
             def tried(r, best, own=own, i=i):
                 if r == best.assignment[i]:
                     return False
-                if W > FULL_MOVE_ROWS and r in self._col_group and r not in self._top_cols \
+                if self.settings.full_move_rows < W and r in self._col_group and r not in self._top_cols \
                         and self._col_group[int(r)] != own:
                     return False
                 return focus is None or bool(focus[r]) or bool(focus[best.assignment[i]])
 
             targets = np.flatnonzero(inp.allowed[i])
             # Every move of this row sized in one batch (few are taken: on 100 generated workloads sizing them
-            # SPECULATE_MOVES at a time took 1.6x as long); after a move is taken, the rest from the new plan.
+            # settings.speculate_moves at a time took 1.6x as long); after a move is taken, the rest from the new plan.
             self._speculate(best, [(i, t) for t in targets if tried(t, best)])
             for k, r in enumerate(targets):
                 if not tried(r, best):
@@ -647,7 +619,7 @@ class Planner(Pricer):
                 if cand is not None:
                     # Another pass only after a gain in the bill or GPU-hours (small inventories: any gain): on
                     # 300 generated workloads the last two of six passes moved members for latency alone.
-                    gained |= W <= FULL_MOVE_ROWS or cand.key[:2] < best.key[:2]
+                    gained |= self.settings.full_move_rows >= W or cand.key[:2] < best.key[:2]
                     best = cand
                     self._speculate(best, [(i, t) for t in targets[k + 1:] if tried(t, best)])
         return best, gained
@@ -671,9 +643,9 @@ class Planner(Pricer):
         The bill steps by whole nodes, and moves of one workload or one deployment rarely free a whole one:
         on generated inventories of 40-400 workloads, search paths that differed in one move ended a node
         apart (docs/performance.md "A move that aims at a node fewer"). Pools: each that alone frees enough
-        (up to DROP_NODE_POOLS), the smallest pairs that do, the smallest ones together. Workloads: each one's
+        (up to settings.drop_node_pools), the smallest pairs that do, the smallest ones together. Workloads: each one's
         GPUs are its share (by offered load at the peak) of its pool's, or its offline GPU-hours a day / 24,
-        moved in sets freeing DROP_NODE_MARGINS times the GPUs the node fewer needs. Each candidate is priced
+        moved in sets freeing settings.drop_node_margins times the GPUs the node fewer needs. Each candidate is priced
         exactly and the cheapest that beats the plan is kept. Nodes already owned are paid for: only a plan needing
         more than those is looked at.
         """
@@ -709,11 +681,11 @@ class Planner(Pricer):
         # Interactive pools with replicas: joining one may fit in its slack, opening a new one never frees GPUs.
         running = np.array([inp.owned[pos].index for pos, d in best.sizes.items() if d.gpus], dtype=int)
         idle_cols = np.setdiff1d(self._owned_cols, running)
-        sets = [[pos] for g, pos in pools if g >= need][:DROP_NODE_POOLS]
+        sets = [[pos] for g, pos in pools if g >= need][:self.settings.drop_node_pools]
         small = [(g, pos) for g, pos in pools if g < need]
         sets += [[p1, p2] for _, p1, p2 in sorted((g1 + g2, p1, p2) for (g1, p1), (g2, p2)
                                                   in itertools.combinations(small, 2) if g1 + g2 >= need)
-                 ][:DROP_NODE_POOLS]
+                 ][:self.settings.drop_node_pools]
         acc: list[int] = []
         for _g, pos in pools:
             acc.append(pos)
@@ -733,7 +705,7 @@ class Planner(Pricer):
         # The members holding the most GPUs per dollar of their cheapest API, moved there.
         order = movable[np.lexsort((self._search_rank()[movable], api_best[movable] / held[movable]))]
         freed = np.cumsum(held[order])
-        for m in DROP_NODE_MARGINS:
+        for m in self.settings.drop_node_margins:
             k = int(np.searchsorted(freed, need * m - 1e-9)) + 1
             candidates.append(np.where(np.isin(self._rows, order[:k]), api_col, a))
             if k >= order.size:
@@ -767,8 +739,8 @@ class Planner(Pricer):
         a few workloads at 0.2 requests/s each); on a small pool of their own (the edge pool beside the
         latency tier) such members need a few replicas. Per deployment the k members closest to the edge
         (k = 1, 2, 4, ...) are moved to the edge pool, or to their next-best route, and each result priced
-        exactly; the cheapest is kept while the bill falls. Large inventories only: up to SINGLE_MOVE_ROWS
-        workloads the single moves already try every member on every route. The budget (EVICT_PRICINGS
+        exactly; the cheapest is kept while the bill falls. Large inventories only: up to settings.single_move_rows
+        workloads the single moves already try every member on every route. The budget (settings.evict_pricings
         exact pricings per search) is a count, not a clock, so the plan does not depend on the machine.
         """
         inp = self.inp
@@ -776,7 +748,7 @@ class Planner(Pricer):
         looked: set[int] = set()
         while self._evict_budget > 0:
             moved = False
-            for pos, d in sorted(best.sizes.items(), key=lambda kv: -kv[1].gpus)[:EVICT_DEPLOYMENTS]:
+            for pos, d in sorted(best.sizes.items(), key=lambda kv: -kv[1].gpus)[:self.settings.evict_deployments]:
                 if pos in looked or not d.feasible or d.replicas <= 1 or d.n_primary < 2:
                     continue
                 looked.add(pos)
@@ -792,7 +764,7 @@ class Planner(Pricer):
                 order = prim[np.lexsort((self._search_rank()[prim], -(p95_alone / inp.slo_ms[prim])))]
                 edge = self._edge_of.get(route.index)
                 candidates: list[np.ndarray] = []
-                for k in EVICT_GROUPS:
+                for k in self.settings.evict_groups:
                     if k >= prim.size or len(candidates) >= self._evict_budget:
                         break
                     out = order[:k]

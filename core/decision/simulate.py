@@ -34,20 +34,21 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from core.decision import latency
+from core.decision.settings import DEFAULT as SETTINGS  # the numerics below (SearchSettings' help)
 
 # Requests discarded at the start while the empty deployment fills (share of all simulated).
-WARMUP_SHARE = 0.05
+WARMUP_SHARE = SETTINGS.warmup_share
 # Sections for the confidence interval of a percentile (Asmussen & Glynn's sectioning):
 # the run is cut into this many consecutive sections and the spread of the
 # sections' p95 gives the interval around the whole run's p95.
-SECTIONS = 20
+SECTIONS = SETTINGS.sections
 _T_975_19 = 2.093  # Student t, 97.5 %, 19 degrees of freedom
 # Requests simulated by default: the peak hour's arrivals, but at least MIN_REQUESTS (so a
 # quiet deployment still gets a p95 within about +-2 %) and at most MAX_REQUESTS (past which
 # the interval is far inside +-2 % and only the run time grows).
-MIN_REQUESTS = 20_000
-MAX_REQUESTS = 200_000
-TARGET_CI = 0.02  # the p95's 95 % interval should be within +-2 % of it
+MIN_REQUESTS = SETTINGS.min_requests
+MAX_REQUESTS = SETTINGS.max_requests
+TARGET_CI = SETTINGS.target_ci  # the p95's 95 % interval should be within +-2 % of it
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from core.decision import latency
+from core.decision import settings as settings_mod
+from core.decision.settings import SearchSettings
 
 # Concurrency tiers of one stack at one GPU count: (lowest, highest) concurrency cap per replica. One pool holds
 # every member to the tightest target among them, so one member that needs batch 2 would otherwise force a
@@ -177,8 +179,11 @@ class DeploymentSize:
 class Sizer:
     """Sizes pooled deployments on the latency model, with a cache of sizings (the planner's first job)."""
 
-    def __init__(self, inp: PlanInputs, cache: dict[tuple, Any] | None = None):
+    def __init__(self, inp: PlanInputs, cache: dict[tuple, Any] | None = None,
+                 settings: SearchSettings | None = None):
         self.inp = inp
+        # What steers the search (core.decision.settings); without one, the record the entry points use now.
+        self.settings = settings if settings is not None else settings_mod.current()
         # Sizings depend on the owned routes' physics and the members only, so planners over the same owned
         # routes (the licensed-route and fleet-option re-plans) may share them.
         # (DeploymentSize by sizing key; and the class planners' own caches, under ("classes", digest))
