@@ -42,6 +42,7 @@ fleet record and the analyses import.
 
 from __future__ import annotations
 
+from core.decision.latency import service_p95_alone_ms
 from core.decision.pricing import Deployment, PlanCost, Pricer, fill_idle, pack_nodes
 from core.decision.search import Planner
 from core.decision.settings import DEFAULT, SearchSettings
@@ -54,7 +55,6 @@ from core.decision.sizing import (
     PlanInputs,
     Sizer,
     _binding_candidates,
-    service_p95_alone_ms,
 )
 
 # The search's thresholds live in SearchSettings; fleet.py still reads these two by name (the licensed

@@ -20,9 +20,10 @@ import numpy as np
 
 from core.decision import latency
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
+from core.decision.latency import service_p95_alone_ms
 from core.decision.pricing import PlanCost, Pricer
 from core.decision.settings import SearchSettings
-from core.decision.sizing import OwnedRoute, PlanInputs, _given, service_p95_alone_ms
+from core.decision.sizing import OwnedRoute, PlanInputs, _given
 
 
 class Planner(Pricer):
