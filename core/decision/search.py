@@ -419,7 +419,8 @@ class Planner(Pricer):
             blk = latency.block_tokens_of(route.stack)
             if blk not in ratios:
                 given = inp.output_q_ratio or {}
-                ratios[blk] = given[blk] if blk in given else latency.length_ratios(n_out, inp.output_p95_tokens, blk)[0]
+                ratios[blk] = given[blk] if blk in given else \
+                    latency.length_ratios(n_out, inp.output_p95_tokens, blk, 1.0 - inp.sla_tail)[0]
 
         def gpu_seconds(route: OwnedRoute) -> np.ndarray:
             svc = route.service_s  # (W, G, B)
@@ -761,7 +762,7 @@ class Planner(Pricer):
                     route.service_s[prim][:, :, :1], _given(route.prefill_ms, "prefill_ms")[prim],
                     _given(inp.output_tokens, "output_tokens")[prim],
                     None if inp.output_p95_tokens is None else inp.output_p95_tokens[prim], blk,
-                    None if q_all is None else q_all[prim])[:, 0, 0]
+                    None if q_all is None else q_all[prim], 1.0 - inp.sla_tail)[:, 0, 0]
                 order = prim[np.lexsort((self._search_rank()[prim], -(p95_alone / inp.slo_ms[prim])))]
                 edge = self._edge_of.get(route.index)
                 candidates: list[np.ndarray] = []

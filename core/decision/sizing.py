@@ -114,7 +114,7 @@ class PlanInputs:
     full_usd_per_node_hour: float
     attribution_usd_per_node_hour: float  # the owned nodes' rate under the cost basis
     concurrency_grid: np.ndarray
-    sla_tail: float = 0.05
+    sla_tail: float = latency.SLO_TAIL  # 1 - the percentile the targets refer to (Scenario.sla_percentile)
     # The latency model's per-workload inputs (None: built without them, e.g. by older tests).
     input_tokens: np.ndarray | None = None  # (W,) mean input tokens
     output_tokens: np.ndarray | None = None  # (W,) mean output tokens
@@ -197,7 +197,7 @@ class Sizer:
              n_primary: int | None = None) -> DeploymentSize:
         """Size one deployment on the latency model: the concurrency cap and replicas needing the fewest GPUs
         such that every primary member's p95 of time in system (wait + service, its escalated requests
-        inside the same 5 % budget) meets its own target (DESIGN.md "Latency model").
+        inside the same tail, inp.sla_tail) meets its own target (DESIGN.md "Latency model").
 
         rows[:n_primary] are the members served here first (share 1); the rest are requests escalated
         here from other deployments (share f), which load the queue but whose target is held on their
@@ -267,7 +267,7 @@ class Sizer:
             "escalated_share": esc_share, "escalated_extra_ms": esc_extra,
             "step_ms": route.step_curve_ms(context, b_max), "steps_per_token": route.steps_per_token,
             "block_tokens": latency.block_tokens_of(route.stack),
-            "context_tokens": context,
+            "context_tokens": context, "sla_tail": inp.sla_tail,
         }
 
     def _output_moments(self, block_tokens: float) -> tuple[np.ndarray, ...]:
@@ -350,7 +350,7 @@ class Sizer:
             row=np.zeros(n, dtype=np.int64), arrival_rate_per_s=lam, prefill_ms=prefill, output_mean_tokens=n_out,
             output_p95_tokens=p95_out, slo_ms=slo_eff, step_ms=step[None, :], concurrency_cap=b_max,
             escalated_share=esc_share, escalated_extra_ms=esc_extra, steps_per_token=spt, block_tokens=blk,
-            row_moments=tuple(x[rows] for x in self._output_moments(blk)))
+            row_moments=tuple(x[rows] for x in self._output_moments(blk)), tail=inp.sla_tail)
 
         if total <= 0:
             # No traffic: nothing to reserve (the route still reports an operating point).
@@ -374,7 +374,7 @@ class Sizer:
                     p_alone = (1.0 - esc_share) * alone.survival(slo_eff) \
                         + esc_share * alone.survival(slo_eff - esc_extra)
                     hopeless = [(int(rows[i]), int(route.index))
-                                for i in np.flatnonzero(primary & (p_alone > latency.SLO_TAIL) & (lam > 0))]
+                                for i in np.flatnonzero(primary & (p_alone > inp.sla_tail) & (lam > 0))]
                 return infeasible(), hopeless
             return self._size_finish(pos, rows, shares, n_primary, parts, load, caps, reps, st), []
 
@@ -414,7 +414,7 @@ class Sizer:
                     row=np.zeros(n, dtype=np.int64), arrival_rate_per_s=lam, prefill_ms=prefill,
                     output_mean_tokens=n_out, output_p95_tokens=p95_out, slo_ms=slo_eff, step_ms=step[None, :cap],
                     concurrency_cap=cap, escalated_share=esc_share, escalated_extra_ms=esc_extra,
-                    steps_per_token=spt, block_tokens=blk)
+                    steps_per_token=spt, block_tokens=blk, tail=inp.sla_tail)
                 out[:n_primary] = latency.p95_ms(chosen, np.array([float(replicas)]), idx=np.arange(n_primary))
             return out
 

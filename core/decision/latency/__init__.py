@@ -40,7 +40,7 @@ One service-time model, used both for the p95 check and for queueing (DESIGN.md,
   spread between slots (reading the service's cv^2 put waits with 25-50 ms
   prefills and output cv 1.5 at 1.5-1.8 x the simulated ones).
 - **p95 of time in system** T = W + S (+ the escalated requests' extra latency,
-  one 5 % budget): solved numerically from P(T > t).
+  one tail budget: 1 - the scenario's percentile, 5 % by default): solved numerically from P(T > t).
 
 Everything is numpy over flat arrays: `PooledDeployments` holds R deployment
 configurations (e.g. every owned route x candidate concurrency cap) and the I

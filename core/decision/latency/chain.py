@@ -14,9 +14,11 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
+from scipy import special
 
 from core.decision import queueing
 from core.decision.latency.service import (
+    SLO_TAIL,
     Z95,
     ServiceTime,
     effective_tokens_moments,
@@ -40,8 +42,8 @@ class PooledDeployments:
     per block of block-wise decoding (diffusion: L, each block taking L x steps_per_token
     steps; 1: no rounding). Per workload row: peak
     arrival rate, prefill ms on this deployment, output-length mean and p95 (NaN: the
-    default spread), p95 target, the share escalated to a fallback and the latency
-    that adds. Build it with `PooledDeployments.build(...)`, which checks the arrays.
+    default spread), latency target, the share escalated to a fallback and the latency
+    that adds; and the tail (share of requests allowed over the target) every target is held at. Build it with `PooledDeployments.build(...)`, which checks the arrays.
     """
 
     row: np.ndarray
@@ -56,6 +58,9 @@ class PooledDeployments:
     concurrency_cap: np.ndarray
     steps_per_token: np.ndarray
     block_tokens: np.ndarray | None = None  # (R,); None: 1 (set by build)
+    # The share of requests allowed over their target: 1 - the percentile the targets refer to (the
+    # scenario's sla_percentile; 0.05 for a 95th percentile). The exact tier's misses and percentiles read it.
+    tail: float = SLO_TAIL
     # Derived once: output-length lognormal per workload row, its effective length's moments
     # (whole blocks), and per-configuration sums of the traffic's moments (everything the
     # pooled queue needs from the workloads).
@@ -88,7 +93,7 @@ class PooledDeployments:
     @classmethod
     def build(cls, *, row, arrival_rate_per_s, prefill_ms, output_mean_tokens, slo_ms, step_ms, concurrency_cap,
               output_p95_tokens=None, escalated_share=0.0, escalated_extra_ms=0.0,
-              steps_per_token=1.0, block_tokens=1.0, row_moments=None) -> PooledDeployments:
+              steps_per_token=1.0, block_tokens=1.0, row_moments=None, tail=SLO_TAIL) -> PooledDeployments:
         """Broadcast and check the arrays; a bad one raises ValueError naming it.
 
         row_moments: (mu, sigma, E N_eff, E N_eff^2) per row as output_lognormal and effective_tokens_moments
@@ -133,12 +138,13 @@ class PooledDeployments:
             "slo_ms": bool((arrays["slo_ms"] > 0).all()),
             "escalated_share": bool(((arrays["escalated_share"] >= 0) & (arrays["escalated_share"] <= 1)).all()),
             "escalated_extra_ms": bool((arrays["escalated_extra_ms"] >= 0).all()),
+            "tail": bool(0.0 < tail < 0.5),
         }
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
             raise ValueError(f"PooledDeployments: out-of-range or non-finite values in {', '.join(bad)}")
         return cls(row=row, step_ms=np.where(used, step, np.nan), concurrency_cap=cap, steps_per_token=spt,
-                   block_tokens=blk, preset=row_moments, **arrays)
+                   block_tokens=blk, preset=row_moments, tail=float(tail), **arrays)
 
     @property
     def rows(self) -> int:
@@ -152,6 +158,8 @@ class PooledDeployments:
         sizes many deployments in one call (numpy's per-call overhead is most of a small sizing's time)."""
         if len(parts) == 1:
             return parts[0]
+        if len({p.tail for p in parts}) > 1:
+            raise ValueError("PooledDeployments.concat: the parts hold their targets at different tails")
         width = max(p.step_ms.shape[1] for p in parts)
         offsets = np.cumsum([0] + [p.rows for p in parts])[:-1]
 
@@ -307,7 +315,9 @@ class PooledState:
         # variance v T / (1 - phi_t)^3: a cv^2 of v / ((1 - phi_t) T) on its decode time.
         keep = 1.0 / self.prefill_stretch[r]  # 1 - phi_t
         L = dep.row_block_tokens[idx]
-        n95 = np.exp(dep.output_mu[idx] + Z95 * dep.output_sigma[idx])
+        # Its length at the targets' percentile (ndtri(0.95) is Z95 to the last bit).
+        z = Z95 if dep.tail == SLO_TAIL else float(special.ndtri(1.0 - dep.tail))
+        n95 = np.exp(dep.output_mu[idx] + z * dep.output_sigma[idx])
         n95 = np.where(L > 1, L * np.maximum(np.ceil(n95 / L - 1e-12), 1.0), n95)
         t_ref = self.ms_per_token[r] * keep * n95
         with np.errstate(divide="ignore", invalid="ignore"):

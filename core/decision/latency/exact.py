@@ -17,7 +17,6 @@ from core.decision.latency.chain import PooledDeployments, PooledState, pooled_s
 from core.decision.latency.service import (
     _INV_SQRT2PI,
     _SQRT2,
-    SLO_TAIL,
     ServiceTime,
     _all_blocks,
     _block_j,
@@ -80,7 +79,7 @@ def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True
     batch; otherwise it waits Exp(theta) and is served at the full batch:
     P(W + S > t) = (1 - C) P(S_free > t) + C P(E + S_full > t). An escalated request
     (share e) is served here, then by the fallback, which adds x ms:
-    P(T > t) = (1 - e) P(W + S > t) + e P(W + S > t - x) (one 5 % budget).
+    P(T > t) = (1 - e) P(W + S > t) + e P(W + S > t - x) (one tail budget, dep.tail).
     Bounds: the waited term P(S_full > t) + J with J between its closed-form bounds (_j_bounds).
     """
     r = dep.row[idx]
@@ -134,13 +133,15 @@ def _p_fast(dep, st, idx, t):
 
 
 def _misses(dep, st, idx) -> np.ndarray:
-    """Whether P(T > slo) > 5 % for workload rows idx: the bounds decide most, the quadrature the rest."""
+    """Whether P(T > slo) > the deployments' tail (dep.tail: 5 % at the 95th percentile) for workload rows idx:
+    the bounds decide most, the quadrature the rest."""
     t = dep.slo_ms[idx]
+    tail = dep.tail
     lo, hi = _p_items(dep, st, idx, t, exact=False)
-    out = lo > SLO_TAIL
-    unsure = np.flatnonzero(~out & (hi > SLO_TAIL))
+    out = lo > tail
+    unsure = np.flatnonzero(~out & (hi > tail))
     if unsure.size:
-        out[unsure] = _p_items(dep, st, idx[unsure], t[unsure]) > SLO_TAIL
+        out[unsure] = _p_items(dep, st, idx[unsure], t[unsure]) > tail
     return out
 
 
@@ -151,9 +152,10 @@ def p_exceed(dep: PooledDeployments, replicas, t_ms, state: PooledState | None =
     return _p_fast(dep, st, idx, np.broadcast_to(np.asarray(t_ms, dtype=float), idx.shape).copy())
 
 
-def percentile_ms(dep: PooledDeployments, replicas, q: float = 1.0 - SLO_TAIL,
+def percentile_ms(dep: PooledDeployments, replicas, q: float | None = None,
                   state: PooledState | None = None, idx=None) -> np.ndarray:
-    """The q-quantile of time in system for workload rows idx (default all; inf where unstable).
+    """The q-quantile of time in system for workload rows idx (default all; inf where unstable); q None: the
+    percentile the deployments' targets refer to (1 - dep.tail).
 
     Solves P(T > t) = 1 - q by the Illinois method (a safeguarded secant) inside a
     bracket: below, the smaller of the free and full-batch service quantiles (waiting
@@ -162,6 +164,7 @@ def percentile_ms(dep: PooledDeployments, replicas, q: float = 1.0 - SLO_TAIL,
     Stops at a relative width of 1e-5.
     """
     st = pooled_state(dep, replicas) if state is None else state
+    q = 1.0 - dep.tail if q is None else q
     tail = 1.0 - q
     idx = np.arange(dep.row.size) if idx is None else np.asarray(idx)
     out = np.full(idx.size, np.inf)
@@ -204,8 +207,9 @@ def percentile_ms(dep: PooledDeployments, replicas, q: float = 1.0 - SLO_TAIL,
 
 
 def p95_ms(dep: PooledDeployments, replicas, state: PooledState | None = None, idx=None) -> np.ndarray:
-    """p95 of time in system (wait + service, escalations included) for workload rows idx (default all)."""
-    return percentile_ms(dep, replicas, 1.0 - SLO_TAIL, state, idx)
+    """The percentile of time in system the targets refer to (1 - dep.tail: the p95 by default; wait + service,
+    escalations included) for workload rows idx (default all)."""
+    return percentile_ms(dep, replicas, None, state, idx)
 
 
 # --------------------------------------------------------------------------- sizing
@@ -230,7 +234,8 @@ _CANDIDATES_PER_ROW = SETTINGS.candidates_per_row
 
 
 def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000, binding_rows: bool = True) -> ReplicaSizing:
-    """Fewest replicas such that every workload row on each configuration has P(T > slo) <= 5 %.
+    """Fewest replicas such that every workload row on each configuration has P(T > slo) <= dep.tail (5 % at
+    the 95th percentile the targets refer to by default).
 
     binding_rows=False skips naming the binding row of configurations that can be served (two more
     evaluations of every candidate; the fleet plan's search does not read it): -1 there.
@@ -256,7 +261,7 @@ def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000, binding_ro
     alone = ServiceTime(dep.prefill_ms, alone_c, dep.output_mu, dep.output_sigma, dep.row_block_tokens)
     e, x, slo = dep.escalated_share, dep.escalated_extra_ms, dep.slo_ms
     p_alone = (1.0 - e) * alone.survival(slo) + e * alone.survival(slo - x)
-    hopeless_item = (p_alone > SLO_TAIL) & (dep.arrival_rate_per_s > 0)
+    hopeless_item = (p_alone > dep.tail) & (dep.arrival_rate_per_s > 0)
     misses = np.bincount(r, hopeless_item, minlength=R) > 0
     replicas[misses] = -1
     binding[misses] = _argmax_by_row(r, np.where(hopeless_item, p_alone, -np.inf), R)[misses]

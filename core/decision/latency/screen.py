@@ -50,12 +50,13 @@ def length_ratios(mean_tokens, p95_tokens=None, block_tokens=None, q: float = 1.
 
 def service_p95_alone_ms(service_s: np.ndarray, prefill_ms: np.ndarray | None, output_tokens: np.ndarray,
                          output_p95_tokens: np.ndarray | None, block_tokens: int = 1,
-                         q_ratio: np.ndarray | None = None) -> np.ndarray:
+                         q_ratio: np.ndarray | None = None, q: float = 1.0 - SLO_TAIL) -> np.ndarray:
     """(W, G, B) p95 of each workload's service alone at each grid concurrency, ms: the decode part scaled by
     its output length's p95 over the length the physics timed (length_ratios: the latency model's
     lognormal, in whole blocks for diffusion), the prefill as it is. q_ratio: that ratio, if already computed
-    for these workloads and this block size."""
+    for these workloads and this block size; else computed at percentile q (the targets' percentile: the
+    scenario's sla_percentile, 0.95 by default)."""
     if q_ratio is None:
-        q_ratio = length_ratios(output_tokens, output_p95_tokens, block_tokens)[0]
+        q_ratio = length_ratios(output_tokens, output_p95_tokens, block_tokens, q)[0]
     pre = np.nan_to_num(prefill_ms, nan=0.0)[:, None, None] if prefill_ms is not None else 0.0
     return pre + (service_s * 1e3 - pre) * q_ratio[:, None, None]

@@ -20,7 +20,8 @@ from core.models import Architecture
 # (coefficient of variation 0.5, lognormal: p95 = 1.85 x mean); replace it with the
 # workload's own p95 where known.
 DEFAULT_OUTPUT_CV = 0.5
-# The latency target is a 95th percentile: one 5 % budget for the whole time in system.
+# The default tail: targets are 95th percentiles unless the scenario says otherwise (Scenario.sla_percentile
+# reaches the model as PooledDeployments.tail and PlanInputs.sla_tail): one budget for the whole time in system.
 SLO_TAIL = 0.05
 Z95 = 1.6448536269514722  # standard normal 95th percentile
 # Largest sigma whose lognormal p95/mean is still a function of sigma (the maximum of
