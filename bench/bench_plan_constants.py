@@ -1,13 +1,13 @@
-"""Plans generated inventories with the search's constants as they are and as --set changes them, side by side.
+"""Plans generated inventories with the search's settings as they are and as --set changes them, side by side.
 
-Run by hand: python bench/bench_plan_constants.py --set DEARER_API_ROWS=0 [--seeds 1000:1016] [--rows 30:150]
-            python bench/bench_plan_constants.py --set DEARER_API_ROWS=0 --sizes 1000,3000
+Run by hand: python bench/bench_plan_constants.py --set dearer_api_rows=0 [--seeds 1000:1016] [--rows 30:150]
+            python bench/bench_plan_constants.py --set dearer_api_rows=0 --sizes 1000,3000
 Inventory s (bench/gen.py seed s) has --rows workloads drawn from seed s, and 0-2 owned nodes, as
 bench/bench_plan_properties.py draws them (its seed k is seed 1000 + k here); --sizes plans n workloads of
 seed n on 8 owned nodes instead (as bench/bench_plan_scale.py). Per inventory: nodes needed, the cash bill
-and the in-process CPU seconds of the evaluation, first with the constants of core/decision/plan.py, then
-with --set's (NAME=VALUE, repeatable; a tuple as comma-separated numbers, e.g. DEARER_APIS=1.5), and the
-difference.
+and the in-process CPU seconds of the evaluation, first with the default SearchSettings
+(core/decision/settings.py), then with --set's (field=VALUE, repeatable; a tuple as comma-separated numbers,
+e.g. dearer_apis=1.5), and the difference.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 from gen import synthetic_inventory  # noqa: E402
 
 from core.catalog import Catalog  # noqa: E402
-from core.decision import plan as plan_mod  # noqa: E402
+from core.decision import settings as settings_mod  # noqa: E402
 from core.decision.engine import evaluate  # noqa: E402
 from core.models import Scenario  # noqa: E402
 from core.store import Store  # noqa: E402
@@ -54,24 +54,23 @@ def _value(current, text: str):
 
 
 def plan(catalog, rows: int, seed: int, owned: int, changes: dict[str, str]) -> tuple[int, float, float]:
-    """(nodes needed, bill, CPU s) of one inventory's plan with these constants changed."""
-    saved = {k: getattr(plan_mod, k) for k in changes}
+    """(nodes needed, bill, CPU s) of one inventory's plan with these settings changed."""
+    default = settings_mod.DEFAULT
+    # The engine does not take settings yet: the planners it builds read settings.PLAN.
+    settings_mod.PLAN = default.but(**{k: _value(getattr(default, k), v) for k, v in changes.items()})
     try:
-        for k, v in changes.items():
-            setattr(plan_mod, k, _value(saved[k], v))
         cpu = time.process_time()
         ev = evaluate(catalog, synthetic_inventory(rows, seed=seed), Scenario(fleet_nodes=owned))
         cpu = time.process_time() - cpu
     finally:
-        for k, v in saved.items():
-            setattr(plan_mod, k, v)
+        settings_mod.PLAN = default
     return ev.fleet["nodes_needed"], round(ev.fleet["total_monthly_usd"], 2), cpu
 
 
 def main() -> None:
     """One line per inventory; sums at the end."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a plan.py constant to change")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a SearchSettings field to change")
     ap.add_argument("--seeds", default="1000:1016", help="first:last (exclusive) generator seeds")
     ap.add_argument("--rows", default="30:150", help="workloads per inventory: low:high (exclusive)")
     ap.add_argument("--sizes", default="", help="instead of seeds: inventory sizes, e.g. 1000,3000")
@@ -79,8 +78,8 @@ def main() -> None:
     changes = {}
     for item in args.set:
         name, _, value = item.partition("=")
-        if not hasattr(plan_mod, name):
-            raise SystemExit(f"--set {item}: core/decision/plan.py has no constant {name}")
+        if name not in settings_mod.SearchSettings.help():
+            raise SystemExit(f"--set {item}: core/decision/settings.py SearchSettings has no field {name}")
         changes[name] = value
     with tempfile.TemporaryDirectory() as d:
         catalog = Catalog.from_store(Store(Path(d) / "bench.duckdb"))

@@ -12,10 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.decision import plan as plan_mod
+from core.decision import settings as settings_mod
 from core.decision.analysis import fleet_options
 from core.decision.engine import evaluate
 from core.decision.plan import Planner, pack_nodes
+from core.decision.settings import DEFAULT
 from core.models import HOURS_PER_MONTH, Scenario
 from core.store.seed import sample_workloads_path
 
@@ -345,13 +346,13 @@ def test_a_workload_at_the_edge_of_its_target_does_not_collapse_a_pool(catalog, 
     Pooled with A at A's batch, x would miss its target, so one pool for all would run at concurrency 1 with
     many idle replicas; the plan can always keep A's pools and give x a small pool of its own (the edge pool
     beside the latency tier), so the union never costs more than the parts. "evictions" forces the path used
-    above SINGLE_MOVE_ROWS workloads (members closest to the edge moved out of the biggest pools).
+    above settings.single_move_rows workloads (members closest to the edge moved out of the biggest pools).
     """
     from core.decision import latency
     from core.decision import plan as plan_mod
 
     if search == "evictions":
-        monkeypatch.setattr(plan_mod, "SINGLE_MOVE_ROWS", 0)
+        monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(single_move_rows=0))
     chat = bank[bank["workload_id"] == "internal-chat"].iloc[0]
     # A 0.92 chat floor leaves one owned stack (the seed's quality table), so A and x cannot just use two models.
     pool = pd.DataFrame([chat] * 12).assign(
@@ -543,11 +544,11 @@ def test_deployments_sized_in_one_batch_are_sized_as_one_by_one(catalog):
 
 
 def test_sizing_moves_ahead_never_changes_the_plan(catalog, monkeypatch):
-    """The search sizes whole-deployment moves ahead in batches (Planner._speculate: up to SPECULATE_MOVES,
+    """The search sizes whole-deployment moves ahead in batches (Planner._speculate: up to settings.speculate_moves,
     one after a move is taken, doubling while none is) only to fill its cache: with nothing sized ahead
-    (SPECULATE_MOVES = 1) the 20 generated workloads get the same routes, nodes and bill to the cent."""
+    (settings.speculate_moves = 1) the 20 generated workloads get the same routes, nodes and bill to the cent."""
     ahead = evaluate(catalog, _twenty(), Scenario(fleet_nodes=1))
-    monkeypatch.setattr(plan_mod, "SPECULATE_MOVES", 1)
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(speculate_moves=1))
     alone = evaluate(catalog, _twenty(), Scenario(fleet_nodes=1))
     assert np.array_equal(ahead.plan.assignment, alone.plan.assignment)
     assert (ahead.fleet["nodes_needed"], ahead.fleet["total_monthly_usd"]) == \
@@ -588,8 +589,7 @@ def test_moves_from_several_starts_find_a_cheaper_plan_than_one_start(catalog, m
     assert (ev.verdict >= 0).sum() == 23
     _assert_owned_within_targets(ev, inv)
 
-    monkeypatch.setattr(plan_mod, "MULTI_START_ROWS", 0)
-    monkeypatch.setattr(plan_mod, "RESTART_ROWS", 0)
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(multi_start_rows=0, restart_rows=0))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     assert (one.fleet["nodes_needed"], round(one.fleet["total_monthly_usd"], 2)) == (1, 24282.39)
     assert (one.verdict >= 0).sum() == 23
@@ -612,7 +612,7 @@ def test_a_restart_without_the_biggest_stack_finds_a_plan_a_node_cheaper(catalog
     assert (ev.verdict >= 0).sum() == 33
     _assert_owned_within_targets(ev, inv)
 
-    monkeypatch.setattr(plan_mod, "EXCLUDE_STACKS", 0)
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(exclude_stacks=0))
     without = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     assert (without.fleet["nodes_needed"], round(without.fleet["total_monthly_usd"], 2)) == (2, 48209.20)
     assert (without.verdict >= 0).sum() == 33
@@ -687,7 +687,7 @@ def test_the_plan_does_not_depend_on_the_order_of_the_rows(catalog, twelve_plan,
 
 
 def test_a_restart_from_dearer_apis_saves_a_node(catalog, monkeypatch):
-    """101 generated workloads (bench/gen.py seed 1014, frozen), 1 owned node, 99 servable. Above MULTI_START_ROWS
+    """101 generated workloads (bench/gen.py seed 1014, frozen), 1 owned node, 99 servable. Above settings.multi_start_rows
     the search has one start; from it the plan ended at 35 interactive GPUs (Llama-70B+draft x8 (8), Qwen3-30B
     x1 (2), Qwen3-235B x8 (16), Llama-8B x2 (4), LLaDA-8B x1 (1), LLaDA2-flash x4 (4)) -> 5 nodes: 5 x 33.02 x
     730 = $120,523.00 + $3,209.66 of API = $123,732.66, while the same workloads at API prices x1.5 planned a
@@ -703,7 +703,7 @@ def test_a_restart_from_dearer_apis_saves_a_node(catalog, monkeypatch):
     assert (ev.verdict >= 0).sum() == 99
     _assert_owned_within_targets(ev, inv)
 
-    monkeypatch.setattr(plan_mod, "DEARER_API_ROWS", 0)
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_api_rows=0))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     assert (one.fleet["nodes_needed"], round(one.fleet["total_monthly_usd"], 2)) == (5, 123732.66)
     assert (one.verdict >= 0).sum() == 99
@@ -724,7 +724,7 @@ def test_the_second_dearer_api_restart_saves_two_nodes(catalog, monkeypatch):
     assert (ev.verdict >= 0).sum() == 108
     _assert_owned_within_targets(ev, inv)
 
-    monkeypatch.setattr(plan_mod, "DEARER_APIS", (1.5,))
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_apis=(1.5,)))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     assert (one.fleet["nodes_needed"], round(one.fleet["total_monthly_usd"], 2)) == (5, 121010.78)
     assert (one.verdict >= 0).sum() == 108
@@ -746,3 +746,19 @@ def test_a_restart_from_tighter_targets_finds_the_plan_they_found(catalog, monke
     monkeypatch.setattr(Planner, "_from_tighter_targets", lambda self, found, moves: found)
     without = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     assert without.fleet["total_monthly_usd"] == pytest.approx(25129.10, abs=0.01)
+
+
+def test_settings_given_to_the_planner_reach_its_sub_searches(catalog):
+    """The search's thresholds come from the SearchSettings record a Planner is given, and its restarts and the
+    class search inherit it. The 40 workloads of the restart test above, planned from the engine's inputs: with
+    the default record 1 node ($24,104.60 of nodes + $458.16 of API = $24,562.76); with exclude_stacks=0 (no
+    restart without the biggest stack) 2 nodes, $48,209.20 (2 x 33.02 x 730), as the engine gives."""
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "forty_workloads_restart_without_a_stack.csv")
+    ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    found = Planner(ev.plan_inputs, ev.planner._gpu_hours_month, settings=DEFAULT).optimise()
+    assert (found.nodes_needed, round(found.bill, 2)) == (1, 24562.76)
+    no_restart = DEFAULT.but(exclude_stacks=0)
+    planner = Planner(ev.plan_inputs, ev.planner._gpu_hours_month, settings=no_restart)
+    one = planner.optimise()
+    assert (one.nodes_needed, round(one.bill, 2)) == (2, 48209.20)
+    assert planner.settings is no_restart and (planner._sub is None or planner._sub.settings is no_restart)

@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 
 from core.decision import classes as classes_mod
-from core.decision import plan as plan_mod
+from core.decision import settings as settings_mod
 from core.decision.classes import scale_classes
 from core.decision.engine import evaluate
+from core.decision.settings import DEFAULT
 from core.models import Scenario
 from core.store.seed import sample_workloads_path
 
@@ -44,12 +45,12 @@ def test_the_parts_of_a_split_workload_are_one_class_with_its_inputs(seed_catalo
 
 
 def test_a_split_inventory_gets_the_unsplit_plan_past_the_search_thresholds(seed_catalog, bank, monkeypatch):
-    """Single moves run up to SINGLE_MOVE_ROWS workloads. Lowered to 10, the 7 sample workloads get them and
+    """Single moves run up to settings.single_move_rows workloads. Lowered to 10, the 7 sample workloads get them and
     the 21 parts of their split would not, were the search run on rows: each part must still get its
     workload's route, and the plan its nodes and bill (to the cent: the same deployments, sized on the
     members' rows). Searched on rows, at 3x the sample's traffic the split came out $701 a month dearer
     (8 nodes, $197,808.78 against $197,107.30) with other routes for some parts."""
-    monkeypatch.setattr(plan_mod, "SINGLE_MOVE_ROWS", 10)
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(single_move_rows=10))
     sc = Scenario(fleet_nodes=1)
     busy = bank.assign(requests_per_day=bank["requests_per_day"] * 3)
     base = evaluate(seed_catalog, busy, sc)

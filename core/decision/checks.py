@@ -76,6 +76,7 @@ def deployment_loads(ev: Evaluation) -> list[DeploymentLoad]:
             replicas=int(d.replicas), concurrency_cap=int(d.concurrency),
             step_ms=tuple(parts["step_ms"][: d.concurrency]), workloads=tuple(loads),
             steps_per_token=float(parts["steps_per_token"]), block_tokens=int(parts.get("block_tokens", 1)),
+            sla_tail=float(parts["sla_tail"]),
             deployment_id=_deployment_id(inp.owned[pos], d.gpus_per_replica, route_count, g_count),
         ))
     return out

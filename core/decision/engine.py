@@ -733,7 +733,7 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
                 # An interactive workload already served by one replica of fewer GPUs cannot do better here.
                 rows &= ~interactive | (best["_score"] > g * 24.0)
             cand = _owned_subset(np.flatnonzero(rows), W, stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h,
-                                 interactive, rpd, lam_peak)
+                                 interactive, rpd, lam_peak, 1.0 - scenario.sla_percentile)
             best = cand if best is None else _better(best, cand)
         if best is None:
             a["code"][:, r] = NO_FIT
@@ -821,10 +821,10 @@ _DEFAULTS = {"code": NO_FIT, "best_p95_ms": np.inf, "_score": np.inf}
 
 
 def _owned_subset(sub, W, stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h, interactive, rpd,
-                  lam_peak) -> dict:
+                  lam_peak, tail=latency.SLO_TAIL) -> dict:
     """_owned_option on the rows `sub` only, scattered back to W rows (others: does not fit, infinitely slow)."""
     res = _owned_option(stack, gpu, g, eff, n_in[sub], n_out[sub], out_p95[sub], slo[sub], window_h[sub],
-                        interactive[sub], rpd[sub], lam_peak[sub])
+                        interactive[sub], rpd[sub], lam_peak[sub], tail)
     if len(sub) == W:  # every row evaluated: nothing to scatter
         return res
     out = {}
@@ -835,7 +835,8 @@ def _owned_subset(sub, W, stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_
     return out
 
 
-def _owned_option(stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h, interactive, rpd, lam_peak) -> dict:
+def _owned_option(stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h, interactive, rpd, lam_peak,
+                  tail=latency.SLO_TAIL) -> dict:
     """Operating point and replicas of one (stack, GPUs per replica) option, for every workload.
 
     Latency grows with concurrency and total throughput never falls with it
@@ -853,7 +854,7 @@ def _owned_option(stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h, inter
     """
     W = len(n_in)
     grid = CONCURRENCY_GRID
-    q_ratio, e_ratio, v_ratio = latency.length_ratios(n_out, out_p95, latency.block_tokens_of(stack))
+    q_ratio, e_ratio, v_ratio = latency.length_ratios(n_out, out_p95, latency.block_tokens_of(stack), 1.0 - tail)
     pre = physics.prefill_ms(stack, gpu, g, n_in, eff)
     maxc = physics.max_concurrency(stack, gpu, g, n_in + n_out, eff)
     jmax = np.searchsorted(grid, maxc, side="right") - 1  # -1: not even one sequence fits
@@ -909,7 +910,7 @@ def _owned_option(stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h, inter
         cand, mean, slots, s95, cv2 = cand[keep], mean[keep], slots[keep], s95[keep], cv2[keep]
         if cand.size == 0:
             break
-        n = replicas_for_sla(lam_peak[cand], mean, slots, (slo[cand] - s95) / 1e3, tail=0.05,
+        n = replicas_for_sla(lam_peak[cand], mean, slots, (slo[cand] - s95) / 1e3, tail=tail,
                              service_cv2=cv2).astype(float)
         n = np.where(n < 0, np.inf, np.maximum(n, 1.0))  # a live service keeps at least one replica
         better = n < reps[cand]

@@ -134,7 +134,7 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         if route.hosting == "owned":
             blk = latency.block_tokens_of(route.owned_stack)
             if blk not in q_ratio:
-                q_ratio[blk] = latency.length_ratios(n_out, n_out_p95, blk)[0]
+                q_ratio[blk] = latency.length_ratios(n_out, n_out_p95, blk, sc.sla_percentile)[0]
     best_g = np.nan_to_num(a["gpus_per_replica"], nan=0.0).astype(int)
 
     # Physics of every owned stack at every GPU count it fits on, once; its tiers (plan.CAP_BANDS) share it.
@@ -252,7 +252,7 @@ def _owned_physics(ev: Evaluation, stack, gpu, g: int, r: int, rows_mask: np.nda
         e = np.where(fb_all[rows] >= 0, np.nan_to_num(a["fallback_share"][rows, r]), 0.0)
         alone = latency.ServiceTime(pre, spt * step1, out_mu[rows], out_sigma[rows], latency.block_tokens_of(stack))
         p_miss = (1.0 - e) * alone.survival(slo[rows]) + e * alone.survival(slo[rows] - fb_extra[rows])
-        alone_ok[rows] = np.isfinite(svc[rows, 0, 0]) & (p_miss <= latency.SLO_TAIL)
+        alone_ok[rows] = np.isfinite(svc[rows, 0, 0]) & (p_miss <= 1.0 - ev.scenario.sla_percentile)
         # Per tier: its service p95 alone at some cap of the band within target (the search's linear view).
         p95 = service_p95_alone_ms(svc[rows], prefill[rows], n_out[rows], n_out_p95[rows],
                                    latency.block_tokens_of(stack), q_ratio[rows])[:, 0, :]

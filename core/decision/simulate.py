@@ -34,20 +34,21 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from core.decision import latency
+from core.decision.settings import DEFAULT as SETTINGS  # the numerics below (SearchSettings' help)
 
 # Requests discarded at the start while the empty deployment fills (share of all simulated).
-WARMUP_SHARE = 0.05
+WARMUP_SHARE = SETTINGS.warmup_share
 # Sections for the confidence interval of a percentile (Asmussen & Glynn's sectioning):
 # the run is cut into this many consecutive sections and the spread of the
 # sections' p95 gives the interval around the whole run's p95.
-SECTIONS = 20
+SECTIONS = SETTINGS.sections
 _T_975_19 = 2.093  # Student t, 97.5 %, 19 degrees of freedom
 # Requests simulated by default: the peak hour's arrivals, but at least MIN_REQUESTS (so a
 # quiet deployment still gets a p95 within about +-2 %) and at most MAX_REQUESTS (past which
 # the interval is far inside +-2 % and only the run time grows).
-MIN_REQUESTS = 20_000
-MAX_REQUESTS = 200_000
-TARGET_CI = 0.02  # the p95's 95 % interval should be within +-2 % of it
+MIN_REQUESTS = SETTINGS.min_requests
+MAX_REQUESTS = SETTINGS.max_requests
+TARGET_CI = SETTINGS.target_ci  # the p95's 95 % interval should be within +-2 % of it
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ class DeploymentLoad:
     step_ms[b - 1] is one decode step with b requests running (b = 1..cap), from
     physics; steps_per_token is decode steps per output token (1 for AR); block_tokens
     is L for block-wise (diffusion) decoding, whose requests run whole blocks (1: none).
+    sla_tail is the share of requests allowed over their target (1 - the scenario's percentile): the
+    analytic and the simulated percentile compared are both taken at 1 - sla_tail.
     """
 
     replicas: int
@@ -80,6 +83,7 @@ class DeploymentLoad:
     steps_per_token: float = 1.0
     deployment_id: str = ""
     block_tokens: int = 1
+    sla_tail: float = latency.SLO_TAIL
 
     def __post_init__(self):
         object.__setattr__(self, "step_ms", tuple(float(s) for s in self.step_ms))
@@ -91,6 +95,8 @@ class DeploymentLoad:
             problems.append(f"concurrency_cap {self.concurrency_cap} < 1")
         if self.block_tokens < 1 or int(self.block_tokens) != self.block_tokens:
             problems.append(f"block_tokens {self.block_tokens} is not a whole number >= 1")
+        if not 0.0 < self.sla_tail < 0.5:
+            problems.append(f"sla_tail {self.sla_tail} is not in (0, 0.5)")
         if len(self.step_ms) < self.concurrency_cap:
             problems.append(f"step_ms has {len(self.step_ms)} entries, concurrency_cap is {self.concurrency_cap}")
         if any(not (s > 0 and math.isfinite(s)) for s in self.step_ms[: self.concurrency_cap]):
@@ -110,7 +116,7 @@ class DeploymentLoad:
 
     def with_replicas(self, replicas: int) -> DeploymentLoad:
         return DeploymentLoad(replicas, self.concurrency_cap, self.step_ms, self.workloads, self.steps_per_token,
-                              self.deployment_id, self.block_tokens)
+                              self.deployment_id, self.block_tokens, self.sla_tail)
 
     def pooled(self) -> latency.PooledDeployments:
         """The same deployment as one configuration of the analytic model."""
@@ -128,6 +134,7 @@ class DeploymentLoad:
             concurrency_cap=self.concurrency_cap,
             steps_per_token=self.steps_per_token,
             block_tokens=self.block_tokens,
+            tail=self.sla_tail,
         )
 
 
@@ -343,16 +350,17 @@ def percentile_ci(values: np.ndarray, q: float = 95.0, sections: int = SECTIONS)
     return est, est - half, est + half
 
 
-def _relative_half_width(values: np.ndarray) -> float:
-    """Half-width of the p95's interval over the p95 (inf when there are too few requests to tell)."""
-    est, lo, hi = percentile_ci(values)
+def _relative_half_width(values: np.ndarray, q: float = 95.0) -> float:
+    """Half-width of the q-th percentile's interval over it (inf when there are too few requests to tell)."""
+    est, lo, hi = percentile_ci(values, q)
     if not (np.isfinite(lo) and np.isfinite(hi)) or est <= 0:
         return math.inf if values.size else 0.0
     return (hi - lo) / 2.0 / est
 
 
 def analytic_p95(deployment: DeploymentLoad, replicas: int | None = None) -> np.ndarray:
-    """The analytic p95 of time in system (ms) of each workload, in the deployment's workload order."""
+    """The analytic percentile of time in system the targets refer to (p95 at the default tail; ms) of each
+    workload, in the deployment's workload order."""
     n = deployment.replicas if replicas is None else replicas
     return latency.p95_ms(deployment.pooled(), np.array([float(n)]))
 
@@ -364,11 +372,13 @@ def simulate_deployment(deployment: DeploymentLoad, requests: int | None = None,
     requests None: the peak hour's arrivals within [MIN_REQUESTS, MAX_REQUESTS]; if some
     workload's p95 interval is then wider than +-target_ci, once more with enough
     requests for it (the width shrinks as 1 / sqrt(requests)), up to MAX_REQUESTS.
-    Per workload: simulated p50/p95/p99 with a 95 % interval on the p95, share within
+    Per workload: simulated p50/p95/p99 with a 95 % interval on the p95 (the "p95" figures are taken at the
+    percentile the targets refer to, 1 - deployment.sla_tail: the 95th by default), share within
     its target, the analytic p95; per deployment: the worst share within target with
     the planned replicas and with one replica fewer (same seed: the same requests).
     """
     started = time.perf_counter()
+    q = 100.0 * (1.0 - deployment.sla_tail)  # the percentile the targets refer to (95 by default)
     adaptive = requests is None
     if requests is None:
         requests = min(max(int(round(deployment.arrival_rate_per_s * 3600.0)), MIN_REQUESTS), MAX_REQUESTS)
@@ -376,7 +386,8 @@ def simulate_deployment(deployment: DeploymentLoad, requests: int | None = None,
         raise ValueError(f"requests must be at least 1, not {requests}")
     raw = simulate_latencies(deployment, requests, seed)
     if adaptive and requests < MAX_REQUESTS:
-        widest = max(_relative_half_width(raw.latency_ms[raw.workload == j]) for j in range(len(deployment.workloads)))
+        widest = max(_relative_half_width(raw.latency_ms[raw.workload == j], q)
+                     for j in range(len(deployment.workloads)))
         if widest > target_ci:
             # A quiet workload with too few requests for an interval at all (inf): as many as allowed.
             requests = MAX_REQUESTS if not math.isfinite(widest) else \
@@ -391,7 +402,7 @@ def simulate_deployment(deployment: DeploymentLoad, requests: int | None = None,
     rows = []
     for j, w in enumerate(deployment.workloads):
         lat = raw.latency_ms[raw.workload == j]
-        p95, lo, hi = percentile_ci(lat)
+        p95, lo, hi = percentile_ci(lat, q)
         if fewer is not None:
             lat_f = fewer.latency_ms[fewer.workload == j]
             share_f = float(np.mean(lat_f <= w.slo_ms)) if lat_f.size else math.nan

@@ -1,0 +1,359 @@
+"""Pricing an assignment exactly: the monthly cash bill of workloads on routes, from the deployments' sizings.
+
+The second of the fleet plan's three jobs (core.decision.plan): a plan column per workload in, the cash bill
+out (max(owned, needed) nodes x full $/node-hour x 730 + API spend + licence fees), with replicas packed onto
+whole nodes and offline work filled into the idle GPU-hours first. A move from a priced plan re-prices only
+the deployments it touches, bit for bit the bill a full pricing gives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from core.decision.economics import HOURS_PER_MONTH
+from core.decision.settings import SearchSettings
+from core.decision.sizing import DeploymentSize, OwnedRoute, PlanInputs, Sizer
+
+_NO_ROWS = np.zeros(0, dtype=np.intp)  # no rows (shared: read-only)
+_NO_ROWS.flags.writeable = False
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One running owned deployment in the plan (the JSON's fleet.deployments[])."""
+
+    route_id: str
+    label: str
+    architecture: str
+    workloads: tuple[str, ...]
+    gpus_per_replica: int
+    concurrency_cap: int
+    replicas: int
+    interactive_gpus: int
+    offline_gpu_hours_per_day: float
+    offline_min_gpus: int
+    licence_usd_per_month: float
+
+    @property
+    def gpus(self) -> int:
+        """GPUs this deployment holds at its busiest (interactive replicas, or the offline minimum)."""
+        return max(self.interactive_gpus, self.offline_min_gpus)
+
+
+@dataclass(frozen=True)
+class PlanCost:
+    """The exact price of one assignment."""
+
+    assignment: np.ndarray
+    feasible: bool
+    bill: float
+    gpu_hours_per_day: float
+    mean_latency_ms: float
+    nodes_needed: int
+    nodes_interactive: int
+    nodes_offline_extra: int
+    api_monthly: float
+    licence_monthly: float
+    sizes: dict[int, DeploymentSize]
+    busy: np.ndarray  # (24,) GPUs busy with interactive work
+    fill: np.ndarray  # (24,) GPUs filled with offline work
+    offline_gpu_hours_per_day: float
+    # What a move from this plan re-uses (Planner.price(base=)): per row its API spend, escalated share and
+    # whether it escalates onto an owned column; per owned column its part of the bill. None: not a base.
+    row_api: np.ndarray | None = field(default=None, repr=False)
+    esc_share: np.ndarray | None = field(default=None, repr=False)
+    esc_owned: np.ndarray | None = field(default=None, repr=False)
+    parts: dict[int, tuple] | None = field(default=None, repr=False)
+    owned_usd: float = 0.0  # the owned nodes' monthly cost: the same in every plan of these inputs
+
+    @property
+    def key(self) -> tuple[float, float, float]:
+        """What the search minimises: the bill, then GPU-hours, then latency. The bill to the cent above what
+        the owned nodes cost anyway: rounded whole, a sub-cent API spend tied with filling an owned node or
+        not depending on where the node price put the cent boundary (a dearer node moved a workload from
+        its API onto the owned node: tests/test_engine.py::test_higher_node_price_never_moves_api_to_owned)."""
+        return (round(self.bill - self.owned_usd, 2), round(self.gpu_hours_per_day, 6),
+                round(self.mean_latency_ms, 3))
+
+
+
+class Pricer(Sizer):
+    """Prices assignments exactly from cached deployment sizings (the planner's second job)."""
+
+    def __init__(self, inp: PlanInputs, cache: dict[tuple, Any] | None = None,
+                 settings: SearchSettings | None = None):
+        super().__init__(inp, cache, settings)
+        self._owned_pos = {o.index: k for k, o in enumerate(inp.owned)}
+        w = len(inp.workload_ids)
+        self._rows = np.arange(w)
+        owned_cols = np.zeros(inp.n_routes + 1, dtype=bool)
+        owned_cols[[o.index for o in inp.owned]] = True
+        self._fb_owned = owned_cols[inp.fallback_route]  # index -1 hits the spare False at the end
+        self._owned_cols = np.array(sorted(o.index for o in inp.owned), dtype=int)
+        # The last prefetch_plans batch's per-move terms and sizing requests, which price() then needs again for
+        # the same moves from the same base: (base, {assignment bytes: (terms, requests)}).
+        self._terms_memo: tuple[PlanCost | None, dict[bytes, tuple]] = (None, {})
+        # fill_idle by (busy GPUs per hour, capacity, offline GPU-hours): most moves leave all three as they were.
+        self._fills: dict[tuple[bytes, float, float], np.ndarray] = {}
+
+    def _groups(self, col: np.ndarray) -> dict[int, np.ndarray]:
+        """Rows per owned plan column (ascending row order), from one stable sort instead of a mask per column."""
+        order = np.argsort(col, kind="stable")
+        ordered = col[order]
+        lo = np.searchsorted(ordered, self._owned_cols, side="left")
+        hi = np.searchsorted(ordered, self._owned_cols, side="right")
+        return {int(c): order[a:b] for c, a, b in zip(self._owned_cols, lo, hi, strict=True) if b > a}
+
+    def _row_terms(self, assign: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row: API spend (its API, or its escalations paid per request), the escalated share and
+        whether its escalations load an owned fallback column."""
+        inp = self.inp
+        a = assign[rows]
+        has = a >= 0
+        safe = np.where(has, a, 0)
+        er = inp.col_route[safe]
+        on_api = inp.api_monthly_r[rows, er]
+        # Escalated shares: an owned fallback takes f of the load; an API fallback is paid per request.
+        f = np.where(has, inp.fallback_share_r[rows, er], 0.0)
+        esc = has & (f > 0) & (inp.fallback_route[rows] >= 0)
+        fb_owned = self._fb_owned[rows]
+        row_api = np.where(has & np.isfinite(on_api), on_api, 0.0) \
+            + np.where(esc & ~fb_owned, f * inp.fallback_api_monthly[rows], 0.0)
+        return row_api, f, esc & fb_owned
+
+    def _terms(self, assign: np.ndarray, base: PlanCost | None, slo_override) -> tuple:
+        """price()'s per-row terms (API spend, escalated share, escalations onto an owned column), the owned
+        columns to price again (None: all) and their primary and escalated-in rows."""
+        inp = self.inp
+        fb = inp.fallback_route
+        if base is None or base.parts is None or slo_override is not None:
+            row_api, f, esc_owned = self._row_terms(assign, self._rows)
+            has = assign >= 0
+            prim_groups = self._groups(np.where(has, assign, -1))
+            extra_groups = self._groups(np.where(esc_owned, fb, -1)) if esc_owned.any() else {}
+            touched = None
+        else:
+            changed = np.flatnonzero(assign != base.assignment)
+            # A plan with parts has its per-row terms too (price() sets all four or none).
+            assert base.row_api is not None and base.esc_share is not None and base.esc_owned is not None
+            row_api, f, esc_owned = base.row_api.copy(), base.esc_share.copy(), base.esc_owned.copy()
+            row_api[changed], f[changed], esc_owned[changed] = self._row_terms(assign, changed)
+            old_fb = changed[base.esc_owned[changed]]
+            new_fb = changed[esc_owned[changed]]
+            touched = set(base.assignment[changed].tolist()) | set(assign[changed].tolist()) \
+                | set(fb[old_fb].tolist()) | set(fb[new_fb].tolist())
+            prim_groups = {c: np.flatnonzero(assign == c) for c in touched if c >= 0}
+            if esc_owned.any():
+                extra_groups = {c: np.flatnonzero(esc_owned & (fb == c)) for c in touched if c >= 0}
+            else:  # nothing escalates onto an owned column (most plans): what the masks give, without them
+                extra_groups = {c: _NO_ROWS for c in touched if c >= 0}
+        return row_api, f, esc_owned, touched, prim_groups, extra_groups
+
+    def _requests(self, touched, prim_groups, extra_groups, f, slo_override) -> list[tuple]:
+        """The deployment sizings pricing these columns asks for (prefetch's requests)."""
+        out = []
+        for pos in self._positions(touched):
+            r = self.inp.owned[pos].index
+            req = self._column_request(pos, prim_groups.get(r), extra_groups.get(r), f, slo_override)
+            if req is not None:
+                out.append(req)
+        return out
+
+    def _positions(self, touched: set[int] | None, base: PlanCost | None = None) -> list[int] | range:
+        """Owned positions to visit, ascending: all (touched None), else the touched ones and those running in
+        base (the only ones with a part: a position with none adds nothing, so sums keep their order)."""
+        if touched is None:
+            return range(len(self.inp.owned))
+        pos = {self._owned_pos[r] for r in touched if r in self._owned_pos}
+        if base is not None and base.parts is not None:
+            pos |= set(base.parts)
+        return sorted(pos)
+
+    def prefetch_plans(self, assigns, base: PlanCost | None) -> None:
+        """Size in one batch what pricing each of these assignments from `base` will ask for (the search's
+        candidate moves, priced one by one afterwards: the sizings are the same, made together)."""
+        reqs: list[tuple] = []
+        memo: dict[bytes, tuple] = {}
+        for assign in assigns:
+            assign = np.asarray(assign)
+            terms = self._terms(assign, base, None)
+            _, f, _, touched, prim_groups, extra_groups = terms
+            mine = self._requests(touched, prim_groups, extra_groups, f, None)
+            reqs += mine
+            if base is not None:
+                memo[assign.tobytes()] = (terms, mine)
+        self._terms_memo = (base, memo)
+        self.prefetch(reqs)
+
+    def price(self, assign: np.ndarray, slo_override: tuple[int, float] | None = None,
+              base: PlanCost | None = None) -> PlanCost:
+        """The exact monthly cash bill of an assignment (plan column per workload, -1 unserved).
+
+        base: a priced assignment this one differs from in a few rows (a search move). Only the deployments
+        those rows leave or join are looked at again; the others keep base's figures, and every sum runs
+        in the same order over the same per-row and per-deployment terms, so the bill is the one a full
+        pricing gives, bit for bit (tests/test_plan.py checks it)."""
+        inp = self.inp
+        assign = np.asarray(assign)
+        memo_base, memo = self._terms_memo
+        known = memo.pop(assign.tobytes(), None) if base is not None and base is memo_base \
+            and slo_override is None else None
+        if known is None:
+            terms = self._terms(assign, base, slo_override)
+            requests = self._requests(terms[3], terms[4], terms[5], terms[1], slo_override)
+        else:
+            terms, requests = known
+        row_api, f, esc_owned, touched, prim_groups, extra_groups = terms
+        self.prefetch(requests)
+        api_monthly = float(np.sum(row_api))
+
+        sizes: dict[int, DeploymentSize] = {}
+        parts: dict[int, tuple] = {}
+        busy = np.zeros(24)
+        licence = 0.0
+        interactive_gpus: list[tuple[int, int]] = []  # (replica size, count)
+        offline_hours = 0.0
+        offline_min = 0.0
+        lat_sum, lat_w = 0.0, 0.0
+        for pos in self._positions(touched, base):
+            route = inp.owned[pos]
+            r = route.index
+            if touched is not None and r not in touched:
+                part = base.parts.get(pos) if base is not None and base.parts is not None else None
+            else:
+                part = self._price_column(pos, route, prim_groups.get(r), extra_groups.get(r), f, slo_override)
+            if part is None:
+                continue
+            d, off_hours, off_min, lic = part
+            parts[pos] = part
+            if d is not None:
+                sizes[pos] = d
+                if not d.feasible:
+                    return PlanCost(assign, False, np.inf, np.inf, np.inf, 0, 0, 0, api_monthly, licence, sizes,
+                                    busy, np.zeros(24), offline_hours)
+                interactive_gpus.append((d.gpus_per_replica, d.replicas))
+                busy += d.busy
+                lat_sum += d.lat_sum
+                lat_w += d.lat_w
+            offline_hours += off_hours
+            offline_min = max(offline_min, off_min)
+            licence += lic
+        gpn = inp.gpus_per_node
+        nodes_i = pack_nodes(interactive_gpus, gpn)
+        capacity = max(inp.owned_nodes, nodes_i) * gpn
+        fill = self._fill_idle(busy, capacity, offline_hours)
+        leftover = max(offline_hours - float(fill.sum()), 0.0)
+        extra_nodes = int(np.ceil(leftover / (gpn * 24.0) - 1e-9)) if leftover > 1e-9 else 0
+        if extra_nodes:
+            fill = self._fill_idle(busy, (max(inp.owned_nodes, nodes_i) + extra_nodes) * gpn, offline_hours)
+        needed = max(nodes_i + extra_nodes, int(np.ceil(offline_min / gpn - 1e-9)))
+        owned_usd = inp.owned_nodes * inp.full_usd_per_node_hour * HOURS_PER_MONTH
+        bill = (max(inp.owned_nodes, needed) * inp.full_usd_per_node_hour * HOURS_PER_MONTH
+                + api_monthly + licence)
+        gpu_hours = sum(g * n for g, n in interactive_gpus) * 24.0 + offline_hours
+        # A plan priced with one member's target overridden is not a base for moves (its sizings differ).
+        keep = slo_override is None
+        return PlanCost(assign, True, bill, gpu_hours, lat_sum / lat_w if lat_w else 0.0, needed, nodes_i,
+                        extra_nodes, api_monthly, licence, sizes, busy, fill, offline_hours,
+                        row_api if keep else None, f if keep else None, esc_owned if keep else None,
+                        parts if keep else None, owned_usd)
+
+    def _fill_idle(self, busy: np.ndarray, capacity: float, gpu_hours: float) -> np.ndarray:
+        """fill_idle, remembered (read-only: plans share the array)."""
+        key = (busy.tobytes(), float(capacity), float(gpu_hours))
+        fill = self._fills.get(key)
+        if fill is None:
+            if len(self._fills) >= 4096:
+                self._fills.clear()
+            fill = self._fills[key] = fill_idle(busy, capacity, gpu_hours)
+            fill.flags.writeable = False
+        return fill
+
+    def _column_request(self, pos: int, prim: np.ndarray | None, extra: np.ndarray | None, f: np.ndarray,
+                        slo_override: tuple[int, float] | None) -> tuple | None:
+        """The sizing of owned column `pos`'s interactive deployment: (pos, rows, shares, targets or None,
+        primary rows); None when no interactive work runs there."""
+        inp = self.inp
+        prim = prim if prim is not None else np.zeros(0, dtype=int)
+        extra = extra if extra is not None else np.zeros(0, dtype=int)
+        p_int, e_int = prim[inp.interactive[prim]], extra[inp.interactive[extra]]
+        inter_rows = np.concatenate([p_int, e_int]) if e_int.size else p_int
+        if not inter_rows.size:
+            return None
+        shares = np.concatenate([np.ones(p_int.size), f[e_int]]) if e_int.size else np.ones(p_int.size)
+        slo = None
+        if slo_override is not None and np.any(inter_rows == slo_override[0]):
+            slo = inp.slo_ms[inter_rows].copy()
+            slo[inter_rows == slo_override[0]] = slo_override[1]
+        return pos, inter_rows, shares, slo, p_int.size
+
+    def _price_column(self, pos: int, route: OwnedRoute, prim: np.ndarray | None, extra: np.ndarray | None,
+                      f: np.ndarray, slo_override: tuple[int, float] | None) -> tuple | None:
+        """One owned column's part of the bill: (its interactive deployment or None, offline GPU-hours a day,
+        offline GPUs needed at once, licence $/month); None when nothing runs there."""
+        inp = self.inp
+        if prim is None and extra is None:
+            return None
+        prim = prim if prim is not None else np.zeros(0, dtype=int)
+        extra = extra if extra is not None else np.zeros(0, dtype=int)
+        req = self._column_request(pos, prim, extra, f, slo_override)
+        d = None
+        d_gpus = 0
+        if req is not None:
+            d = self.size(*req)
+            if not d.feasible:
+                return d, 0.0, 0.0, 0.0
+            d_gpus = d.gpus
+        p_off, e_off = prim[~inp.interactive[prim]], extra[~inp.interactive[extra]]
+        er = route.route_index
+        if p_off.size or e_off.size:
+            off_hours = float(np.nansum(inp.gpu_hours_day_r[p_off, er])) + float(
+                np.nansum(inp.gpu_hours_day_r[e_off, er] * f[e_off]))
+            off_min = float(np.nanmax(inp.offline_min_gpus_r[p_off, er], initial=0.0))
+        else:  # an interactive pool alone (most columns): what the sums of nothing give
+            off_hours, off_min = 0.0, 0.0
+        lic = route.licence_usd_per_gpu_month * (d_gpus + np.ceil(off_hours / 24.0 - 1e-9))
+        return d, off_hours, off_min, lic
+
+
+def pack_nodes(replicas: list[tuple[int, int]], gpus_per_node: int) -> int:
+    """Whole nodes holding every replica: first-fit decreasing (exact when replica sizes divide the node)."""
+    sizes = sorted(((g, n) for g, n in replicas if n > 0), reverse=True)
+    if not sizes:
+        return 0
+    if all(gpus_per_node % g == 0 for g, _ in sizes):
+        return int(np.ceil(sum(g * n for g, n in sizes) / gpus_per_node - 1e-9))
+    free: list[int] = []
+    for g, n in sizes:
+        for _ in range(int(n)):
+            for k, room in enumerate(free):
+                if room >= g:
+                    free[k] -= g
+                    break
+            else:
+                free.append(gpus_per_node - g)
+    return len(free)
+
+
+def fill_idle(busy: np.ndarray, capacity: float, gpu_hours: float) -> np.ndarray:
+    """Water-fill offline GPU-hours into the quietest hours: raise them to a common level, never above capacity.
+
+    This spreads an overnight queue over the night instead of piling it into one
+    hour; what does not fit below capacity is left over (it needs more nodes).
+    """
+    room = np.maximum(capacity - busy, 0.0)
+    if gpu_hours <= 0 or room.sum() <= 0:
+        return np.zeros_like(busy)
+    if gpu_hours >= room.sum():
+        return room
+    # The level in closed form (the search calls this for every plan it prices): raising the k quietest
+    # hours b_1 <= ... <= b_k to L takes sum(L - b_i) = gpu_hours, so L_k = (gpu_hours + b_1 + ... + b_k) / k,
+    # and the answer is the first k whose level stays at or below the next hour b_(k+1).
+    b = np.sort(np.minimum(busy, capacity))
+    levels = (gpu_hours + np.cumsum(b)) / np.arange(1, b.size + 1)
+    k = int(np.argmax(levels <= np.r_[b[1:], np.inf]))
+    level = min(float(levels[k]), float(capacity))
+    return np.minimum(np.maximum(level - busy, 0.0), room)

@@ -1,0 +1,154 @@
+"""SearchSettings: every knob that steers the plan's search, the latency numerics and the inventory-size cut-offs.
+
+One frozen record instead of module constants scattered over the planner, the latency model and the
+simulation: each field carries its default and a help text (`SearchSettings.help()`), and the planner takes a
+record (`Planner(inp, settings=...)`) that its sub-searches inherit. None of these is a fact about the world:
+they trade plan quality against CPU time, or precision against CPU time, and are chosen by measurement
+(docs/performance.md, docs/design/fleet_plan.md). The defaults are the figures the golden files were made with.
+
+Who reads which field:
+- the search (core.decision.search) and its sizing (core.decision.sizing): the fields under "search";
+- the latency model (core.decision.latency) and the simulation (core.decision.simulate): "latency numerics"
+  and "simulation", bound at import from DEFAULT (numerics, not choices: the same for every plan);
+- "cut-offs" of other modules are listed here with their defaults so one record names them all; engine.py,
+  fleet.py and sensitivity.py still hold their own copies (tests/test_settings.py checks they agree) until
+  they read this record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+
+def _knob(default: Any, help: str) -> Any:  # noqa: A002 - the name vidur's and argparse's settings use
+    """A settings field with its help text."""
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """What steers the search and the latency numerics; `DEFAULT` is the product's (see the module docstring)."""
+
+    # -- search: candidates ----------------------------------------------------------------------
+    shadow_prices: tuple[float, ...] = _knob(
+        (0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 1.0, 1.25, 1.6, 2.0, 3.0),
+        "Shadow prices tried, as multiples of the full $/GPU-hour: each gives one start (every workload on its "
+        "cheapest route at that price). 0 fills owned nodes, 1 makes a node pay for itself.")
+    shadow_prices_large: tuple[float, ...] = _knob(
+        (0.0, 0.1, 0.35, 0.7, 1.0, 1.6, 3.0),
+        "The shadow prices above large_rows workloads: fewer rungs where one exact pricing costs more.")
+    large_rows: int = _knob(20_000, "Above this many workloads (search rows) the shorter ladder of shadow prices.")
+    max_repair_rounds: int = _knob(
+        6, "Rounds of barring (workload, pool) pairings a pooled deployment cannot hold and choosing the "
+           "candidates again, while no candidate can be sized at all.")
+    # -- search: moves ---------------------------------------------------------------------------
+    single_move_rows: int = _knob(
+        400, "Up to this many workloads the search also moves each workload alone to every allowed route "
+             "(exact, and most of the search's time at a few hundred workloads); above, members at the edge "
+             "of their target are evicted from the biggest pools instead.")
+    full_move_rows: int = _knob(
+        12, "Up to this many workloads single moves try every plan column (every tier of every stack); above, "
+            "of another stack only the top tier.")
+    max_passes: int = _knob(6, "Passes of improving moves at most (a pass that improves nothing ends the search).")
+    speculate_moves: int = _knob(
+        8, "Candidate moves sized together ahead of pricing them one by one: enough for most of a batch's "
+           "saving, few enough that a move taken midway wastes little. Only fills the cache: the plan is the "
+           "same at any value.")
+    drop_node_margins: tuple[float, ...] = _knob(
+        (1.0, 1.25, 1.6, 2.0, 3.0),
+        "A node fewer: GPUs moved off to an API, as multiples of what a node fewer needs (one candidate each).")
+    drop_node_pools: int = _knob(6, "A node fewer: pools that alone free a node's worth tried as one move each.")
+    evict_pricings: int = _knob(
+        60, "Above single_move_rows: exact pricings spent moving members at the edge of their target out of "
+            "the biggest pools, per search (a count, not a clock, so the plan does not depend on the machine).")
+    evict_deployments: int = _knob(8, "Evictions: the deployments holding the most GPUs looked at per pass.")
+    evict_groups: tuple[int, ...] = _knob(
+        tuple(2**k for k in range(13)), "Evictions: how many of a pool's members closest to the edge move at once.")
+    # -- search: restarts ------------------------------------------------------------------------
+    multi_start_rows: int = _knob(
+        60, "Up to this many workloads moves also start from multi_starts more shadow-price candidates, and "
+            "restart without the stacks holding the most GPUs and from tighter targets.")
+    multi_starts: int = _knob(3, "Shadow-price candidates improved besides the cheapest (up to multi_start_rows).")
+    exclude_stacks: int = _knob(
+        2, "Up to multi_start_rows: restarts without each of this many stacks holding the most GPUs.")
+    restart_rows: int = _knob(
+        100, "Up to this many workloads, one restart without the biggest stack where the plan buys nodes (and "
+             "the licensed stacks' break-even re-plan also searches without them: fleet.py reads it).")
+    dearer_api_rows: int = _knob(
+        5000, "Above multi_start_rows up to this many workloads, where the plan buys nodes: restarts from the "
+              "plan searched with every API dearer (dearer_apis).")
+    dearer_apis: tuple[float, ...] = _knob((1.5, 2.25), "The API price multiples of those restarts, one each.")
+    tighter_targets: float = _knob(
+        0.8, "Up to multi_start_rows: a restart from the plan searched at targets this many times as tight.")
+    parallel_rows: int = _knob(
+        20_000, "From this many workloads the standalone view of each stack is computed in threads (numpy "
+                "releases the GIL); engine.py's PARALLEL_ROWS is the same cut-off for the scoring.")
+    # -- latency numerics (core.decision.latency) ------------------------------------------------
+    gauss_legendre_nodes: int = _knob(
+        16, "Gauss–Legendre nodes per panel of the wait + service convolution (two panels): 16 put "
+            "P(E + S > t) within 3e-7 (relative) of 64 and of adaptive quadrature (tests/test_latency.py).")
+    chain_points: int = _knob(
+        256, "Points of the requests-in-system chain per configuration: one per state up to this many slots, "
+             "a grid of this many points above.")
+    block_terms: int = _knob(
+        64, "Blocks summed exactly in the wait + service convolution of block-wise (diffusion) service; the "
+            "blocks further below are bounded above.")
+    block_sum: int = _knob(
+        64, "Blocks summed exactly for E[ceil(N / L)] and E[ceil(N / L)^2]; beyond, the rounding is uniform "
+            "on average.")
+    candidates_per_row: int = _knob(
+        8, "min_replicas: workload rows per configuration checked in the replica search before all are verified.")
+    # -- simulation (core.decision.simulate) -----------------------------------------------------
+    warmup_share: float = _knob(0.05, "Simulation: share of requests discarded while the empty deployment fills.")
+    sections: int = _knob(20, "Simulation: sections of the run for the percentile's confidence interval.")
+    min_requests: int = _knob(20_000, "Simulation: requests simulated at least (a quiet deployment's p95 within ~2 %).")
+    max_requests: int = _knob(200_000, "Simulation: requests simulated at most.")
+    target_ci: float = _knob(0.02, "Simulation: the p95's 95 % interval is to be within +- this share of it.")
+    # -- inventory-size cut-offs held by other modules (listed with their defaults) --------------
+    max_plan_rows: int = _knob(
+        100_000, "Largest inventory planned without HANGOVER_MAX_PLAN_ROWS raised (engine.DEFAULT_MAX_PLAN_ROWS).")
+    side_by_side_rows: int = _knob(
+        40, "From this many workloads the ranges' low end is planned in a forked process beside the high end "
+            "(sensitivity.SIDE_BY_SIDE_ROWS).")
+    ranges_max_workloads: int = _knob(
+        1_000, "Up to this many workloads the performance ranges are planned automatically "
+               "(sensitivity.RANGES_MAX_WORKLOADS).")
+    background_rows: int = _knob(
+        20_000, "From this many workloads the break-even re-plan runs beside the attribution "
+                "(fleet.BACKGROUND_ROWS).")
+    break_even_refine_rows: int = _knob(
+        5000, "Above this many workloads the break-even licence fee is the one-step estimate "
+              "(fleet.BREAK_EVEN_REFINE_ROWS).")
+
+    def __post_init__(self) -> None:
+        for name in ("large_rows", "single_move_rows", "full_move_rows", "multi_start_rows", "restart_rows",
+                     "dearer_api_rows", "max_passes", "speculate_moves", "evict_pricings", "multi_starts",
+                     "exclude_stacks", "max_repair_rounds", "gauss_legendre_nodes", "chain_points",
+                     "block_terms", "block_sum", "candidates_per_row", "sections", "min_requests",
+                     "max_requests"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"SearchSettings.{name} must not be negative, not {getattr(self, name)}")
+        if self.speculate_moves < 1 or self.max_passes < 1 or self.max_repair_rounds < 1:
+            raise ValueError("SearchSettings: speculate_moves, max_passes and max_repair_rounds must be at least 1")
+
+    @classmethod
+    def help(cls) -> dict[str, str]:
+        """Each field's help text, by name (in declaration order)."""
+        return {f.name: f.metadata["help"] for f in fields(cls)}
+
+    def but(self, **changes: Any) -> SearchSettings:
+        """A copy with some fields changed (unknown names fail loudly)."""
+        return replace(self, **changes)
+
+
+DEFAULT = SearchSettings()
+# The record a planner made without settings reads (at construction, not import): the entry points of the
+# other modules (engine.evaluate -> fleet -> Planner) do not pass settings yet, so tests that need another
+# threshold through them set this one record for the test (monkeypatch.setattr(settings, "PLAN", ...)).
+PLAN = DEFAULT
+
+
+def current() -> SearchSettings:
+    """The record a planner built without settings uses (PLAN, read now)."""
+    return PLAN
