@@ -29,6 +29,13 @@ ACTIVATION_BYTES = 2.0
 FP4_SCALE_BYTES_PER_PARAM = 1.0 / 16.0
 
 
+# Engines spread experts whole over GPUs (with attention data parallelism) for fine-grained MoE (Qwen3, DeepSeek:
+# 128-256 small experts, which sliced g ways leave GEMMs too thin); coarse MoE (Mixtral's 8 large experts) is
+# sliced tensor-parallel like a dense layer (TensorRT-LLM performance overview: attention DP only in the
+# DeepSeek/Qwen3 MoE configurations).
+FINE_GRAINED_EXPERTS = 64
+
+
 @dataclass(frozen=True)
 class EngineProfile:
     """What a serving engine adds per decode step and how many sequences it runs at once (estimates, sourced in the docs)."""
@@ -97,8 +104,9 @@ class Efficiency:
     alltoall_us_per_doubling: float = 10.0  # latency of one MoE dispatch or combine, per doubling of GPUs
     moe_expert: float = 0.90  # expert GEMMs' best share of the dense GEMM efficiency
     moe_expert_half_mparams: float = 10.0  # expert size (M params) at which that share halves
-    moe_ep_efficiency: float = 0.40  # expert efficiency multiplier under expert parallelism (experts whole on g > 1 GPUs)
+    moe_ep_efficiency: float = 0.26  # expert efficiency multiplier under expert parallelism (experts whole on g > 1 GPUs)
     moe_layer_overhead_us: float = 15.0  # router, top-k and token permutation per MoE layer per step
+    moe_gemm_floor_us: float = 50.0  # least time of one MoE layer's grouped expert GEMMs, however few tokens
     draft_step_overhead_ms: float = 0.15  # launches of one draft-model or draft-head step
     spec_acceptance_scale: float = 1.0  # multiplies the stack's acceptance (ranges: task and temperature)
     diffusion_progress_scale: float = 1.0  # multiplies tokens committed per pass (ranges)
@@ -130,7 +138,7 @@ DEFAULT_EFFICIENCY = Efficiency()
 PERFECT_EFFICIENCY = Efficiency(
     mem=1.0, compute=1.0, prefill_compute=1.0, step_overhead_ms=0.0, comm_ms_per_doubling=0.0, moe_overhead_ms=0.0,
     link=1.0, allreduce_us_per_doubling=0.0, alltoall_us_per_doubling=0.0, moe_expert=1.0, moe_expert_half_mparams=0.0,
-    moe_layer_overhead_us=0.0, draft_step_overhead_ms=0.0, memory_headroom=1.0, fp4_compute=1.0, host_us_per_seq=0.0,
+    moe_layer_overhead_us=0.0, moe_gemm_floor_us=0.0, draft_step_overhead_ms=0.0, memory_headroom=1.0, fp4_compute=1.0, host_us_per_seq=0.0,
 )
 
 
@@ -426,7 +434,7 @@ def attention_dp(stack: ServingStack, gpus: int) -> bool:
     (expert parallelism) rather than slicing every expert across them.
     """
     return bool(gpus > 1 and stack.n_experts and stack.experts_per_token
-                and ENGINES[Engine(stack.engine)].moe_attention_dp)
+                and stack.n_experts >= FINE_GRAINED_EXPERTS and ENGINES[Engine(stack.engine)].moe_attention_dp)
 
 
 def expert_parallel(stack: ServingStack, gpus: int) -> bool:
@@ -476,10 +484,15 @@ def decode_step(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, conte
         ee = expert_efficiency(stack, eff, gpus)
         exp_bytes = experts * _touched_share(stack, tokens) * param_bytes(stack)
         exp_flops = 2.0 * (stack.params_active_b * 1e9 - dense) * tokens
-        t_dense = t_dense + np.maximum(exp_bytes / (bw * ee), exp_flops / (fl * ee))
+        # The experts touched this step are streamed once at the GPU's bandwidth share like any weight; the
+        # grouped GEMMs' losses (small experts, expert parallelism) slow their arithmetic, not the bytes.
+        t_exp = np.maximum(exp_bytes / bw, exp_flops / (fl * ee))
+        if stack.n_layers and eff.moe_gemm_floor_us:
+            t_exp = np.maximum(t_exp, stack.n_layers * eff.moe_gemm_floor_us * 1e-6)
+        t_dense = t_dense + t_exp
         moved = moved + exp_bytes
         flops = flops + exp_flops
-        t_mem, t_cmp = t_mem + exp_bytes / (bw * ee), t_cmp + exp_flops / (fl * ee)
+        t_mem, t_cmp = t_mem + exp_bytes / bw, t_cmp + exp_flops / (fl * ee)
     kv = b * ctx * stack.kv_bytes_per_token
     attn = _attention_flops(stack, ctx, tokens)
     fl_attn = gpus * attention_peak_flops(stack, gpu) * eff.compute
@@ -618,6 +631,7 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
     Assumption("GPU link bandwidth share", ("link",), 0.6, 1.15, "tp"),
     Assumption("MoE expert-GEMM efficiency", ("moe_expert",), 0.6, 1.1, "moe"),
     Assumption("MoE routing overhead", ("moe_layer_overhead_us", "moe_overhead_ms"), 2.0, 0.5, "moe"),
+    Assumption("MoE expert-kernel floor", ("moe_gemm_floor_us",), 1.5, 0.6, "moe"),
     Assumption("MoE all-to-all latency", ("alltoall_us_per_doubling",), 2.0, 0.6, "moe_tp"),
     Assumption("MoE expert-parallel efficiency", ("moe_ep_efficiency",), 0.75, 1.25, "moe_ep"),
     Assumption("speculative acceptance rate", ("spec_acceptance_scale",), 0.85, 1.08, "speculative"),
