@@ -65,7 +65,7 @@ def plan(catalog, rows: int, seed: int, owned: int, changes: dict[str, str]) -> 
     finally:
         for k, v in saved.items():
             setattr(plan_mod, k, v)
-    return ev.fleet["nodes_needed"], round(ev.fleet["total_monthly_usd"], 2), cpu
+    return ev.fleet.nodes_needed, round(ev.fleet.total_monthly_usd, 2), cpu
 
 
 def main() -> None:

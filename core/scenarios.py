@@ -404,7 +404,7 @@ class Comparison:
 def compare_evaluations(named: Sequence[tuple[str, Evaluation]], *, settings: Sequence[str] | None = None) -> Comparison:
     """Set evaluations side by side (pure: no store). `named` is (name, Evaluation) in the order to show.
 
-    Uses only the evaluation contract: ev.fleet's total_monthly_usd (the cash
+    Uses only the evaluation contract: the fleet record's total_monthly_usd (the cash
     bill), nodes_needed, owned_nodes, idle_usd_per_month, utilization,
     api_monthly_usd and inventory; ev.verdicts_frame()'s workload_id, route_id,
     route, hosting, monthly_usd.
@@ -453,13 +453,13 @@ def compare_evaluations(named: Sequence[tuple[str, Evaluation]], *, settings: Se
         figures.append(ScenarioFigures(
             name=name,
             settings=settings[i] if settings else scenario_words(ev.scenario),
-            inventory=str(f.get("inventory", "")),
-            cash_bill_usd_per_month=float(f["total_monthly_usd"]),
-            nodes_needed=int(f["nodes_needed"]),
-            owned_nodes=int(f["owned_nodes"]),
-            idle_usd_per_month=float(f["idle_usd_per_month"]),
-            utilization=float(f["utilization"]),
-            api_usd_per_month=float(f["api_monthly_usd"]),
+            inventory=str(f.inventory or ""),
+            cash_bill_usd_per_month=float(f.total_monthly_usd),
+            nodes_needed=int(f.nodes_needed),
+            owned_nodes=int(f.owned_nodes),
+            idle_usd_per_month=float(f.idle_usd_per_month),
+            utilization=float(f.utilization),
+            api_usd_per_month=float(f.api_monthly_usd),
             verdicts_changed=int(differs.sum()) if i else 0,
         ))
     return Comparison(scenarios=tuple(figures), verdicts=merged)
@@ -499,7 +499,7 @@ def compare_scenarios(store, names: Sequence[str], *, catalog=None, current_inve
             ev = run(store, s.scenario, catalog=catalog)
         elif s.inventory_version is None:
             ev = run(store, s.scenario, workloads=_sample_frame(), catalog=catalog)
-            ev.fleet["inventory"] = "bundled sample"
+            ev = ev.with_source("bundled sample", ev.fleet.measured)
         else:
             ev = run(store, s.scenario, version=s.inventory_version, catalog=catalog)
         named.append((s.name, ev))

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from core.bounds import field_bounds
 from core.catalog import Catalog
 from core.decision.engine import Evaluation, check_plan_size, evaluate
+from core.decision.records import MeasuredUtilization
 from core.errors import InputError, describe_validation_error
 from core.models import OwnedHardware, Scenario
 from core.store.seed import sample_workloads_path
@@ -97,12 +98,10 @@ def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
         label = "given"
     scenario = with_measured_profile(store, scenario)
     ev = evaluate(catalog, workloads, scenario, ranges_ahead=ranges_ahead)
-    ev.fleet["inventory"] = label
-    ev.fleet["measured"] = measured_beside_plan(store, ev)
-    return ev
+    return ev.with_source(label, measured_beside_plan(store, ev))
 
 
-def measured_beside_plan(store, ev: Evaluation) -> dict | None:
+def measured_beside_plan(store, ev: Evaluation) -> MeasuredUtilization | None:
     """The measured utilization and idle $ (dated) to show beside the plan's, when telemetry was imported."""
     from core.decision.economics import idle_usd
     from core.models import HOURS_PER_MONTH
@@ -116,8 +115,9 @@ def measured_beside_plan(store, ev: Evaluation) -> dict | None:
     except InputError:
         return None
     per_gpu = ev.rate.full_usd_per_node_hour / ev.rate.gpus_per_node
-    return {"utilization": float(p.utilization), "gpus": int(p.gpus), "label": p.label, "metric": p.metric_label,
-            "idle_usd_per_month": float(idle_usd(p.gpus * HOURS_PER_MONTH, per_gpu, p.utilization))}
+    return MeasuredUtilization(utilization=float(p.utilization), gpus=int(p.gpus), label=p.label,
+                               metric=p.metric_label,
+                               idle_usd_per_month=float(idle_usd(p.gpus * HOURS_PER_MONTH, per_gpu, p.utilization)))
 
 
 def with_measured_profile(store, scenario: Scenario) -> Scenario:

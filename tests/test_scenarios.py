@@ -147,8 +147,8 @@ def _fake(total, nodes, owned, idle, util, api, routes, scenario=None):
         "route_id": [routes[i][0] for i in ids], "route": [routes[i][0].upper() for i in ids],
         "hosting": [routes[i][1] for i in ids], "monthly_usd": [routes[i][2] for i in ids],
     })
-    fleet = {"total_monthly_usd": total, "nodes_needed": nodes, "owned_nodes": owned, "idle_usd_per_month": idle,
-             "utilization": util, "api_monthly_usd": api, "inventory": "version 2"}
+    fleet = SimpleNamespace(total_monthly_usd=total, nodes_needed=nodes, owned_nodes=owned, idle_usd_per_month=idle,
+                            utilization=util, api_monthly_usd=api, inventory="version 2")
     return SimpleNamespace(fleet=fleet, verdicts_frame=lambda: vf, scenario=scenario or Scenario())
 
 
@@ -193,7 +193,7 @@ def test_compare_saved_scenarios_shows_their_difference(store):
     assert cmp.names == ["one node", "three nodes 3y"]
     direct = evaluate_store(store, S.scenario_from_inputs({"fleet_nodes": 3, "pricing": "savings_3y"}))
     two = cmp.scenarios[1]
-    assert two.cash_bill_usd_per_month == pytest.approx(direct.fleet["total_monthly_usd"])
+    assert two.cash_bill_usd_per_month == pytest.approx(direct.fleet.total_monthly_usd)
     assert two.owned_nodes == 3 and cmp.scenarios[0].owned_nodes == 1
     assert two.cash_bill_usd_per_month != cmp.scenarios[0].cash_bill_usd_per_month
     assert {s.inventory for s in cmp.scenarios} == {"bundled sample"}

@@ -12,6 +12,7 @@ import pytest
 
 from core.decision import sensitivity
 from core.decision.engine import evaluate
+from core.decision.records import Answers
 from core.errors import InputError
 from core.models import Scenario
 from core.store.seed import sample_workloads_path
@@ -38,7 +39,7 @@ def sample_ev(catalog, bank):
 
 
 def _row(ev, wid):
-    rg = ev.ranges()
+    rg = ev.ranges().frame
     return rg[rg["workload_id"] == wid].iloc[0]
 
 
@@ -60,7 +61,7 @@ def test_bundled_sample_flags_verdicts_that_flip_and_names_the_driver(sample_ev)
     """Default scenario: some verdicts move between the pessimistic and optimistic ends (which ones depends on
     the plan; at the time of writing lc-clearing, code-completion and internal-chat), each with the assumption
     that drives the range of the route involved, and the reasons say so in one sentence."""
-    rg = sample_ev.ranges()
+    rg = sample_ev.ranges().frame
     flipped = rg[rg["sensitive"]]
     assert len(flipped) >= 1
     # sensitive means exactly: the verdict route differs at one end or the other.
@@ -103,7 +104,7 @@ def test_a_target_inside_the_range_flips_to_the_pessimistic_end(catalog, bank):
         assert low_ms > central_ms * 1.1
         tight = one.assign(latency_slo_ms=float(np.sqrt(central_ms * low_ms)))
         ev = evaluate(catalog, tight, Scenario(fleet_nodes=0))
-        rg = ev.ranges()
+        rg = ev.ranges().frame
     row = rg.iloc[0]
     # The tight target may pick another owned route (a wider replica is faster); it holds only at the centre.
     c = int(ev.verdict[0])
@@ -125,11 +126,11 @@ def test_pessimistic_end_never_needs_fewer_nodes_when_the_same_work_is_served(ca
         warnings.simplefilter("ignore", RuntimeWarning)
         ev = evaluate(catalog, one, Scenario(fleet_nodes=0))
         ev.ranges()
-    pr, f = ev.fleet["performance_range"], ev.fleet
-    assert pr["unserved_low"] == pr["unserved_central"] == pr["unserved_high"] == 0
-    assert pr["nodes_needed_low"] <= f["nodes_needed"] <= pr["nodes_needed_high"]
-    assert pr["total_monthly_usd_low"] <= f["total_monthly_usd"] + 0.01 <= pr["total_monthly_usd_high"] + 0.02
-    assert pr["total_monthly_usd_high"] > pr["total_monthly_usd_low"]
+    pr, f = ev.ranges().performance, ev.fleet
+    assert pr.unserved_low == pr.unserved_central == pr.unserved_high == 0
+    assert pr.nodes_needed_low <= f.nodes_needed <= pr.nodes_needed_high
+    assert pr.total_monthly_usd_low <= f.total_monthly_usd + 0.01 <= pr.total_monthly_usd_high + 0.02
+    assert pr.total_monthly_usd_high > pr.total_monthly_usd_low
     line = sensitivity.estimate_range_words(ev)
     assert line.startswith("Estimate range") and "optimistic end" in line and "pessimistic end" in line
 
@@ -148,15 +149,15 @@ def test_json_contract_carries_the_range(sample_ev):
 def test_large_inventories_skip_ranges_unless_forced(sample_ev, monkeypatch):
     """The rule: automatic up to RANGES_MAX_WORKLOADS workloads; above it only on demand (force / --ranges)."""
     monkeypatch.setattr(sensitivity, "RANGES_MAX_WORKLOADS", 3)
-    fresh = dataclasses.replace(sample_ev, verdict_ranges=None,
-                                fleet={k: v for k, v in sample_ev.fleet.items() if k != "performance_range"})
-    fresh.__dict__.pop("_range_records", None)
-    assert fresh.ranges() is None
+    fresh = dataclasses.replace(sample_ev, answers=Answers())
+    assert fresh.ranges() is None and "performance_range" not in fresh.fleet_json()
     vf = fresh.verdicts_frame()
     assert vf["sensitive"].isna().all() and (vf["sensitivity"] == "").all()
     assert fresh._verdict_range(0) is None and not any(r.startswith("Verdict sensitive") for r in fresh.reasons(2))
-    fresh.verdict_ranges = sample_ev.verdict_ranges  # what attach(force=True) sets (computed above)
-    assert fresh.ranges() is sample_ev.verdict_ranges
+    forced = sensitivity.ranges(fresh, force=True)
+    assert forced is not None and fresh.ranges() is forced  # kept once forced
+    pd.testing.assert_frame_equal(forced.frame, sample_ev.ranges().frame)
+    assert forced.performance == sample_ev.ranges().performance
 
 
 def test_cli_ranges_flag_forces_them(capsys, monkeypatch, tmp_path, bank):
@@ -228,13 +229,13 @@ def test_ends_planned_in_other_processes_are_the_ends_planned_in_place(catalog, 
         beside = evaluate(catalog, bank, Scenario())
         assert beside.ranges() is not None and asked.count(True) == 1
         ahead = evaluate(catalog, bank, Scenario(), ranges_ahead=True)
-        assert (ahead.ends_ahead is not None) == fork_is_safe()
-        assert ahead.ranges() is not None and ahead.ends_ahead is None
+        assert (ahead.answers._ends_ahead is not None) == fork_is_safe()
+        assert ahead.ranges() is not None and ahead.answers._ends_ahead is None
     if fork_is_safe():
         assert asked.count(True) == 3
     for ev in (beside, ahead):
-        pd.testing.assert_frame_equal(ev.verdict_ranges, sample_ev.verdict_ranges)
-        assert ev.fleet["performance_range"] == sample_ev.fleet["performance_range"]
+        pd.testing.assert_frame_equal(ev.ranges().frame, sample_ev.ranges().frame)
+        assert ev.ranges().performance == sample_ev.ranges().performance
         assert ev.to_dict(detail="verdicts") == sample_ev.to_dict(detail="verdicts")
 
 
@@ -248,7 +249,7 @@ def test_ranges_ahead_is_not_started_where_ranges_are_not_automatic(catalog, ban
         monkeypatch.setattr(sensitivity, "SIDE_BY_SIDE_ROWS", 1)
         monkeypatch.setattr(sensitivity, "RANGES_MAX_WORKLOADS", 3)
         large = evaluate(catalog, bank, Scenario(), ranges_ahead=True)
-    assert small.ends_ahead is None and large.ends_ahead is None
+    assert small.answers._ends_ahead is None and large.answers._ends_ahead is None
     assert True not in asked  # the central plans' break-even re-plans ask for no fork at 7 workloads
     assert large.ranges() is None
 
@@ -264,17 +265,16 @@ def test_ends_skip_the_break_even_re_plan_and_plan_the_same(catalog, bank):
         low_cat = catalog.at_efficiency_end("low")
         full = _evaluate(low_cat, ev.workloads, ev.scenario, ev.rate)
         bare = _evaluate(low_cat, ev.workloads, ev.scenario, ev.rate, break_even=False)
-    assert full.fleet["licensed_routes"] and bare.fleet["licensed_routes"] == []
+    assert full.fleet.licensed_routes and bare.fleet.licensed_routes == ()
     np.testing.assert_array_equal(bare.verdict, full.verdict)
-    assert (bare.fleet["nodes_needed"], bare.fleet["total_monthly_usd"]) == \
-        (full.fleet["nodes_needed"], full.fleet["total_monthly_usd"])
+    assert (bare.fleet.nodes_needed, bare.fleet.total_monthly_usd) == \
+        (full.fleet.nodes_needed, full.fleet.total_monthly_usd)
     view = sensitivity.EndView.of(bare)
     import pickle
 
     back = pickle.loads(pickle.dumps(view))  # what a forked end sends back
     np.testing.assert_array_equal(back.verdict, full.verdict)
-    assert back.fleet == {"nodes_needed": full.fleet["nodes_needed"],
-                          "total_monthly_usd": full.fleet["total_monthly_usd"]}
+    assert (back.nodes_needed, back.total_monthly_usd) == (full.fleet.nodes_needed, full.fleet.total_monthly_usd)
 
 
 def test_an_end_that_cannot_serve_a_workload_says_what_its_bill_leaves_out(catalog, bank):
@@ -290,20 +290,20 @@ def test_an_end_that_cannot_serve_a_workload_says_what_its_bill_leaves_out(catal
         ev = evaluate(catalog, one, Scenario(fleet_nodes=0))
         ev.ranges()
     c = int(ev.verdict[0])
-    assert c >= 0 and ev.verdict_ranges["verdict_low"].iloc[0] == ""  # the constructed case holds
-    pr = ev.fleet["performance_range"]
+    assert c >= 0 and ev.ranges().frame["verdict_low"].iloc[0] == ""  # the constructed case holds
+    pr = ev.ranges().performance
     central_share = round(float(ev.a["monthly_usd"][0, c]), 2)
     assert central_share > 0
-    assert (pr["dropped_high"], pr["dropped_high_usd"]) == (1, central_share)
-    assert (pr["dropped_low"], pr["dropped_low_usd"]) == (0, 0.0)
-    assert pr["total_monthly_usd_high"] < ev.fleet["total_monthly_usd"]  # what the words must explain
+    assert (pr.dropped_high, pr.dropped_high_usd) == (1, central_share)
+    assert (pr.dropped_low, pr.dropped_low_usd) == (0, 0.0)
+    assert pr.total_monthly_usd_high < ev.fleet.total_monthly_usd  # what the words must explain
     line = sensitivity.estimate_range_words(ev)
     from core.presentation.format import money
 
     assert (f"The pessimistic end's bill leaves out 1 workload the central plan serves, which has no route there "
             f"({money(central_share)} a month of the central bill).") in line
     assert "optimistic end's bill leaves out" not in line and "bill includes" not in line
-    assert pr["added_low"] == pr["added_high"] == 0
+    assert pr.added_low == pr.added_high == 0
 
 
 def test_the_procurement_summary_carries_both_ends_and_what_they_leave_out(sample_ev):
@@ -312,13 +312,13 @@ def test_the_procurement_summary_carries_both_ends_and_what_they_leave_out(sampl
     from core.presentation.report import build_summary
 
     summary = build_summary(sample_ev)
-    pr = sample_ev.fleet["performance_range"]
+    pr = sample_ev.ranges().performance
     for which, word in (("high", "pessimistic"), ("low", "optimistic")):
         fig = summary.figure(f"range_{which}_monthly_usd")
-        assert fig.value == pr[f"total_monthly_usd_{which}"] and f"{word} end" in fig.label
-        n = pr[f"nodes_needed_{which}"]
+        assert fig.value == pr.bill_at(which) and f"{word} end" in fig.label
+        n = pr.nodes_at(which)
         assert fig.note.startswith(f"{n} node{'s' if n != 1 else ''} needed") and "(estimate)" in fig.note
         for clause in sensitivity.end_caveats(pr, which):
             assert f"this bill {clause}" in fig.note
     # The sample's pessimistic end serves a workload fewer (what made its bill look cheap).
-    assert pr["dropped_high"] >= 1 and "leaves out" in summary.figure("range_high_monthly_usd").note
+    assert pr.dropped_high >= 1 and "leaves out" in summary.figure("range_high_monthly_usd").note

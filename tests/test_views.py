@@ -33,7 +33,7 @@ def test_quiet_window_wraps_past_midnight():
 
 def test_group_words_match_the_engine_verdict_mix(ev):
     groups = set(views.routing_map(ev)["group"])
-    assert groups == set(ev.fleet["verdict_mix"])
+    assert groups == set(ev.fleet.verdict_mix)
     assert views.group_label("moe (owned)") == "MoE, owned"
     assert views.group_label("autoregressive (API)") == "Autoregressive, API"
 
@@ -54,14 +54,14 @@ def test_overview_summary_quotes_the_fleet_figures(ev):
     lines = views.overview_summary(ev)
     f = ev.fleet
     text = " ".join(lines)
-    assert fmt.money(f["idle_usd_per_month"]) in lines[0]
-    assert fmt.percent(f["utilization"]) in lines[0]
-    assert f"takes {f['nodes_needed']} nodes" in text
+    assert fmt.money(f.idle_usd_per_month) in lines[0]
+    assert fmt.percent(f.utilization) in lines[0]
+    assert f"takes {f.nodes_needed} nodes" in text
     assert "bundled sample" in lines[-1]
     assert "estimates" in lines[-1]
     owned = int((ev.verdicts_frame()["hosting"] == "owned").sum())
     assert f"{owned} of {len(ev.workloads)} workloads run on owned GPUs in the plan" in text
-    assert f"cash bill is {fmt.money(f['total_monthly_usd'])} a month" in text
+    assert f"cash bill is {fmt.money(f.total_monthly_usd)} a month" in text
 
 
 def test_overview_summary_without_owned_nodes(store):
@@ -71,7 +71,7 @@ def test_overview_summary_without_owned_nodes(store):
     assert not any("idle" in line for line in lines)
     # Utilization covers the nodes the plan would buy (issue 11); none only when the plan holds no node.
     util = views.overview_kpis(ev)["utilization"]
-    assert (util is None) == (ev.fleet["nodes_in_plan"] == 0)
+    assert (util is None) == (ev.fleet.nodes_in_plan == 0)
 
 
 def test_overview_summary_with_spare_nodes(store):
@@ -115,7 +115,7 @@ def test_route_alternatives_group_identical_refusals(ev):
 
 def test_nodes_by_route_and_architecture_side_by_side(ev):
     routes = views.nodes_by_route(ev)
-    assert set(routes["route_id"]) == set(ev.fleet["gpus_by_route"])
+    assert set(routes["route_id"]) == set(ev.fleet.gpus_by_route)
     assert list(routes["gpus"]) == sorted(routes["gpus"], reverse=True)
     side = views.architecture_side_by_side(analysis.architecture_comparison(ev))
     interactive = ev.workloads.loc[ev.workloads["latency_slo_ms"].notna(), "workload_id"]

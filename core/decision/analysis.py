@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
 
 from core.catalog import Catalog
 from core.decision.engine import Evaluation, evaluate
+from core.decision.records import FleetOption
 from core.models import HOURS_PER_MONTH, Scenario
 
 # Fleet options a procurement reader compares: which routes each may use.
@@ -44,7 +46,18 @@ def fleet_options(ev: Evaluation) -> pd.DataFrame:
     routes and priced exactly (whole nodes, owned nodes at their full rate
     whatever the basis, new nodes bought, API spend, licence fees). Workloads
     an option cannot serve are counted and named, never silently dropped.
+    The options are planned once per evaluation (kept in `ev.answers`, under a lock: the Fleet page and a
+    report asking at once plan them once); each call returns a new frame of them.
     """
+    return pd.DataFrame([asdict(o) for o in option_records(ev)])
+
+
+def option_records(ev: Evaluation) -> tuple[FleetOption, ...]:
+    """The fleet options as records, planned on first request and kept in the evaluation's answers."""
+    return ev.answers.get("options", lambda: _plan_options(ev))
+
+
+def _plan_options(ev: Evaluation) -> tuple[FleetOption, ...]:
     from core.decision.fleet import restrict
     from core.decision.plan import Planner
 
@@ -61,20 +74,20 @@ def fleet_options(ev: Evaluation) -> pd.DataFrame:
                            cache=None if planner is None else planner._cache).optimise()
         has = plan.assignment >= 0
         owned_monthly = max(plan.nodes_needed, ev.scenario.fleet_nodes) * inp.full_usd_per_node_hour * HOURS_PER_MONTH
-        rows.append({
-            "option": name,
-            "monthly_usd": plan.bill,
-            "owned_monthly_usd": owned_monthly,
-            "api_monthly_usd": plan.api_monthly,
-            "licence_monthly_usd": plan.licence_monthly,
-            "nodes_needed": int(plan.nodes_needed),
-            "owned_nodes": int(max(plan.nodes_needed, ev.scenario.fleet_nodes)),
-            "workloads_served": int(has.sum()),
-            "workloads_unserved": int((~has).sum()),
-            "unserved": ", ".join(ids[~has][:10].astype(str)) + (f" and {int((~has).sum()) - 10} more"
-                                                                   if (~has).sum() > 10 else ""),
-        })
-    return pd.DataFrame(rows)
+        rows.append(FleetOption(
+            option=name,
+            monthly_usd=plan.bill,
+            owned_monthly_usd=owned_monthly,
+            api_monthly_usd=plan.api_monthly,
+            licence_monthly_usd=plan.licence_monthly,
+            nodes_needed=int(plan.nodes_needed),
+            owned_nodes=int(max(plan.nodes_needed, ev.scenario.fleet_nodes)),
+            workloads_served=int(has.sum()),
+            workloads_unserved=int((~has).sum()),
+            unserved=", ".join(ids[~has][:10].astype(str)) + (f" and {int((~has).sum()) - 10} more"
+                                                                if (~has).sum() > 10 else ""),
+        ))
+    return tuple(rows)
 
 
 def architecture_comparison(ev: Evaluation, *, explain: str = "fastest") -> pd.DataFrame:
@@ -175,9 +188,9 @@ def sensitivity(catalog: Catalog, workloads: pd.DataFrame, base: Evaluation) -> 
         changed = ids != base_ids
         rows.append({
             "case": name,
-            "total_monthly_usd": ev.fleet["total_monthly_usd"],
-            "api_monthly_usd": ev.fleet["api_monthly_usd"],
-            "nodes_needed": ev.fleet["nodes_needed"],
+            "total_monthly_usd": ev.fleet.total_monthly_usd,
+            "api_monthly_usd": ev.fleet.api_monthly_usd,
+            "nodes_needed": ev.fleet.nodes_needed,
             "verdicts_changed": int(changed.sum()),
             "changed_workloads": ", ".join(ev.workloads["workload_id"].to_numpy()[changed][:10].astype(str)),
         })

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -27,6 +27,15 @@ from core.decision.economics import (
     node_rate,
 )
 from core.decision.queueing import replicas_for_sla
+from core.decision.records import (
+    Answers,
+    Deployment,
+    FleetPlan,
+    VerdictRanges,
+    finite,
+    fleet_json,
+    jsonable,
+)
 from core.errors import InputError
 from core.models import (
     DEFAULT_MIN_QUALITY,
@@ -93,9 +102,15 @@ class Route:
         return self.stack
 
 
-@dataclass
+@dataclass(frozen=True)
 class Evaluation:
-    """Everything the engine decided, as arrays over (workloads, routes) plus fleet figures."""
+    """Everything the engine decided, as arrays over (workloads, routes) plus the fleet record; built once.
+
+    Frozen: nothing rebinds a field after `evaluate` returns. What is read from a finished evaluation on request
+    (the verdict ranges, the fleet options) is kept in `answers`, one lock per answer, never written into it;
+    `with_source` gives a copy naming the inventory it read. Memoised views of its own arrays (quality table,
+    the last row's record) are derived values kept in its __dict__.
+    """
 
     scenario: Scenario
     rate: NodeRate
@@ -105,24 +120,31 @@ class Evaluation:
     a: dict[str, np.ndarray]  # (W, R) arrays: ROUTE_ARRAYS
     verdict: np.ndarray  # (W,) route index or -1
     value_usd_per_mtok: np.ndarray  # (W,) price of the cheapest API meeting the floor
-    fleet: dict
+    fleet: FleetPlan
     catalog: Catalog = field(repr=False)
     efficiency_labels: dict = field(default_factory=dict)
     plan: Any = field(default=None, repr=False)  # plan.PlanCost: the chosen assignment, priced exactly
     plan_inputs: Any = field(default=None, repr=False)  # plan.PlanInputs: what the search read
     planner: Any = field(default=None, repr=False)  # plan.Planner: prices other assignments (options, drivers)
-    verdict_ranges: Any = field(default=None, repr=False)  # pd.DataFrame from core.decision.sensitivity, once computed
-    ends_ahead: Any = field(default=None, repr=False)  # sensitivity.ends_ahead's waiter, until the ranges are read
+    answers: Answers = field(default_factory=Answers, repr=False, compare=False)  # ranges, options: once, locked
 
-    def ranges(self) -> pd.DataFrame | None:
-        """Per-workload verdict at each end of the performance ranges (core/decision/sensitivity.py).
+    def ranges(self) -> VerdictRanges | None:
+        """Per-workload verdict at each end of the performance ranges, and the fleet at each end
+        (core/decision/sensitivity.py).
 
         Computed on first use for inventories up to sensitivity.RANGES_MAX_WORKLOADS rows;
-        None above that unless already attached (`sensitivity.attach(ev, force=True)`, `evaluate --ranges`).
+        None above that unless already computed (`sensitivity.ranges(ev, force=True)`, `evaluate --ranges`).
         """
         from core.decision import sensitivity
 
-        return sensitivity.attach(self)
+        return sensitivity.ranges(self)
+
+    def with_source(self, inventory: str, measured: Any = None) -> Evaluation:
+        """A copy naming the inventory it read (and the telemetry measured beside it); arrays, plan and answers
+        are shared with this one, not copied."""
+        from core.decision.records import Source
+
+        return replace(self, fleet=replace(self.fleet, source=Source(inventory, measured)))
 
     # -- the arrays ------------------------------------------------------
     def values(self, name: str, rows, cols) -> np.ndarray:
@@ -214,8 +236,7 @@ class Evaluation:
         rg = self.ranges()
         if rg is None:
             return {"sensitive": pd.array([pd.NA] * len(self.workloads), dtype="boolean"), "sensitivity": ""}
-        return {"sensitive": rg["sensitive"].to_numpy(dtype=bool),
-                "sensitivity": [flag_text(r) for r in rg.to_dict("records")]}
+        return {"sensitive": rg.sensitive, "sensitivity": [flag_text(rg.row(i)) for i in range(len(rg.frame))]}
 
     def routes_frame(self, i: int) -> pd.DataFrame:
         """Every route for workload i: figures, feasibility and why not (for the expander)."""
@@ -281,11 +302,11 @@ class Evaluation:
         self.__dict__["_last_record"] = (i, rec)
         return rec
 
-    def _deployment(self, i: int) -> dict | None:
+    def _deployment(self, i: int) -> Deployment | None:
         """The plan's deployment workload i runs on (primary member), if it runs on an owned route."""
         by_id = self.__dict__.get("_deployment_by_id")
         if by_id is None:
-            by_id = {wid: d for d in self.fleet.get("deployments", []) for wid in d["workloads"]}
+            by_id = {wid: d for d in self.fleet.deployments for wid in d.workloads}
             self.__dict__["_deployment_by_id"] = by_id
         return by_id.get(str(self._record(i)["workload_id"]))
 
@@ -301,7 +322,7 @@ class Evaluation:
             return f"{route.label} does not fit on {self.scenario.gpus_per_node} × {self.gpu_name} with this context length."
         if code == LATENCY:
             lat = self.a["best_p95_ms"][i, r]
-            slo_eff = slo * self.scenario.sla_scale
+            slo_eff = cast(float, slo) * self.scenario.sla_scale
             if route.hosting == "api":
                 return (f"At a {integer(slo_eff)} ms p95 target, {route.label} typically takes about "
                         f"{_seconds(lat)} for {integer(w['output_tokens'])} output tokens (estimate).")
@@ -329,8 +350,8 @@ class Evaluation:
         if v < 0:
             licensed = [r for r in np.flatnonzero(self.a["feasible"][i]) if not planning.route_permitted(self.routes[r])]
             if licensed:
-                fees = {x["route_id"]: x["break_even_usd_per_gpu_month"] for x in self.fleet.get("licensed_routes", [])
-                        if x["break_even_usd_per_gpu_month"]}
+                fees = {x.route_id: x.break_even_usd_per_gpu_month for x in self.fleet.licensed_routes
+                        if x.break_even_usd_per_gpu_month}
                 for r in licensed:
                     fee = fees.get(self.routes[r].route_id)
                     out.append(f"{self.routes[r].label} could serve it, but its weights need a licence whose fee is "
@@ -348,8 +369,8 @@ class Evaluation:
         target = (f"the {integer(slo * self.scenario.sla_scale)} ms p95 target" if pd.notna(slo)
                   else f"the {plain(w['batch_window_hours'])} h batch window")
         if route.hosting == "owned":
-            dep = self._deployment(i) or {}
-            n_others = max(len(dep.get("workloads", [])) - 1, 0)
+            dep = self._deployment(i)
+            n_others = max(len(dep.workloads) - 1, 0) if dep is not None else 0
             shared = (f", shared with {n_others} other workload{'s' if n_others != 1 else ''} on one pooled queue"
                       if n_others else "")
             if pd.notna(slo):
@@ -400,15 +421,14 @@ class Evaluation:
         return [text] if text else []
 
     def _range_row(self, i: int) -> dict | None:
-        """Row i of `ranges()` as a dict (records built once: iloc per workload is slow at scale)."""
+        """Row i of `ranges()` as a dict (read from its columns: iloc per workload is slow at scale)."""
         rg = self.ranges()
-        if rg is None:
-            return None
-        recs = self.__dict__.get("_range_records")
-        if recs is None or len(recs) != len(rg):
-            recs = rg.to_dict("records")
-            self.__dict__["_range_records"] = recs
-        return recs[i]
+        return None if rg is None else rg.row(i)
+
+    def fleet_json(self) -> dict:
+        """The contract's `fleet` object: the fleet record, and its performance range where computed."""
+        rg = self.answers.known("ranges")
+        return fleet_json(self.fleet, None if rg is None else rg.performance)
 
     # -- the JSON contract ------------------------------------------------
     def to_dict(self, detail: str = "routes") -> dict:
@@ -421,7 +441,7 @@ class Evaluation:
         """
         if detail == "verdicts":
             return {"scenario": self.scenario_dict(), "workloads": self._verdict_records(),
-                    "fleet": _jsonable(self.fleet)}
+                    "fleet": self.fleet_json()}
         vf = self.verdicts_frame()
         workloads = []
         with_routes = detail == "routes"
@@ -441,7 +461,7 @@ class Evaluation:
                                    "why_not": None if self.a["feasible"][i, r] else self.why_not(i, r)}
                                   for r in range(len(self.routes))]
             workloads.append(item)
-        return {"scenario": self.scenario_dict(), "workloads": workloads, "fleet": _jsonable(self.fleet)}
+        return {"scenario": self.scenario_dict(), "workloads": workloads, "fleet": self.fleet_json()}
 
     def _verdict_records(self) -> list[dict]:
         """workloads[] with the verdict's fields, vectorised over rows (the same fields as _route_fields)."""
@@ -562,24 +582,8 @@ def _native(x):
     return x.item() if isinstance(x, np.generic) else x
 
 
-def _num(x):
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if np.isfinite(v) else None
-
-
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {k: _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, np.ndarray)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return _num(obj)
-    return obj
+_num = finite
+_jsonable = jsonable
 
 
 _seconds = duration_ms  # the one formatter's words for a duration in ms
@@ -670,13 +674,11 @@ def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario, *,
         from core.decision import sensitivity
 
         ends = sensitivity.ends_ahead(catalog, w, scenario, rate)
-    ev = _evaluate(catalog, w, scenario, rate)
-    ev.ends_ahead = ends
-    return ev
+    return _evaluate(catalog, w, scenario, rate, ends_ahead=ends)
 
 
 def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
-              break_even: bool = True) -> Evaluation:
+              break_even: bool = True, ends_ahead=None) -> Evaluation:
     gpu = catalog.gpu(scenario.gpu)
     gpn = scenario.gpus_per_node
     routes = build_routes(catalog)
@@ -789,11 +791,14 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     for k in DERIVED:  # the plan reads none of them; Evaluation.values derives them
         a.pop(k, None)
 
-    ev = Evaluation(scenario=scenario, rate=rate, gpu_name=gpu.name, workloads=w, routes=routes, a=a,
-                    verdict=np.full(W, -1), value_usd_per_mtok=value, fleet={}, catalog=catalog,
-                    efficiency_labels=eff_labels)
-    planning.plan_evaluation(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf,
-                             grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even)
+    # The scores the plan reads; the evaluation is built once the plan has decided (fleet: set just below).
+    scored = Evaluation(scenario=scenario, rate=rate, gpu_name=gpu.name, workloads=w, routes=routes, a=a,
+                        verdict=np.full(W, -1), value_usd_per_mtok=value, fleet=cast(FleetPlan, None),
+                        catalog=catalog, efficiency_labels=eff_labels)
+    planned = planning.plan_evaluation(scored, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf,
+                                       grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even)
+    ev = replace(scored, verdict=planned.verdict, fleet=planned.fleet, plan=planned.plan,
+                 plan_inputs=planned.plan_inputs, planner=planned.planner, answers=Answers(ends_ahead))
     # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as
     # long as it is cached, so dropped here (ROUTE_ARRAYS lists what stays).
     for k in PLAN_ONLY:

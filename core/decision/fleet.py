@@ -27,6 +27,7 @@ from core.decision.plan import (
     Planner,
     service_p95_alone_ms,
 )
+from core.decision.records import Deployment, FleetPlan, LicensedRoute, NodeDriver, Relaxation
 from core.models import CostBasis, Weights
 from core.performance import physics
 from core.presentation.format import integer
@@ -78,19 +79,6 @@ def hourly_profile(peak_factor, shape: np.ndarray = OFFICE_HOURS) -> np.ndarray:
     a = pf - b
     p = np.maximum(a + b * s, 0.0)
     return p / p.mean(axis=1, keepdims=True)
-
-
-@dataclass(frozen=True)
-class LicensedRoute:
-    """A self-hostable stack under a licence whose fee the user has not entered yet."""
-
-    route_id: str
-    label: str
-    licence_usd_per_gpu_month: float | None
-    break_even_usd_per_gpu_month: float | None  # highest fee at which a plan using it still beats the best without
-    gpus_in_plan: int  # GPUs the plan with it (at a zero fee) runs it on
-    saves_usd_per_month_at_zero_fee: float
-    serves_unserved: tuple[str, ...] = ()  # workloads no permitted route can serve and it can
 
 
 def route_permitted(route) -> bool:
@@ -285,12 +273,24 @@ def restrict(inp: PlanInputs, route_mask: np.ndarray) -> PlanInputs:
     return replace(inp, allowed=inp.allowed & cols_ok[None, :] & ~(escalates & ~fb_ok[:, None]))
 
 
+@dataclass(frozen=True)
+class Planned:
+    """What the plan decided for an evaluation: each workload's engine route (-1: none), the fleet record, and the
+    search's result, inputs and planner (which prices other assignments: options, drivers)."""
+
+    verdict: np.ndarray
+    fleet: FleetPlan
+    plan: PlanCost
+    plan_inputs: PlanInputs
+    planner: Planner
+
+
 def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
-                    grid, tp_options, break_even: bool = True) -> None:
-    """Plan the fleet for an evaluation and write the verdicts, attributed costs and fleet record into it.
+                    grid, tp_options, break_even: bool = True) -> Planned:
+    """Plan the fleet for a scored evaluation: the verdicts, attributed costs (into its route arrays) and fleet record.
 
     break_even=False skips the licensed stacks' break-even re-plan (a search of its own, ~40 % of the time on
-    a 100-workload inventory): `fleet["licensed_routes"]` is then empty. For evaluations nobody shows, such as
+    a 100-workload inventory): `licensed_routes` is then empty. For evaluations nobody shows, such as
     the efficiency ends of the verdict ranges, which read only verdicts, nodes and the bill."""
     # Built once with licensed stacks of unknown fee at a zero fee; the plan itself may not use them.
     unknown_fee = {r.route_id for r in ev.routes if r.stack is not None and not route_permitted(r)}
@@ -302,15 +302,12 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     inp = replace(every, allowed=every.allowed & ~barred[None, :])
     planner = Planner(inp)
     best = planner.optimise()
-    ev.plan_inputs = planner.inp  # the search may bar pairings a pooled deployment cannot hold
-    ev.plan = best
-    ev.planner = planner
     # The break-even re-plan reads the plan and writes only its own result: at scale it runs on the other core
     # while the plan is attributed (docs/performance.md "The break-even beside the attribution").
     licensed = (in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
                                len(inp.workload_ids) >= BACKGROUND_ROWS) if break_even else list)
-    _apply(ev, planner, best, rpd, n_out, [])
-    ev.fleet["licensed_routes"] = _licensed_records(licensed())
+    verdict, fleet = _apply(ev, planner, best, rpd, n_out)
+    fleet = replace(fleet, licensed_routes=tuple(licensed()))
     # The search's (W x plan columns) linear terms and move targets are not needed to price other plans
     # (options, drivers, reports): let go of them (~1.8 KB per workload held by a shared evaluation).
     planner._lin = None
@@ -318,6 +315,8 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     planner._prefetched.clear()  # sizings made ahead for moves the search did not take
     if planner._sub is not None:
         planner._sub._prefetched.clear()
+    # planner.inp, not inp: the search may bar pairings a pooled deployment cannot hold.
+    return Planned(verdict=verdict, fleet=fleet, plan=best, plan_inputs=planner.inp, planner=planner)
 
 
 def fork_is_safe() -> bool:
@@ -363,11 +362,6 @@ def _run_and_send(job: Callable[[], Any], send) -> None:
         out = (False, exc)
     send.send(out)
     send.close()
-
-
-def _licensed_records(licensed: list[LicensedRoute]) -> list[dict]:
-    """The fleet record's licensed_routes entries."""
-    return [{k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(x).items()} for x in licensed]
 
 
 def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
@@ -459,7 +453,9 @@ def _route_gpus(inp: PlanInputs, plan: PlanCost, positions: list[int]) -> int:
     return total
 
 
-def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, licensed: list[LicensedRoute]) -> None:
+def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out) -> tuple[np.ndarray, FleetPlan]:
+    """(each workload's engine route, the fleet record) of the chosen plan; the plan's operating points and the
+    attributed costs are written into the evaluation's route arrays (while it is being built)."""
     inp, a, sc, rate = planner.inp, ev.a, ev.scenario, ev.rate
     W = len(inp.workload_ids)
     rows_all = np.arange(W)
@@ -467,7 +463,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
     v = best.assignment.astype(int)  # plan columns
     has = v >= 0
     safe = np.where(has, v, 0)
-    ev.verdict = np.where(has, inp.col_route[safe], -1)  # engine routes
+    vr = np.where(has, inp.col_route[safe], -1)  # engine routes
     total_nodes = max(sc.fleet_nodes, best.nodes_needed)
     # Attribution rate per GPU-hour: under the marginal basis owned nodes count at their marginal rate and
     # new nodes at full; under the full basis every node at full.
@@ -526,32 +522,32 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
             batch.append((off, hours))
         off_min = int(np.nanmax(inp.offline_min_gpus_r[off, inp.col_route[r]], initial=0.0)) if off.size else 0
         members = inp.workload_ids[np.flatnonzero(prim)]
-        dep: dict[str, Any] = {
-            "route_id": route.route_id, "label": route.label, "architecture": route.architecture,
-            "workloads": [str(x) for x in members],
-            "escalated_from": [str(x) for x in inp.workload_ids[np.flatnonzero(extra)]],
-            "gpus_per_replica": int(route.tp_options[0]),
+        dep = Deployment(
+            route_id=route.route_id, label=route.label, architecture=route.architecture,
+            workloads=tuple(str(x) for x in members),
+            escalated_from=tuple(str(x) for x in inp.workload_ids[np.flatnonzero(extra)]),
+            gpus_per_replica=int(route.tp_options[0]),
             # Several tiers of one stack at one GPU count run as separate pools (plan.CAP_BANDS).
-            "tier": route.tier or None,
-            "concurrency_cap": int(d.concurrency) if d is not None and d.feasible else None,
-            "replicas": int(d.replicas) if d is not None and d.feasible else 0,
-            "interactive_gpus": int(inter_gpus),
-            "offline_gpu_hours_per_day": off_hours,
-            "offline_min_gpus": off_min,
-            "gpus": int(max(inter_gpus, off_min)),
-            "nodes": int(np.ceil(max(inter_gpus, off_min) / gpn - 1e-9)),
-            "licence_usd_per_month": float(route.licence_usd_per_gpu_month * (inter_gpus + lic_gpus_off)),
-        }
+            tier=route.tier or None,
+            concurrency_cap=int(d.concurrency) if d is not None and d.feasible else None,
+            replicas=int(d.replicas) if d is not None and d.feasible else 0,
+            interactive_gpus=int(inter_gpus),
+            offline_gpu_hours_per_day=off_hours,
+            offline_min_gpus=off_min,
+            gpus=int(max(inter_gpus, off_min)),
+            nodes=int(np.ceil(max(inter_gpus, off_min) / gpn - 1e-9)),
+            licence_usd_per_month=float(route.licence_usd_per_gpu_month * (inter_gpus + lic_gpus_off)),
+        )
         deployments.append(dep)
         gpus_by_route[route.route_id] = gpus_by_route.get(route.route_id, 0.0) + inter_gpus + off_hours / 24.0
-        if dep["nodes"]:
-            nodes_by_route[route.route_id] = nodes_by_route.get(route.route_id, 0) + dep["nodes"]
-        a["nodes"][np.flatnonzero(prim), er] = dep["nodes"]
+        if dep.nodes:
+            nodes_by_route[route.route_id] = nodes_by_route.get(route.route_id, 0) + dep.nodes
+        a["nodes"][np.flatnonzero(prim), er] = dep.nodes
 
     # Offline work pays for its GPU-hours, but only those beyond the interactive reservations: hours it takes
     # from GPUs already reserved (and charged) for interactive work cost nothing more, and charging them
     # twice would attribute more than the bill.
-    reserved = sum(d["interactive_gpus"] for d in deployments)
+    reserved = sum(d.interactive_gpus for d in deployments)
     total_hours = sum(float(h.sum()) for _, h in batch)
     if total_hours > 0:
         slack = max(total_nodes * gpn - reserved, 0) * 24.0
@@ -579,7 +575,6 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
         a["monthly_usd"][:, er] = col
         with np.errstate(divide="ignore", invalid="ignore"):
             a["usd_per_request"][:, er] = np.where(rpd > 0, col / (rpd * DAYS_PER_MONTH), 0.0)
-    vr = ev.verdict
     a["monthly_usd"][rows_all[has], vr[has]] = verdict_monthly[has]
     a["usd_per_request"][rows_all[has], vr[has]] = per_req[has]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -609,45 +604,28 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
         key = ev.routes[int(r_idx)].route_id
         by_route[key] = float(attributed[has & (vr == r_idx)].sum())
     drivers = node_drivers(ev, planner, best) if best.nodes_needed > sc.fleet_nodes else []
-    ev.fleet = {
-        "gpu": ev.gpu_name,
-        "traffic_shape": traffic_shape(sc)[1],
-        "gpus_per_node": gpn,
-        "owned_nodes": sc.fleet_nodes,
-        "nodes_needed": int(best.nodes_needed),
-        "nodes_in_plan": int(total_nodes),
-        "nodes_needed_interactive": int(best.nodes_interactive),
-        "nodes_needed_offline_extra": int(best.nodes_offline_extra),
-        "nodes_by_route": nodes_by_route,
-        "gpus_by_route": gpus_by_route,
-        "utilization": utilization,
-        "hourly_utilization": [float(x) for x in util_with],
-        "hourly_utilization_without_batch": [float(x) for x in util_without],
-        "offline_gpu_hours_per_day": float(best.offline_gpu_hours_per_day),
-        "usd_per_node_hour": rate.usd_per_node_hour,
-        "full_usd_per_node_hour": full_node,
-        "usd_per_gpu_hour": rate.usd_per_gpu_hour,
-        "attribution_usd_per_gpu_hour": gpu_rate,
-        "owned_monthly_usd": owned_monthly,
-        "idle_usd_per_month": idle_month,
-        "extra_nodes_monthly_usd": extra_monthly,
-        "api_monthly_usd": api_monthly,
-        "licence_monthly_usd": licence_monthly,
-        "total_monthly_usd": total,
-        "attributed_usd_per_month": float(attributed.sum()),
-        "unallocated_usd_per_month": unallocated,
-        "owned_usd_per_mtok_out": eff_mtok,
-        "monthly_usd_by_route": by_route,
-        "deployments": deployments,
-        "node_drivers": drivers,
-        "licensed_routes": _licensed_records(licensed),
-        "verdict_mix": {k: int(n) for k, n in pd.Series(
-            [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
-             else "no feasible route" for i in vr]).value_counts().items()},
-    }
+    verdict_mix = {k: int(n) for k, n in pd.Series(
+        [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
+         else "no feasible route" for i in vr]).value_counts().items()}
+    return vr, FleetPlan(
+        gpu=ev.gpu_name, traffic_shape=traffic_shape(sc)[1], gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
+        nodes_needed=int(best.nodes_needed), nodes_in_plan=int(total_nodes),
+        nodes_needed_interactive=int(best.nodes_interactive),
+        nodes_needed_offline_extra=int(best.nodes_offline_extra),
+        nodes_by_route=nodes_by_route, gpus_by_route=gpus_by_route, utilization=utilization,
+        hourly_utilization=tuple(float(x) for x in util_with),
+        hourly_utilization_without_batch=tuple(float(x) for x in util_without),
+        offline_gpu_hours_per_day=float(best.offline_gpu_hours_per_day),
+        usd_per_node_hour=rate.usd_per_node_hour, full_usd_per_node_hour=full_node,
+        usd_per_gpu_hour=rate.usd_per_gpu_hour, attribution_usd_per_gpu_hour=gpu_rate,
+        owned_monthly_usd=owned_monthly, idle_usd_per_month=idle_month, extra_nodes_monthly_usd=extra_monthly,
+        api_monthly_usd=api_monthly, licence_monthly_usd=licence_monthly, total_monthly_usd=total,
+        attributed_usd_per_month=float(attributed.sum()), unallocated_usd_per_month=unallocated,
+        owned_usd_per_mtok_out=eff_mtok, monthly_usd_by_route=by_route, deployments=tuple(deployments),
+        node_drivers=tuple(drivers), licensed_routes=(), verdict_mix=verdict_mix)
 
 
-def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]:
+def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[NodeDriver]:
     """For the nodes beyond those owned: the workloads and targets that force them, and what relaxing each saves."""
     inp = planner.inp
     v = best.assignment
@@ -666,9 +644,11 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
                 weight[d.rows[:d.n_primary]] = share[:d.n_primary] * d.gpus * HOURS_PER_MONTH
     order = [int(i) for i in np.argsort(-np.nan_to_num(weight)) if on_owned[i] and weight[i] > 0][:MAX_DRIVERS]
     w = ev.workloads
-    out: list[dict[str, Any]] = []
+    out: list[NodeDriver] = []
     for i in order:
-        relax = []
+        relax: list[Relaxation] = []
+        slo_i: float | None = None
+        window: float | None = None
         if inp.interactive[i]:
             slo = float(inp.slo_ms[i])
             # With a looser target the workload may also suit another tier of its stack and GPU count.
@@ -682,12 +662,11 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
             feasible = [c for c in cands if c.feasible]
             cand = min(feasible, key=lambda c: c.key) if feasible else cands[0]
             if cand.feasible:
-                relax.append({"change": f"target {integer(slo)} ms -> {integer(slo * 2)} ms",
-                              "kind": "target_x2", "saves_usd_per_month": float(best.bill - cand.bill),
-                              "nodes_needed": int(cand.nodes_needed)})
-            target = {"latency_slo_ms": slo}
+                relax.append(Relaxation(f"target {integer(slo)} ms -> {integer(slo * 2)} ms", "target_x2",
+                                        float(best.bill - cand.bill), int(cand.nodes_needed)))
+            slo_i = slo
         else:
-            target = {"batch_window_hours": float(w["batch_window_hours"].iloc[i])}
+            window = float(w["batch_window_hours"].iloc[i])
         api_i = inp.api_monthly_r[i, inp.col_route]
         api = np.flatnonzero(inp.allowed[i] & np.isfinite(api_i))
         if api.size:
@@ -697,17 +676,15 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
             cand = planner.price(moved)
             if cand.feasible:
                 er = int(inp.col_route[k])
-                relax.append({"change": f"move to {ev.routes[er].label}", "kind": "to_api",
-                              "route_id": ev.routes[er].route_id,
-                              "saves_usd_per_month": float(best.bill - cand.bill),
-                              "nodes_needed": int(cand.nodes_needed)})
+                relax.append(Relaxation(f"move to {ev.routes[er].label}", "to_api", float(best.bill - cand.bill),
+                                        int(cand.nodes_needed), route_id=ev.routes[er].route_id))
         elif w["data_policy"].iloc[i] == "owned_only":
-            relax.append({"change": "move to an API: not allowed (owned_only data)", "kind": "to_api",
-                          "saves_usd_per_month": None, "nodes_needed": None})
+            relax.append(Relaxation("move to an API: not allowed (owned_only data)", "to_api", None, None))
         er = int(inp.col_route[v[i]])
-        out.append({"workload_id": str(inp.workload_ids[i]), "route_id": ev.routes[er].route_id,
-                    "route": ev.routes[er].label, "gpus_per_replica": int(planner.inp.owned[
-                        next(k for k, o in enumerate(inp.owned) if o.index == v[i])].tp_options[0]), **target,
-                    "gpu_hours_per_month": float(weight[i]), "relaxations": relax})
-    out.sort(key=lambda d: -max([x["saves_usd_per_month"] or 0.0 for x in d["relaxations"]] or [0.0]))
+        out.append(NodeDriver(
+            workload_id=str(inp.workload_ids[i]), route_id=ev.routes[er].route_id, route=ev.routes[er].label,
+            gpus_per_replica=int(inp.owned[next(k for k, o in enumerate(inp.owned) if o.index == v[i])].tp_options[0]),
+            latency_slo_ms=slo_i, batch_window_hours=window, gpu_hours_per_month=float(weight[i]),
+            relaxations=tuple(relax)))
+    out.sort(key=lambda d: -max([x.saves_usd_per_month or 0.0 for x in d.relaxations] or [0.0]))
     return out

@@ -47,7 +47,7 @@ def figures(scenario_json: str, data_version: int, inventory: str, _ev: Evaluati
     return {
         "routes": routes,
         "routes_chart": None if routes.empty else charts.gpus_by_route_chart(
-            routes, owned_gpus=f["owned_nodes"] * f["gpus_per_node"]),
+            routes, owned_gpus=f.owned_nodes * f.gpus_per_node),
         "top": top,
         "arch_chart": None if _side.empty else charts.architecture_chart(_side, workloads=top),
         "sweep_chart": charts.sla_sweep_chart(_sweep, current_scale=_ev.scenario.sla_scale),
@@ -63,16 +63,16 @@ if ev is None:
 f = ev.fleet
 
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("Nodes needed", integer(f["nodes_needed"]), help="Recommended mix: every latency target held at peak.")
-c2.metric("Owned nodes", integer(f["owned_nodes"]))
-c3.metric("For interactive work", integer(f["nodes_needed_interactive"]),
+c1.metric("Nodes needed", integer(f.nodes_needed), help="Recommended mix: every latency target held at peak.")
+c2.metric("Owned nodes", integer(f.owned_nodes))
+c3.metric("For interactive work", integer(f.nodes_needed_interactive),
           help="Replicas sized so that each workload's p95 of wait + service holds its target at the peak "
                "hour, on its deployment's pooled queue (replicas × concurrency cap).")
-c4.metric("Cash bill a month", money(f["total_monthly_usd"]),
+c4.metric("Cash bill a month", money(f.total_monthly_usd),
           help="max(owned, needed) nodes × the full node price × 730 h + API spend + licences; "
                "the same under either cost basis.")
 
-if f["nodes_needed"] > f["owned_nodes"]:
+if f.nodes_needed > f.owned_nodes:
     st.subheader("Why nodes are bought")
     st.caption("For the workloads that hold the most GPUs on the new nodes: what relaxing each one's target, or "
                "moving it to its best API where policy allows, would save a month (exact re-pricing of the plan).")
@@ -116,8 +116,8 @@ else:
                                                    "hours."),
                                 "monthly_usd": money_col("$/month")})
     st.caption("Interactive routes hold their GPUs at the peak hour; batch work counts its average over the day. "
-               f"Replicas of 1, 2, 4 or 8 GPUs pack {f['gpus_per_node']}-GPU nodes without gaps, so routes "
-               f"share nodes: {integer(f['nodes_needed'])} in all, not the sum of the rows.")
+               f"Replicas of 1, 2, 4 or 8 GPUs pack {f.gpus_per_node}-GPU nodes without gaps, so routes "
+               f"share nodes: {integer(f.nodes_needed)} in all, not the sum of the rows.")
 
 st.subheader("Architectures side by side, per interactive workload")
 if side.empty:

@@ -13,7 +13,7 @@ if ev is None:
 
 vf = ev.verdicts_frame()
 st.caption("Each workload goes to the cheapest route that meets its data policy, latency target or batch window, "
-           f"and quality floor. {md(views.inventory_words(ev.fleet.get('inventory', 'given')).capitalize())}. "
+           f"and quality floor. {md(views.inventory_words(ev.fleet.inventory or 'given').capitalize())}. "
            "Select a row to see why.")
 event = st.dataframe(
     vf,

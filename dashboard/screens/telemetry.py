@@ -110,7 +110,7 @@ st.caption(md(f"Metric: {p.metric_label}. Measured figures, dated {p.first_ts:%Y
 plan = None
 ev = state.evaluation()
 if ev is not None:
-    plan = tuple(float(x) for x in ev.fleet["hourly_utilization"])
+    plan = tuple(float(x) for x in ev.fleet.hourly_utilization)
 heat, profile = _figures((stamp, node, date_from, date_to, scenario.model_dump_json(), plan), summary, plan)
 st.plotly_chart(heat, key="tel_heatmap")
 st.plotly_chart(profile, key="tel_profile")

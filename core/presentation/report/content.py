@@ -7,6 +7,7 @@ it out, so the three formats cannot disagree on a number.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,6 +15,7 @@ import pandas as pd
 
 from core.decision.analysis import fleet_options, sensitivity
 from core.decision.engine import API_P95_OVER_TYPICAL, Evaluation
+from core.decision.records import NodeDriver
 from core.models import DEFAULT_MIN_QUALITY, HOURS_PER_MONTH, TASK_CLASSES, PricingOption
 from core.presentation.pricing_views import node_rate_label
 from core.presentation.report.numbers import fmt
@@ -151,7 +153,7 @@ def _rate_label(rate) -> str:
     return node_rate_label(rate)
 
 
-def _mix_words(mix: dict) -> str:
+def _mix_words(mix: Mapping[str, int]) -> str:
     """The verdict mix in words: '2 on a public API (autoregressive), 1 on owned GPUs (MoE), 3 with no route'."""
     parts = []
     for key, n in mix.items():
@@ -196,15 +198,15 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
     sc = ev.scenario
     out: list[Change] = []
     node = _node_words(ev)
-    owned, needed = int(f["owned_nodes"]), int(f["nodes_needed"])
+    owned, needed = int(f.owned_nodes), int(f.nodes_needed)
     if needed > owned:
         n = needed - owned
         out.append(Change(
             "Buy nodes",
             f"Buy {n} more {node} node{'s' if n != 1 else ''}: the recommended routing needs {needed}, "
-            f"you own {owned}; about {fmt(f['extra_nodes_monthly_usd'], 'usd')}/month at "
-            f"{fmt(ev.rate.full_usd_per_node_hour, 'usd_2')}/node-hour." + _driver_words(f),
-            float(f["extra_nodes_monthly_usd"])))
+            f"you own {owned}; about {fmt(f.extra_nodes_monthly_usd, 'usd')}/month at "
+            f"{fmt(ev.rate.full_usd_per_node_hour, 'usd_2')}/node-hour." + _driver_words(f.node_drivers),
+            float(f.extra_nodes_monthly_usd)))
     elif needed < owned:
         n = owned - needed
         saving = n * ev.rate.full_usd_per_node_hour * HOURS_PER_MONTH
@@ -228,19 +230,18 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
     return out
 
 
-def _driver_words(f: dict) -> str:
+def _driver_words(drivers: tuple[NodeDriver, ...]) -> str:
     """What forces the purchase, and what relaxing each cause would save (fleet.node_drivers)."""
     parts = []
-    for d in f.get("node_drivers", [])[:3]:
-        best = max((r for r in d["relaxations"] if r.get("saves_usd_per_month")),
-                   key=lambda r: r["saves_usd_per_month"], default=None)
-        target = (f"its {fmt(d['latency_slo_ms'], 'int')} ms target" if d.get("latency_slo_ms") is not None
-                  else f"its {fmt(d.get('batch_window_hours'), 'num_1')} h window")
-        if best is not None and best["saves_usd_per_month"] > 0.5:
-            parts.append(f"{d['workload_id']} ({target}): {best['change']} saves "
-                         f"{fmt(best['saves_usd_per_month'], 'usd')}/month")
+    for d in drivers[:3]:
+        best = d.best_relaxation()
+        target = (f"its {fmt(d.latency_slo_ms, 'int')} ms target" if d.latency_slo_ms is not None
+                  else f"its {fmt(d.batch_window_hours, 'num_1')} h window")
+        if best is not None and (best.saves_usd_per_month or 0.0) > 0.5:
+            parts.append(f"{d.workload_id} ({target}): {best.change} saves "
+                         f"{fmt(best.saves_usd_per_month, 'usd')}/month")
         else:
-            parts.append(f"{d['workload_id']} ({target})")
+            parts.append(f"{d.workload_id} ({target})")
     return (" What forces it: " + "; ".join(parts) + ".") if parts else ""
 
 
@@ -345,7 +346,7 @@ def _options(ev: Evaluation) -> tuple[Table, dict[str, dict]]:
 
 def _cost_by_route(ev: Evaluation, vf: pd.DataFrame) -> Table:
     f = ev.fleet
-    by_route = f["monthly_usd_by_route"]
+    by_route = f.monthly_usd_by_route
     labels = {r.route_id: r for r in ev.routes}
     rows: list[dict] = []
     for rid, usd in sorted(by_route.items(), key=lambda kv: -kv[1]):
@@ -354,7 +355,7 @@ def _cost_by_route(ev: Evaluation, vf: pd.DataFrame) -> Table:
         rows.append({"route": route.label, "hosting": route.hosting,
                      "architecture": _ARCH_WORDS.get(route.architecture, route.architecture),
                      "workloads": _ids(ids), "monthly_usd": float(usd)})
-    gap = float(f["unallocated_usd_per_month"])
+    gap = float(f.unallocated_usd_per_month)
     if abs(gap) >= 0.005:
         rows.append({"route": "Not attributed: idle GPUs, idle hours, whole-node rounding", "hosting": "owned",
                      "architecture": "", "workloads": "", "monthly_usd": gap})
@@ -456,13 +457,13 @@ def _fleet(ev: Evaluation, vf: pd.DataFrame) -> tuple[Table, Table]:
     f = ev.fleet
     routes = {r.route_id: r for r in ev.routes}
     rows = []
-    for rid in sorted(set(f["gpus_by_route"]) | set(f["nodes_by_route"]), key=lambda k: -f["gpus_by_route"].get(k, 0)):
+    for rid in sorted(set(f.gpus_by_route) | set(f.nodes_by_route), key=lambda k: -f.gpus_by_route.get(k, 0)):
         sel = vf["route_id"] == rid
         rows.append({"route": routes[rid].label,
                      "architecture": _ARCH_WORDS.get(routes[rid].architecture, routes[rid].architecture),
-                     "nodes": f["nodes_by_route"].get(rid, np.nan), "gpus": f["gpus_by_route"].get(rid, np.nan),
+                     "nodes": f.nodes_by_route.get(rid, np.nan), "gpus": f.gpus_by_route.get(rid, np.nan),
                      "workloads": _ids(vf.loc[sel, "workload_id"].tolist()),
-                     "monthly_usd": f["monthly_usd_by_route"].get(rid, np.nan)})
+                     "monthly_usd": f.monthly_usd_by_route.get(rid, np.nan)})
     route_cols = [
         Column("route", "Owned route", "text", width=40, wrap=True),
         Column("architecture", "Architecture", "text"),
@@ -471,10 +472,10 @@ def _fleet(ev: Evaluation, vf: pd.DataFrame) -> tuple[Table, Table]:
         Column("workloads", "Workloads", "text", width=40, wrap=True),
         Column("monthly_usd", "Allocated $/month", "usd"),
     ]
-    gpus = f["owned_nodes"] * f["gpus_per_node"]
+    gpus = f.owned_nodes * f.gpus_per_node
     hourly = [{"hour": f"{h:02d}:00", "without_batch": u0, "batch_fill": max(u - u0, 0.0), "with_batch": u,
                "busy_gpus": u * gpus}
-              for h, (u, u0) in enumerate(zip(f["hourly_utilization"], f["hourly_utilization_without_batch"],
+              for h, (u, u0) in enumerate(zip(f.hourly_utilization, f.hourly_utilization_without_batch,
                                               strict=True))]
     hour_cols = [
         Column("hour", "Hour", "text"),
@@ -485,10 +486,10 @@ def _fleet(ev: Evaluation, vf: pd.DataFrame) -> tuple[Table, Table]:
     ]
     return (
         Table("FleetRoutes", "Nodes per owned route", route_cols, rows,
-              f"Interactive routes share nodes: the fleet needs {_plural(int(f['nodes_needed']), 'node')} in all "
-              f"({f['nodes_needed_interactive']} interactive + {f['nodes_needed_offline_extra']} more for batch)."),
+              f"Interactive routes share nodes: the fleet needs {_plural(int(f.nodes_needed), 'node')} in all "
+              f"({f.nodes_needed_interactive} interactive + {f.nodes_needed_offline_extra} more for batch)."),
         Table("Hourly", "Hourly utilization of the owned fleet (estimate)", hour_cols, hourly,
-              f"Interactive traffic: {f.get('traffic_shape', 'office-hours traffic shape (an assumption)')}, "
+              f"Interactive traffic: {f.traffic_shape}, "
               "scaled to each workload's peak factor; batch work fills the idlest hours."),
     )
 
@@ -654,7 +655,7 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
             kind = kinds.get(key, "text")
         add("Scenario", "this report", label, value, kind, as_of=today, source="scenario settings",
             confidence="user")
-    add("Scenario", "this report", "Inventory", str(ev.fleet.get("inventory", "")), "text", as_of=today,
+    add("Scenario", "this report", "Inventory", str(ev.fleet.inventory or ""), "text", as_of=today,
         source="scenario settings", confidence="user")
 
     engine = ev.scenario_dict()["assumptions"]
@@ -695,43 +696,44 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
     n = len(ev.workloads)
     api_routes = sum(1 for k in ev.verdict if k >= 0 and ev.routes[k].hosting == "api")
     figs = [
-        Figure("owned_nodes", "Owned nodes", int(f["owned_nodes"]), "int",
+        Figure("owned_nodes", "Owned nodes", int(f.owned_nodes), "int",
                f"{_node_words(ev)} each; {_rate_label(rate)}"),
-        Figure("nodes_needed", "Nodes needed for the recommended routing", int(f["nodes_needed"]), "int",
-               f"{f['nodes_needed_interactive']} to hold the latency targets at peak + "
-               f"{f['nodes_needed_offline_extra']} more for batch work (estimate)"),
-        Figure("utilization", "Average utilization of the nodes in the plan", float(f["utilization"]), "pct",
-               f"{fmt(float(np.mean(f['hourly_utilization_without_batch'])), 'pct')} from interactive work alone; "
+        Figure("nodes_needed", "Nodes needed for the recommended routing", int(f.nodes_needed), "int",
+               f"{f.nodes_needed_interactive} to hold the latency targets at peak + "
+               f"{f.nodes_needed_offline_extra} more for batch work (estimate)"),
+        Figure("utilization", "Average utilization of the nodes in the plan", float(f.utilization), "pct",
+               f"{fmt(float(np.mean(f.hourly_utilization_without_batch)), 'pct')} from interactive work alone; "
                "batch work fills idle hours (estimate)"),
-        Figure("idle_usd_per_month", "Idle capacity, $/month", float(f["idle_usd_per_month"]), "usd",
+        Figure("idle_usd_per_month", "Idle capacity, $/month", float(f.idle_usd_per_month), "usd",
                "GPU-hours of every node in the plan × full $/GPU-hour × (1 − utilization)"),
-        Figure("total_monthly_usd", "Cash bill, $/month (recommended plan)", float(f["total_monthly_usd"]), "usd",
-               f"owned nodes {fmt(f['owned_monthly_usd'], 'usd')} + new nodes "
-               f"{fmt(f['extra_nodes_monthly_usd'], 'usd')} + APIs {fmt(f['api_monthly_usd'], 'usd')}"
-               f" + licences {fmt(f.get('licence_monthly_usd', 0.0), 'usd')}; the same under either cost basis"),
+        Figure("total_monthly_usd", "Cash bill, $/month (recommended plan)", float(f.total_monthly_usd), "usd",
+               f"owned nodes {fmt(f.owned_monthly_usd, 'usd')} + new nodes "
+               f"{fmt(f.extra_nodes_monthly_usd, 'usd')} + APIs {fmt(f.api_monthly_usd, 'usd')}"
+               f" + licences {fmt(f.licence_monthly_usd, 'usd')}; the same under either cost basis"),
         Figure("unallocated_usd_per_month", "Not attributed to a workload, $/month",
-               float(f["unallocated_usd_per_month"]), "usd",
+               float(f.unallocated_usd_per_month), "usd",
                "idle GPUs, idle hours and whole-node rounding; workloads' shares + this = the cash bill"),
-        Figure("owned_monthly_usd", "Owned nodes, $/month", float(f["owned_monthly_usd"]), "usd",
-               f"{f['owned_nodes']} × {fmt(rate.full_usd_per_node_hour, 'usd_2')}/node-hour × {HOURS_PER_MONTH:g} h "
+        Figure("owned_monthly_usd", "Owned nodes, $/month", float(f.owned_monthly_usd), "usd",
+               f"{f.owned_nodes} × {fmt(rate.full_usd_per_node_hour, 'usd_2')}/node-hour × {HOURS_PER_MONTH:g} h "
                f"(paid whatever runs on them); attribution: {rate.basis_note}"),
-        Figure("extra_nodes_monthly_usd", "New nodes, $/month", float(f["extra_nodes_monthly_usd"]), "usd",
-               f"{max(int(f['nodes_needed']) - int(f['owned_nodes']), 0)} × "
+        Figure("extra_nodes_monthly_usd", "New nodes, $/month", float(f.extra_nodes_monthly_usd), "usd",
+               f"{f.new_nodes} × "
                f"{fmt(rate.full_usd_per_node_hour, 'usd_2')}/node-hour (full price)"),
-        Figure("api_monthly_usd", "Public APIs, $/month", float(f["api_monthly_usd"]), "usd",
+        Figure("api_monthly_usd", "Public APIs, $/month", float(f.api_monthly_usd), "usd",
                f"{_plural(api_routes, 'workload')} sent to an API"),
-        Figure("owned_usd_per_mtok_out", "Owned cost per million output tokens", f["owned_usd_per_mtok_out"],
+        Figure("owned_usd_per_mtok_out", "Owned cost per million output tokens", f.owned_usd_per_mtok_out,
                "usd_2", "owned fleet cost ÷ tokens generated on it, idle hours included"),
     ]
-    pr = f.get("performance_range") if ev.ranges() is not None else None
-    if pr:  # the bill at both ends of the performance estimates, with what each end serves otherwise
+    rg = ev.ranges()
+    pr = None if rg is None else rg.performance
+    if pr is not None:  # the bill at both ends of the performance estimates, with what each end serves otherwise
         from core.decision.sensitivity import end_caveats
 
         for which, word, speed in (("high", "pessimistic", "slow"), ("low", "optimistic", "fast")):
-            nodes = int(pr[f"nodes_needed_{which}"])
+            nodes = pr.nodes_at(which)
             figs.append(Figure(
                 f"range_{which}_monthly_usd", f"Cash bill at the {word} end of the performance estimates, $/month",
-                float(pr[f"total_monthly_usd_{which}"]), "usd",
+                pr.bill_at(which), "usd",
                 "; ".join([f"{_plural(nodes, 'node')} needed; every owned route at the {speed} end of its "
                            "efficiency range (estimate)"] + [f"this bill {c}" for c in end_caveats(pr, which)])))
     alt = options.get("All on public APIs")
@@ -748,14 +750,14 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
     as_of = rate.as_of or "the report date (your override)"
     figs.append(Figure("node_usd_per_hour", "Node price used, $/node-hour", rate.usd_per_node_hour, "usd_2",
                        f"{_rate_label(rate)}, as of {as_of}, {rate.confidence}; source: {rate.source}"))
-    measured = f.get("measured")
+    measured = f.measured
     if measured:  # the hangover as it is, dated, beside the plan's estimate (issue 15)
-        figs.append(Figure("measured_utilization", "Measured utilization (GPU telemetry)", measured["utilization"],
-                           "pct", f"{measured['label']}, {measured['metric']}; {fmt(measured['gpus'], 'int')} GPUs"))
+        figs.append(Figure("measured_utilization", "Measured utilization (GPU telemetry)", measured.utilization,
+                           "pct", f"{measured.label}, {measured.metric}; {fmt(measured.gpus, 'int')} GPUs"))
         figs.append(Figure("measured_idle_usd_per_month", "Measured idle capacity, $/month",
-                           measured["idle_usd_per_month"], "usd", "measured GPUs × 730 h × full $/GPU-hour × "
+                           measured.idle_usd_per_month, "usd", "measured GPUs × 730 h × full $/GPU-hour × "
                            "(1 − measured utilization), at this scenario's node price"))
-    mix = _mix_words(f["verdict_mix"])
+    mix = _mix_words(f.verdict_mix)
     figs.append(Figure("workloads", "Workloads evaluated", n, "int", f"verdicts: {mix}"))
     return figs
 
@@ -781,7 +783,7 @@ def build_summary(ev: Evaluation, *, generated: dt.datetime | None = None,
     fleet_routes, hourly = _fleet(ev, vf)
     return ProcurementSummary(
         generated=generated,
-        inventory=str(ev.fleet.get("inventory", "given")),
+        inventory=str(ev.fleet.inventory or "given"),
         scenario_line=scenario_line(ev),
         headline=_headline(ev, by_option),
         changes=recommended_changes(ev),
