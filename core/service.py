@@ -13,7 +13,8 @@ from core.catalog import Catalog
 from core.decision.engine import Evaluation, check_plan_size, evaluate
 from core.decision.records import MeasuredUtilization
 from core.errors import InputError, describe_validation_error
-from core.models import OwnedHardware, Scenario
+from core.models import OwnedHardware, Scenario, ServingStack
+from core.store import Store, open_store
 from core.store.seed import sample_workloads_path
 
 # The owned-hardware figures a user may enter for the "owned" pricing option.
@@ -149,3 +150,92 @@ def _describe_cell(e) -> str:
         where.append(f"column '{e.column}'")
     got = f" (got {e.value!r})" if e.value not in (None, "") else ""
     return (", ".join(where) + ": " if where else "") + f"{e.problem}{got}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# what the pages read and write: every page call into the store or the decision modules goes through here
+# ---------------------------------------------------------------------------------------------------------------
+
+def open_shared_store() -> Store:
+    """The store the dashboard's sessions share (core takes a cursor per unit of work)."""
+    return open_store()
+
+
+def store_stamp(store: Store) -> int:
+    """A key that changes whenever the store file (or its write-ahead log) is written: (size, mtime, inode) of
+    both (core.store.integrity.file_signature), so a read leaves it as it was."""
+    from core.store.integrity import file_signature
+
+    path = store.path
+    return hash((file_signature(path), file_signature(path.with_name(path.name + ".wal"))))
+
+
+def estimate_range_words(ev: Evaluation) -> str | None:
+    """The Overview's line on the nodes and bill at both ends of the performance estimates (None: not computed)."""
+    from core.decision.sensitivity import estimate_range_words as words
+
+    return words(ev)
+
+
+def sla_sweep_rows(ev: Evaluation, scale: float) -> list[dict]:
+    """One SLA scale of the sweep: each fleet option re-planned with every latency target × scale."""
+    from core.decision.analysis import sla_sweep_rows as rows
+
+    return rows(ev.catalog, ev.workloads, ev.scenario, scale)
+
+
+def sla_sweep(ev: Evaluation, scales, *, rows_at=None) -> pd.DataFrame:
+    """Owned nodes each fleet option needs as every latency target is scaled (rows_at: a cache per scale)."""
+    from core.decision.analysis import sla_sweep as sweep
+
+    return sweep(ev.catalog, ev.workloads, ev.scenario, scales, rows_at=rows_at)
+
+
+def architecture_comparison(ev: Evaluation) -> pd.DataFrame:
+    """Every owned route side by side for each interactive workload (analysis.architecture_comparison)."""
+    from core.decision.analysis import architecture_comparison as compare
+
+    return compare(ev)
+
+
+def fleet_options(ev: Evaluation) -> pd.DataFrame:
+    """The cash bill of each fleet option, planned once per evaluation (analysis.fleet_options)."""
+    from core.decision.analysis import fleet_options as options
+
+    return options(ev)
+
+
+def check_plan(ev: Evaluation, *, seed: int = 0, progress=None):
+    """The plan's owned interactive deployments simulated at the peak hour (core.decision.checks)."""
+    from core.decision.checks import check_plan as check
+
+    return check(ev, seed=seed, progress=progress)
+
+
+def benchmark_imports(store: Store) -> pd.DataFrame:
+    """The imported benchmark files, newest first (core.store.benchmarks)."""
+    from core.store.benchmarks import list_imports
+
+    return list_imports(store)
+
+
+def set_licence_fee(store: Store, stack_id: str, usd_per_gpu_month: float, *, source: str) -> ServingStack:
+    """Enter the licence fee of a stack with licensed weights (dated, with its source)."""
+    from core.store.stacks import set_licence_fee as set_fee
+
+    return set_fee(store, stack_id, usd_per_gpu_month, source=source)
+
+
+def telemetry_stamp(store: Store) -> tuple[int, str]:
+    """(imports, newest import id): changes with every telemetry import, whichever process made it."""
+    from core.store.telemetry import telemetry_stamp as stamp
+
+    return stamp(store)
+
+
+def telemetry_overview(store: Store) -> tuple[pd.DataFrame, list[str], pd.DataFrame]:
+    """(imports, nodes, coverage) of the stored GPU telemetry, read under one hold of the store."""
+    from core.store import telemetry as tstore
+
+    with store.held():
+        return tstore.list_imports(store), tstore.nodes(store), tstore.coverage(store)

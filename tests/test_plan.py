@@ -80,18 +80,19 @@ def test_licensed_stack_with_unknown_fee_is_not_planned_but_priced(catalog, bank
 def test_break_even_computed_beside_the_attribution_is_the_same(catalog, bank, monkeypatch):
     """From BACKGROUND_ROWS workloads the break-even re-plan runs in a forked process while the plan is
     attributed: the fleet record must not depend on where it ran (here forced on the 7-workload sample)."""
+    from core import background
     from core.decision import fleet
 
     inline = evaluate(catalog, bank, Scenario(fleet_nodes=1))
     forks = []
-    real = fleet.in_background
+    real = background.in_background
 
     def spy(job, wanted):
         forks.append(wanted)
         return real(job, wanted)
 
     monkeypatch.setattr(fleet, "BACKGROUND_ROWS", 1)
-    monkeypatch.setattr(fleet, "in_background", spy)
+    monkeypatch.setattr(background, "in_background", spy)
     beside = evaluate(catalog, bank, Scenario(fleet_nodes=1))
     assert forks == [True]
     assert beside.fleet.licensed_routes == inline.fleet.licensed_routes
@@ -104,7 +105,7 @@ def test_in_background_runs_in_another_process_and_reraises():
     import os
     import threading
 
-    from core.decision.fleet import in_background
+    from core.background import in_background
 
     assert in_background(os.getpid, False)() == os.getpid()
     import sys

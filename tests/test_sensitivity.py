@@ -203,16 +203,16 @@ def test_overview_shows_the_estimate_range_and_routing_the_flag(monkeypatch, tmp
 
 def _forks(monkeypatch) -> list[bool]:
     """Record what in_background is asked (True: fork wanted) while still running it."""
-    from core.decision import fleet
+    from core import background
 
     asked: list[bool] = []
-    real = fleet.in_background
+    real = background.in_background
 
     def spy(job, wanted):
         asked.append(wanted)
         return real(job, wanted)
 
-    monkeypatch.setattr(fleet, "in_background", spy)
+    monkeypatch.setattr(background, "in_background", spy)
     return asked
 
 
@@ -220,7 +220,7 @@ def test_ends_planned_in_other_processes_are_the_ends_planned_in_place(catalog, 
     """The ends may be planned in forked processes: beside each other (from SIDE_BY_SIDE_ROWS workloads) or
     beside the central plan (`ranges_ahead`, what `hangover evaluate` asks). Forced on the 7-workload sample, both
     give the ranges and the performance range of the in-place computation (sample_ev, below the threshold)."""
-    from core.decision.fleet import fork_is_safe
+    from core.background import fork_is_safe
 
     monkeypatch.setattr(sensitivity, "SIDE_BY_SIDE_ROWS", 1)
     asked = _forks(monkeypatch)

@@ -37,6 +37,7 @@ from core.decision.records import (
     jsonable,
 )
 from core.errors import InputError
+from core.format import duration_ms, integer, money, number, percent, plain
 from core.models import (
     DEFAULT_MIN_QUALITY,
     TASK_CLASSES,
@@ -47,7 +48,6 @@ from core.models import (
     Weights,
 )
 from core.performance import physics
-from core.presentation.format import duration_ms, integer, money, number, percent, plain
 
 # Concurrency grid per replica (continuous batching slots).
 CONCURRENCY_GRID = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512], dtype=float)

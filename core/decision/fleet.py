@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import sys
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from core import background
 from core.decision import latency
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
 from core.decision.plan import (
@@ -28,9 +24,9 @@ from core.decision.plan import (
     service_p95_alone_ms,
 )
 from core.decision.records import Deployment, FleetPlan, LicensedRoute, NodeDriver, Relaxation
+from core.format import integer
 from core.models import CostBasis, Weights
 from core.performance import physics
-from core.presentation.format import integer
 
 if TYPE_CHECKING:
     from core.decision.engine import Evaluation
@@ -304,8 +300,8 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     best = planner.optimise()
     # The break-even re-plan reads the plan and writes only its own result: at scale it runs on the other core
     # while the plan is attributed (docs/performance.md "The break-even beside the attribution").
-    licensed = (in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
-                               len(inp.workload_ids) >= BACKGROUND_ROWS) if break_even else list)
+    licensed = (background.in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
+                                          len(inp.workload_ids) >= BACKGROUND_ROWS) if break_even else list)
     verdict, fleet = _apply(ev, planner, best, rpd, n_out)
     fleet = replace(fleet, licensed_routes=tuple(licensed()))
     # The search's (W x plan columns) linear terms and move targets are not needed to price other plans
@@ -317,51 +313,6 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
         planner._sub._prefetched.clear()
     # planner.inp, not inp: the search may bar pairings a pooled deployment cannot hold.
     return Planned(verdict=verdict, fleet=fleet, plan=best, plan_inputs=planner.inp, planner=planner)
-
-
-def fork_is_safe() -> bool:
-    """Whether in_background may fork here: Linux (macOS offers fork, but its system libraries are not safe in a
-    forked child), the main thread (see in_background), and a second core to run on."""
-    return (threading.current_thread() is threading.main_thread() and sys.platform.startswith("linux")
-            and "fork" in multiprocessing.get_all_start_methods() and (os.cpu_count() or 1) > 1)
-
-
-def in_background(job: Callable[[], Any], wanted: bool) -> Callable[[], Any]:
-    """Start job in a forked process (when wanted and safe) and return a function that waits for its result;
-    otherwise a function that runs it then. The child inherits the parent's memory (no copy of the inputs) and
-    sends back only the result, pickled. Only from the main thread: a fork copies just the calling thread, and
-    a server's other threads (the dashboard's) may hold locks the child would wait on forever."""
-    if not (wanted and fork_is_safe()):
-        return job
-    ctx = multiprocessing.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_run_and_send, args=(job, send), daemon=True)
-    proc.start()
-    send.close()
-
-    def result() -> Any:
-        try:
-            ok, value = receive.recv()
-        except EOFError:  # the child died without a word (killed, out of memory): do the work here
-            ok, value = True, job()
-        finally:
-            receive.close()
-            proc.join()
-        if not ok:
-            raise value
-        return value
-
-    return result
-
-
-def _run_and_send(job: Callable[[], Any], send) -> None:
-    """The forked child's body: the job's result, or the exception it raised, down the pipe."""
-    try:
-        out = (True, job())
-    except BaseException as exc:  # noqa: BLE001 - re-raised in the parent, where it belongs
-        out = (False, exc)
-    send.send(out)
-    send.close()
 
 
 def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from core import background
 from core.decision.records import PerformanceRange, VerdictRanges
 
 # Above this many workloads ranges are computed only when asked (they triple the engine time).
@@ -76,11 +77,9 @@ def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev) -> tupl
     `workloads` are the prepared rows of `base_ev` (the same order), and the node
     price is `base_ev.rate`, so only the speed of owned routes differs. From
     SIDE_BY_SIDE_ROWS workloads the low end is planned in a forked process while
-    this one plans the high end (fleet.in_background: only where a fork is safe).
+    this one plans the high end (background.in_background: only where a fork is safe).
     """
-    from core.decision.fleet import in_background
-
-    low = in_background(lambda: _end(catalog, workloads, scenario, base_ev.rate, "low"),
+    low = background.in_background(lambda: _end(catalog, workloads, scenario, base_ev.rate, "low"),
                         len(workloads) >= SIDE_BY_SIDE_ROWS)
     high = _end(catalog, workloads, scenario, base_ev.rate, "high")
     return low(), high
@@ -92,12 +91,10 @@ def ends_ahead(catalog, workloads: pd.DataFrame, scenario, rate) -> Callable[[],
     safe or not worth it (fewer than SIDE_BY_SIDE_ROWS or more than RANGES_MAX_WORKLOADS workloads): the ranges
     are then computed when first read. On a 2-core machine three plans share two cores, so the central plan
     runs slower but the three end sooner than the central plan followed by the two ends side by side."""
-    from core.decision.fleet import fork_is_safe, in_background
-
-    if not (SIDE_BY_SIDE_ROWS <= len(workloads) <= RANGES_MAX_WORKLOADS and fork_is_safe()):
+    if not (SIDE_BY_SIDE_ROWS <= len(workloads) <= RANGES_MAX_WORKLOADS and background.fork_is_safe()):
         return None
-    low = in_background(lambda: _end(catalog, workloads, scenario, rate, "low"), True)
-    high = in_background(lambda: _end(catalog, workloads, scenario, rate, "high"), True)
+    low = background.in_background(lambda: _end(catalog, workloads, scenario, rate, "low"), True)
+    high = background.in_background(lambda: _end(catalog, workloads, scenario, rate, "high"), True)
     return lambda: (low(), high())
 
 
@@ -253,7 +250,7 @@ def flag_text(row) -> str:
 
 def estimate_range_words(ev) -> str | None:
     """The Overview's one line: nodes and cash bill at the two ends of the performance ranges (None when not computed)."""
-    from core.presentation.format import integer, money
+    from core.format import integer, money
 
     rg = ev.ranges()
     if rg is None:
@@ -280,7 +277,7 @@ def end_caveats(pr: PerformanceRange, which: str) -> list[str]:
     """What one end's bill ("low": optimistic, "high": pessimistic) leaves out or adds against the central plan,
     as clauses ("leaves out 1 workload the central plan serves, ..."); none when both serve the same workloads.
     An end that cannot serve work the central plan serves bills less for it: said beside its figure."""
-    from core.presentation.format import integer, money
+    from core.format import integer, money
 
     out = []
     n, usd = pr.dropped_at(which)

@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-from core.decision import analysis
-from core.decision.checks import check_plan
-from core.decision.engine import Evaluation
+from core import service
 from core.presentation import charts, views
+from core.service import Evaluation
 from dashboard import state
 from dashboard.format import (
     count_col,
@@ -27,14 +26,14 @@ CHART_WORKLOADS = 12  # grouped bars stay readable up to about a dozen workloads
 # One entry per scale, not per range: narrowing or widening the range re-evaluates only the scales not yet swept.
 @st.cache_data(show_spinner="Re-routing every workload at this SLA scale…", max_entries=32 * len(SWEEP_SCALES))
 def sla_sweep_rows(scenario_json: str, data_version: int, inventory: str, scale: float, _ev: Evaluation):
-    """analysis.sla_sweep_rows, cached on the scenario's value, the data version and the scale (not on the evaluation)."""
-    return analysis.sla_sweep_rows(_ev.catalog, _ev.workloads, _ev.scenario, scale)
+    """service.sla_sweep_rows, cached on the scenario's value, the data version and the scale (not on the evaluation)."""
+    return service.sla_sweep_rows(_ev, scale)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def side_by_side(scenario_json: str, data_version: int, inventory: str, _ev: Evaluation):
     """Best owned route per architecture per interactive workload, cached like the sweep (it words every refusal)."""
-    return views.architecture_side_by_side(analysis.architecture_comparison(_ev))
+    return views.architecture_side_by_side(service.architecture_comparison(_ev))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -42,7 +41,7 @@ def figures(scenario_json: str, data_version: int, inventory: str, _ev: Evaluati
     """The page's Plotly figures, built once per scenario (building them is most of a rerun's time)."""
     f = _ev.fleet
     routes = views.nodes_by_route(_ev)
-    options = analysis.fleet_options(_ev)
+    options = service.fleet_options(_ev)
     top = views.costliest_interactive(_ev, CHART_WORKLOADS)
     return {
         "routes": routes,
@@ -97,8 +96,7 @@ key = (ev.scenario.model_dump_json(), state.data_version(), views.fingerprint(ev
 side = side_by_side(*key, ev)
 lo, hi = st.session_state.get("fleet_sla_scales", (SWEEP_SCALES[0], SWEEP_SCALES[-1]))
 scales = tuple(s for s in SWEEP_SCALES if lo <= s <= hi)
-sweep = analysis.sla_sweep(ev.catalog, ev.workloads, ev.scenario, scales,
-                           rows_at=lambda s: sla_sweep_rows(*key, s, ev))
+sweep = service.sla_sweep(ev, scales, rows_at=lambda s: sla_sweep_rows(*key, s, ev))
 fig = figures(*key, ev, side, sweep, scales)
 
 st.subheader("Nodes by route")
@@ -170,7 +168,7 @@ st.caption("Replays the peak hour of every owned deployment that serves interact
            "Estimates: it checks the queueing arithmetic the plan sized on, not the physics.")
 if st.button("Check by simulation", key="fleet_simulate"):
     bar = st.progress(0.0, text="Simulating…")
-    result = check_plan(ev, seed=0, progress=lambda done, total, dep: bar.progress(
+    result = service.check_plan(ev, seed=0, progress=lambda done, total, dep: bar.progress(
         done / max(total, 1), text=f"Simulating {dep}…" if dep else "Done"))
     st.session_state["fleet_simulation"] = (id(ev), result)
 checked = st.session_state.get("fleet_simulation")

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from core.decision import sensitivity
 from core.presentation import charts, views
+from core.service import estimate_range_words
 from core.telemetry.profile import measured_vs_plan
 from dashboard import state
 from dashboard.format import badge, integer, md, money, money_col, percent, signed_money, text_col
@@ -32,7 +32,7 @@ c5.metric("Nodes needed", integer(needed),
           delta=f"{'+' if needed > owned else ''}{integer(needed - owned)} vs owned" if needed != owned else None, delta_color="off",
           help="Nodes that hold every latency target at peak in the recommended mix, batch work filling idle hours.")
 
-if (estimate_range := sensitivity.estimate_range_words(ev)) is not None:
+if (estimate_range := estimate_range_words(ev)) is not None:
     st.caption(md(estimate_range))
 
 with st.expander(f"Cash bill: {money(k['total_monthly_usd'])} a month — line by line"):
