@@ -135,3 +135,33 @@ def test_an_evaluation_and_its_fleet_record_are_frozen(catalog, bank):
     assert ev.fleet.inventory is None and named.fleet.inventory == "bundled sample"
     assert named.answers is ev.answers and named.fleet.deployments is ev.fleet.deployments
     assert "inventory" not in ev.fleet_json() and named.fleet_json()["inventory"] == "bundled sample"
+
+
+def test_one_bill_rule_for_the_plan_its_record_and_its_options(catalog, bank):
+    """The search's bill, the fleet record's (in cents) and the options' are economics.cash_bill of the same plan:
+    the search's to the bit, the record's to the cent."""
+    from core.decision.economics import cash_bill
+
+    ev = evaluate(catalog, bank, Scenario(fleet_nodes=1))
+    f, plan = ev.fleet, ev.plan
+    bill = cash_bill(f.owned_nodes, plan.nodes_needed, f.full_usd_per_node_hour, plan.api_monthly,
+                     plan.licence_monthly)
+    assert bill.total == plan.bill
+    cents = bill.in_cents()
+    assert (f.owned_monthly_usd, f.extra_nodes_monthly_usd, f.api_monthly_usd, f.licence_monthly_usd,
+            f.total_monthly_usd) == (cents.owned_usd, cents.new_nodes_usd, cents.api_usd, cents.licence_usd,
+                                     cents.total)
+    recommended = analysis.option_records(ev)[0]
+    assert (recommended.monthly_usd, recommended.owned_monthly_usd) == (bill.total, bill.nodes_usd)
+
+
+def test_the_sla_scale_is_applied_once(catalog, bank):
+    """Every latency target × 0.5: the plan's inputs and the routing table both read the scaled target t × 0.5
+    (engine.latency_targets_ms, the one place the scale is applied); batch work keeps no target (NaN)."""
+    ev = evaluate(catalog, bank, Scenario(sla_scale=0.5))
+    raw = bank["latency_slo_ms"].to_numpy(dtype=float)
+    scaled = ev.slo_ms
+    assert ((scaled == raw * 0.5) | (pd.isna(raw) & pd.isna(scaled))).all()
+    vf = ev.verdicts_frame()
+    assert ((vf["latency_slo_ms"].to_numpy() == scaled) | pd.isna(scaled)).all()
+    assert (ev.plan_inputs.slo_ms[~pd.isna(scaled)] == scaled[~pd.isna(scaled)]).all()

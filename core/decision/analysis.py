@@ -9,9 +9,10 @@ import numpy as np
 import pandas as pd
 
 from core.catalog import Catalog
+from core.decision.economics import cash_bill
 from core.decision.engine import Evaluation, evaluate
 from core.decision.records import FleetOption
-from core.models import HOURS_PER_MONTH, Scenario
+from core.models import Scenario
 
 # Fleet options a procurement reader compares: which routes each may use.
 FLEET_OPTIONS: dict[str, tuple[str, ...]] = {
@@ -73,11 +74,12 @@ def _plan_options(ev: Evaluation) -> tuple[FleetOption, ...]:
             plan = Planner(restrict(inp, _allowed(ev, kinds)), None if planner is None else planner._gpu_hours_month,
                            cache=None if planner is None else planner._cache).optimise()
         has = plan.assignment >= 0
-        owned_monthly = max(plan.nodes_needed, ev.scenario.fleet_nodes) * inp.full_usd_per_node_hour * HOURS_PER_MONTH
+        bill = cash_bill(ev.scenario.fleet_nodes, plan.nodes_needed, inp.full_usd_per_node_hour, plan.api_monthly,
+                         plan.licence_monthly)
         rows.append(FleetOption(
             option=name,
-            monthly_usd=plan.bill,
-            owned_monthly_usd=owned_monthly,
+            monthly_usd=bill.total,  # what the search minimised (plan.bill), by the same rule
+            owned_monthly_usd=bill.nodes_usd,
             api_monthly_usd=plan.api_monthly,
             licence_monthly_usd=plan.licence_monthly,
             nodes_needed=int(plan.nodes_needed),

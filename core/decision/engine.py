@@ -146,6 +146,15 @@ class Evaluation:
 
         return replace(self, fleet=replace(self.fleet, source=Source(inventory, measured)))
 
+    @property
+    def slo_ms(self) -> np.ndarray:
+        """Each workload's p95 target as the plan holds it (latency_targets_ms; NaN for batch work)."""
+        t = self.__dict__.get("_slo_ms")
+        if t is None:
+            t = latency_targets_ms(self.workloads, self.scenario)
+            self.__dict__["_slo_ms"] = t
+        return t
+
     # -- the arrays ------------------------------------------------------
     def values(self, name: str, rows, cols) -> np.ndarray:
         """`a[name][rows, cols]` as float64, or a DERIVED figure computed for those cells only: quality from
@@ -208,7 +217,7 @@ class Evaluation:
             "task_class": w["task_class"].to_numpy(),
             "data_policy": w["data_policy"].to_numpy(),
             "interactive": w["latency_slo_ms"].notna().to_numpy(),
-            "latency_slo_ms": w["latency_slo_ms"].to_numpy(dtype=float) * self.scenario.sla_scale,
+            "latency_slo_ms": self.slo_ms,
             "batch_window_hours": w["batch_window_hours"].to_numpy(dtype=float),
             "requests_per_day": w["requests_per_day"].to_numpy(dtype=float),
             "route_id": ids[j],
@@ -315,14 +324,13 @@ class Evaluation:
         w = self._record(i)
         route = self.routes[r]
         code = int(self.a["code"][i, r])
-        slo = _num(w["latency_slo_ms"])
         if code == DATA_POLICY:
             return "Data may not leave the bank's own hardware (owned_only), so no public API can take it."
         if code == NO_FIT:
             return f"{route.label} does not fit on {self.scenario.gpus_per_node} × {self.gpu_name} with this context length."
         if code == LATENCY:
             lat = self.a["best_p95_ms"][i, r]
-            slo_eff = cast(float, slo) * self.scenario.sla_scale
+            slo_eff = self.slo_ms[i]
             if route.hosting == "api":
                 return (f"At a {integer(slo_eff)} ms p95 target, {route.label} typically takes about "
                         f"{_seconds(lat)} for {integer(w['output_tokens'])} output tokens (estimate).")
@@ -366,7 +374,7 @@ class Evaluation:
         route = self.routes[v]
         a = {k: arr[i, v] for k, arr in self.a.items() if arr.ndim == 2}
         a["usd_per_mtok_out"] = self.values("usd_per_mtok_out", i, v)
-        target = (f"the {integer(slo * self.scenario.sla_scale)} ms p95 target" if pd.notna(slo)
+        target = (f"the {integer(self.slo_ms[i])} ms p95 target" if pd.notna(slo)
                   else f"the {plain(w['batch_window_hours'])} h batch window")
         if route.hosting == "owned":
             dep = self._deployment(i)
@@ -594,6 +602,12 @@ _money = money
 # evaluation
 # ---------------------------------------------------------------------------
 
+def latency_targets_ms(workloads: pd.DataFrame, scenario: Scenario) -> np.ndarray:
+    """Each workload's p95 target in ms as planned: its latency_slo_ms x the scenario's SLA scale (NaN: batch
+    work). The one place the scale is applied; the plan, the routing table and the words read this."""
+    return workloads["latency_slo_ms"].to_numpy(dtype=float) * scenario.sla_scale
+
+
 def build_routes(catalog: Catalog) -> list[Route]:
     """Owned stacks first, then APIs (stable order = stable route indices)."""
     routes = [Route(f"owned:{s.stack_id}", s.name, "owned", s.architecture.value, stack=s) for s in catalog.stacks
@@ -689,7 +703,7 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     n_in = w["input_tokens"].to_numpy(dtype=float)
     n_out = w["output_tokens"].to_numpy(dtype=float)
     out_p95 = w["output_tokens_p95"].to_numpy(dtype=float)
-    slo = w["latency_slo_ms"].to_numpy(dtype=float) * scenario.sla_scale
+    slo = latency_targets_ms(w, scenario)
     window_h = w["batch_window_hours"].to_numpy(dtype=float)
     interactive = np.isfinite(slo)
     owned_only = (w["data_policy"] == "owned_only").to_numpy()

@@ -10,7 +10,7 @@ import pandas as pd
 
 from core import background
 from core.decision import latency
-from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
+from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH, cash_bill
 from core.decision.plan import (
     CAP_BANDS,
     EDGE_TIER,
@@ -533,10 +533,9 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out) -> tupl
 
     full_node = inp.full_usd_per_node_hour
     # The bill and its parts in cents, so that the parts a report prints add up to the bill it prints.
-    owned_monthly = round(sc.fleet_nodes * full_node * HOURS_PER_MONTH, 2)
-    extra_monthly = round(new_nodes * full_node * HOURS_PER_MONTH, 2)
-    api_monthly, licence_monthly = round(float(best.api_monthly), 2), round(float(best.licence_monthly), 2)
-    total = round(owned_monthly + extra_monthly + api_monthly + licence_monthly, 2)
+    bill = cash_bill(sc.fleet_nodes, best.nodes_needed, full_node, best.api_monthly, best.licence_monthly).in_cents()
+    owned_monthly, extra_monthly, total = bill.owned_usd, bill.new_nodes_usd, bill.total
+    api_monthly, licence_monthly = bill.api_usd, bill.licence_usd
     unallocated = round(total - float(attributed.sum()), 2)  # both in cents: the round only drops float noise
 
     cap = total_nodes * gpn
