@@ -401,19 +401,23 @@ class Comparison:
         return out.reset_index(drop=True)
 
 
-def compare_evaluations(named: Sequence[tuple[str, Evaluation]], *, settings: Sequence[str] | None = None) -> Comparison:
+def compare_evaluations(named: Sequence[tuple[str, Evaluation]], *, settings: Sequence[str] | None = None,
+                        table: Callable[[Evaluation], pd.DataFrame] | None = None) -> Comparison:
     """Set evaluations side by side (pure: no store). `named` is (name, Evaluation) in the order to show.
 
     Uses only the evaluation contract: the fleet record's total_monthly_usd (the cash
     bill), nodes_needed, owned_nodes, idle_usd_per_month, utilization,
-    api_monthly_usd and inventory; ev.verdicts_frame()'s workload_id, route_id,
-    route, hosting, monthly_usd.
+    api_monthly_usd and inventory; the routing table's (`table`, by default
+    contract.verdicts_frame) workload_id, route_id, route, hosting, monthly_usd.
     """
+    from core.decision.contract import verdicts_frame
+
+    read_table = table or verdicts_frame
     if not MIN_COMPARED <= len(named) <= MAX_COMPARED:
         raise InputError(f"compare {MIN_COMPARED} to {MAX_COMPARED} scenarios (got {len(named)})")
     parts: list[pd.DataFrame] = []
     for i, (_, ev) in enumerate(named):
-        vf = ev.verdicts_frame()
+        vf = read_table(ev)
         part = pd.DataFrame({
             "workload_id": vf["workload_id"].astype(str).to_numpy(),
             f"name_{i}": vf["name"].to_numpy() if "name" in vf else vf["workload_id"].to_numpy(),

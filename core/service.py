@@ -90,7 +90,8 @@ def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
                    workloads: pd.DataFrame | None = None, catalog: Catalog | None = None,
                    ranges_ahead: bool = False) -> Evaluation:
     """Evaluate an inventory (given, a stored version, the latest, or the sample) under a scenario
-    (ranges_ahead: see engine.evaluate)."""
+    (ranges_ahead: the caller will read the verdict ranges, so their end plans start beside this one where that
+    is safe: sensitivity.ends_ahead)."""
     catalog = catalog or Catalog.from_store(store)
     if workloads is None:
         check_plan_size(stored_size(store, version))  # before loading a version too large to plan
@@ -98,7 +99,9 @@ def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
     else:
         label = "given"
     scenario = with_measured_profile(store, scenario)
-    ev = evaluate(catalog, workloads, scenario, ranges_ahead=ranges_ahead)
+    from core.decision.sensitivity import ends_ahead
+
+    ev = evaluate(catalog, workloads, scenario, beside=ends_ahead if ranges_ahead else None)
     return ev.with_source(label, measured_beside_plan(store, ev))
 
 
@@ -239,3 +242,17 @@ def telemetry_overview(store: Store) -> tuple[pd.DataFrame, list[str], pd.DataFr
 
     with store.held():
         return tstore.list_imports(store), tstore.nodes(store), tstore.coverage(store)
+
+
+def verdicts_frame(ev: Evaluation) -> pd.DataFrame:
+    """The routing table: one row per workload, its verdict and figures (core.decision.contract)."""
+    from core.decision.contract import verdicts_frame as table
+
+    return table(ev)
+
+
+def reasons(ev: Evaluation, i: int) -> list[str]:
+    """Sentences a finance reader can quote for workload i's verdict (core.decision.explain)."""
+    from core.decision.explain import reasons as words
+
+    return words(ev, i)

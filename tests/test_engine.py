@@ -9,6 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.catalog import Catalog
+from core.decision import contract, explain
 from core.decision.engine import evaluate
 from core.errors import InputError
 from core.models import HOURS_PER_MONTH, Scenario
@@ -71,11 +72,11 @@ def test_onboarding_is_infeasible_on_plain_ar_and_feasible_on_diffusion(ev):
     assert ev.a["feasible"][i, diff].any()
     # The 70B reasons are about latency and quote the target.
     r70 = next(r for r in ar if ev.routes[r].stack.stack_id == "llama70b-fp8")
-    assert "1,000 ms p95 target" in ev.why_not(i, r70) and "batching cannot help" in ev.why_not(i, r70)
+    assert "1,000 ms p95 target" in explain.why_not(ev, i, r70) and "batching cannot help" in explain.why_not(ev, i, r70)
     # Only licensed weights (mercury-class, no fee entered) can serve it, so the plan may not; the reasons say so.
     assert ev.verdict[i] < 0 or ev.routes[ev.verdict[i]].hosting == "owned"
     if ev.verdict[i] < 0:
-        assert any("licence" in r for r in ev.reasons(i))
+        assert any("licence" in r for r in explain.reasons(ev, i))
 
 
 def test_overnight_batch_fits_one_node_with_ar_and_with_diffusion(ev):
@@ -109,7 +110,7 @@ def test_owned_only_never_goes_to_an_api(ev):
         v = ev.verdict[i]
         assert v < 0 or ev.routes[v].hosting == "owned"
         for r in _routes(ev, lambda r: r.hosting == "api"):
-            assert "owned_only" in ev.why_not(i, r)
+            assert "owned_only" in explain.why_not(ev, i, r)
 
 
 def test_verdicts_are_feasible_and_no_single_move_lowers_the_bill(ev):
@@ -131,13 +132,13 @@ def test_reasons_are_sentences_with_figures(ev):
     served = [i for i in range(len(ev.workloads)) if ev.verdict[i] >= 0
               and ev.workloads["data_policy"].iloc[i] == "owned_only" and pd.notna(ev.workloads["latency_slo_ms"].iloc[i])]
     assert served
-    text = " ".join(ev.reasons(served[0]))
+    text = " ".join(explain.reasons(ev, served[0]))
     assert "$" in text and "p95" in text and "owned_only" not in text
     assert "Data may not leave" in text
 
 
 def test_json_contract_fields(ev):
-    d = ev.to_dict()
+    d = contract.to_dict(ev)
     assert {"scenario", "workloads", "fleet"} <= set(d)
     w = d["workloads"][0]
     assert {"workload_id", "verdict", "reasons", "routes"} <= set(w)

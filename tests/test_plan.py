@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.decision import contract
 from core.decision import plan as plan_mod
 from core.decision.analysis import fleet_options
 from core.decision.engine import evaluate
@@ -41,7 +42,7 @@ def _ids(ev):
 def test_attributed_plus_unallocated_is_the_bill_to_the_cent(catalog, bank, settings):
     ev = evaluate(catalog, bank, Scenario(**settings))
     f = ev.fleet
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     assert round(float(vf["monthly_usd"].sum()) + f.unallocated_usd_per_month, 2) == round(f.total_monthly_usd, 2)
     assert f.unallocated_usd_per_month >= -0.01  # nothing is attributed twice
     assert sum(f.monthly_usd_by_route.values()) + f.unallocated_usd_per_month == pytest.approx(

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.decision import latency
+from core.decision import contract, latency
 from core.decision.checks import check_plan, deployment_loads, within
 from core.decision.engine import evaluate
 from core.decision.plan import _binding_candidates
@@ -101,7 +101,7 @@ def test_sample_plan_holds_under_simulation(sample_check):
     ev, check = sample_check
     rows = _assert_plan_holds(ev, check)
     # The plan reports the same analytic p95 it sized on (the verdict's p95 cell).
-    vf = ev.verdicts_frame().set_index("workload_id")
+    vf = contract.verdicts_frame(ev).set_index("workload_id")
     for r in rows:
         assert vf.loc[r["workload_id"], "p95_latency_ms"] == pytest.approx(r["analytic_p95_ms"], rel=1e-6)
 

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.decision import contract
 from core.decision.engine import evaluate
 from core.decision.fleet import _to_cents
 from core.models import HOURS_PER_MONTH, TASK_CLASSES, Scenario
@@ -93,7 +94,7 @@ def test_attributed_plus_unallocated_is_the_bill_and_more_api_price_keeps_owned_
     inv, owned = _inventory(seed)
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=owned))
     f = ev.fleet
-    assert round(float(ev.verdicts_frame()["monthly_usd"].sum()) + f.unallocated_usd_per_month, 2) \
+    assert round(float(contract.verdicts_frame(ev)["monthly_usd"].sum()) + f.unallocated_usd_per_month, 2) \
         == round(f.total_monthly_usd, 2)
     dear = evaluate(catalog, inv, Scenario(fleet_nodes=owned, api_price_scale=2.0))
     assert _owned_count(dear) >= _owned_count(ev)

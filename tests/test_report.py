@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from core.cli import main
+from core.decision import contract
 from core.decision.analysis import fleet_options
 from core.decision.economics import NodeRate
 from core.decision.engine import Evaluation, Route
@@ -240,7 +241,7 @@ def test_money_columns_carry_currency_formats(sample):
             assert r[col].number_format == excel_format("usd_price", r[col].value)
     col = header.index("$/month")
     cells = [np.nan if r[col].value is None else r[col].value for r in rows]  # an unserved workload: blank
-    np.testing.assert_allclose(cells, ev.verdicts_frame()["monthly_usd"].to_numpy(dtype=float), rtol=1e-9)
+    np.testing.assert_allclose(cells, contract.verdicts_frame(ev)["monthly_usd"].to_numpy(dtype=float), rtol=1e-9)
     _, rows = _table_rows(_wb(data)["Sensitivity"], "Sensitivity")
     assert all(r[1].number_format == USD and isinstance(r[1].value, int | float) for r in rows)
 
@@ -282,7 +283,7 @@ def test_every_price_used_is_on_assumptions_with_date_and_source(sample):
     assert quality and {r[7].value for r in quality} == {"estimate"}
     # Performance is labelled as the engine words it: estimated, and where calibrated, on which points.
     stacks = {r[1].value: r[3].value for r in rows if r[0].value == "Serving stack" and r[2].value == "Performance"}
-    assert stacks == {d["name"]: d["performance"] for d in ev.scenario_dict()["serving_stacks"]}
+    assert stacks == {d["name"]: d["performance"] for d in contract.scenario_dict(ev)["serving_stacks"]}
     assert all("estimated" in v for v in stacks.values())
 
 

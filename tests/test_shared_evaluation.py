@@ -10,7 +10,7 @@ import warnings
 import pandas as pd
 import pytest
 
-from core.decision import analysis, sensitivity
+from core.decision import analysis, contract, sensitivity
 from core.decision.engine import evaluate
 from core.models import Scenario
 from core.store.seed import sample_workloads_path
@@ -97,12 +97,12 @@ def test_two_threads_reading_the_ranges_plan_the_ends_once(catalog, bank, monkey
         ev = evaluate(catalog, bank, Scenario())
         both = _both_inside(monkeypatch, sensitivity, "ranges")
         ends, waited = _counted(monkeypatch, sensitivity, "_end", both)
-        first, second = _two_threads(ev.ranges)
+        first, second = _two_threads(lambda: sensitivity.ranges(ev))
     assert waited == [True]  # the second thread had asked before the first planned anything
     assert sorted(ends) == ["high", "low"]  # two end plans in all (without the lock: four)
     assert first is not None and first is second
-    assert ev.ranges() is first and sorted(ends) == ["high", "low"]  # kept: a third read plans nothing
-    assert ev.fleet_json()["performance_range"]["nodes_needed_low"] == first.performance.nodes_needed_low
+    assert sensitivity.ranges(ev) is first and sorted(ends) == ["high", "low"]  # kept: a third read plans nothing
+    assert contract.fleet_json(ev)["performance_range"]["nodes_needed_low"] == first.performance.nodes_needed_low
 
 
 def test_two_threads_reading_the_fleet_options_plan_them_once(catalog, bank, monkeypatch):
@@ -134,7 +134,7 @@ def test_an_evaluation_and_its_fleet_record_are_frozen(catalog, bank):
     named = ev.with_source("bundled sample")
     assert ev.fleet.inventory is None and named.fleet.inventory == "bundled sample"
     assert named.answers is ev.answers and named.fleet.deployments is ev.fleet.deployments
-    assert "inventory" not in ev.fleet_json() and named.fleet_json()["inventory"] == "bundled sample"
+    assert "inventory" not in contract.fleet_json(ev) and contract.fleet_json(named)["inventory"] == "bundled sample"
 
 
 def test_one_bill_rule_for_the_plan_its_record_and_its_options(catalog, bank):
@@ -162,6 +162,6 @@ def test_the_sla_scale_is_applied_once(catalog, bank):
     raw = bank["latency_slo_ms"].to_numpy(dtype=float)
     scaled = ev.slo_ms
     assert ((scaled == raw * 0.5) | (pd.isna(raw) & pd.isna(scaled))).all()
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     assert ((vf["latency_slo_ms"].to_numpy() == scaled) | pd.isna(scaled)).all()
     assert (ev.plan_inputs.slo_ms[~pd.isna(scaled)] == scaled[~pd.isna(scaled)]).all()

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.decision import analysis
+from core.decision import analysis, contract
 from core.presentation import format as fmt
 from core.presentation import views
 from core.service import evaluate_store, make_scenario
@@ -40,7 +40,7 @@ def test_group_words_match_the_engine_verdict_mix(ev):
 
 def test_api_equivalent_weights_owned_workloads_by_output_tokens(ev):
     """Σ value × tokens / Σ tokens over the owned verdicts only (API verdicts such as credit-memos left out)."""
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     num = den = 0.0
     for (_, row), out in zip(vf.iterrows(), ev.workloads["output_tokens"], strict=True):
         if row["hosting"] == "owned" and np.isfinite(row["value_usd_per_mtok"]):
@@ -59,7 +59,7 @@ def test_overview_summary_quotes_the_fleet_figures(ev):
     assert f"takes {f.nodes_needed} nodes" in text
     assert "bundled sample" in lines[-1]
     assert "estimates" in lines[-1]
-    owned = int((ev.verdicts_frame()["hosting"] == "owned").sum())
+    owned = int((contract.verdicts_frame(ev)["hosting"] == "owned").sum())
     assert f"{owned} of {len(ev.workloads)} workloads run on owned GPUs in the plan" in text
     assert f"cash bill is {fmt.money(f.total_monthly_usd)} a month" in text
 
@@ -82,7 +82,7 @@ def test_overview_summary_with_spare_nodes(store):
 def test_provenance_notes_carry_date_source_and_confidence(ev):
     notes = views.provenance_notes(ev)
     node, api, perf, model = (text for _, text in notes)
-    p = ev.scenario_dict()["node_price"]
+    p = contract.scenario_dict(ev)["node_price"]
     assert notes[0][0] == p["confidence"]
     assert notes[2][0] in {"estimated", "calibrated"} and notes[3][0] == "estimate"
     assert p["as_of"] in node and p["source"] in node and f"confidence {p['confidence']}" in node
@@ -102,7 +102,7 @@ def test_routing_map_converts_batch_windows_to_ms(ev):
 
 
 def test_route_alternatives_group_identical_refusals(ev):
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     i = int(np.flatnonzero(vf["data_policy"] == "owned_only")[0])
     ok, rejected = views.route_alternatives(ev, i)
     assert ok["feasible"].all()
@@ -136,7 +136,7 @@ def test_routing_csv_has_one_row_per_workload(ev):
 
 
 def test_costliest_interactive_orders_by_the_verdict_monthly_cost(ev):
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     live = vf[vf["interactive"]]
     top = views.costliest_interactive(ev, 2)
     assert len(top) == 2

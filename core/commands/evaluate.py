@@ -142,6 +142,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Print the routing table and the fleet plan, the JSON contract, or the routing table as CSV/Parquet."""
+    from core.decision import contract
     from core.errors import InputError
     from core.service import evaluate_store
     from core.store import Store, default_db_path
@@ -159,10 +160,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.format in ("csv", "parquet"):
         from core.presentation.csv_export import routing_csv, routing_parquet
 
-        data = routing_csv(ev.verdicts_frame()) if args.format == "csv" else routing_parquet(ev.verdicts_frame())
+        vf = contract.verdicts_frame(ev)
+        data = routing_csv(vf) if args.format == "csv" else routing_parquet(vf)
         return _emit(data, args.out)
     if args.format == "json":
-        text = json.dumps(ev.to_dict(detail=args.detail), indent=2 if args.detail == "routes" else None,
+        text = json.dumps(contract.to_dict(ev, detail=args.detail), indent=2 if args.detail == "routes" else None,
                           ensure_ascii=False)
         return _emit((text + "\n").encode(), args.out)
     return _emit((format_table(ev) + "\n").encode(), args.out)
@@ -193,9 +195,10 @@ def _emit(data: bytes, out: str | None) -> int:
 
 def format_table(ev) -> str:
     """A plain-text routing table and the fleet plan's cash bill."""
+    from core.decision import contract
     from core.presentation.format import integer, money, percent
 
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     f = ev.fleet
     lines = [
         f"Inventory: {f.inventory or ''}; {len(vf)} workloads; GPU {f.gpu}; "

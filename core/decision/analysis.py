@@ -11,6 +11,7 @@ import pandas as pd
 from core.catalog import Catalog
 from core.decision.economics import cash_bill
 from core.decision.engine import Evaluation, evaluate
+from core.decision.explain import why_not
 from core.decision.records import FleetOption
 from core.models import Scenario
 
@@ -135,7 +136,7 @@ def architecture_comparison(ev: Evaluation, *, explain: str = "fastest") -> pd.D
         fastest = out.assign(_k=key, _p=out["p95_latency_ms"].fillna(np.inf)).groupby("_k")["_p"].transform("min")
         refused &= ~any_ok & (out["p95_latency_ms"].fillna(np.inf).to_numpy() <= fastest.to_numpy())
     for k in np.flatnonzero(refused):
-        out.at[k, "why_not"] = ev.why_not(int(ii[k]), int(rr[k]))
+        out.at[k, "why_not"] = why_not(ev, int(ii[k]), int(rr[k]))
     return out
 
 

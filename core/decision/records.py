@@ -347,7 +347,7 @@ class Answers:
         return self._values.get(name)
 
     def take_ends_ahead(self) -> Callable[[], Any] | None:
-        """The waiter for the range ends started beside the plan (engine.evaluate(ranges_ahead=True)), once."""
+        """The waiter for the range ends started beside the plan (engine.evaluate(beside=sensitivity.ends_ahead)), once."""
         with self._guard:
             ends, self._ends_ahead = self._ends_ahead, None
         return ends

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from core import background
+from core.decision.engine import _evaluate
 from core.decision.records import PerformanceRange, VerdictRanges
 
 # Above this many workloads ranges are computed only when asked (they triple the engine time).
@@ -66,8 +67,6 @@ class EndView:
 
 def _end(catalog, workloads: pd.DataFrame, scenario, rate, which: str) -> EndView:
     """The engine re-run with every owned route at one efficiency end, without the break-even re-plan."""
-    from core.decision.engine import _evaluate
-
     return EndView.of(_evaluate(catalog.at_efficiency_end(which), workloads, scenario, rate, break_even=False))
 
 
@@ -252,7 +251,7 @@ def estimate_range_words(ev) -> str | None:
     """The Overview's one line: nodes and cash bill at the two ends of the performance ranges (None when not computed)."""
     from core.format import integer, money
 
-    rg = ev.ranges()
+    rg = ranges(ev)
     if rg is None:
         return None
     pr = rg.performance

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.decision import contract
 from core.decision.engine import Evaluation
 from core.presentation.format import (
     duration_ms,
@@ -56,7 +57,7 @@ def api_equivalent_usd_per_mtok(ev: Evaluation) -> float | None:
     Σ(value $/M × output tokens/day) / Σ(output tokens/day). Data policy is
     ignored on purpose: this is the value of the token, not a feasible route.
     """
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     tokens = vf["requests_per_day"].to_numpy(dtype=float) * ev.workloads["output_tokens"].to_numpy(dtype=float)
     value = vf["value_usd_per_mtok"].to_numpy(dtype=float)
     use = (vf["hosting"] == "owned").to_numpy() & np.isfinite(value) & (tokens > 0)
@@ -117,7 +118,7 @@ def overview_summary(ev: Evaluation) -> list[str]:
     """A few sentences a finance reader can quote: idle cost, quiet hours, nodes needed, where the work goes."""
     f = ev.fleet
     k = overview_kpis(ev)
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     owned, needed, gpn = k["owned_nodes"], k["nodes_needed"], k["gpus_per_node"]
     out: list[str] = []
     fleet_words = f"{_plural(owned, 'owned node')} ({gpn} × {k['gpu']} each)"
@@ -199,7 +200,7 @@ def node_price_note(ev: Evaluation) -> str:
     """'Node price: AWS p5.48xlarge (1-year savings plan) $33.02/hour, as of 2026-01-01, source …, confidence …'."""
     from core.presentation.pricing_views import node_rate_label
 
-    p = ev.scenario_dict()["node_price"]
+    p = contract.scenario_dict(ev)["node_price"]
     when = f", as of {p['as_of']}" if p["as_of"] else ""
     return (f"Node price: {node_rate_label(p['label'])} {money(p['usd_per_node_hour'])}/hour{when}, source: {p['source']}, "
             f"confidence {p['confidence']}. Basis: {p['basis']}.")
@@ -207,7 +208,7 @@ def node_price_note(ev: Evaluation) -> str:
 
 def api_prices_note(ev: Evaluation) -> str:
     """One line on the API list prices used: how many, dates, sources, confidence, scale."""
-    apis = ev.scenario_dict()["api_prices"]
+    apis = contract.scenario_dict(ev)["api_prices"]
     if not apis:
         return "API prices: none in the store."
     dates = sorted({a["as_of"] for a in apis})
@@ -220,7 +221,7 @@ def api_prices_note(ev: Evaluation) -> str:
 
 def performance_note(ev: Evaluation) -> str:
     """Which serving stacks' throughput and latency are roofline estimates and which are calibrated."""
-    stacks = ev.scenario_dict()["serving_stacks"]
+    stacks = contract.scenario_dict(ev)["serving_stacks"]
     calibrated = [s["name"] for s in stacks if "calibrated" in s["performance"]]
     if not calibrated:
         return (f"Throughput and latency: roofline estimates for all {len(stacks)} serving stacks "
@@ -231,7 +232,7 @@ def performance_note(ev: Evaluation) -> str:
 
 def provenance_notes(ev: Evaluation) -> list[tuple[str, str]]:
     """Every outside number behind the page as (confidence or provenance word, sentence with date and source)."""
-    sd = ev.scenario_dict()
+    sd = contract.scenario_dict(ev)
     a = sd["assumptions"]
     # Several API confidences: show the weakest, since the line speaks for all of them.
     weakest = ("user", "primary", "secondary", "unverified", "estimate")
@@ -251,7 +252,7 @@ def provenance_notes(ev: Evaluation) -> list[tuple[str, str]]:
 
 def routing_map(ev: Evaluation) -> pd.DataFrame:
     """The routing picture's points: batchability (SLA, or batch window in ms) against the value of the token."""
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     window_ms = vf["batch_window_hours"].to_numpy(dtype=float) * 3.6e6
     batch_ms = np.where(vf["interactive"].to_numpy(), vf["latency_slo_ms"].to_numpy(dtype=float), window_ms)
     return pd.DataFrame({
@@ -272,7 +273,7 @@ def route_alternatives(ev: Evaluation, i: int) -> tuple[pd.DataFrame, list[tuple
     Grouping keeps an owned-only workload's thirteen identical "data may not
     leave" refusals to one line.
     """
-    rf = ev.routes_frame(i)
+    rf = contract.routes_frame(ev, i)
     ok = rf[rf["feasible"]].sort_values(["usd_per_request", "p95_latency_ms"], na_position="last")
     rejected: dict[str, list[str]] = {}
     for route, why in zip(rf.loc[~rf["feasible"], "route"], rf.loc[~rf["feasible"], "why_not"], strict=True):
@@ -376,7 +377,7 @@ def licensed_words(ev: Evaluation) -> list[str]:
 
 def costliest_interactive(ev: Evaluation, n: int) -> list[str]:
     """Ids of the n interactive workloads whose verdict costs most a month (the ones worth a chart)."""
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     live = vf[vf["interactive"]].sort_values("monthly_usd", ascending=False, na_position="first", kind="stable")
     return live["workload_id"].astype(str).head(n).tolist()
 
@@ -432,4 +433,4 @@ def routing_csv(ev: Evaluation) -> bytes:
     """The routing table (verdicts_frame) as UTF-8 CSV, for a spreadsheet; formula-like text neutralised."""
     from core.presentation.csv_export import routing_csv as frame_csv
 
-    return frame_csv(ev.verdicts_frame())
+    return frame_csv(contract.verdicts_frame(ev))

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from core.decision import contract, explain
 from core.decision.analysis import fleet_options, sensitivity
 from core.decision.engine import API_P95_OVER_TYPICAL, Evaluation
 from core.decision.records import NodeDriver
+from core.decision.sensitivity import ranges as performance_ranges
 from core.models import DEFAULT_MIN_QUALITY, HOURS_PER_MONTH, TASK_CLASSES, PricingOption
 from core.presentation.pricing_views import node_rate_label
 from core.presentation.report.numbers import fmt
@@ -404,7 +406,7 @@ def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
     rows = []
     for i, r in enumerate(vf.to_dict("records")):
         src = w.iloc[i]
-        reasons = ev.reasons(i)
+        reasons = explain.reasons(ev, i)
         rows.append({
             **r,
             "team": src.get("team") if isinstance(src.get("team"), str) else "",
@@ -592,7 +594,7 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
                 note=quality_note, **common)
 
     # The engine words each stack's provenance (which GPUs-per-replica options are calibrated).
-    performance = {d["stack_id"]: d["performance"] for d in ev.scenario_dict()["serving_stacks"]}
+    performance = {d["stack_id"]: d["performance"] for d in contract.scenario_dict(ev)["serving_stacks"]}
     for r in ev.routes:
         if r.stack is None:
             continue
@@ -658,7 +660,7 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
     add("Scenario", "this report", "Inventory", str(ev.fleet.inventory or ""), "text", as_of=today,
         source="scenario settings", confidence="user")
 
-    engine = ev.scenario_dict()["assumptions"]
+    engine = contract.scenario_dict(ev)["assumptions"]
     for key, label, kind, conf in (
         ("api_p95_over_typical", "API p95 over typical latency", "num_g", "estimate"),
         ("service_cv2", "Squared variation of service time", "num_g", "estimate"),
@@ -724,7 +726,7 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
         Figure("owned_usd_per_mtok_out", "Owned cost per million output tokens", f.owned_usd_per_mtok_out,
                "usd_2", "owned fleet cost ÷ tokens generated on it, idle hours included"),
     ]
-    rg = ev.ranges()
+    rg = performance_ranges(ev)
     pr = None if rg is None else rg.performance
     if pr is not None:  # the bill at both ends of the performance estimates, with what each end serves otherwise
         from core.decision.sensitivity import end_caveats
@@ -778,7 +780,7 @@ def build_summary(ev: Evaluation, *, generated: dt.datetime | None = None,
     the caller has it already; `generated` defaults to now (UTC).
     """
     generated = generated or dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     options, by_option = _options(ev)
     fleet_routes, hourly = _fleet(ev, vf)
     return ProcurementSummary(
