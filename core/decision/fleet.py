@@ -407,7 +407,7 @@ def _route_gpus(inp: PlanInputs, plan: PlanCost, positions: list[int]) -> int:
 def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out) -> tuple[np.ndarray, FleetPlan]:
     """(each workload's engine route, the fleet record) of the chosen plan; the plan's operating points and the
     attributed costs are written into the evaluation's route arrays (while it is being built)."""
-    inp, a, sc, rate = planner.inp, ev.a, ev.scenario, ev.rate
+    inp, sc = planner.inp, ev.scenario
     W = len(inp.workload_ids)
     rows_all = np.arange(W)
     gpn = inp.gpus_per_node
@@ -435,6 +435,26 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out) -> tupl
     esc = has & (f > 0) & (fb >= 0)
     attributed += np.where(esc & ~fb_owned, f * inp.fallback_api_monthly, 0.0)
 
+    deployments, batch, nodes_by_route, gpus_by_route = _pools(ev, planner, best, esc, f, gpu_rate, attributed)
+    _charge_offline(attributed, batch, sum(d.interactive_gpus for d in deployments), total_nodes * gpn, gpu_rate)
+    # Money in cents: every share rounded so that the shares a report prints add up to the rounded sum
+    # (rounded one by one, 7 shares plus the rest missed the bill by a cent on 1 in 4 generated inventories).
+    attributed = _to_cents(attributed)
+    _write_route_costs(ev, planner, attributed, vr, rpd, n_out)
+    return vr, _fleet_record(ev, planner, best, vr, attributed, deployments, nodes_by_route, gpus_by_route,
+                             total_nodes, gpu_rate, rpd, n_out)
+
+
+def _pools(ev: Evaluation, planner: Planner, best: PlanCost, esc: np.ndarray, f: np.ndarray, gpu_rate: float,
+           attributed: np.ndarray) -> tuple[list[Deployment], list[tuple[np.ndarray, np.ndarray]],
+                                            dict[str, int], dict[str, float]]:
+    """The plan's owned pools as Deployment records (with the operating points written into the route arrays and
+    each pool's cost added to its members' attributed share), the offline rows and GPU-hours of each, and the
+    nodes and GPUs per route."""
+    inp, a, gpn = planner.inp, ev.a, planner.inp.gpus_per_node
+    v = best.assignment.astype(int)
+    has = v >= 0
+    fb, fb_owned = inp.fallback_route, planner._fb_owned
     deployments = []
     batch: list[tuple[np.ndarray, np.ndarray]] = []  # offline rows and their GPU-hours a day
     nodes_by_route: dict[str, int] = {}
@@ -494,20 +514,29 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out) -> tupl
         if dep.nodes:
             nodes_by_route[route.route_id] = nodes_by_route.get(route.route_id, 0) + dep.nodes
         a["nodes"][np.flatnonzero(prim), er] = dep.nodes
+    return deployments, batch, nodes_by_route, gpus_by_route
 
-    # Offline work pays for its GPU-hours, but only those beyond the interactive reservations: hours it takes
-    # from GPUs already reserved (and charged) for interactive work cost nothing more, and charging them
-    # twice would attribute more than the bill.
-    reserved = sum(d.interactive_gpus for d in deployments)
+
+def _charge_offline(attributed: np.ndarray, batch: list[tuple[np.ndarray, np.ndarray]], reserved: int,
+                    gpus_in_plan: int, gpu_rate: float) -> None:
+    """Offline work pays for its GPU-hours, but only those beyond the interactive reservations: hours it takes
+    from GPUs already reserved (and charged) for interactive work cost nothing more, and charging them twice
+    would attribute more than the bill. Added to `attributed` in place."""
     total_hours = sum(float(h.sum()) for _, h in batch)
     if total_hours > 0:
-        slack = max(total_nodes * gpn - reserved, 0) * 24.0
+        slack = max(gpus_in_plan - reserved, 0) * 24.0
         charged = min(1.0, slack / total_hours)
         for off, hours in batch:
             np.add.at(attributed, off, hours * charged * DAYS_PER_MONTH * gpu_rate)
-    # Money in cents: every share rounded so that the shares a report prints add up to the rounded sum
-    # (rounded one by one, 7 shares plus the rest missed the bill by a cent on 1 in 4 generated inventories).
-    attributed = _to_cents(attributed)
+
+
+def _write_route_costs(ev: Evaluation, planner: Planner, attributed: np.ndarray, vr: np.ndarray, rpd,
+                       n_out) -> None:
+    """Into the route arrays (while the evaluation is built): each workload's verdict cell carries its attributed
+    share; the other owned cells the standalone cost the search compared."""
+    inp, a = planner.inp, ev.a
+    has = vr >= 0
+    rows_all = np.arange(len(vr))
     # Owned offline rows report their own operating point; the verdict cell carries the attributed share.
     verdict_monthly = attributed
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -531,6 +560,14 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out) -> tupl
     with np.errstate(divide="ignore", invalid="ignore"):
         a["usd_per_mtok_out"] = a["usd_per_request"] / n_out[:, None] * 1e6
 
+
+def _fleet_record(ev: Evaluation, planner: Planner, best: PlanCost, vr: np.ndarray, attributed: np.ndarray,
+                  deployments: list[Deployment], nodes_by_route: dict[str, int], gpus_by_route: dict[str, float],
+                  total_nodes: int, gpu_rate: float, rpd, n_out) -> FleetPlan:
+    """The fleet record of the chosen plan: nodes, utilization, the cash bill in cents and what it pays for."""
+    inp, sc, rate, gpn = planner.inp, ev.scenario, ev.rate, planner.inp.gpus_per_node
+    v = best.assignment.astype(int)
+    has = v >= 0
     full_node = inp.full_usd_per_node_hour
     # The bill and its parts in cents, so that the parts a report prints add up to the bill it prints.
     bill = cash_bill(sc.fleet_nodes, best.nodes_needed, full_node, best.api_monthly, best.licence_monthly).in_cents()
@@ -557,7 +594,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out) -> tupl
     verdict_mix = {k: int(n) for k, n in pd.Series(
         [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
          else "no feasible route" for i in vr]).value_counts().items()}
-    return vr, FleetPlan(
+    return FleetPlan(
         gpu=ev.gpu_name, traffic_shape=traffic_shape(sc)[1], gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
         nodes_needed=int(best.nodes_needed), nodes_in_plan=int(total_nodes),
         nodes_needed_interactive=int(best.nodes_interactive),
