@@ -310,26 +310,47 @@ def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario, *,
     return _evaluate(catalog, w, scenario, rate, ends_ahead=ends)
 
 
+@dataclass(frozen=True)
+class _Columns:
+    """The inventory's columns the scoring reads, as float arrays (one per workload)."""
+
+    rpd: np.ndarray  # requests per day
+    pf: np.ndarray  # peak factor
+    n_in: np.ndarray
+    n_out: np.ndarray
+    out_p95: np.ndarray
+    slo: np.ndarray  # p95 target as planned (latency_targets_ms), NaN for batch work
+    window_h: np.ndarray
+    interactive: np.ndarray
+    owned_only: np.ndarray
+    floor: np.ndarray  # quality floor
+    cached: np.ndarray  # cached input share
+    lam_peak: np.ndarray  # requests per second at the peak
+    task_codes: np.ndarray
+
+    @classmethod
+    def of(cls, w: pd.DataFrame, scenario: Scenario) -> _Columns:
+        rpd = w["requests_per_day"].to_numpy(dtype=float)
+        pf = w["peak_factor"].to_numpy(dtype=float)
+        slo = latency_targets_ms(w, scenario)
+        return cls(rpd=rpd, pf=pf, n_in=w["input_tokens"].to_numpy(dtype=float),
+                   n_out=w["output_tokens"].to_numpy(dtype=float),
+                   out_p95=w["output_tokens_p95"].to_numpy(dtype=float), slo=slo,
+                   window_h=w["batch_window_hours"].to_numpy(dtype=float), interactive=np.isfinite(slo),
+                   owned_only=(w["data_policy"] == "owned_only").to_numpy(),
+                   floor=w["min_quality"].to_numpy(dtype=float), cached=w["cached_input_share"].to_numpy(dtype=float),
+                   lam_peak=rpd / 86400.0 * pf,
+                   task_codes=pd.Categorical(w["task_class"], categories=list(TASK_CLASSES)).codes)
+
+
 def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
               break_even: bool = True, ends_ahead=None) -> Evaluation:
+    """Score every workload on every route (column by column), fold in quality escalation, then plan."""
     gpu = catalog.gpu(scenario.gpu)
     gpn = scenario.gpus_per_node
     routes = build_routes(catalog)
     W, R = len(w), len(routes)
-
-    rpd = w["requests_per_day"].to_numpy(dtype=float)
-    pf = w["peak_factor"].to_numpy(dtype=float)
-    n_in = w["input_tokens"].to_numpy(dtype=float)
-    n_out = w["output_tokens"].to_numpy(dtype=float)
-    out_p95 = w["output_tokens_p95"].to_numpy(dtype=float)
-    slo = latency_targets_ms(w, scenario)
-    window_h = w["batch_window_hours"].to_numpy(dtype=float)
-    interactive = np.isfinite(slo)
-    owned_only = (w["data_policy"] == "owned_only").to_numpy()
-    floor = w["min_quality"].to_numpy(dtype=float)
-    cached = w["cached_input_share"].to_numpy(dtype=float)
-    lam_peak = rpd / 86400.0 * pf
-    task_codes = pd.Categorical(w["task_class"], categories=list(TASK_CLASSES)).codes
+    c = _Columns.of(w, scenario)
 
     shape = (W, R)
     # Column-major: each route fills one column, which is then contiguous in memory. Small whole numbers
@@ -340,49 +361,19 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     a["code"] = np.zeros(shape, dtype=np.int8, order="F")
     a["quality"] = np.zeros(shape, order="F")
     blend: dict[int, np.ndarray] = {}  # API route -> $ per million output tokens, input included (token value)
-    gpu_rate = rate.usd_per_gpu_hour
     eff_labels: dict[str, dict[int, str]] = {}  # stack id -> GPUs per replica -> calibration label
 
     def score(r: int, route: Route) -> None:
         """Fill column r of every array (columns are disjoint, so routes can run side by side)."""
         qtab = np.array([route.quality(t) for t in TASK_CLASSES])
-        a["quality"][:, r] = qtab[task_codes]
+        a["quality"][:, r] = qtab[c.task_codes]
         if route.hosting == "api":
             if route.api is None:
                 raise ValueError(f"API route {route.route_id} has no API price")
-            blend[r] = _score_api(a, r, route.api, w, n_in, n_out, cached, slo, interactive, owned_only, scenario)
+            blend[r] = _score_api(a, r, route.api, w, c.n_in, c.n_out, c.cached, c.slo, c.interactive,
+                                  c.owned_only, scenario)
             return
-        stack = route.owned_stack
-        # Rows this route cannot serve even escalating the maximum share to a perfect route
-        # (q (1 - s) < Q - s) are out for quality: skip their physics.
-        s_max = scenario.max_fallback_share
-        hopeless = a["quality"][:, r] * (1.0 - s_max) < floor - s_max - 1e-12
-        best = None  # per workload: the GPUs-per-replica option needing the fewest GPU-hours
-        for g in TP_OPTIONS:
-            if g > gpn or physics.max_concurrency(stack, gpu, g, 1024.0) < 1:
-                continue
-            eff, label = catalog.efficiency(stack, gpu, g)
-            eff_labels.setdefault(stack.stack_id, {})[g] = label
-            rows = ~hopeless
-            if best is not None:
-                # An interactive workload already served by one replica of fewer GPUs cannot do better here.
-                rows &= ~interactive | (best["_score"] > g * 24.0)
-            cand = _owned_subset(np.flatnonzero(rows), W, stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h,
-                                 interactive, rpd, lam_peak)
-            best = cand if best is None else _better(best, cand)
-        if best is None:
-            a["code"][:, r] = NO_FIT
-            return
-        best["code"] = np.where(hopeless, QUALITY, best["code"]).astype(np.int8)
-        for k in ("p95_ms", "concurrency", "gpus_per_replica", "replicas", "gpu_hours_per_day", "service_s",
-                  "wait_budget_s", "best_p95_ms", "best_gpus"):
-            a[k][:, r] = best[k]
-        gpus_total = best["replicas"] * best["gpus_per_replica"]
-        monthly = np.where(interactive, gpus_total * gpu_rate * HOURS_PER_MONTH,
-                           best["gpu_hours_per_day"] * gpu_rate * DAYS_PER_MONTH)
-        a["monthly_usd"][:, r] = monthly
-        a["nodes"][:, r] = np.ceil(np.where(interactive, gpus_total, best["offline_gpus"]) / gpn)
-        a["code"][:, r] = best["code"]
+        _score_owned(a, r, route.owned_stack, c, catalog, gpu, scenario, rate.usd_per_gpu_hour, eff_labels)
 
     for route in routes:  # calibration first, in this thread: it is cached and not worth racing for
         if route.stack is not None:
@@ -396,8 +387,67 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     else:
         for r, route in enumerate(routes):
             score(r, route)
+    _price_and_escalate(a, routes, c, scenario)
+    value = _token_value(a, blend, c)
+    blend.clear()  # not held through the plan search
+    for k in DERIVED:  # the plan reads none of them; Evaluation.values derives them
+        a.pop(k, None)
 
-    # Cost per request and per million output tokens (before quality fallback).
+    # The scores the plan reads; the evaluation is built once the plan has decided (fleet: set just below).
+    scored = Evaluation(scenario=scenario, rate=rate, gpu_name=gpu.name, workloads=w, routes=routes, a=a,
+                        verdict=np.full(W, -1), value_usd_per_mtok=value, fleet=cast(FleetPlan, None),
+                        catalog=catalog, efficiency_labels=eff_labels)
+    planned = planning.plan_evaluation(scored, gpu, c.lam_peak, c.rpd, c.n_in, c.n_out, c.slo, c.interactive, c.pf,
+                                       grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even)
+    ev = replace(scored, verdict=planned.verdict, fleet=planned.fleet, plan=planned.plan,
+                 plan_inputs=planned.plan_inputs, planner=planned.planner, answers=Answers(ends_ahead))
+    # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as
+    # long as it is cached, so dropped here (ROUTE_ARRAYS lists what stays).
+    for k in PLAN_ONLY:
+        a.pop(k, None)
+    return ev
+
+
+def _score_owned(a: dict[str, np.ndarray], r: int, stack: ServingStack, c: _Columns, catalog: Catalog, gpu,
+                 scenario: Scenario, gpu_rate: float, eff_labels: dict[str, dict[int, str]]) -> None:
+    """Fill owned route r's column: per workload, the GPUs-per-replica option needing the fewest GPU-hours."""
+    W, gpn = len(c.rpd), scenario.gpus_per_node
+    # Rows this route cannot serve even escalating the maximum share to a perfect route
+    # (q (1 - s) < Q - s) are out for quality: skip their physics.
+    s_max = scenario.max_fallback_share
+    hopeless = a["quality"][:, r] * (1.0 - s_max) < c.floor - s_max - 1e-12
+    best = None  # per workload: the GPUs-per-replica option needing the fewest GPU-hours
+    for g in TP_OPTIONS:
+        if g > gpn or physics.max_concurrency(stack, gpu, g, 1024.0) < 1:
+            continue
+        eff, label = catalog.efficiency(stack, gpu, g)
+        eff_labels.setdefault(stack.stack_id, {})[g] = label
+        rows = ~hopeless
+        if best is not None:
+            # An interactive workload already served by one replica of fewer GPUs cannot do better here.
+            rows &= ~c.interactive | (best["_score"] > g * 24.0)
+        cand = _owned_subset(np.flatnonzero(rows), W, stack, gpu, g, eff, c.n_in, c.n_out, c.out_p95, c.slo,
+                             c.window_h, c.interactive, c.rpd, c.lam_peak)
+        best = cand if best is None else _better(best, cand)
+    if best is None:
+        a["code"][:, r] = NO_FIT
+        return
+    best["code"] = np.where(hopeless, QUALITY, best["code"]).astype(np.int8)
+    for k in ("p95_ms", "concurrency", "gpus_per_replica", "replicas", "gpu_hours_per_day", "service_s",
+              "wait_budget_s", "best_p95_ms", "best_gpus"):
+        a[k][:, r] = best[k]
+    gpus_total = best["replicas"] * best["gpus_per_replica"]
+    monthly = np.where(c.interactive, gpus_total * gpu_rate * HOURS_PER_MONTH,
+                       best["gpu_hours_per_day"] * gpu_rate * DAYS_PER_MONTH)
+    a["monthly_usd"][:, r] = monthly
+    a["nodes"][:, r] = np.ceil(np.where(c.interactive, gpus_total, best["offline_gpus"]) / gpn)
+    a["code"][:, r] = best["code"]
+
+
+def _price_and_escalate(a: dict[str, np.ndarray], routes: list[Route], c: _Columns, scenario: Scenario) -> None:
+    """Cost per request of every cell, then the quality escalation folded in (its cost, and the codes it
+    refuses); `feasible` and the monthly $ at the end."""
+    rpd = c.rpd
     per_month_requests = rpd * DAYS_PER_MONTH
     owned_cols = np.array([rt.hosting == "owned" for rt in routes])
     # In place: a (W, R) temporary here stayed alive through the whole plan search.
@@ -407,36 +457,21 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
 
     a["base_usd_per_request"] = a["usd_per_request"].copy()  # before escalation costs are folded in
     # Escalation goes only where the plan may send work (not to licensed weights with no fee entered).
-    _apply_quality(a, floor, owned_only, interactive, slo, scenario,
+    _apply_quality(a, c.floor, c.owned_only, c.interactive, c.slo, scenario,
                    np.array([planning.route_permitted(rt) for rt in routes], dtype=bool))
     a["feasible"] = a["code"] == OK
     a["monthly_usd"] = np.where(owned_cols[None, :] & (a["fallback_share"] == 0), a["monthly_usd"],
                                 a["usd_per_request"] * per_month_requests[:, None])
 
-    # Token value: the cheapest API meeting the quality floor and the latency target (data policy aside),
-    # one API column at a time (a min over columns is exact in any order; NaN propagates as in a row min).
-    value = np.full(W, np.inf if blend else np.nan)
-    for r, usd_per_mtok in blend.items():
-        ok = (a["quality"][:, r] >= floor - 1e-12) & (~interactive | (a["best_p95_ms"][:, r] <= slo))
-        value = np.minimum(value, np.where(ok, usd_per_mtok, np.inf))
-    value = np.where(np.isfinite(value), value, np.nan)
-    blend.clear()  # not held through the plan search
-    for k in DERIVED:  # the plan reads none of them; Evaluation.values derives them
-        a.pop(k, None)
 
-    # The scores the plan reads; the evaluation is built once the plan has decided (fleet: set just below).
-    scored = Evaluation(scenario=scenario, rate=rate, gpu_name=gpu.name, workloads=w, routes=routes, a=a,
-                        verdict=np.full(W, -1), value_usd_per_mtok=value, fleet=cast(FleetPlan, None),
-                        catalog=catalog, efficiency_labels=eff_labels)
-    planned = planning.plan_evaluation(scored, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf,
-                                       grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even)
-    ev = replace(scored, verdict=planned.verdict, fleet=planned.fleet, plan=planned.plan,
-                 plan_inputs=planned.plan_inputs, planner=planned.planner, answers=Answers(ends_ahead))
-    # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as
-    # long as it is cached, so dropped here (ROUTE_ARRAYS lists what stays).
-    for k in PLAN_ONLY:
-        a.pop(k, None)
-    return ev
+def _token_value(a: dict[str, np.ndarray], blend: dict[int, np.ndarray], c: _Columns) -> np.ndarray:
+    """Token value: the cheapest API meeting the quality floor and the latency target (data policy aside),
+    one API column at a time (a min over columns is exact in any order; NaN propagates as in a row min)."""
+    value = np.full(len(c.rpd), np.inf if blend else np.nan)
+    for r, usd_per_mtok in blend.items():
+        ok = (a["quality"][:, r] >= c.floor - 1e-12) & (~c.interactive | (a["best_p95_ms"][:, r] <= c.slo))
+        value = np.minimum(value, np.where(ok, usd_per_mtok, np.inf))
+    return np.where(np.isfinite(value), value, np.nan)
 
 
 def _score_api(a, r, api: ApiPrice, w, n_in, n_out, cached, slo, interactive, owned_only, scenario) -> np.ndarray:
