@@ -132,8 +132,45 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
                                               n_out_p95, slo, grid, out_mu, out_sigma, fb_all, fb_extra,
                                               q_ratio[latency.block_tokens_of(route.owned_stack)])
 
-    cols: list[tuple[int, int]] = []  # (engine route, GPUs per replica; 0 for an API)
-    owned_spec: list[tuple[int, int, int, int]] = []  # (plan column, engine route, g, tier)
+    cols, owned_spec = _plan_columns(ev, phys, tp_options)
+    col_route = np.array([c[0] for c in cols], dtype=int)
+    col_g = np.array([c[1] for c in cols], dtype=int)
+    C = len(cols)
+    allowed = allowed_r[:, col_route] if C else np.zeros((W, 0), bool)
+
+    owned = _owned_routes(ev, owned_spec, phys, allowed, interactive, best_g, zero_fee_for, gpu)
+
+    api_monthly_r = np.where(api_cols[None, :], base * per_month[:, None], np.inf)  # (W, engine routes)
+    fb = a["fallback_route"].astype(int)
+    fb_safe = np.where(fb >= 0, fb, 0)
+    fb_is_api = (fb >= 0) & api_cols[fb_safe] if R else np.zeros(W, bool)
+    fallback_api = np.where(fb_is_api, base[rows_all, fb_safe] * per_month, 0.0) if R else np.zeros(W)
+    fb_col = _fallback_columns(fb, cols, owned_spec, api_cols, best_g)
+    attribution_rate = rate.owned_fleet_usd_per_node_hour if sc.cost_basis is CostBasis.MARGINAL \
+        else rate.full_usd_per_node_hour
+    return PlanInputs(
+        workload_ids=ev.workloads["workload_id"].to_numpy(), interactive=interactive, lam_peak=lam_peak,
+        lam_mean=rpd / 86400.0, profile=hourly_profile(pf, traffic_shape(sc)[0]), slo_ms=slo, allowed=allowed,
+        api_monthly_r=api_monthly_r, gpu_hours_day_r=np.nan_to_num(a["gpu_hours_per_day"], nan=0.0),
+        offline_min_gpus_r=np.nan_to_num(a["replicas"] * a["gpus_per_replica"], nan=0.0),
+        # The same for every workload: a read-only (W, C) view of one row, not W copies of it.
+        offline_gpus_per_replica=np.broadcast_to(np.where(col_g > 0, col_g, 1)[None, :], (W, C)),
+        fallback_share_r=np.nan_to_num(a["fallback_share"]),
+        # A copy: the plan's own p95s are written into ev.a["p95_ms"] afterwards; re-plans tie-break on these.
+        fallback_route=fb_col, fallback_api_monthly=fallback_api, latency_ms_r=a["p95_ms"].copy(),
+        owned=tuple(owned), n_routes=C, col_route=col_route, gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
+        full_usd_per_node_hour=rate.full_usd_per_node_hour, attribution_usd_per_node_hour=attribution_rate,
+        concurrency_grid=np.asarray(grid, dtype=float), sla_tail=1.0 - sc.sla_percentile,
+        input_tokens=np.asarray(n_in, dtype=float), output_tokens=np.asarray(n_out, dtype=float),
+        output_p95_tokens=n_out_p95, fallback_extra_ms=fb_extra, output_q_ratio=q_ratio)
+
+
+def _plan_columns(ev: Evaluation, phys: dict[tuple[int, int], dict], tp_options: tuple[int, ...]
+                  ) -> tuple[list[tuple[int, int]], list[tuple[int, int, int, int]]]:
+    """The plan's columns: (engine route, GPUs per replica; 0 for an API) each, and for the owned ones
+    (plan column, engine route, g, tier): one per concurrency tier a workload needs, and the edge pool."""
+    cols: list[tuple[int, int]] = []
+    owned_spec: list[tuple[int, int, int, int]] = []
     top = len(CAP_BANDS) - 1
     for r, route in enumerate(ev.routes):
         if route.hosting != "owned":
@@ -154,11 +191,14 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
             for t in tiers:
                 owned_spec.append((len(cols), r, g, t))
                 cols.append((r, g))
-    col_route = np.array([c[0] for c in cols], dtype=int)
-    col_g = np.array([c[1] for c in cols], dtype=int)
-    C = len(cols)
-    allowed = allowed_r[:, col_route] if C else np.zeros((W, 0), bool)
+    return cols, owned_spec
 
+
+def _owned_routes(ev: Evaluation, owned_spec: list[tuple[int, int, int, int]], phys: dict[tuple[int, int], dict],
+                  allowed: np.ndarray, interactive: np.ndarray, best_g: np.ndarray, zero_fee_for: set[str],
+                  gpu) -> list[OwnedRoute]:
+    """The plan's owned columns as OwnedRoute records; who may use each is narrowed in `allowed` (in place)."""
+    top = len(CAP_BANDS) - 1
     owned: list[OwnedRoute] = []
     tiers_of: dict[tuple[int, int], int] = {}
     for _, r, g, _ in owned_spec:
@@ -176,34 +216,18 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
                                 ph["tail"], stack=route.stack, gpu=gpu, eff=ph["eff"], prefill_ms=ph["prefill"],
                                 steps_per_token=ph["spt"], cap_lo=lo, cap_hi=hi,
                                 tier=TIER_NAMES[t] if tiers_of[(r, g)] > 1 else "", edge=t == EDGE_TIER))
+    return owned
 
-    api_monthly_r = np.where(api_cols[None, :], base * per_month[:, None], np.inf)  # (W, engine routes)
-    fb = a["fallback_route"].astype(int)
-    fb_safe = np.where(fb >= 0, fb, 0)
-    fb_is_api = (fb >= 0) & api_cols[fb_safe] if R else np.zeros(W, bool)
-    fallback_api = np.where(fb_is_api, base[rows_all, fb_safe] * per_month, 0.0) if R else np.zeros(W)
-    # The escalated share lands on the fallback's column: its API, or its stack at the GPU count the engine sized.
+
+def _fallback_columns(fb: np.ndarray, cols: list[tuple[int, int]], owned_spec: list[tuple[int, int, int, int]],
+                      api_cols: np.ndarray, best_g: np.ndarray) -> np.ndarray:
+    """The plan column each workload's escalated share lands on (-1: none): its fallback's API, or its stack at
+    the GPU count the engine sized (top tier)."""
+    top = len(CAP_BANDS) - 1
     col_of = {(r, g): c for c, r, g, t in owned_spec if t == top}
     col_of.update({(r, 0): k for k, (r, g) in enumerate(cols) if g == 0})
-    fb_col = np.array([col_of.get((int(f), 0 if api_cols[int(f)] else int(best_g[i, int(f)])), -1) if f >= 0 else -1
-                       for i, f in enumerate(fb)], dtype=int) if np.any(fb >= 0) else np.full(W, -1)
-    attribution_rate = rate.owned_fleet_usd_per_node_hour if sc.cost_basis is CostBasis.MARGINAL \
-        else rate.full_usd_per_node_hour
-    return PlanInputs(
-        workload_ids=ev.workloads["workload_id"].to_numpy(), interactive=interactive, lam_peak=lam_peak,
-        lam_mean=rpd / 86400.0, profile=hourly_profile(pf, traffic_shape(sc)[0]), slo_ms=slo, allowed=allowed,
-        api_monthly_r=api_monthly_r, gpu_hours_day_r=np.nan_to_num(a["gpu_hours_per_day"], nan=0.0),
-        offline_min_gpus_r=np.nan_to_num(a["replicas"] * a["gpus_per_replica"], nan=0.0),
-        # The same for every workload: a read-only (W, C) view of one row, not W copies of it.
-        offline_gpus_per_replica=np.broadcast_to(np.where(col_g > 0, col_g, 1)[None, :], (W, C)),
-        fallback_share_r=np.nan_to_num(a["fallback_share"]),
-        # A copy: the plan's own p95s are written into ev.a["p95_ms"] afterwards; re-plans tie-break on these.
-        fallback_route=fb_col, fallback_api_monthly=fallback_api, latency_ms_r=a["p95_ms"].copy(),
-        owned=tuple(owned), n_routes=C, col_route=col_route, gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
-        full_usd_per_node_hour=rate.full_usd_per_node_hour, attribution_usd_per_node_hour=attribution_rate,
-        concurrency_grid=np.asarray(grid, dtype=float), sla_tail=1.0 - sc.sla_percentile,
-        input_tokens=np.asarray(n_in, dtype=float), output_tokens=np.asarray(n_out, dtype=float),
-        output_p95_tokens=n_out_p95, fallback_extra_ms=fb_extra, output_q_ratio=q_ratio)
+    return np.array([col_of.get((int(f), 0 if api_cols[int(f)] else int(best_g[i, int(f)])), -1) if f >= 0 else -1
+                     for i, f in enumerate(fb)], dtype=int) if np.any(fb >= 0) else np.full(len(fb), -1)
 
 
 def _owned_physics(ev: Evaluation, stack, gpu, g: int, r: int, rows_mask: np.ndarray, n_in, n_out, n_out_p95, slo,
