@@ -531,17 +531,45 @@ def _date(text) -> dt.date | None:
 
 
 def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
+    """Every price, speed, quality and benchmark figure the evaluation read, with its date and source."""
     rows: list[dict] = []
     today = generated.date()
-    value: object  # each figure's value below: a number, None (not stated) or words
 
     def add(section, item, figure, value, kind, unit="", as_of=None, source="", confidence="", note=""):
         rows.append({"section": section, "item": item, "figure": figure, "value": value, "value:kind": kind,
                      "unit": unit, "as_of": _date(as_of), "source": source, "confidence": confidence,
                      "note": note or ""})
 
-    sc = ev.scenario
-    rate = ev.rate
+    _node_price_rows(add, ev, today)
+    _gpu_rows(add, ev)
+    _api_rows(add, ev)
+    _stack_rows(add, ev)
+    _benchmark_rows(add, ev)
+    _default_and_scenario_rows(add, ev, today)
+    _engine_rows(add, ev)
+
+    cols = [
+        Column("section", "Section", "text"),
+        Column("item", "Item", "text", width=40, wrap=True),
+        Column("figure", "Figure", "text", width=34, wrap=True),
+        Column("value", "Value", "mixed", width=22, wrap=True),
+        Column("unit", "Unit", "text"),
+        Column("as_of", "As of", "date"),
+        Column("source", "Source", "text", width=60, wrap=True),
+        Column("confidence", "Confidence", "text"),
+        Column("note", "Note", "text", width=50, wrap=True),
+    ]
+    note = ("Every price, speed, quality and benchmark figure the evaluation read, with its date and source. "
+            "Confidence: primary, secondary, unverified, estimate (ours), user (yours).")
+    return Table("Assumptions", "Assumptions", cols, rows, note)
+
+
+QUALITY_NOTE = "share of a strong frontier model's score on this task class (estimate)"
+
+
+def _node_price_rows(add, ev: Evaluation, today: dt.date) -> None:
+    """The node price used (dated; an override the day of the report) and the owned-hardware figures behind it."""
+    sc, rate = ev.scenario, ev.rate
     override = sc.node_usd_per_hour is not None
     # An override has no date of its own: it is dated the day it was used for this report.
     rate_date = today if override else rate.as_of
@@ -565,14 +593,20 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
                 add("Owned hardware", hw.name, figure, value, kind, unit, hw.as_of, hw.source, hw.confidence.value,
                     hw.note)
 
-    gpu = ev.catalog.gpu(sc.gpu)
+
+def _gpu_rows(add, ev: Evaluation) -> None:
+    """The scenario's GPU: memory, bandwidth, compute, power."""
+    gpu = ev.catalog.gpu(ev.scenario.gpu)
     for figure, value, unit in (("Memory", gpu.hbm_gb, "GB"), ("Memory bandwidth", gpu.hbm_tb_per_s, "TB/s"),
                                 ("Dense BF16", gpu.bf16_tflops, "TFLOP/s"), ("Dense FP8", gpu.fp8_tflops, "TFLOP/s"),
                                 ("Board power", gpu.tdp_w, "W")):
         if value is not None:
             add("GPU", gpu.name, figure, value, "num_g", unit, gpu.as_of, gpu.source, gpu.confidence.value, gpu.note)
 
-    quality_note = "share of a strong frontier model's score on this task class (estimate)"
+
+def _api_rows(add, ev: Evaluation) -> None:
+    """Each public API's prices, typical speed and quality by task class."""
+    sc = ev.scenario
     for r in ev.routes:
         if r.api is None:
             continue
@@ -591,8 +625,11 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
             confidence="estimate", note="typical figure (estimate)", **common)
         for t in TASK_CLASSES:
             add("Quality", r.label, f"Quality: {t}", api.quality_for(t), "num_2", "0-1", confidence="estimate",
-                note=quality_note, **common)
+                note=QUALITY_NOTE, **common)
 
+
+def _stack_rows(add, ev: Evaluation) -> None:
+    """Each serving stack's architecture, performance provenance, sizes and quality by task class."""
     # The engine words each stack's provenance (which GPUs-per-replica options are calibrated).
     performance = {d["stack_id"]: d["performance"] for d in contract.scenario_dict(ev)["serving_stacks"]}
     for r in ev.routes:
@@ -618,8 +655,12 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
                 add("Serving stack", s.name, figure, value, "num_g", unit, confidence=s.confidence.value, **common)
         for t in TASK_CLASSES:
             add("Quality", s.name, f"Quality: {t}", s.quality_for(t), "num_2", "0-1", confidence="estimate",
-                note=quality_note, **common)
+                note=QUALITY_NOTE, **common)
 
+
+def _benchmark_rows(add, ev: Evaluation) -> None:
+    """The imported benchmarks on the scenario's GPU."""
+    gpu = ev.catalog.gpu(ev.scenario.gpu)
     for b in ev.catalog.benchmarks:
         if b.gpu != gpu.name:
             continue  # benchmarks on other GPUs do not enter this scenario
@@ -631,6 +672,11 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
             if value is not None:
                 add("Benchmark", item, figure, value, "num_1", unit, b.as_of, b.source, b.confidence.value, note)
 
+
+def _default_and_scenario_rows(add, ev: Evaluation, today: dt.date) -> None:
+    """The workload defaults, then every scenario setting and the inventory (dated the day of the report)."""
+    sc = ev.scenario
+    value: object  # each setting's value: a number, None (not stated) or words
     defaults = "GPU Hangover default (core/models.py); a workload's own floor wins"
     for t, q in DEFAULT_MIN_QUALITY.items():
         add("Workload default", t, "Quality floor when none is given", q, "num_2", "0-1",
@@ -660,6 +706,9 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
     add("Scenario", "this report", "Inventory", str(ev.fleet.inventory or ""), "text", as_of=today,
         source="scenario settings", confidence="user")
 
+
+def _engine_rows(add, ev: Evaluation) -> None:
+    """The engine's modelling assumptions (scenario_dict's assumptions)."""
     engine = contract.scenario_dict(ev)["assumptions"]
     for key, label, kind, conf in (
         ("api_p95_over_typical", "API p95 over typical latency", "num_g", "estimate"),
@@ -671,21 +720,6 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
         if key in engine:
             add("Engine", "model", label, engine[key], kind, source="GPU Hangover engine (core/engine.py)",
                 confidence=conf)
-
-    cols = [
-        Column("section", "Section", "text"),
-        Column("item", "Item", "text", width=40, wrap=True),
-        Column("figure", "Figure", "text", width=34, wrap=True),
-        Column("value", "Value", "mixed", width=22, wrap=True),
-        Column("unit", "Unit", "text"),
-        Column("as_of", "As of", "date"),
-        Column("source", "Source", "text", width=60, wrap=True),
-        Column("confidence", "Confidence", "text"),
-        Column("note", "Note", "text", width=50, wrap=True),
-    ]
-    note = ("Every price, speed, quality and benchmark figure the evaluation read, with its date and source. "
-            "Confidence: primary, secondary, unverified, estimate (ours), user (yours).")
-    return Table("Assumptions", "Assumptions", cols, rows, note)
 
 
 # ---------------------------------------------------------------------------
