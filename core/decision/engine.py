@@ -563,7 +563,56 @@ def _owned_option(stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h, inter
         lo[sel[good]] = mid[good]
         hi[sel[~good]] = mid[~good] - 1
 
-    # Queueing: try b*, then smaller concurrencies, while they could still need fewer replicas.
+    reps, pick, p95_at, svc_at = _queue_replicas(live, lo, lam_peak, slo, grid, lat, service)
+    inter_ok = live & np.isfinite(reps)
+
+    off_e2e, off_p95, b_off, gpu_hours, reps_off, off_ok = _offline_option(~interactive & fits, jmax, window_h, rpd,
+                                                                           g, grid, lat, service)
+
+    code = np.where(~fits, NO_FIT, np.where(interactive, np.where(inter_ok, OK, LATENCY),
+                                             np.where(off_ok, OK, WINDOW))).astype(np.int8)
+    return {
+        "code": code,
+        "p95_ms": np.where(interactive, p95_at, off_p95),
+        "concurrency": np.where(interactive, grid[np.maximum(pick, 0)], b_off),
+        "gpus_per_replica": np.full(W, float(g)),
+        "replicas": np.where(interactive, np.where(inter_ok, reps, np.nan), reps_off),
+        "gpu_hours_per_day": np.where(interactive, np.nan, gpu_hours),
+        "offline_gpus": np.where(interactive, 0.0, reps_off * g),
+        "service_s": np.where(interactive, svc_at, off_e2e / 1e3),
+        "wait_budget_s": np.where(interactive, (slo - p95_at) / 1e3, np.nan),
+        "best_p95_ms": alone,
+        "best_gpus": np.full(W, float(g)),
+        # GPUs held around the clock (interactive) or GPU-hours used (offline): the smaller option wins.
+        "_score": np.where(code == OK, np.where(interactive, reps * g * 24.0, gpu_hours), np.inf),
+    }
+
+
+def _offline_option(offline, jmax, window_h, rpd, g, grid, lat, service):
+    """Offline work at the largest concurrency that fits (the most requests per second): (mean e2e ms, p95 ms,
+    concurrency, GPU-hours a day, replicas to finish inside the window, whether it does) per workload."""
+    W = len(offline)
+    off = np.flatnonzero(offline)
+    off_e2e = np.full(W, np.nan)
+    off_p95 = np.full(W, np.nan)
+    if off.size:
+        off_e2e[off] = lat(off, jmax[off])
+        off_p95[off] = service(off, jmax[off], off_e2e[off])[0]
+    b_off = grid[np.maximum(jmax, 0)]
+    win = np.where(np.isfinite(window_h), window_h, 24.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rps_off = b_off / off_e2e * 1e3
+        gpu_hours = rpd / rps_off / 3600.0 * g
+        # A window over a day spreads the queue over every day in it: per day, win/24 days of work.
+        reps_off = np.ceil(rpd * np.maximum(win, 24.0) / 24.0 / (rps_off * win * 3600.0))
+    return off_e2e, off_p95, b_off, gpu_hours, reps_off, offline & (off_p95 <= win * 3.6e6)
+
+
+def _queue_replicas(live, lo, lam_peak, slo, grid, lat, service):
+    """Replicas for each live interactive workload on its queue: try b* (grid index `lo`), then smaller
+    concurrencies, while they could still need fewer replicas. (replicas, grid index, p95 of service, mean
+    service in s) per workload; inf / -1 / NaN where none holds the target."""
+    W = len(live)
     reps = np.full(W, np.inf)
     pick = np.full(W, -1)
     p95_at = np.full(W, np.nan)
@@ -589,41 +638,7 @@ def _owned_option(stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h, inter
         rows = cand[better]
         reps[rows], pick[rows] = n[better], j[rows]
         p95_at[rows], svc_at[rows] = s95[better], mean[better]
-    inter_ok = live & np.isfinite(reps)
-
-    # Offline: the largest concurrency that fits gives the most requests per second.
-    off = np.flatnonzero(~interactive & fits)
-    off_e2e = np.full(W, np.nan)
-    off_p95 = np.full(W, np.nan)
-    if off.size:
-        off_e2e[off] = lat(off, jmax[off])
-        off_p95[off] = service(off, jmax[off], off_e2e[off])[0]
-    b_off = grid[np.maximum(jmax, 0)]
-    win = np.where(np.isfinite(window_h), window_h, 24.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rps_off = b_off / off_e2e * 1e3
-        gpu_hours = rpd / rps_off / 3600.0 * g
-        # A window over a day spreads the queue over every day in it: per day, win/24 days of work.
-        reps_off = np.ceil(rpd * np.maximum(win, 24.0) / 24.0 / (rps_off * win * 3600.0))
-    off_ok = ~interactive & fits & (off_p95 <= win * 3.6e6)
-
-    code = np.where(~fits, NO_FIT, np.where(interactive, np.where(inter_ok, OK, LATENCY),
-                                             np.where(off_ok, OK, WINDOW))).astype(np.int8)
-    return {
-        "code": code,
-        "p95_ms": np.where(interactive, p95_at, off_p95),
-        "concurrency": np.where(interactive, grid[np.maximum(pick, 0)], b_off),
-        "gpus_per_replica": np.full(W, float(g)),
-        "replicas": np.where(interactive, np.where(inter_ok, reps, np.nan), reps_off),
-        "gpu_hours_per_day": np.where(interactive, np.nan, gpu_hours),
-        "offline_gpus": np.where(interactive, 0.0, reps_off * g),
-        "service_s": np.where(interactive, svc_at, off_e2e / 1e3),
-        "wait_budget_s": np.where(interactive, (slo - p95_at) / 1e3, np.nan),
-        "best_p95_ms": alone,
-        "best_gpus": np.full(W, float(g)),
-        # GPUs held around the clock (interactive) or GPU-hours used (offline): the smaller option wins.
-        "_score": np.where(code == OK, np.where(interactive, reps * g * 24.0, gpu_hours), np.inf),
-    }
+    return reps, pick, p95_at, svc_at
 
 
 def _better(prev: dict, cand: dict) -> dict:
