@@ -55,7 +55,7 @@ def main() -> None:
     for name, inv in inventories:
         ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
         check = check_plan(ev, requests=args.requests, seed=args.seed)
-        arch = {d["route_id"]: d["architecture"] for d in ev.fleet["deployments"]}
+        arch = {d.route_id: d.architecture for d in ev.fleet.deployments}
         groups: dict[str, list[float]] = {}
         lowest_share = min((r["share_within_slo"] for r in check.workloads()), default=float("nan"))
         loads = {d.deployment_id: d for d in deployment_loads(ev)}

@@ -144,8 +144,10 @@ def _held_by_part(ev) -> None:
 
 def _routing_page_words(ev) -> None:
     """One workload's reasons and its routes with why not, as the Routing page shows them."""
-    ev.reasons(0)
-    ev.routes_frame(0)
+    from core.decision import contract, explain
+
+    explain.reasons(ev, 0)
+    contract.routes_frame(ev, 0)
 
 
 def _workloads_page():

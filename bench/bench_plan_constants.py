@@ -64,7 +64,7 @@ def plan(catalog, rows: int, seed: int, owned: int, changes: dict[str, str]) -> 
         cpu = time.process_time() - cpu
     finally:
         settings_mod.PLAN = default
-    return ev.fleet["nodes_needed"], round(ev.fleet["total_monthly_usd"], 2), cpu
+    return ev.fleet.nodes_needed, round(ev.fleet.total_monthly_usd, 2), cpu
 
 
 def main() -> None:

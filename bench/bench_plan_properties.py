@@ -46,7 +46,7 @@ def main() -> None:
     def plan(inv, **kw):
         ev = evaluate(catalog, inv, Scenario(**kw))
         owned = sum(ev.routes[k].hosting == "owned" for k in ev.verdict if k >= 0)
-        return int((ev.verdict >= 0).sum()), ev.fleet["nodes_needed"], round(ev.fleet["total_monthly_usd"], 2), owned
+        return int((ev.verdict >= 0).sum()), ev.fleet.nodes_needed, round(ev.fleet.total_monthly_usd, 2), owned
 
     broken = 0
     cpu = time.process_time()

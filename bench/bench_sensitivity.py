@@ -31,7 +31,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         catalog = Catalog.from_store(Store(Path(d) / "bench.duckdb"))
     scenario = Scenario(fleet_nodes=8)
-    evaluate(catalog, synthetic_inventory(100), scenario).ranges()  # warm caches (calibration, bounds)
+    sensitivity.ranges(evaluate(catalog, synthetic_inventory(100), scenario))  # warm caches (calibration, bounds)
     print(f"{'workloads':>10} {'evaluate s':>11} {'ranges s':>9} {'x':>5} {'flagged':>8}")
     cases = [("sample (7)", pd.read_csv(sample_workloads_path()))]
     cases += [(f"{n:,}", synthetic_inventory(n, seed=n)) for n in (1_000, 5_000, 100_000)]
@@ -40,7 +40,7 @@ def main() -> None:
         ev = evaluate(catalog, inv, scenario)
         t_eval = time.perf_counter() - t
         t = time.perf_counter()
-        rg = ev.ranges()  # automatic up to RANGES_MAX_WORKLOADS, None above
+        rg = sensitivity.ranges(ev)  # automatic up to RANGES_MAX_WORKLOADS, None above
         t_rng = time.perf_counter() - t
         flagged = "skipped" if rg is None else str(int(rg["sensitive"].sum()))
         print(f"{name:>10} {t_eval:>11.2f} {t_rng:>9.2f} {t_rng / t_eval:>5.1f} {flagged:>8}")

@@ -37,7 +37,7 @@ class FieldBounds:
 
     def range_text(self, scale: float = 1.0, unit: str = "") -> str:
         """'1 to 24', 'more than 0, at most 168', 'at least 0' (values × scale, e.g. 100 for percent)."""
-        from core.presentation.format import integer, plain
+        from core.format import integer, plain
 
         def word(x: float) -> str:
             return integer(x) if float(x).is_integer() else plain(x)

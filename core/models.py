@@ -393,7 +393,7 @@ class Workload(BaseModel):
     @model_validator(mode="after")
     def _p95_not_below_mean(self) -> Workload:
         if self.output_tokens_p95 is not None and self.output_tokens_p95 < self.output_tokens:
-            from core.presentation.format import (
+            from core.format import (
                 plain,  # the one formatter (a leaf module: no import cycle)
             )
 

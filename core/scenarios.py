@@ -401,19 +401,23 @@ class Comparison:
         return out.reset_index(drop=True)
 
 
-def compare_evaluations(named: Sequence[tuple[str, Evaluation]], *, settings: Sequence[str] | None = None) -> Comparison:
+def compare_evaluations(named: Sequence[tuple[str, Evaluation]], *, settings: Sequence[str] | None = None,
+                        table: Callable[[Evaluation], pd.DataFrame] | None = None) -> Comparison:
     """Set evaluations side by side (pure: no store). `named` is (name, Evaluation) in the order to show.
 
-    Uses only the evaluation contract: ev.fleet's total_monthly_usd (the cash
+    Uses only the evaluation contract: the fleet record's total_monthly_usd (the cash
     bill), nodes_needed, owned_nodes, idle_usd_per_month, utilization,
-    api_monthly_usd and inventory; ev.verdicts_frame()'s workload_id, route_id,
-    route, hosting, monthly_usd.
+    api_monthly_usd and inventory; the routing table's (`table`, by default
+    contract.verdicts_frame) workload_id, route_id, route, hosting, monthly_usd.
     """
+    from core.decision.contract import verdicts_frame
+
+    read_table = table or verdicts_frame
     if not MIN_COMPARED <= len(named) <= MAX_COMPARED:
         raise InputError(f"compare {MIN_COMPARED} to {MAX_COMPARED} scenarios (got {len(named)})")
     parts: list[pd.DataFrame] = []
     for i, (_, ev) in enumerate(named):
-        vf = ev.verdicts_frame()
+        vf = read_table(ev)
         part = pd.DataFrame({
             "workload_id": vf["workload_id"].astype(str).to_numpy(),
             f"name_{i}": vf["name"].to_numpy() if "name" in vf else vf["workload_id"].to_numpy(),
@@ -453,13 +457,13 @@ def compare_evaluations(named: Sequence[tuple[str, Evaluation]], *, settings: Se
         figures.append(ScenarioFigures(
             name=name,
             settings=settings[i] if settings else scenario_words(ev.scenario),
-            inventory=str(f.get("inventory", "")),
-            cash_bill_usd_per_month=float(f["total_monthly_usd"]),
-            nodes_needed=int(f["nodes_needed"]),
-            owned_nodes=int(f["owned_nodes"]),
-            idle_usd_per_month=float(f["idle_usd_per_month"]),
-            utilization=float(f["utilization"]),
-            api_usd_per_month=float(f["api_monthly_usd"]),
+            inventory=str(f.inventory or ""),
+            cash_bill_usd_per_month=float(f.total_monthly_usd),
+            nodes_needed=int(f.nodes_needed),
+            owned_nodes=int(f.owned_nodes),
+            idle_usd_per_month=float(f.idle_usd_per_month),
+            utilization=float(f.utilization),
+            api_usd_per_month=float(f.api_monthly_usd),
             verdicts_changed=int(differs.sum()) if i else 0,
         ))
     return Comparison(scenarios=tuple(figures), verdicts=merged)
@@ -499,7 +503,7 @@ def compare_scenarios(store, names: Sequence[str], *, catalog=None, current_inve
             ev = run(store, s.scenario, catalog=catalog)
         elif s.inventory_version is None:
             ev = run(store, s.scenario, workloads=_sample_frame(), catalog=catalog)
-            ev.fleet["inventory"] = "bundled sample"
+            ev = ev.with_source("bundled sample", ev.fleet.measured)
         else:
             ev = run(store, s.scenario, version=s.inventory_version, catalog=catalog)
         named.append((s.name, ev))

@@ -11,8 +11,10 @@ from pydantic import ValidationError
 from core.bounds import field_bounds
 from core.catalog import Catalog
 from core.decision.engine import Evaluation, check_plan_size, evaluate
+from core.decision.records import MeasuredUtilization
 from core.errors import InputError, describe_validation_error
-from core.models import OwnedHardware, Scenario
+from core.models import OwnedHardware, Scenario, ServingStack
+from core.store import Store, open_store
 from core.store.seed import sample_workloads_path
 
 # The owned-hardware figures a user may enter for the "owned" pricing option.
@@ -88,7 +90,8 @@ def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
                    workloads: pd.DataFrame | None = None, catalog: Catalog | None = None,
                    ranges_ahead: bool = False) -> Evaluation:
     """Evaluate an inventory (given, a stored version, the latest, or the sample) under a scenario
-    (ranges_ahead: see engine.evaluate)."""
+    (ranges_ahead: the caller will read the verdict ranges, so their end plans start beside this one where that
+    is safe: sensitivity.ends_ahead)."""
     catalog = catalog or Catalog.from_store(store)
     if workloads is None:
         check_plan_size(stored_size(store, version))  # before loading a version too large to plan
@@ -96,13 +99,13 @@ def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
     else:
         label = "given"
     scenario = with_measured_profile(store, scenario)
-    ev = evaluate(catalog, workloads, scenario, ranges_ahead=ranges_ahead)
-    ev.fleet["inventory"] = label
-    ev.fleet["measured"] = measured_beside_plan(store, ev)
-    return ev
+    from core.decision.sensitivity import ends_ahead
+
+    ev = evaluate(catalog, workloads, scenario, beside=ends_ahead if ranges_ahead else None)
+    return ev.with_source(label, measured_beside_plan(store, ev))
 
 
-def measured_beside_plan(store, ev: Evaluation) -> dict | None:
+def measured_beside_plan(store, ev: Evaluation) -> MeasuredUtilization | None:
     """The measured utilization and idle $ (dated) to show beside the plan's, when telemetry was imported."""
     from core.decision.economics import idle_usd
     from core.models import HOURS_PER_MONTH
@@ -116,8 +119,9 @@ def measured_beside_plan(store, ev: Evaluation) -> dict | None:
     except InputError:
         return None
     per_gpu = ev.rate.full_usd_per_node_hour / ev.rate.gpus_per_node
-    return {"utilization": float(p.utilization), "gpus": int(p.gpus), "label": p.label, "metric": p.metric_label,
-            "idle_usd_per_month": float(idle_usd(p.gpus * HOURS_PER_MONTH, per_gpu, p.utilization))}
+    return MeasuredUtilization(utilization=float(p.utilization), gpus=int(p.gpus), label=p.label,
+                               metric=p.metric_label,
+                               idle_usd_per_month=float(idle_usd(p.gpus * HOURS_PER_MONTH, per_gpu, p.utilization)))
 
 
 def with_measured_profile(store, scenario: Scenario) -> Scenario:
@@ -149,3 +153,106 @@ def _describe_cell(e) -> str:
         where.append(f"column '{e.column}'")
     got = f" (got {e.value!r})" if e.value not in (None, "") else ""
     return (", ".join(where) + ": " if where else "") + f"{e.problem}{got}"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# what the pages read and write: every page call into the store or the decision modules goes through here
+# ---------------------------------------------------------------------------------------------------------------
+
+def open_shared_store() -> Store:
+    """The store the dashboard's sessions share (core takes a cursor per unit of work)."""
+    return open_store()
+
+
+def store_stamp(store: Store) -> int:
+    """A key that changes whenever the store file (or its write-ahead log) is written: (size, mtime, inode) of
+    both (core.store.integrity.file_signature), so a read leaves it as it was."""
+    from core.store.integrity import file_signature
+
+    path = store.path
+    return hash((file_signature(path), file_signature(path.with_name(path.name + ".wal"))))
+
+
+def estimate_range_words(ev: Evaluation) -> str | None:
+    """The Overview's line on the nodes and bill at both ends of the performance estimates (None: not computed)."""
+    from core.decision.sensitivity import estimate_range_words as words
+
+    return words(ev)
+
+
+def sla_sweep_rows(ev: Evaluation, scale: float) -> list[dict]:
+    """One SLA scale of the sweep: each fleet option re-planned with every latency target × scale."""
+    from core.decision.analysis import sla_sweep_rows as rows
+
+    return rows(ev.catalog, ev.workloads, ev.scenario, scale)
+
+
+def sla_sweep(ev: Evaluation, scales, *, rows_at=None) -> pd.DataFrame:
+    """Owned nodes each fleet option needs as every latency target is scaled (rows_at: a cache per scale)."""
+    from core.decision.analysis import sla_sweep as sweep
+
+    return sweep(ev.catalog, ev.workloads, ev.scenario, scales, rows_at=rows_at)
+
+
+def architecture_comparison(ev: Evaluation) -> pd.DataFrame:
+    """Every owned route side by side for each interactive workload (analysis.architecture_comparison)."""
+    from core.decision.analysis import architecture_comparison as compare
+
+    return compare(ev)
+
+
+def fleet_options(ev: Evaluation) -> pd.DataFrame:
+    """The cash bill of each fleet option, planned once per evaluation (analysis.fleet_options)."""
+    from core.decision.analysis import fleet_options as options
+
+    return options(ev)
+
+
+def check_plan(ev: Evaluation, *, seed: int = 0, progress=None):
+    """The plan's owned interactive deployments simulated at the peak hour (core.decision.checks)."""
+    from core.decision.checks import check_plan as check
+
+    return check(ev, seed=seed, progress=progress)
+
+
+def benchmark_imports(store: Store) -> pd.DataFrame:
+    """The imported benchmark files, newest first (core.store.benchmarks)."""
+    from core.store.benchmarks import list_imports
+
+    return list_imports(store)
+
+
+def set_licence_fee(store: Store, stack_id: str, usd_per_gpu_month: float, *, source: str) -> ServingStack:
+    """Enter the licence fee of a stack with licensed weights (dated, with its source)."""
+    from core.store.stacks import set_licence_fee as set_fee
+
+    return set_fee(store, stack_id, usd_per_gpu_month, source=source)
+
+
+def telemetry_stamp(store: Store) -> tuple[int, str]:
+    """(imports, newest import id): changes with every telemetry import, whichever process made it."""
+    from core.store.telemetry import telemetry_stamp as stamp
+
+    return stamp(store)
+
+
+def telemetry_overview(store: Store) -> tuple[pd.DataFrame, list[str], pd.DataFrame]:
+    """(imports, nodes, coverage) of the stored GPU telemetry, read under one hold of the store."""
+    from core.store import telemetry as tstore
+
+    with store.held():
+        return tstore.list_imports(store), tstore.nodes(store), tstore.coverage(store)
+
+
+def verdicts_frame(ev: Evaluation) -> pd.DataFrame:
+    """The routing table: one row per workload, its verdict and figures (core.decision.contract)."""
+    from core.decision.contract import verdicts_frame as table
+
+    return table(ev)
+
+
+def reasons(ev: Evaluation, i: int) -> list[str]:
+    """Sentences a finance reader can quote for workload i's verdict (core.decision.explain)."""
+    from core.decision.explain import reasons as words
+
+    return words(ev, i)

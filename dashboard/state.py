@@ -8,7 +8,6 @@ import streamlit as st
 
 from core.bounds import field_bounds, input_limits
 from core.catalog import Catalog
-from core.decision.engine import Evaluation, check_plan_size
 from core.errors import HangoverError
 from core.models import OwnedHardware, PricingOption, Scenario
 from core.presentation.format import input_format, plain
@@ -28,9 +27,15 @@ from core.scenarios import (
     settings_the_sidebar_lacks,
     url_notes,
 )
-from core.service import evaluate_store, stored_size
-from core.store import Store, open_store
-from core.store.integrity import file_signature
+from core.service import (
+    Evaluation,
+    Store,
+    check_plan_size,
+    evaluate_store,
+    open_shared_store,
+    store_stamp,
+    stored_size,
+)
 from dashboard.format import md
 
 # Scenario widget keys live in session state under this prefix; every page reads the same values.
@@ -62,7 +67,7 @@ SIDEBAR_BOUNDS = {
 @st.cache_resource(show_spinner=False)
 def store() -> Store:
     """The process-wide store; core takes a cursor per unit of work, so sessions (threads) can share it."""
-    return open_store()
+    return open_shared_store()
 
 
 def data_version() -> int:
@@ -76,8 +81,7 @@ def data_version() -> int:
     and two sessions on the same store share one key, so they share the cached
     catalog and the evaluation instead of computing one each.
     """
-    path = store().path
-    return hash((file_signature(path), file_signature(path.with_name(path.name + ".wal"))))
+    return store_stamp(store())
 
 
 # Session keys a page keeps for itself only while it is shown. The Workloads page's reports of the file being

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from core.decision.economics import (
     api_usd_per_request,
     break_even_utilization,
+    cash_bill,
     effective_usd_per_mtok,
     idle_usd,
     node_rate,
@@ -145,3 +146,28 @@ def test_node_price_prefers_named_provider():
     assert node_rate(Scenario(pricing_option="on_demand"), rows, []).usd_per_node_hour == 55.0
     assert node_rate(Scenario(pricing_option="on_demand", node_provider="RunPod"), rows, []).usd_per_node_hour == 16.0
     assert node_rate(Scenario(pricing_option="on_demand", node_provider="Nobody"), rows, []).usd_per_node_hour == 16.0
+
+
+def test_cash_bill_golden():
+    """1 owned node, 3 needed at $33.02/node-hour, $1,657.33 of APIs, no licences (the bundled sample's plan).
+
+    Nodes: 3 x 33.02 x 730 = 72,313.80 (owned 1 x 24,104.60 + new 2 x 24,104.60 = 48,209.20);
+    total 72,313.80 + 1,657.33 + 0 = 73,971.13. More owned than needed: 4 owned, 3 needed pays for 4 and buys none.
+    """
+    bill = cash_bill(1, 3, 33.02, 1657.33, 0.0).in_cents()
+    assert (bill.owned_usd, bill.new_nodes_usd, bill.nodes_usd) == (24104.6, 48209.2, 72313.8)
+    assert (bill.api_usd, bill.licence_usd, bill.total) == (1657.33, 0.0, 73971.13)
+    idle = cash_bill(4, 3, 33.02, 0.0, 0.0)
+    assert idle.new_nodes_usd == 0.0 and idle.nodes_usd == pytest.approx(4 * 24104.6)
+
+
+@given(st.integers(0, 50), st.integers(0, 50), st.floats(0.0, 200.0), st.floats(0.0, 1e6), st.floats(0.0, 1e5))
+def test_cash_bill_parts_add_up(owned, needed, rate, api, licence):
+    """The total is the nodes held (at least those owned) + APIs + licences; in cents the printed parts add up to
+    the printed total exactly, and never move it by more than a cent per part."""
+    bill = cash_bill(owned, needed, rate, api, licence)
+    assert bill.nodes_usd == pytest.approx(bill.owned_usd + bill.new_nodes_usd, rel=1e-12, abs=1e-9)
+    assert bill.total == bill.nodes_usd + api + licence
+    cents = bill.in_cents()
+    assert cents.total == round(cents.owned_usd + cents.new_nodes_usd + cents.api_usd + cents.licence_usd, 2)
+    assert cents.total == pytest.approx(bill.total, abs=0.021)

@@ -9,6 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.catalog import Catalog
+from core.decision import contract, explain
 from core.decision.engine import evaluate
 from core.errors import InputError
 from core.models import HOURS_PER_MONTH, Scenario
@@ -71,11 +72,11 @@ def test_onboarding_is_infeasible_on_plain_ar_and_feasible_on_diffusion(ev):
     assert ev.a["feasible"][i, diff].any()
     # The 70B reasons are about latency and quote the target.
     r70 = next(r for r in ar if ev.routes[r].stack.stack_id == "llama70b-fp8")
-    assert "1,000 ms p95 target" in ev.why_not(i, r70) and "batching cannot help" in ev.why_not(i, r70)
+    assert "1,000 ms p95 target" in explain.why_not(ev, i, r70) and "batching cannot help" in explain.why_not(ev, i, r70)
     # Only licensed weights (mercury-class, no fee entered) can serve it, so the plan may not; the reasons say so.
     assert ev.verdict[i] < 0 or ev.routes[ev.verdict[i]].hosting == "owned"
     if ev.verdict[i] < 0:
-        assert any("licence" in r for r in ev.reasons(i))
+        assert any("licence" in r for r in explain.reasons(ev, i))
 
 
 def test_overnight_batch_fits_one_node_with_ar_and_with_diffusion(ev):
@@ -109,7 +110,7 @@ def test_owned_only_never_goes_to_an_api(ev):
         v = ev.verdict[i]
         assert v < 0 or ev.routes[v].hosting == "owned"
         for r in _routes(ev, lambda r: r.hosting == "api"):
-            assert "owned_only" in ev.why_not(i, r)
+            assert "owned_only" in explain.why_not(ev, i, r)
 
 
 def test_verdicts_are_feasible_and_no_single_move_lowers_the_bill(ev):
@@ -131,13 +132,13 @@ def test_reasons_are_sentences_with_figures(ev):
     served = [i for i in range(len(ev.workloads)) if ev.verdict[i] >= 0
               and ev.workloads["data_policy"].iloc[i] == "owned_only" and pd.notna(ev.workloads["latency_slo_ms"].iloc[i])]
     assert served
-    text = " ".join(ev.reasons(served[0]))
+    text = " ".join(explain.reasons(ev, served[0]))
     assert "$" in text and "p95" in text and "owned_only" not in text
     assert "Data may not leave" in text
 
 
 def test_json_contract_fields(ev):
-    d = ev.to_dict()
+    d = contract.to_dict(ev)
     assert {"scenario", "workloads", "fleet"} <= set(d)
     w = d["workloads"][0]
     assert {"workload_id", "verdict", "reasons", "routes"} <= set(w)
@@ -154,8 +155,8 @@ def test_json_contract_fields(ev):
 
 
 def test_batch_fill_raises_utilization_at_night(ev):
-    with_fill = np.array(ev.fleet["hourly_utilization"])
-    without = np.array(ev.fleet["hourly_utilization_without_batch"])
+    with_fill = np.array(ev.fleet.hourly_utilization)
+    without = np.array(ev.fleet.hourly_utilization_without_batch)
     assert (with_fill >= without - 1e-12).all()
     assert with_fill[2] > without[2]  # 02:00: the overnight queue runs on idle GPUs
 
@@ -166,8 +167,8 @@ def test_idle_cost_golden(catalog, bank):
     Node $33.02/h = $4.1275 per GPU-hour; 4 nodes = 32 GPUs x 730 h = 23,360 GPU-hours.
     """
     ev = evaluate(catalog, bank, Scenario(fleet_nodes=4))
-    u = ev.fleet["utilization"]
-    assert ev.fleet["idle_usd_per_month"] == pytest.approx(23360 * 4.1275 * (1 - u))
+    u = ev.fleet.utilization
+    assert ev.fleet.idle_usd_per_month == pytest.approx(23360 * 4.1275 * (1 - u))
     assert 0 < u < 1
 
 
@@ -214,10 +215,10 @@ def test_tighter_sla_never_needs_fewer_gpus(w, tighten):
         if tight.a["feasible"][0, r] and tight.a["fallback_share"][0, r] == 0:
             assert loose.a["feasible"][0, r]
     if (tight.verdict >= 0).sum() == (loose.verdict >= 0).sum():
-        assert tight.fleet["total_monthly_usd"] >= loose.fleet["total_monthly_usd"] - 0.01
+        assert tight.fleet.total_monthly_usd >= loose.fleet.total_monthly_usd - 0.01
         owned = [ev.routes[ev.verdict[0]].hosting == "owned" if ev.verdict[0] >= 0 else False for ev in (loose, tight)]
         if all(owned):
-            gpus = [sum(d["gpus"] for d in ev.fleet["deployments"]) for ev in (loose, tight)]
+            gpus = [sum(d.gpus for d in ev.fleet.deployments) for ev in (loose, tight)]
             assert gpus[1] >= gpus[0]
 
 
@@ -252,10 +253,10 @@ def test_each_added_idle_node_adds_exactly_its_cost(w, nodes):
     """Idle(N+1) - Idle(N) = 8 GPUs x 730 h x $/GPU-hour when the extra node has nothing to do."""
     catalog = _seed_catalog()
     a = evaluate(catalog, _one(w, requests_per_day=1000.0), Scenario(fleet_nodes=nodes))
-    if a.fleet["nodes_needed"] > nodes:
+    if a.fleet.nodes_needed > nodes:
         return
     b = evaluate(catalog, _one(w, requests_per_day=1000.0), Scenario(fleet_nodes=nodes + 1))
-    step = b.fleet["idle_usd_per_month"] - a.fleet["idle_usd_per_month"]
+    step = b.fleet.idle_usd_per_month - a.fleet.idle_usd_per_month
     assert step == pytest.approx(a.rate.usd_per_node_hour * HOURS_PER_MONTH, rel=1e-9)
 
 
@@ -279,11 +280,11 @@ def test_marginal_basis_never_buys_free_nodes(catalog, bank):
     for nodes in (1, 4):
         marginal = evaluate(catalog, bank, Scenario(fleet_nodes=nodes, cost_basis="marginal"))
         full = evaluate(catalog, bank, Scenario(fleet_nodes=nodes))
-        assert marginal.fleet["nodes_needed"] == full.fleet["nodes_needed"]
-        assert marginal.fleet["total_monthly_usd"] == pytest.approx(full.fleet["total_monthly_usd"])
+        assert marginal.fleet.nodes_needed == full.fleet.nodes_needed
+        assert marginal.fleet.total_monthly_usd == pytest.approx(full.fleet.total_monthly_usd)
         assert [marginal.routes[k].route_id for k in marginal.verdict] == [full.routes[k].route_id for k in full.verdict]
-        assert marginal.fleet["extra_nodes_monthly_usd"] == pytest.approx(
-            max(full.fleet["nodes_needed"] - nodes, 0) * 33.02 * HOURS_PER_MONTH)
+        assert marginal.fleet.extra_nodes_monthly_usd == pytest.approx(
+            max(full.fleet.nodes_needed - nodes, 0) * 33.02 * HOURS_PER_MONTH)
 
 
 
@@ -301,4 +302,4 @@ def test_a_tighter_target_never_makes_escalation_cheaper_known_case():
     loose = evaluate(catalog, _one(w), Scenario())
     tight = evaluate(catalog, _one(w), Scenario(sla_scale=0.5))
     assert (tight.verdict >= 0).sum() == (loose.verdict >= 0).sum() == 1
-    assert tight.fleet["total_monthly_usd"] >= loose.fleet["total_monthly_usd"] - 0.01
+    assert tight.fleet.total_monthly_usd >= loose.fleet.total_monthly_usd - 0.01

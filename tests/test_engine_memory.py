@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.decision import engine, fleet, sensitivity
+from core.decision import contract, engine, explain, fleet, sensitivity
 from core.decision.analysis import architecture_comparison
 from core.decision.engine import (
     DERIVED,
@@ -80,17 +80,17 @@ def test_every_view_reads_the_same_from_the_lean_evaluation(lean_and_full, monke
     left out: they read the evaluation's GPUs per replica only, as whole numbers.)"""
     monkeypatch.setattr(sensitivity, "RANGES_MAX_WORKLOADS", 0)
     lean, full = lean_and_full
-    assert lean.to_dict("routes") == full.to_dict("routes")
-    assert lean.to_dict("verdicts") == full.to_dict("verdicts")
-    pd.testing.assert_frame_equal(lean.verdicts_frame(), full.verdicts_frame())
+    assert contract.to_dict(lean, "routes") == contract.to_dict(full, "routes")
+    assert contract.to_dict(lean, "verdicts") == contract.to_dict(full, "verdicts")
+    pd.testing.assert_frame_equal(contract.verdicts_frame(lean), contract.verdicts_frame(full))
     pd.testing.assert_frame_equal(architecture_comparison(lean, explain="all"),
                                   architecture_comparison(full, explain="all"))
     for i in range(len(lean.workloads)):
-        pd.testing.assert_frame_equal(lean.routes_frame(i), full.routes_frame(i))
-    words = " ".join(" ".join(lean.reasons(i)) for i in range(len(lean.workloads)))
+        pd.testing.assert_frame_equal(contract.routes_frame(lean, i), contract.routes_frame(full, i))
+    words = " ".join(" ".join(explain.reasons(lean, i)) for i in range(len(lean.workloads)))
     shares = [lean.needed_fallback(i, r) for i in range(len(lean.workloads)) for r in range(len(lean.routes))
               if lean.a["code"][i, r] == engine.QUALITY]
-    assert any(0 < f < np.inf for f in shares) and "lifting it would escalate" in str(lean.to_dict("routes"))
+    assert any(0 < f < np.inf for f in shares) and "lifting it would escalate" in str(contract.to_dict(lean, "routes"))
     assert words
 
 
@@ -108,7 +108,7 @@ def test_a_workload_record_is_the_frame_row(lean_and_full, store):
     for ev in (lean, replace(lean, workloads=stored)):
         records = ev.workloads.to_dict("records")
         for i, want in enumerate(records):
-            got = ev._record(i)
+            got = ev.record(i)
             assert list(got) == list(want)
             for k in want:
                 assert type(got[k]) is type(want[k]) and (got[k] == want[k] or (got[k] != got[k] and want[k] != want[k])), (i, k)

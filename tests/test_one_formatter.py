@@ -1,4 +1,4 @@
-"""One formatter, one palette (issue 10): no number formatting outside core/presentation/format.py and no
+"""One formatter, one palette (issue 10): no number formatting outside core/format.py and no
 colour literal outside core/presentation/palette.py, in core/ and dashboard/.
 
 Number formatting is found in the code's string literals (docstrings and comments are not code):
@@ -8,7 +8,7 @@ codes (`%,.2f`, `%d` for Streamlit) and bare d3 codes (`",.0f"`). Alignment alon
 and dates (`{d:%Y-%m-%d}`) are not number formatting. Colours are `#rrggbb` / `#rrggbbaa`,
 `rgb(`/`rgba(`/`hsl(` in string literals; `.streamlit/config.toml` is not Python and keeps the theme.
 
-Use core.presentation.format (money, percent, number, integer, plain, duration_ms, hour_of_day,
+Use core.format (re-exported by core.presentation.format: money, percent, number, integer, plain, duration_ms, hour_of_day,
 fmt, D3/hover, column_format/input_format) and core.presentation.palette instead.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED = ("core", "dashboard")
-FORMATTER = "core/presentation/format.py"
+FORMATTER = "core/format.py"
 PALETTE = "core/presentation/palette.py"
 
 # Files still formatting numbers themselves, each with the reason; an entry ending in "/" covers a folder.

@@ -174,7 +174,7 @@ def test_routing_table_has_one_row_per_workload_and_explains_the_first(app):
     table = at.dataframe[0].value
     assert len(table) == 7 and table["workload_id"].iloc[0] == "kyc-overnight"
     text = [md.value for md in at.markdown]
-    assert any(line.startswith("- Runs on owned") for line in text)  # ev.reasons(0)
+    assert any(line.startswith("- Runs on owned") for line in text)  # reasons(ev, 0)
     assert any("Routes rejected" in line for line in text)
     assert any("may not leave" in line for line in text)  # kyc data is owned_only: APIs refused
     (points,) = [c for t, c in figures(at).items() if t.startswith("Batchability")]

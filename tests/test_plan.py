@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.decision import contract
 from core.decision import settings as settings_mod
 from core.decision.analysis import fleet_options
 from core.decision.engine import evaluate
@@ -42,25 +43,25 @@ def _ids(ev):
 def test_attributed_plus_unallocated_is_the_bill_to_the_cent(catalog, bank, settings):
     ev = evaluate(catalog, bank, Scenario(**settings))
     f = ev.fleet
-    vf = ev.verdicts_frame()
-    assert round(float(vf["monthly_usd"].sum()) + f["unallocated_usd_per_month"], 2) == round(f["total_monthly_usd"], 2)
-    assert f["unallocated_usd_per_month"] >= -0.01  # nothing is attributed twice
-    assert sum(f["monthly_usd_by_route"].values()) + f["unallocated_usd_per_month"] == pytest.approx(
-        f["total_monthly_usd"], abs=0.01)
+    vf = contract.verdicts_frame(ev)
+    assert round(float(vf["monthly_usd"].sum()) + f.unallocated_usd_per_month, 2) == round(f.total_monthly_usd, 2)
+    assert f.unallocated_usd_per_month >= -0.01  # nothing is attributed twice
+    assert sum(f.monthly_usd_by_route.values()) + f.unallocated_usd_per_month == pytest.approx(
+        f.total_monthly_usd, abs=0.01)
     # The bill: max(owned, needed) nodes at the full price + APIs + licences.
-    nodes = max(f["owned_nodes"], f["nodes_needed"])
-    assert f["total_monthly_usd"] == pytest.approx(nodes * f["full_usd_per_node_hour"] * HOURS_PER_MONTH
-                                                   + f["api_monthly_usd"] + f["licence_monthly_usd"])
+    nodes = max(f.owned_nodes, f.nodes_needed)
+    assert f.total_monthly_usd == pytest.approx(nodes * f.full_usd_per_node_hour * HOURS_PER_MONTH
+                                                   + f.api_monthly_usd + f.licence_monthly_usd)
 
 
 def test_cost_basis_changes_attribution_never_the_bill(catalog, bank):
     full = evaluate(catalog, bank, Scenario(fleet_nodes=2))
     marginal = evaluate(catalog, bank, Scenario(fleet_nodes=2, cost_basis="marginal"))
-    assert marginal.fleet["total_monthly_usd"] == pytest.approx(full.fleet["total_monthly_usd"])
-    assert marginal.fleet["nodes_needed"] == full.fleet["nodes_needed"]
+    assert marginal.fleet.total_monthly_usd == pytest.approx(full.fleet.total_monthly_usd)
+    assert marginal.fleet.nodes_needed == full.fleet.nodes_needed
     assert _ids(marginal) == _ids(full)
     # Reserved nodes are already committed: under the marginal basis more of the bill is unattributed.
-    assert marginal.fleet["unallocated_usd_per_month"] >= full.fleet["unallocated_usd_per_month"] - 0.01
+    assert marginal.fleet.unallocated_usd_per_month >= full.fleet.unallocated_usd_per_month - 0.01
 
 
 def test_licensed_stack_with_unknown_fee_is_not_planned_but_priced(catalog, bank):
@@ -69,35 +70,36 @@ def test_licensed_stack_with_unknown_fee_is_not_planned_but_priced(catalog, bank
     assert "owned:mercury-class" not in _ids(ev)
     r = next(k for k, route in enumerate(ev.routes) if route.route_id == "owned:mercury-class")
     assert ev.a["feasible"][:, r].any()  # still scored and shown
-    lic = {x["route_id"]: x for x in ev.fleet["licensed_routes"]}["owned:mercury-class"]
-    assert lic["licence_usd_per_gpu_month"] is None
+    lic = {x.route_id: x for x in ev.fleet.licensed_routes}["owned:mercury-class"]
+    assert lic.licence_usd_per_gpu_month is None
     # Where it would save money at a zero fee, a positive break-even fee is stated; otherwise none.
-    if lic["saves_usd_per_month_at_zero_fee"] > 0.5:
-        assert lic["break_even_usd_per_gpu_month"] > 0
+    if lic.saves_usd_per_month_at_zero_fee > 0.5:
+        assert lic.break_even_usd_per_gpu_month > 0
     else:
-        assert lic["break_even_usd_per_gpu_month"] is None
+        assert lic.break_even_usd_per_gpu_month is None
 
 
 def test_break_even_computed_beside_the_attribution_is_the_same(catalog, bank, monkeypatch):
     """From BACKGROUND_ROWS workloads the break-even re-plan runs in a forked process while the plan is
     attributed: the fleet record must not depend on where it ran (here forced on the 7-workload sample)."""
+    from core import background
     from core.decision import fleet
 
     inline = evaluate(catalog, bank, Scenario(fleet_nodes=1))
     forks = []
-    real = fleet.in_background
+    real = background.in_background
 
     def spy(job, wanted):
         forks.append(wanted)
         return real(job, wanted)
 
     monkeypatch.setattr(fleet, "BACKGROUND_ROWS", 1)
-    monkeypatch.setattr(fleet, "in_background", spy)
+    monkeypatch.setattr(background, "in_background", spy)
     beside = evaluate(catalog, bank, Scenario(fleet_nodes=1))
     assert forks == [True]
-    assert beside.fleet["licensed_routes"] == inline.fleet["licensed_routes"]
-    assert inline.fleet["licensed_routes"]  # the sample has a licensed stack: the comparison is not empty
-    assert beside.fleet["total_monthly_usd"] == inline.fleet["total_monthly_usd"]
+    assert beside.fleet.licensed_routes == inline.fleet.licensed_routes
+    assert inline.fleet.licensed_routes  # the sample has a licensed stack: the comparison is not empty
+    assert beside.fleet.total_monthly_usd == inline.fleet.total_monthly_usd
 
 
 def test_in_background_runs_in_another_process_and_reraises():
@@ -105,7 +107,7 @@ def test_in_background_runs_in_another_process_and_reraises():
     import os
     import threading
 
-    from core.decision.fleet import in_background
+    from core.background import in_background
 
     assert in_background(os.getpid, False)() == os.getpid()
     import sys
@@ -131,9 +133,9 @@ def test_kyc_may_leave_zero_owned_nodes_goes_to_the_api(catalog):
     kyc = pd.read_csv(sample_workloads_path()).iloc[[0]].assign(data_policy="external_ok")
     ev = evaluate(catalog, kyc, Scenario(fleet_nodes=0))
     assert ev.routes[ev.verdict[0]].hosting == "api"
-    assert ev.fleet["nodes_needed"] == 0
-    assert ev.fleet["total_monthly_usd"] == pytest.approx(ev.fleet["api_monthly_usd"])
-    assert ev.fleet["total_monthly_usd"] < NODE_MONTH / 10
+    assert ev.fleet.nodes_needed == 0
+    assert ev.fleet.total_monthly_usd == pytest.approx(ev.fleet.api_monthly_usd)
+    assert ev.fleet.total_monthly_usd < NODE_MONTH / 10
 
 
 def test_kyc_fills_an_owned_node_that_is_mostly_idle(catalog):
@@ -142,14 +144,14 @@ def test_kyc_fills_an_owned_node_that_is_mostly_idle(catalog):
     kyc = pd.read_csv(sample_workloads_path()).iloc[[0]].assign(data_policy="external_ok")
     ev = evaluate(catalog, kyc, Scenario(fleet_nodes=1))
     assert ev.routes[ev.verdict[0]].hosting == "owned"
-    assert ev.fleet["nodes_needed"] <= 1
-    assert ev.fleet["total_monthly_usd"] == pytest.approx(NODE_MONTH)
+    assert ev.fleet.nodes_needed <= 1
+    assert ev.fleet.total_monthly_usd == pytest.approx(NODE_MONTH)
 
 
 def test_zero_traffic_needs_no_capacity(catalog, bank):
     ev = evaluate(catalog, bank.assign(requests_per_day=0.0), Scenario(fleet_nodes=0))
-    assert ev.fleet["nodes_needed"] == 0
-    assert ev.fleet["total_monthly_usd"] == pytest.approx(0.0)
+    assert ev.fleet.nodes_needed == 0
+    assert ev.fleet.total_monthly_usd == pytest.approx(0.0)
 
 
 @pytest.mark.parametrize("k", [2, 5, 10])
@@ -163,8 +165,8 @@ def test_splitting_workloads_keeps_nodes_and_bill(catalog, bank, k):
         p["requests_per_day"] = p["requests_per_day"] / k
         parts.append(p)
     split = evaluate(catalog, pd.concat(parts, ignore_index=True), Scenario())
-    assert split.fleet["nodes_needed"] == base.fleet["nodes_needed"]
-    assert split.fleet["total_monthly_usd"] == pytest.approx(base.fleet["total_monthly_usd"], rel=0.01)
+    assert split.fleet.nodes_needed == base.fleet.nodes_needed
+    assert split.fleet.total_monthly_usd == pytest.approx(base.fleet.total_monthly_usd, rel=0.01)
 
 
 def test_merging_identical_workloads_keeps_nodes_and_bill(catalog, bank):
@@ -173,8 +175,8 @@ def test_merging_identical_workloads_keeps_nodes_and_bill(catalog, bank):
     copies = pd.concat([bank.assign(workload_id=bank["workload_id"] + f"-{c}") for c in "ab"], ignore_index=True)
     merged = bank.assign(requests_per_day=bank["requests_per_day"] * 2)
     a, b = evaluate(catalog, copies, Scenario()), evaluate(catalog, merged, Scenario())
-    assert a.fleet["nodes_needed"] == b.fleet["nodes_needed"]
-    assert a.fleet["total_monthly_usd"] == pytest.approx(b.fleet["total_monthly_usd"], rel=0.01)
+    assert a.fleet.nodes_needed == b.fleet.nodes_needed
+    assert a.fleet.total_monthly_usd == pytest.approx(b.fleet.total_monthly_usd, rel=0.01)
 
 
 def test_higher_api_prices_never_move_work_off_owned_gpus(catalog, bank):
@@ -193,11 +195,11 @@ def test_tighter_targets_never_need_fewer_nodes(catalog, bank):
         served_loose, served_tight = (loose.verdict >= 0).sum(), (tight.verdict >= 0).sum()
         assert served_tight <= served_loose
         if served_tight == served_loose:
-            assert tight.fleet["nodes_needed"] >= loose.fleet["nodes_needed"]
+            assert tight.fleet.nodes_needed >= loose.fleet.nodes_needed
 
 
 def test_an_extra_owned_node_never_raises_the_bill_by_more_than_its_price(catalog, bank):
-    bills = [evaluate(catalog, bank, Scenario(fleet_nodes=n)).fleet["total_monthly_usd"] for n in range(0, 5)]
+    bills = [evaluate(catalog, bank, Scenario(fleet_nodes=n)).fleet.total_monthly_usd for n in range(0, 5)]
     for a, b in itertools.pairwise(bills):
         assert b - a <= NODE_MONTH + 0.01
 
@@ -205,17 +207,17 @@ def test_an_extra_owned_node_never_raises_the_bill_by_more_than_its_price(catalo
 def test_node_drivers_say_what_forces_a_purchase(catalog, bank):
     ev = evaluate(catalog, bank, Scenario(fleet_nodes=1))
     f = ev.fleet
-    assert f["nodes_needed"] > f["owned_nodes"]
-    drivers = f["node_drivers"]
-    assert drivers and all(d["relaxations"] for d in drivers)
-    best = max(r["saves_usd_per_month"] or 0.0 for d in drivers for r in d["relaxations"])
+    assert f.nodes_needed > f.owned_nodes
+    drivers = f.node_drivers
+    assert drivers and all(d.relaxations for d in drivers)
+    best = max(r.saves_usd_per_month or 0.0 for d in drivers for r in d.relaxations)
     assert best >= NODE_MONTH - 1  # relaxing one target saves at least one whole node
 
 
 def test_fleet_options_are_cash_bills_of_their_own_plans(catalog, bank):
     ev = evaluate(catalog, bank, Scenario(fleet_nodes=2, cost_basis="marginal"))
     opts = fleet_options(ev).set_index("option")
-    assert opts.loc["Recommended mix", "monthly_usd"] == pytest.approx(ev.fleet["total_monthly_usd"])
+    assert opts.loc["Recommended mix", "monthly_usd"] == pytest.approx(ev.fleet.total_monthly_usd)
     for name, row in opts.iterrows():
         assert row["monthly_usd"] == pytest.approx(row["owned_nodes"] * NODE_MONTH + row["api_monthly_usd"]
                                                    + row["licence_monthly_usd"]), name
@@ -316,14 +318,14 @@ def test_the_fallback_route_is_sized_for_the_escalated_share(catalog, bank):
     escalating = [(i, ev.verdict[i]) for i in range(len(w))
                   if ev.verdict[i] >= 0 and ev.a["fallback_share"][i, ev.verdict[i]] > 0]
     assert escalating, "the scenario should make some workload escalate"
-    carried = {x for d in ev.fleet["deployments"] for x in d["escalated_from"]}
+    carried = {x for d in ev.fleet.deployments for x in d.escalated_from}
     for i, _v in escalating:
         wid = str(ev.workloads["workload_id"].iloc[i])
         fb = int(ev.a["fallback_route"][i])
         if ev.routes[fb].hosting == "owned":
             assert wid in carried
-            dep = next(d for d in ev.fleet["deployments"] if wid in d["escalated_from"])
-            assert dep["route_id"] == ev.routes[fb].route_id and dep["gpus"] > 0
+            dep = next(d for d in ev.fleet.deployments if wid in d.escalated_from)
+            assert dep.route_id == ev.routes[fb].route_id and dep.gpus > 0
 
 
 def test_a_weekly_batch_window_spreads_the_work_over_the_week(catalog, bank):
@@ -333,8 +335,8 @@ def test_a_weekly_batch_window_spreads_the_work_over_the_week(catalog, bank):
     daily = evaluate(catalog, kyc, Scenario(fleet_nodes=1))
     weekly = evaluate(catalog, kyc.assign(batch_window_hours=168.0), Scenario(fleet_nodes=1))
     assert weekly.verdict[0] >= 0
-    assert weekly.fleet["nodes_needed"] <= daily.fleet["nodes_needed"]
-    assert weekly.fleet["offline_gpu_hours_per_day"] == pytest.approx(daily.fleet["offline_gpu_hours_per_day"])
+    assert weekly.fleet.nodes_needed <= daily.fleet.nodes_needed
+    assert weekly.fleet.offline_gpu_hours_per_day == pytest.approx(daily.fleet.offline_gpu_hours_per_day)
 
 
 @pytest.mark.parametrize("search", ["single moves", "evictions"])
@@ -372,8 +374,8 @@ def test_a_workload_at_the_edge_of_its_target_does_not_collapse_a_pool(catalog, 
     evs = [evaluate(catalog, inv, sc) for inv in (pool, x, pd.concat([pool, x], ignore_index=True))]
     assert all((ev.verdict >= 0).all() for ev in evs)  # everything served: the comparison is like for like
     a, b, both = (ev.fleet for ev in evs)
-    assert both["nodes_needed"] <= a["nodes_needed"] + b["nodes_needed"]
-    assert both["total_monthly_usd"] <= a["total_monthly_usd"] + b["total_monthly_usd"] + 0.01
+    assert both.nodes_needed <= a.nodes_needed + b.nodes_needed
+    assert both.total_monthly_usd <= a.total_monthly_usd + b.total_monthly_usd + 0.01
 
 
 def test_a_move_priced_from_its_base_is_the_full_pricing_bit_for_bit(catalog, bank):
@@ -484,9 +486,9 @@ def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(ca
     inv = _twenty()
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     f = ev.fleet
-    assert (f["nodes_needed"], sum(d["interactive_gpus"] for d in f["deployments"])) == (1, 6)
-    assert f["api_monthly_usd"] == pytest.approx(5149.52, abs=0.01)
-    assert f["total_monthly_usd"] == pytest.approx(24104.60 + 5149.52, abs=0.01)
+    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (1, 6)
+    assert f.api_monthly_usd == pytest.approx(5149.52, abs=0.01)
+    assert f.total_monthly_usd == pytest.approx(24104.60 + 5149.52, abs=0.01)
     _assert_owned_within_targets(ev, inv)
     assert sum(ev.verdict >= 0) == 18
 
@@ -551,8 +553,8 @@ def test_sizing_moves_ahead_never_changes_the_plan(catalog, monkeypatch):
     monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(speculate_moves=1))
     alone = evaluate(catalog, _twenty(), Scenario(fleet_nodes=1))
     assert np.array_equal(ahead.plan.assignment, alone.plan.assignment)
-    assert (ahead.fleet["nodes_needed"], ahead.fleet["total_monthly_usd"]) == \
-        (alone.fleet["nodes_needed"], alone.fleet["total_monthly_usd"])
+    assert (ahead.fleet.nodes_needed, ahead.fleet.total_monthly_usd) == \
+        (alone.fleet.nodes_needed, alone.fleet.total_monthly_usd)
 
 
 def test_a_prefetched_sizing_bars_its_hopeless_members_only_once_asked_for(catalog, bank):
@@ -583,15 +585,15 @@ def test_moves_from_several_starts_find_a_cheaper_plan_than_one_start(catalog, m
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_six_workloads_several_starts.csv")
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     f = ev.fleet
-    assert (f["nodes_needed"], sum(d["interactive_gpus"] for d in f["deployments"])) == (1, 8)
-    assert f["total_monthly_usd"] == pytest.approx(NODE_MONTH, abs=0.01)
-    assert f["api_monthly_usd"] == pytest.approx(0.0, abs=0.01)
+    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (1, 8)
+    assert f.total_monthly_usd == pytest.approx(NODE_MONTH, abs=0.01)
+    assert f.api_monthly_usd == pytest.approx(0.0, abs=0.01)
     assert (ev.verdict >= 0).sum() == 23
     _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(multi_start_rows=0, restart_rows=0))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
-    assert (one.fleet["nodes_needed"], round(one.fleet["total_monthly_usd"], 2)) == (1, 24282.39)
+    assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (1, 24282.39)
     assert (one.verdict >= 0).sum() == 23
 
 
@@ -606,15 +608,15 @@ def test_a_restart_without_the_biggest_stack_finds_a_plan_a_node_cheaper(catalog
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "forty_workloads_restart_without_a_stack.csv")
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     f = ev.fleet
-    assert (f["nodes_needed"], sum(d["interactive_gpus"] for d in f["deployments"])) == (1, 7)
-    assert f["api_monthly_usd"] == pytest.approx(458.16, abs=0.01)
-    assert f["total_monthly_usd"] == pytest.approx(NODE_MONTH + 458.16, abs=0.01)
+    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (1, 7)
+    assert f.api_monthly_usd == pytest.approx(458.16, abs=0.01)
+    assert f.total_monthly_usd == pytest.approx(NODE_MONTH + 458.16, abs=0.01)
     assert (ev.verdict >= 0).sum() == 33
     _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(exclude_stacks=0))
     without = evaluate(catalog, inv, Scenario(fleet_nodes=0))
-    assert (without.fleet["nodes_needed"], round(without.fleet["total_monthly_usd"], 2)) == (2, 48209.20)
+    assert (without.fleet.nodes_needed, round(without.fleet.total_monthly_usd, 2)) == (2, 48209.20)
     assert (without.verdict >= 0).sum() == 33
 
 
@@ -627,8 +629,8 @@ def test_merging_two_running_pools_saves_a_node(catalog, monkeypatch):
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "forty_workloads_restart_without_a_stack.csv")
     monkeypatch.setattr(Planner, "_merge_pools", lambda self, best, focus: best)
     without = evaluate(catalog, inv, Scenario(fleet_nodes=0)).fleet
-    assert (without["nodes_needed"], round(without["total_monthly_usd"], 2)) == (2, 48209.20)
-    assert sum(d["interactive_gpus"] for d in without["deployments"]) == 14
+    assert (without.nodes_needed, round(without.total_monthly_usd, 2)) == (2, 48209.20)
+    assert sum(d.interactive_gpus for d in without.deployments) == 14
 
 
 def test_a_restart_never_drops_a_workload_only_the_excluded_stack_serves(catalog, bank):
@@ -676,8 +678,8 @@ def test_the_plan_does_not_depend_on_the_order_of_the_rows(catalog, twelve_plan,
     inv, base = _twelve(), twelve_plan
     shuffled = evaluate(catalog, inv.iloc[list(perm)].reset_index(drop=True), Scenario(fleet_nodes=0))
     for ev in (base, shuffled):
-        assert ev.fleet["nodes_needed"] == 1
-        assert ev.fleet["total_monthly_usd"] == pytest.approx(NODE_MONTH, abs=0.01)
+        assert ev.fleet.nodes_needed == 1
+        assert ev.fleet.total_monthly_usd == pytest.approx(NODE_MONTH, abs=0.01)
         assert (ev.verdict >= 0).sum() == 11
     route = {w: ev.routes[k].route_id if k >= 0 else None for ev in (base,)
              for w, k in zip(ev.plan_inputs.workload_ids, ev.verdict, strict=True)}
@@ -697,15 +699,15 @@ def test_a_restart_from_dearer_apis_saves_a_node(catalog, monkeypatch):
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_one_workloads_dearer_apis.csv")
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     f = ev.fleet
-    assert (f["nodes_needed"], sum(d["interactive_gpus"] for d in f["deployments"])) == (4, 32)
-    assert f["api_monthly_usd"] == pytest.approx(3268.53, abs=0.01)
-    assert f["total_monthly_usd"] == pytest.approx(4 * NODE_MONTH + 3268.53, abs=0.01)
+    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (4, 32)
+    assert f.api_monthly_usd == pytest.approx(3268.53, abs=0.01)
+    assert f.total_monthly_usd == pytest.approx(4 * NODE_MONTH + 3268.53, abs=0.01)
     assert (ev.verdict >= 0).sum() == 99
     _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_api_rows=0))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
-    assert (one.fleet["nodes_needed"], round(one.fleet["total_monthly_usd"], 2)) == (5, 123732.66)
+    assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (5, 123732.66)
     assert (one.verdict >= 0).sum() == 99
 
 
@@ -719,14 +721,14 @@ def test_the_second_dearer_api_restart_saves_two_nodes(catalog, monkeypatch):
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_seventeen_workloads_dearer_apis.csv")
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     f = ev.fleet
-    assert (f["nodes_needed"], sum(d["interactive_gpus"] for d in f["deployments"])) == (3, 24)
-    assert f["total_monthly_usd"] == pytest.approx(3 * NODE_MONTH + 3079.37, abs=0.01)
+    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (3, 24)
+    assert f.total_monthly_usd == pytest.approx(3 * NODE_MONTH + 3079.37, abs=0.01)
     assert (ev.verdict >= 0).sum() == 108
     _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_apis=(1.5,)))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=0))
-    assert (one.fleet["nodes_needed"], round(one.fleet["total_monthly_usd"], 2)) == (5, 121010.78)
+    assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (5, 121010.78)
     assert (one.verdict >= 0).sum() == 108
 
 
@@ -740,12 +742,12 @@ def test_a_restart_from_tighter_targets_finds_the_plan_they_found(catalog, monke
     loose = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     tight = evaluate(catalog, inv, Scenario(fleet_nodes=0, sla_scale=0.8))
     assert (loose.verdict >= 0).sum() == (tight.verdict >= 0).sum() == 17
-    assert loose.fleet["nodes_needed"] == tight.fleet["nodes_needed"] == 1
-    assert loose.fleet["total_monthly_usd"] == pytest.approx(24894.24, abs=0.01)
-    assert loose.fleet["total_monthly_usd"] - tight.fleet["total_monthly_usd"] <= 0.002 * tight.fleet["total_monthly_usd"]
+    assert loose.fleet.nodes_needed == tight.fleet.nodes_needed == 1
+    assert loose.fleet.total_monthly_usd == pytest.approx(24894.24, abs=0.01)
+    assert loose.fleet.total_monthly_usd - tight.fleet.total_monthly_usd <= 0.002 * tight.fleet.total_monthly_usd
     monkeypatch.setattr(Planner, "_from_tighter_targets", lambda self, found, moves: found)
     without = evaluate(catalog, inv, Scenario(fleet_nodes=0))
-    assert without.fleet["total_monthly_usd"] == pytest.approx(25129.10, abs=0.01)
+    assert without.fleet.total_monthly_usd == pytest.approx(25129.10, abs=0.01)
 
 
 def test_settings_given_to_the_planner_reach_its_sub_searches(catalog):

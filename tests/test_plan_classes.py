@@ -56,9 +56,9 @@ def test_a_split_inventory_gets_the_unsplit_plan_past_the_search_thresholds(seed
     base = evaluate(seed_catalog, busy, sc)
     split = evaluate(seed_catalog, _split(busy, 3), sc)
     assert split.verdict.tolist() == base.verdict.tolist() * 3
-    assert split.fleet["nodes_needed"] == base.fleet["nodes_needed"]
-    assert split.fleet["total_monthly_usd"] == pytest.approx(base.fleet["total_monthly_usd"], abs=0.01)
-    assert split.fleet["unallocated_usd_per_month"] == pytest.approx(base.fleet["unallocated_usd_per_month"], abs=0.02)
+    assert split.fleet.nodes_needed == base.fleet.nodes_needed
+    assert split.fleet.total_monthly_usd == pytest.approx(base.fleet.total_monthly_usd, abs=0.01)
+    assert split.fleet.unallocated_usd_per_month == pytest.approx(base.fleet.unallocated_usd_per_month, abs=0.02)
 
 
 def test_a_hash_collision_never_merges_workloads_that_differ(seed_catalog, bank, monkeypatch):

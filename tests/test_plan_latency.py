@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.decision import latency
+from core.decision import contract, latency
 from core.decision.checks import check_plan, deployment_loads, within
 from core.decision.engine import evaluate
 from core.decision.plan import _binding_candidates
@@ -68,7 +68,7 @@ def generated_ar_check(catalog):
 
 
 def _arch(ev, deployment_id: str) -> str:
-    return next(d["architecture"] for d in ev.fleet["deployments"] if d["route_id"] == deployment_id.split("@")[0])
+    return next(d.architecture for d in ev.fleet.deployments if d.route_id == deployment_id.split("@")[0])
 
 
 def _assert_plan_holds(ev, check, min_members: int = 1, architectures=None, agree: bool = True):
@@ -101,7 +101,7 @@ def test_sample_plan_holds_under_simulation(sample_check):
     ev, check = sample_check
     rows = _assert_plan_holds(ev, check)
     # The plan reports the same analytic p95 it sized on (the verdict's p95 cell).
-    vf = ev.verdicts_frame().set_index("workload_id")
+    vf = contract.verdicts_frame(ev).set_index("workload_id")
     for r in rows:
         assert vf.loc[r["workload_id"], "p95_latency_ms"] == pytest.approx(r["analytic_p95_ms"], rel=1e-6)
 
@@ -120,9 +120,9 @@ def test_generated_fifty_workloads_fit_one_node_of_diffusion_pools(generated_che
     $48,209.20 a month against 1 x 33.02 x 730 = $24,104.60), every workload within its target in simulation."""
     ev, check = generated_check
     f = ev.fleet
-    assert (f["nodes_needed"], round(f["total_monthly_usd"], 2)) == (1, 24104.60)
-    assert {d["architecture"] for d in f["deployments"]} == {"diffusion"}
-    assert sum(d["interactive_gpus"] for d in f["deployments"]) <= 8
+    assert (f.nodes_needed, round(f.total_monthly_usd, 2)) == (1, 24104.60)
+    assert {d.architecture for d in f.deployments} == {"diffusion"}
+    assert sum(d.interactive_gpus for d in f.deployments) <= 8
     _assert_plan_holds(ev, check, min_members=50, agree=False)
 
 
@@ -157,12 +157,12 @@ def test_deployment_loads_replay_the_plan(sample_check):
     """Each DeploymentLoad carries the plan's replicas and cap, and its analytic p95 is the plan's."""
     ev, _ = sample_check
     loads = deployment_loads(ev)
-    planned = {(d["route_id"], d["gpus_per_replica"]): d for d in ev.fleet["deployments"]}
+    planned = {(d.route_id, d.gpus_per_replica): d for d in ev.fleet.deployments}
     assert loads
     for load in loads:
         d = [v for (rid, _), v in planned.items() if rid == load.deployment_id.split("@")[0]
-             and v["replicas"] == load.replicas]
-        assert d and d[0]["concurrency_cap"] == load.concurrency_cap
+             and v.replicas == load.replicas]
+        assert d and d[0].concurrency_cap == load.concurrency_cap
         assert len(load.step_ms) == load.concurrency_cap
         assert all(b >= a for a, b in zip(load.step_ms, load.step_ms[1:], strict=False))  # steps grow with batch
 
@@ -174,8 +174,8 @@ def test_wider_output_spread_never_needs_fewer_replicas(catalog):
     base = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     wide = inv.assign(output_tokens_p95=inv["output_tokens"] * 3.0)
     wider = evaluate(catalog, wide, Scenario(fleet_nodes=1))
-    assert sum(d["replicas"] * d["gpus_per_replica"] for d in wider.fleet["deployments"]) >= \
-        sum(d["replicas"] * d["gpus_per_replica"] for d in base.fleet["deployments"])
+    assert sum(d.replicas * d.gpus_per_replica for d in wider.fleet.deployments) >= \
+        sum(d.replicas * d.gpus_per_replica for d in base.fleet.deployments)
 
 
 @settings(max_examples=25, deadline=None)

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.decision import contract
 from core.decision.engine import evaluate
 from core.decision.fleet import _to_cents
 from core.models import HOURS_PER_MONTH, TASK_CLASSES, Scenario
@@ -66,8 +67,8 @@ def test_splitting_a_workload_keeps_nodes_and_bill(catalog, seed, k, data):
                          requests_per_day=part["requests_per_day"] / k) for q in range(k)]
     split = pd.concat([inv.drop(index=j), *parts], ignore_index=True)
     a, b = evaluate(catalog, inv, Scenario(fleet_nodes=owned)), evaluate(catalog, split, Scenario(fleet_nodes=owned))
-    assert b.fleet["nodes_needed"] == a.fleet["nodes_needed"]
-    assert b.fleet["total_monthly_usd"] == pytest.approx(a.fleet["total_monthly_usd"], rel=0.01)
+    assert b.fleet.nodes_needed == a.fleet.nodes_needed
+    assert b.fleet.total_monthly_usd == pytest.approx(a.fleet.total_monthly_usd, rel=0.01)
 
 
 @given(seed=seeds, data=st.data())
@@ -78,8 +79,8 @@ def test_the_row_order_changes_nothing(catalog, seed, data):
     perm = data.draw(st.permutations(range(len(inv))))
     a = evaluate(catalog, inv, Scenario(fleet_nodes=owned))
     b = evaluate(catalog, inv.iloc[list(perm)].reset_index(drop=True), Scenario(fleet_nodes=owned))
-    assert b.fleet["nodes_needed"] == a.fleet["nodes_needed"]
-    assert b.fleet["total_monthly_usd"] == pytest.approx(a.fleet["total_monthly_usd"], rel=1e-9)
+    assert b.fleet.nodes_needed == a.fleet.nodes_needed
+    assert b.fleet.total_monthly_usd == pytest.approx(a.fleet.total_monthly_usd, rel=1e-9)
     route = {w: a.routes[r].route_id if r >= 0 else None for w, r in zip(inv["workload_id"], a.verdict, strict=True)}
     again = {w: b.routes[r].route_id if r >= 0 else None
              for w, r in zip(inv["workload_id"].iloc[list(perm)], b.verdict, strict=True)}
@@ -93,8 +94,8 @@ def test_attributed_plus_unallocated_is_the_bill_and_more_api_price_keeps_owned_
     inv, owned = _inventory(seed)
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=owned))
     f = ev.fleet
-    assert round(float(ev.verdicts_frame()["monthly_usd"].sum()) + f["unallocated_usd_per_month"], 2) \
-        == round(f["total_monthly_usd"], 2)
+    assert round(float(contract.verdicts_frame(ev)["monthly_usd"].sum()) + f.unallocated_usd_per_month, 2) \
+        == round(f.total_monthly_usd, 2)
     dear = evaluate(catalog, inv, Scenario(fleet_nodes=owned, api_price_scale=2.0))
     assert _owned_count(dear) >= _owned_count(ev)
 
@@ -103,8 +104,8 @@ def test_attributed_plus_unallocated_is_the_bill_and_more_api_price_keeps_owned_
 @EXAMPLES
 def test_one_more_owned_node_never_raises_the_bill_by_more_than_its_price(catalog, seed):
     inv, owned = _inventory(seed)
-    a = evaluate(catalog, inv, Scenario(fleet_nodes=owned)).fleet["total_monthly_usd"]
-    b = evaluate(catalog, inv, Scenario(fleet_nodes=owned + 1)).fleet["total_monthly_usd"]
+    a = evaluate(catalog, inv, Scenario(fleet_nodes=owned)).fleet.total_monthly_usd
+    b = evaluate(catalog, inv, Scenario(fleet_nodes=owned + 1)).fleet.total_monthly_usd
     assert b - a <= NODE_MONTH + 0.01
 
 
@@ -118,7 +119,7 @@ def test_tighter_targets_never_need_fewer_nodes(catalog, seed):
     tight = evaluate(catalog, inv, Scenario(fleet_nodes=owned, sla_scale=0.8))
     assert (tight.verdict >= 0).sum() <= (loose.verdict >= 0).sum()
     if (tight.verdict >= 0).sum() == (loose.verdict >= 0).sum():
-        assert max(tight.fleet["nodes_needed"], owned) >= max(loose.fleet["nodes_needed"], owned)
+        assert max(tight.fleet.nodes_needed, owned) >= max(loose.fleet.nodes_needed, owned)
 
 
 @given(st.lists(st.floats(0.0, 1e7, allow_nan=False), min_size=1, max_size=60))

@@ -56,7 +56,7 @@ def test_an_inventory_above_the_limit_is_refused_at_and_below_it_planned(seed_ca
     msg = str(err.value)
     assert "7 workloads" in msg and "at most 6" in msg and MAX_PLAN_ROWS_ENV in msg and "\n" not in msg
     monkeypatch.setenv(MAX_PLAN_ROWS_ENV, "7")
-    assert evaluate(seed_catalog, frame, Scenario()).fleet["nodes_needed"] >= 1
+    assert evaluate(seed_catalog, frame, Scenario()).fleet.nodes_needed >= 1
 
 
 def test_a_stored_version_too_large_is_refused_before_it_is_loaded(tmp_path, monkeypatch):

@@ -9,6 +9,7 @@ import re
 import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import openpyxl
@@ -16,6 +17,7 @@ import pandas as pd
 import pytest
 
 from core.cli import main
+from core.decision import contract
 from core.decision.analysis import fleet_options
 from core.decision.economics import NodeRate
 from core.decision.engine import Evaluation, Route
@@ -135,8 +137,9 @@ def _fake_ev(monthly, verdict, *, p95=None, fleet_nodes=1, needed=1, pricing="sa
     feasible = np.isfinite(monthly)
     ids = [f"w{i + 1}" for i in range(len(monthly))]
     sc = Scenario(fleet_nodes=fleet_nodes, pricing_option=pricing, cost_basis=cost_basis)
-    fleet = {"owned_nodes": fleet_nodes, "nodes_needed": needed,
-             "extra_nodes_monthly_usd": max(needed - fleet_nodes, 0) * rate.full_usd_per_node_hour * 730.0}
+    # The fleet record's fields recommended_changes reads (a stand-in: no plan behind it).
+    fleet = SimpleNamespace(owned_nodes=fleet_nodes, nodes_needed=needed, node_drivers=(), licensed_routes=(),
+                            extra_nodes_monthly_usd=max(needed - fleet_nodes, 0) * rate.full_usd_per_node_hour * 730.0)
     a = {"feasible": feasible, "monthly_usd": np.where(feasible, monthly, np.nan),
          "p95_ms": np.array(p95, dtype=float) if p95 is not None else np.full(monthly.shape, 500.0)}
     return Evaluation(scenario=sc, rate=rate, gpu_name="H100 SXM", workloads=pd.DataFrame({"workload_id": ids}),
@@ -148,11 +151,11 @@ def test_recommended_changes_name_what_forces_the_purchase(sample):
     """The sample on 1 owned node needs n > 1 (issue 11): buy n - 1 at 33.02 x 730 = 24,104.6 each, and say
     which workload's target forces them (the plan's first node driver), with what relaxing it saves."""
     ev, s, *_ = sample
-    n = ev.fleet["nodes_needed"]
+    n = ev.fleet.nodes_needed
     first = s.changes[0]
     assert n > 1
     assert first.text.startswith(f"Buy {n - 1} more 8×H100 SXM node")
-    driver = ev.fleet["node_drivers"][0]["workload_id"]
+    driver = ev.fleet.node_drivers[0].workload_id
     assert f"needs {n}, you own 1" in first.text and f"What forces it: {driver} (its " in first.text
     assert first.usd_per_month == pytest.approx((n - 1) * 24104.6)
     # Every move is worded as its exact effect on the cash bill (never "saves" an attributed share).
@@ -180,9 +183,9 @@ def test_idle_nodes_to_release_are_priced_at_the_scenario_rate(pricing, verb):
 
 def test_cost_by_route_adds_up_to_the_monthly_total(sample):
     ev, s, *_ = sample
-    assert sum(r["monthly_usd"] for r in s.cost_by_route.rows) == pytest.approx(ev.fleet["total_monthly_usd"])
-    assert s.figure("total_monthly_usd").value == pytest.approx(ev.fleet["total_monthly_usd"])
-    assert s.figure("idle_usd_per_month").value == pytest.approx(ev.fleet["idle_usd_per_month"])
+    assert sum(r["monthly_usd"] for r in s.cost_by_route.rows) == pytest.approx(ev.fleet.total_monthly_usd)
+    assert s.figure("total_monthly_usd").value == pytest.approx(ev.fleet.total_monthly_usd)
+    assert s.figure("idle_usd_per_month").value == pytest.approx(ev.fleet.idle_usd_per_month)
 
 
 def test_alternatives_come_from_fleet_options(sample):
@@ -238,7 +241,7 @@ def test_money_columns_carry_currency_formats(sample):
             assert r[col].number_format == excel_format("usd_price", r[col].value)
     col = header.index("$/month")
     cells = [np.nan if r[col].value is None else r[col].value for r in rows]  # an unserved workload: blank
-    np.testing.assert_allclose(cells, ev.verdicts_frame()["monthly_usd"].to_numpy(dtype=float), rtol=1e-9)
+    np.testing.assert_allclose(cells, contract.verdicts_frame(ev)["monthly_usd"].to_numpy(dtype=float), rtol=1e-9)
     _, rows = _table_rows(_wb(data)["Sensitivity"], "Sensitivity")
     assert all(r[1].number_format == USD and isinstance(r[1].value, int | float) for r in rows)
 
@@ -280,7 +283,7 @@ def test_every_price_used_is_on_assumptions_with_date_and_source(sample):
     assert quality and {r[7].value for r in quality} == {"estimate"}
     # Performance is labelled as the engine words it: estimated, and where calibrated, on which points.
     stacks = {r[1].value: r[3].value for r in rows if r[0].value == "Serving stack" and r[2].value == "Performance"}
-    assert stacks == {d["name"]: d["performance"] for d in ev.scenario_dict()["serving_stacks"]}
+    assert stacks == {d["name"]: d["performance"] for d in contract.scenario_dict(ev)["serving_stacks"]}
     assert all("estimated" in v for v in stacks.values())
 
 

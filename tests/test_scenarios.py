@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from core import scenarios as S
 from core.cli import main
+from core.decision import contract
 from core.errors import InputError
 from core.models import Scenario
 from core.presentation.report.comparison import (
@@ -140,16 +141,21 @@ def test_saved_on_the_latest_inventory_version_and_provenance(store):
 
 
 def _fake(total, nodes, owned, idle, util, api, routes, scenario=None):
-    """An evaluation as the comparison reads it: ev.fleet, ev.verdicts_frame(), ev.scenario."""
+    """An evaluation as the comparison reads it: ev.fleet, contract.verdicts_frame(ev), ev.scenario."""
     ids = list(routes)
     vf = pd.DataFrame({
         "workload_id": ids, "name": [f"name of {i}" for i in ids],
         "route_id": [routes[i][0] for i in ids], "route": [routes[i][0].upper() for i in ids],
         "hosting": [routes[i][1] for i in ids], "monthly_usd": [routes[i][2] for i in ids],
     })
-    fleet = {"total_monthly_usd": total, "nodes_needed": nodes, "owned_nodes": owned, "idle_usd_per_month": idle,
-             "utilization": util, "api_monthly_usd": api, "inventory": "version 2"}
+    fleet = SimpleNamespace(total_monthly_usd=total, nodes_needed=nodes, owned_nodes=owned, idle_usd_per_month=idle,
+                            utilization=util, api_monthly_usd=api, inventory="version 2")
     return SimpleNamespace(fleet=fleet, verdicts_frame=lambda: vf, scenario=scenario or Scenario())
+
+
+def _table(ev):
+    """The fake's routing table (what contract.verdicts_frame gives for a real evaluation)."""
+    return ev.verdicts_frame()
 
 
 def test_compare_evaluations_marks_each_changed_verdict():
@@ -161,7 +167,7 @@ def test_compare_evaluations_marks_each_changed_verdict():
                                                   "w3": ("ar", "owned", 70.0)})
     b = _fake(12_500.0, 3, 3, 900.0, 0.3, 400.0, {"w1": ("ar", "owned", 55.0), "w2": ("api-x", "api", 300.0),
                                                   "w4": ("ar", "owned", 10.0)})
-    cmp = S.compare_evaluations([("A", a), ("B", b)])
+    cmp = S.compare_evaluations([("A", a), ("B", b)], table=_table)
     assert cmp.names == ["A", "B"]
     assert cmp.changed_count == 3
     v = cmp.verdicts.set_index("workload_id")
@@ -182,7 +188,7 @@ def test_compare_evaluations_marks_each_changed_verdict():
     assert len(table) == 3
 
     with pytest.raises(InputError, match="compare 2 to 4"):
-        S.compare_evaluations([("A", a)])
+        S.compare_evaluations([("A", a)], table=_table)
 
 
 def test_compare_saved_scenarios_shows_their_difference(store):
@@ -193,11 +199,11 @@ def test_compare_saved_scenarios_shows_their_difference(store):
     assert cmp.names == ["one node", "three nodes 3y"]
     direct = evaluate_store(store, S.scenario_from_inputs({"fleet_nodes": 3, "pricing": "savings_3y"}))
     two = cmp.scenarios[1]
-    assert two.cash_bill_usd_per_month == pytest.approx(direct.fleet["total_monthly_usd"])
+    assert two.cash_bill_usd_per_month == pytest.approx(direct.fleet.total_monthly_usd)
     assert two.owned_nodes == 3 and cmp.scenarios[0].owned_nodes == 1
     assert two.cash_bill_usd_per_month != cmp.scenarios[0].cash_bill_usd_per_month
     assert {s.inventory for s in cmp.scenarios} == {"bundled sample"}
-    assert len(cmp.verdicts) == len(direct.verdicts_frame())
+    assert len(cmp.verdicts) == len(contract.verdicts_frame(direct))
 
     with pytest.raises(InputError, match="named twice"):
         S.compare_scenarios(store, ["one node", "ONE NODE"])
@@ -219,7 +225,7 @@ def test_compare_saved_scenarios_shows_their_difference(store):
 
 def test_write_comparison_refuses_other_formats(tmp_path):
     a = _fake(1.0, 1, 1, 0.0, 0.5, 0.0, {"w1": ("ar", "owned", 1.0)})
-    cmp = S.compare_evaluations([("A", a), ("B", a)])
+    cmp = S.compare_evaluations([("A", a), ("B", a)], table=_table)
     with pytest.raises(InputError, match="use a .xlsx or .md"):
         write_comparison(cmp, tmp_path / "x.pdf")
     assert not (tmp_path / "x.pdf").exists()

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.decision import sensitivity
+from core.decision import contract, explain, sensitivity
 from core.decision.engine import evaluate
+from core.decision.records import Answers
 from core.errors import InputError
 from core.models import Scenario
 from core.store.seed import sample_workloads_path
@@ -33,12 +34,12 @@ def sample_ev(catalog, bank):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         ev = evaluate(catalog, bank, Scenario())
-        assert ev.ranges() is not None
+        assert sensitivity.ranges(ev) is not None
     return ev
 
 
 def _row(ev, wid):
-    rg = ev.ranges()
+    rg = sensitivity.ranges(ev).frame
     return rg[rg["workload_id"] == wid].iloc[0]
 
 
@@ -60,7 +61,7 @@ def test_bundled_sample_flags_verdicts_that_flip_and_names_the_driver(sample_ev)
     """Default scenario: some verdicts move between the pessimistic and optimistic ends (which ones depends on
     the plan; at the time of writing lc-clearing, code-completion and internal-chat), each with the assumption
     that drives the range of the route involved, and the reasons say so in one sentence."""
-    rg = sample_ev.ranges()
+    rg = sensitivity.ranges(sample_ev).frame
     flipped = rg[rg["sensitive"]]
     assert len(flipped) >= 1
     # sensitive means exactly: the verdict route differs at one end or the other.
@@ -71,9 +72,9 @@ def test_bundled_sample_flags_verdicts_that_flip_and_names_the_driver(sample_ev)
     for i in flipped.index:
         row = rg.loc[i]
         assert row["driver"]  # e.g. "MoE expert-GEMM efficiency", "speculative acceptance rate"
-        last = sample_ev.reasons(int(i))[-1]
+        last = explain.reasons(sample_ev, int(i))[-1]
         assert last.startswith("Verdict sensitive to the ") and row["driver"] in last and last.endswith("measure it.")
-    vf = sample_ev.verdicts_frame()
+    vf = contract.verdicts_frame(sample_ev)
     assert vf["sensitive"].tolist() == rg["sensitive"].tolist()
     assert all(bool(t) == s for t, s in zip(vf["sensitivity"], vf["sensitive"], strict=True))
 
@@ -86,7 +87,7 @@ def test_a_workload_far_from_any_boundary_is_not_flagged(sample_ev):
     assert row["verdict_low"] == row["verdict_high"] == row["verdict_central"]
     assert not row["sensitive"] and row["driver"] == ""
     i = int(np.flatnonzero(sample_ev.workloads["workload_id"] == "credit-memos")[0])
-    assert not any(r.startswith("Verdict sensitive") for r in sample_ev.reasons(i))
+    assert not any(r.startswith("Verdict sensitive") for r in explain.reasons(sample_ev, i))
 
 
 def test_a_target_inside_the_range_flips_to_the_pessimistic_end(catalog, bank):
@@ -103,7 +104,7 @@ def test_a_target_inside_the_range_flips_to_the_pessimistic_end(catalog, bank):
         assert low_ms > central_ms * 1.1
         tight = one.assign(latency_slo_ms=float(np.sqrt(central_ms * low_ms)))
         ev = evaluate(catalog, tight, Scenario(fleet_nodes=0))
-        rg = ev.ranges()
+        rg = sensitivity.ranges(ev).frame
     row = rg.iloc[0]
     # The tight target may pick another owned route (a wider replica is faster); it holds only at the centre.
     c = int(ev.verdict[0])
@@ -112,8 +113,8 @@ def test_a_target_inside_the_range_flips_to_the_pessimistic_end(catalog, bank):
     g = int(ev.a["gpus_per_replica"][0, c])
     driver = catalog.efficiency_bounds(ev.routes[c].stack, catalog.gpu("H100 SXM"), g).driver
     assert row["driver"] == driver
-    assert f"Verdict sensitive to the {driver}" in ev.reasons(0)[-1]
-    assert "at the pessimistic end" in ev.reasons(0)[-1]
+    assert f"Verdict sensitive to the {driver}" in explain.reasons(ev, 0)[-1]
+    assert "at the pessimistic end" in explain.reasons(ev, 0)[-1]
 
 
 def test_pessimistic_end_never_needs_fewer_nodes_when_the_same_work_is_served(catalog, bank):
@@ -124,21 +125,21 @@ def test_pessimistic_end_never_needs_fewer_nodes_when_the_same_work_is_served(ca
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         ev = evaluate(catalog, one, Scenario(fleet_nodes=0))
-        ev.ranges()
-    pr, f = ev.fleet["performance_range"], ev.fleet
-    assert pr["unserved_low"] == pr["unserved_central"] == pr["unserved_high"] == 0
-    assert pr["nodes_needed_low"] <= f["nodes_needed"] <= pr["nodes_needed_high"]
-    assert pr["total_monthly_usd_low"] <= f["total_monthly_usd"] + 0.01 <= pr["total_monthly_usd_high"] + 0.02
-    assert pr["total_monthly_usd_high"] > pr["total_monthly_usd_low"]
+        sensitivity.ranges(ev)
+    pr, f = sensitivity.ranges(ev).performance, ev.fleet
+    assert pr.unserved_low == pr.unserved_central == pr.unserved_high == 0
+    assert pr.nodes_needed_low <= f.nodes_needed <= pr.nodes_needed_high
+    assert pr.total_monthly_usd_low <= f.total_monthly_usd + 0.01 <= pr.total_monthly_usd_high + 0.02
+    assert pr.total_monthly_usd_high > pr.total_monthly_usd_low
     line = sensitivity.estimate_range_words(ev)
     assert line.startswith("Estimate range") and "optimistic end" in line and "pessimistic end" in line
 
 
 def test_json_contract_carries_the_range(sample_ev):
-    d = json.loads(json.dumps(sample_ev.to_dict(detail="verdicts")))
+    d = json.loads(json.dumps(contract.to_dict(sample_ev, detail="verdicts")))
     for w in d["workloads"]:
         assert set(w["verdict_range"]) == {"low", "high", "sensitive", "driver"}
-    full = sample_ev.to_dict()  # detail="routes": the same ranges beside the words
+    full = contract.to_dict(sample_ev)  # detail="routes": the same ranges beside the words
     assert [w["verdict_range"] for w in full["workloads"]] == [w["verdict_range"] for w in d["workloads"]]
     assert any(w["verdict_range"]["sensitive"] for w in d["workloads"])
     pr = d["fleet"]["performance_range"]
@@ -148,15 +149,15 @@ def test_json_contract_carries_the_range(sample_ev):
 def test_large_inventories_skip_ranges_unless_forced(sample_ev, monkeypatch):
     """The rule: automatic up to RANGES_MAX_WORKLOADS workloads; above it only on demand (force / --ranges)."""
     monkeypatch.setattr(sensitivity, "RANGES_MAX_WORKLOADS", 3)
-    fresh = dataclasses.replace(sample_ev, verdict_ranges=None,
-                                fleet={k: v for k, v in sample_ev.fleet.items() if k != "performance_range"})
-    fresh.__dict__.pop("_range_records", None)
-    assert fresh.ranges() is None
-    vf = fresh.verdicts_frame()
+    fresh = dataclasses.replace(sample_ev, answers=Answers())
+    assert sensitivity.ranges(fresh) is None and "performance_range" not in contract.fleet_json(fresh)
+    vf = contract.verdicts_frame(fresh)
     assert vf["sensitive"].isna().all() and (vf["sensitivity"] == "").all()
-    assert fresh._verdict_range(0) is None and not any(r.startswith("Verdict sensitive") for r in fresh.reasons(2))
-    fresh.verdict_ranges = sample_ev.verdict_ranges  # what attach(force=True) sets (computed above)
-    assert fresh.ranges() is sample_ev.verdict_ranges
+    assert contract.verdict_range(fresh, 0) is None and not any(r.startswith("Verdict sensitive") for r in explain.reasons(fresh, 2))
+    forced = sensitivity.ranges(fresh, force=True)
+    assert forced is not None and sensitivity.ranges(fresh) is forced  # kept once forced
+    pd.testing.assert_frame_equal(forced.frame, sensitivity.ranges(sample_ev).frame)
+    assert forced.performance == sensitivity.ranges(sample_ev).performance
 
 
 def test_cli_ranges_flag_forces_them(capsys, monkeypatch, tmp_path, bank):
@@ -202,16 +203,16 @@ def test_overview_shows_the_estimate_range_and_routing_the_flag(monkeypatch, tmp
 
 def _forks(monkeypatch) -> list[bool]:
     """Record what in_background is asked (True: fork wanted) while still running it."""
-    from core.decision import fleet
+    from core import background
 
     asked: list[bool] = []
-    real = fleet.in_background
+    real = background.in_background
 
     def spy(job, wanted):
         asked.append(wanted)
         return real(job, wanted)
 
-    monkeypatch.setattr(fleet, "in_background", spy)
+    monkeypatch.setattr(background, "in_background", spy)
     return asked
 
 
@@ -219,23 +220,23 @@ def test_ends_planned_in_other_processes_are_the_ends_planned_in_place(catalog, 
     """The ends may be planned in forked processes: beside each other (from SIDE_BY_SIDE_ROWS workloads) or
     beside the central plan (`ranges_ahead`, what `hangover evaluate` asks). Forced on the 7-workload sample, both
     give the ranges and the performance range of the in-place computation (sample_ev, below the threshold)."""
-    from core.decision.fleet import fork_is_safe
+    from core.background import fork_is_safe
 
     monkeypatch.setattr(sensitivity, "SIDE_BY_SIDE_ROWS", 1)
     asked = _forks(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         beside = evaluate(catalog, bank, Scenario())
-        assert beside.ranges() is not None and asked.count(True) == 1
-        ahead = evaluate(catalog, bank, Scenario(), ranges_ahead=True)
-        assert (ahead.ends_ahead is not None) == fork_is_safe()
-        assert ahead.ranges() is not None and ahead.ends_ahead is None
+        assert sensitivity.ranges(beside) is not None and asked.count(True) == 1
+        ahead = evaluate(catalog, bank, Scenario(), beside=sensitivity.ends_ahead)
+        assert (ahead.answers._ends_ahead is not None) == fork_is_safe()
+        assert sensitivity.ranges(ahead) is not None and ahead.answers._ends_ahead is None
     if fork_is_safe():
         assert asked.count(True) == 3
     for ev in (beside, ahead):
-        pd.testing.assert_frame_equal(ev.verdict_ranges, sample_ev.verdict_ranges)
-        assert ev.fleet["performance_range"] == sample_ev.fleet["performance_range"]
-        assert ev.to_dict(detail="verdicts") == sample_ev.to_dict(detail="verdicts")
+        pd.testing.assert_frame_equal(sensitivity.ranges(ev).frame, sensitivity.ranges(sample_ev).frame)
+        assert sensitivity.ranges(ev).performance == sensitivity.ranges(sample_ev).performance
+        assert contract.to_dict(ev, detail="verdicts") == contract.to_dict(sample_ev, detail="verdicts")
 
 
 def test_ranges_ahead_is_not_started_where_ranges_are_not_automatic(catalog, bank, monkeypatch):
@@ -244,13 +245,13 @@ def test_ranges_ahead_is_not_started_where_ranges_are_not_automatic(catalog, ban
     asked = _forks(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        small = evaluate(catalog, bank, Scenario(), ranges_ahead=True)  # 7 < SIDE_BY_SIDE_ROWS
+        small = evaluate(catalog, bank, Scenario(), beside=sensitivity.ends_ahead)  # 7 < SIDE_BY_SIDE_ROWS
         monkeypatch.setattr(sensitivity, "SIDE_BY_SIDE_ROWS", 1)
         monkeypatch.setattr(sensitivity, "RANGES_MAX_WORKLOADS", 3)
-        large = evaluate(catalog, bank, Scenario(), ranges_ahead=True)
-    assert small.ends_ahead is None and large.ends_ahead is None
+        large = evaluate(catalog, bank, Scenario(), beside=sensitivity.ends_ahead)
+    assert small.answers._ends_ahead is None and large.answers._ends_ahead is None
     assert True not in asked  # the central plans' break-even re-plans ask for no fork at 7 workloads
-    assert large.ranges() is None
+    assert sensitivity.ranges(large) is None
 
 
 def test_ends_skip_the_break_even_re_plan_and_plan_the_same(catalog, bank):
@@ -264,17 +265,16 @@ def test_ends_skip_the_break_even_re_plan_and_plan_the_same(catalog, bank):
         low_cat = catalog.at_efficiency_end("low")
         full = _evaluate(low_cat, ev.workloads, ev.scenario, ev.rate)
         bare = _evaluate(low_cat, ev.workloads, ev.scenario, ev.rate, break_even=False)
-    assert full.fleet["licensed_routes"] and bare.fleet["licensed_routes"] == []
+    assert full.fleet.licensed_routes and bare.fleet.licensed_routes == ()
     np.testing.assert_array_equal(bare.verdict, full.verdict)
-    assert (bare.fleet["nodes_needed"], bare.fleet["total_monthly_usd"]) == \
-        (full.fleet["nodes_needed"], full.fleet["total_monthly_usd"])
+    assert (bare.fleet.nodes_needed, bare.fleet.total_monthly_usd) == \
+        (full.fleet.nodes_needed, full.fleet.total_monthly_usd)
     view = sensitivity.EndView.of(bare)
     import pickle
 
     back = pickle.loads(pickle.dumps(view))  # what a forked end sends back
     np.testing.assert_array_equal(back.verdict, full.verdict)
-    assert back.fleet == {"nodes_needed": full.fleet["nodes_needed"],
-                          "total_monthly_usd": full.fleet["total_monthly_usd"]}
+    assert (back.nodes_needed, back.total_monthly_usd) == (full.fleet.nodes_needed, full.fleet.total_monthly_usd)
 
 
 def test_an_end_that_cannot_serve_a_workload_says_what_its_bill_leaves_out(catalog, bank):
@@ -288,22 +288,22 @@ def test_an_end_that_cannot_serve_a_workload_says_what_its_bill_leaves_out(catal
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         ev = evaluate(catalog, one, Scenario(fleet_nodes=0))
-        ev.ranges()
+        sensitivity.ranges(ev)
     c = int(ev.verdict[0])
-    assert c >= 0 and ev.verdict_ranges["verdict_low"].iloc[0] == ""  # the constructed case holds
-    pr = ev.fleet["performance_range"]
+    assert c >= 0 and sensitivity.ranges(ev).frame["verdict_low"].iloc[0] == ""  # the constructed case holds
+    pr = sensitivity.ranges(ev).performance
     central_share = round(float(ev.a["monthly_usd"][0, c]), 2)
     assert central_share > 0
-    assert (pr["dropped_high"], pr["dropped_high_usd"]) == (1, central_share)
-    assert (pr["dropped_low"], pr["dropped_low_usd"]) == (0, 0.0)
-    assert pr["total_monthly_usd_high"] < ev.fleet["total_monthly_usd"]  # what the words must explain
+    assert (pr.dropped_high, pr.dropped_high_usd) == (1, central_share)
+    assert (pr.dropped_low, pr.dropped_low_usd) == (0, 0.0)
+    assert pr.total_monthly_usd_high < ev.fleet.total_monthly_usd  # what the words must explain
     line = sensitivity.estimate_range_words(ev)
     from core.presentation.format import money
 
     assert (f"The pessimistic end's bill leaves out 1 workload the central plan serves, which has no route there "
             f"({money(central_share)} a month of the central bill).") in line
     assert "optimistic end's bill leaves out" not in line and "bill includes" not in line
-    assert pr["added_low"] == pr["added_high"] == 0
+    assert pr.added_low == pr.added_high == 0
 
 
 def test_the_procurement_summary_carries_both_ends_and_what_they_leave_out(sample_ev):
@@ -312,13 +312,13 @@ def test_the_procurement_summary_carries_both_ends_and_what_they_leave_out(sampl
     from core.presentation.report import build_summary
 
     summary = build_summary(sample_ev)
-    pr = sample_ev.fleet["performance_range"]
+    pr = sensitivity.ranges(sample_ev).performance
     for which, word in (("high", "pessimistic"), ("low", "optimistic")):
         fig = summary.figure(f"range_{which}_monthly_usd")
-        assert fig.value == pr[f"total_monthly_usd_{which}"] and f"{word} end" in fig.label
-        n = pr[f"nodes_needed_{which}"]
+        assert fig.value == pr.bill_at(which) and f"{word} end" in fig.label
+        n = pr.nodes_at(which)
         assert fig.note.startswith(f"{n} node{'s' if n != 1 else ''} needed") and "(estimate)" in fig.note
         for clause in sensitivity.end_caveats(pr, which):
             assert f"this bill {clause}" in fig.note
     # The sample's pessimistic end serves a workload fewer (what made its bill look cheap).
-    assert pr["dropped_high"] >= 1 and "leaves out" in summary.figure("range_high_monthly_usd").note
+    assert pr.dropped_high >= 1 and "leaves out" in summary.figure("range_high_monthly_usd").note

@@ -39,8 +39,8 @@ def test_measured_profile_reshapes_the_plan_traffic(store, tmp_path):
     import_telemetry(store, _night_shift_log(tmp_path), node="n1")
     office = evaluate_store(store, make_scenario())
     night = evaluate_store(store, make_scenario(traffic_profile="measured"))
-    assert "office-hours" in office.fleet["traffic_shape"]
-    assert "measured" in night.fleet["traffic_shape"] and "n1" in night.fleet["traffic_shape"]
+    assert "office-hours" in office.fleet.traffic_shape
+    assert "measured" in night.fleet.traffic_shape and "n1" in night.fleet.traffic_shape
     busiest = int(np.argmax(night.plan_inputs.profile[1]))  # onboarding-rt, peak factor 3
     assert busiest >= 22 or busiest < 6
     assert int(np.argmax(office.plan_inputs.profile[1])) in range(9, 17)
@@ -75,11 +75,11 @@ def test_exports_carry_the_measured_figures_beside_the_plan(store, tmp_path):
     from core.presentation.report import build_summary
     from core.telemetry import import_telemetry
 
-    assert evaluate_store(store, make_scenario()).fleet["measured"] is None
+    assert evaluate_store(store, make_scenario()).fleet.measured is None
     import_telemetry(store, _night_shift_log(tmp_path), node="n1")
     ev = evaluate_store(store, make_scenario())
-    m = ev.fleet["measured"]
-    assert m["utilization"] == pytest.approx((8 * 0.9 + 16 * 0.1) / 24) and "n1" in m["label"]
+    m = ev.fleet.measured
+    assert m.utilization == pytest.approx((8 * 0.9 + 16 * 0.1) / 24) and "n1" in m.label
     s = build_summary(ev)
-    assert s.figure("measured_utilization").value == pytest.approx(m["utilization"])
+    assert s.figure("measured_utilization").value == pytest.approx(m.utilization)
     assert "n1" in s.figure("measured_utilization").note

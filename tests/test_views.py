@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.decision import analysis
+from core.decision import analysis, contract
 from core.presentation import format as fmt
 from core.presentation import views
 from core.service import evaluate_store, make_scenario
@@ -33,14 +33,14 @@ def test_quiet_window_wraps_past_midnight():
 
 def test_group_words_match_the_engine_verdict_mix(ev):
     groups = set(views.routing_map(ev)["group"])
-    assert groups == set(ev.fleet["verdict_mix"])
+    assert groups == set(ev.fleet.verdict_mix)
     assert views.group_label("moe (owned)") == "MoE, owned"
     assert views.group_label("autoregressive (API)") == "Autoregressive, API"
 
 
 def test_api_equivalent_weights_owned_workloads_by_output_tokens(ev):
     """Σ value × tokens / Σ tokens over the owned verdicts only (API verdicts such as credit-memos left out)."""
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     num = den = 0.0
     for (_, row), out in zip(vf.iterrows(), ev.workloads["output_tokens"], strict=True):
         if row["hosting"] == "owned" and np.isfinite(row["value_usd_per_mtok"]):
@@ -54,14 +54,14 @@ def test_overview_summary_quotes_the_fleet_figures(ev):
     lines = views.overview_summary(ev)
     f = ev.fleet
     text = " ".join(lines)
-    assert fmt.money(f["idle_usd_per_month"]) in lines[0]
-    assert fmt.percent(f["utilization"]) in lines[0]
-    assert f"takes {f['nodes_needed']} nodes" in text
+    assert fmt.money(f.idle_usd_per_month) in lines[0]
+    assert fmt.percent(f.utilization) in lines[0]
+    assert f"takes {f.nodes_needed} nodes" in text
     assert "bundled sample" in lines[-1]
     assert "estimates" in lines[-1]
-    owned = int((ev.verdicts_frame()["hosting"] == "owned").sum())
+    owned = int((contract.verdicts_frame(ev)["hosting"] == "owned").sum())
     assert f"{owned} of {len(ev.workloads)} workloads run on owned GPUs in the plan" in text
-    assert f"cash bill is {fmt.money(f['total_monthly_usd'])} a month" in text
+    assert f"cash bill is {fmt.money(f.total_monthly_usd)} a month" in text
 
 
 def test_overview_summary_without_owned_nodes(store):
@@ -71,7 +71,7 @@ def test_overview_summary_without_owned_nodes(store):
     assert not any("idle" in line for line in lines)
     # Utilization covers the nodes the plan would buy (issue 11); none only when the plan holds no node.
     util = views.overview_kpis(ev)["utilization"]
-    assert (util is None) == (ev.fleet["nodes_in_plan"] == 0)
+    assert (util is None) == (ev.fleet.nodes_in_plan == 0)
 
 
 def test_overview_summary_with_spare_nodes(store):
@@ -82,7 +82,7 @@ def test_overview_summary_with_spare_nodes(store):
 def test_provenance_notes_carry_date_source_and_confidence(ev):
     notes = views.provenance_notes(ev)
     node, api, perf, model = (text for _, text in notes)
-    p = ev.scenario_dict()["node_price"]
+    p = contract.scenario_dict(ev)["node_price"]
     assert notes[0][0] == p["confidence"]
     assert notes[2][0] in {"estimated", "calibrated"} and notes[3][0] == "estimate"
     assert p["as_of"] in node and p["source"] in node and f"confidence {p['confidence']}" in node
@@ -102,7 +102,7 @@ def test_routing_map_converts_batch_windows_to_ms(ev):
 
 
 def test_route_alternatives_group_identical_refusals(ev):
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     i = int(np.flatnonzero(vf["data_policy"] == "owned_only")[0])
     ok, rejected = views.route_alternatives(ev, i)
     assert ok["feasible"].all()
@@ -115,7 +115,7 @@ def test_route_alternatives_group_identical_refusals(ev):
 
 def test_nodes_by_route_and_architecture_side_by_side(ev):
     routes = views.nodes_by_route(ev)
-    assert set(routes["route_id"]) == set(ev.fleet["gpus_by_route"])
+    assert set(routes["route_id"]) == set(ev.fleet.gpus_by_route)
     assert list(routes["gpus"]) == sorted(routes["gpus"], reverse=True)
     side = views.architecture_side_by_side(analysis.architecture_comparison(ev))
     interactive = ev.workloads.loc[ev.workloads["latency_slo_ms"].notna(), "workload_id"]
@@ -136,7 +136,7 @@ def test_routing_csv_has_one_row_per_workload(ev):
 
 
 def test_costliest_interactive_orders_by_the_verdict_monthly_cost(ev):
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     live = vf[vf["interactive"]]
     top = views.costliest_interactive(ev, 2)
     assert len(top) == 2

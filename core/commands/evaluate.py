@@ -142,6 +142,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Print the routing table and the fleet plan, the JSON contract, or the routing table as CSV/Parquet."""
+    from core.decision import contract
     from core.errors import InputError
     from core.service import evaluate_store
     from core.store import Store, default_db_path
@@ -153,16 +154,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     # Every format shows the verdict ranges: their end plans start beside the central one.
     ev = evaluate_store(store, scenario, version=args.version, workloads=workloads, ranges_ahead=True)
     if getattr(args, "ranges", False):
-        from core.decision.sensitivity import attach
+        from core.decision.sensitivity import ranges
 
-        attach(ev, force=True)
+        ranges(ev, force=True)
     if args.format in ("csv", "parquet"):
         from core.presentation.csv_export import routing_csv, routing_parquet
 
-        data = routing_csv(ev.verdicts_frame()) if args.format == "csv" else routing_parquet(ev.verdicts_frame())
+        vf = contract.verdicts_frame(ev)
+        data = routing_csv(vf) if args.format == "csv" else routing_parquet(vf)
         return _emit(data, args.out)
     if args.format == "json":
-        text = json.dumps(ev.to_dict(detail=args.detail), indent=2 if args.detail == "routes" else None,
+        text = json.dumps(contract.to_dict(ev, detail=args.detail), indent=2 if args.detail == "routes" else None,
                           ensure_ascii=False)
         return _emit((text + "\n").encode(), args.out)
     return _emit((format_table(ev) + "\n").encode(), args.out)
@@ -193,13 +195,14 @@ def _emit(data: bytes, out: str | None) -> int:
 
 def format_table(ev) -> str:
     """A plain-text routing table and the fleet plan's cash bill."""
+    from core.decision import contract
     from core.presentation.format import integer, money, percent
 
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     f = ev.fleet
     lines = [
-        f"Inventory: {f.get('inventory', '')}; {len(vf)} workloads; GPU {f['gpu']}; "
-        f"node price {money(f['full_usd_per_node_hour'])}/hour ({ev.rate.label}, as of {ev.rate.as_of or 'n/a'})",
+        f"Inventory: {f.inventory or ''}; {len(vf)} workloads; GPU {f.gpu}; "
+        f"node price {money(f.full_usd_per_node_hour)}/hour ({ev.rate.label}, as of {ev.rate.as_of or 'n/a'})",
         "",
         f"{'workload':<22} {'verdict':<44} {'$/request':>10} {'$/M out':>9} {'$/month':>10} {'p95 ms':>9} {'nodes':>5}",
     ]
@@ -211,29 +214,28 @@ def format_table(ev) -> str:
         )
     lines += [
         "",
-        f"Owned nodes {f['owned_nodes']}, needed {f['nodes_needed']}; utilization {percent(f['utilization'])} "
-        f"of the {f['nodes_in_plan']} in the plan; idle {money(f['idle_usd_per_month'])}/month",
-        f"Cash bill per month: owned nodes {money(f['owned_monthly_usd'])} + new nodes "
-        f"{money(f['extra_nodes_monthly_usd'])} + APIs {money(f['api_monthly_usd'])} + licences "
-        f"{money(f['licence_monthly_usd'])} = {money(f['total_monthly_usd'])}",
-        f"Attributed to workloads {money(f['attributed_usd_per_month'])} + not attributed (idle, rounding) "
-        f"{money(f['unallocated_usd_per_month'])}",
+        f"Owned nodes {f.owned_nodes}, needed {f.nodes_needed}; utilization {percent(f.utilization)} "
+        f"of the {f.nodes_in_plan} in the plan; idle {money(f.idle_usd_per_month)}/month",
+        f"Cash bill per month: owned nodes {money(f.owned_monthly_usd)} + new nodes "
+        f"{money(f.extra_nodes_monthly_usd)} + APIs {money(f.api_monthly_usd)} + licences "
+        f"{money(f.licence_monthly_usd)} = {money(f.total_monthly_usd)}",
+        f"Attributed to workloads {money(f.attributed_usd_per_month)} + not attributed (idle, rounding) "
+        f"{money(f.unallocated_usd_per_month)}",
     ]
     from core.decision.sensitivity import estimate_range_words
 
     if (estimate := estimate_range_words(ev)) is not None:
         lines.append(estimate)
-    for d in f.get("node_drivers", [])[:3]:
-        best = max((x for x in d["relaxations"] if x.get("saves_usd_per_month")),
-                   key=lambda x: x["saves_usd_per_month"], default=None)
+    for d in f.node_drivers[:3]:
+        best = d.best_relaxation()
         if best:
-            lines.append(f"Node driver: {d['workload_id']}: {best['change']} saves "
-                         f"{money(best['saves_usd_per_month'])}/month")
-    for lic in f.get("licensed_routes", []):
-        fee = lic["break_even_usd_per_gpu_month"]
-        parts = [f"the only route for {', '.join(lic['serves_unserved'])}"] if lic.get("serves_unserved") else []
+            lines.append(f"Node driver: {d.workload_id}: {best.change} saves "
+                         f"{money(best.saves_usd_per_month)}/month")
+    for lic in f.licensed_routes:
+        fee = lic.break_even_usd_per_gpu_month
+        parts = [f"the only route for {', '.join(lic.serves_unserved)}"] if lic.serves_unserved else []
         if fee:
             parts.append(f"break-even {money(fee)} per GPU-month")
         tail = f" ({'; '.join(parts)})" if parts else " (would not save money)"
-        lines.append(f"Licensed, fee not entered: {lic['label']}{tail}")
+        lines.append(f"Licensed, fee not entered: {lic.label}{tail}")
     return "\n".join(lines)

@@ -35,11 +35,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     ev = evaluate_store(store, scenario, version=args.version, workloads=workloads)
     if args.workloads:
         # The report prints its inventory label; "given" would not tell a reader which file it was.
-        ev.fleet["inventory"] = f"file {Path(args.workloads).name}"
+        ev = ev.with_source(f"file {Path(args.workloads).name}", ev.fleet.measured)
     f = ev.fleet
     summary = build_summary(ev, generated=report_clock())  # once: it re-plans the fleet options
     for out, kind in zip(outs, kinds, strict=True):
         path = write_report(ev, out, summary=summary)
         print(f"wrote {path} ({kind}, {path.stat().st_size:,} bytes): {len(ev.workloads)} workloads, "
-              f"{f['nodes_needed']} nodes needed of {f['owned_nodes']} owned, ${f['total_monthly_usd']:,.0f}/month")
+              f"{f.nodes_needed} nodes needed of {f.owned_nodes} owned, ${f.total_monthly_usd:,.0f}/month")
     return 0

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
 
 from core.catalog import Catalog
+from core.decision.economics import cash_bill
 from core.decision.engine import Evaluation, evaluate
-from core.models import HOURS_PER_MONTH, Scenario
+from core.decision.explain import why_not
+from core.decision.records import FleetOption
+from core.models import Scenario
 
 # Fleet options a procurement reader compares: which routes each may use.
 FLEET_OPTIONS: dict[str, tuple[str, ...]] = {
@@ -44,7 +48,18 @@ def fleet_options(ev: Evaluation) -> pd.DataFrame:
     routes and priced exactly (whole nodes, owned nodes at their full rate
     whatever the basis, new nodes bought, API spend, licence fees). Workloads
     an option cannot serve are counted and named, never silently dropped.
+    The options are planned once per evaluation (kept in `ev.answers`, under a lock: the Fleet page and a
+    report asking at once plan them once); each call returns a new frame of them.
     """
+    return pd.DataFrame([asdict(o) for o in option_records(ev)])
+
+
+def option_records(ev: Evaluation) -> tuple[FleetOption, ...]:
+    """The fleet options as records, planned on first request and kept in the evaluation's answers."""
+    return ev.answers.get("options", lambda: _plan_options(ev))
+
+
+def _plan_options(ev: Evaluation) -> tuple[FleetOption, ...]:
     from core.decision.fleet import restrict
     from core.decision.plan import Planner
 
@@ -60,21 +75,22 @@ def fleet_options(ev: Evaluation) -> pd.DataFrame:
             plan = Planner(restrict(inp, _allowed(ev, kinds)), None if planner is None else planner._gpu_hours_month,
                            cache=None if planner is None else planner._cache).optimise()
         has = plan.assignment >= 0
-        owned_monthly = max(plan.nodes_needed, ev.scenario.fleet_nodes) * inp.full_usd_per_node_hour * HOURS_PER_MONTH
-        rows.append({
-            "option": name,
-            "monthly_usd": plan.bill,
-            "owned_monthly_usd": owned_monthly,
-            "api_monthly_usd": plan.api_monthly,
-            "licence_monthly_usd": plan.licence_monthly,
-            "nodes_needed": int(plan.nodes_needed),
-            "owned_nodes": int(max(plan.nodes_needed, ev.scenario.fleet_nodes)),
-            "workloads_served": int(has.sum()),
-            "workloads_unserved": int((~has).sum()),
-            "unserved": ", ".join(ids[~has][:10].astype(str)) + (f" and {int((~has).sum()) - 10} more"
-                                                                   if (~has).sum() > 10 else ""),
-        })
-    return pd.DataFrame(rows)
+        bill = cash_bill(ev.scenario.fleet_nodes, plan.nodes_needed, inp.full_usd_per_node_hour, plan.api_monthly,
+                         plan.licence_monthly)
+        rows.append(FleetOption(
+            option=name,
+            monthly_usd=bill.total,  # what the search minimised (plan.bill), by the same rule
+            owned_monthly_usd=bill.nodes_usd,
+            api_monthly_usd=plan.api_monthly,
+            licence_monthly_usd=plan.licence_monthly,
+            nodes_needed=int(plan.nodes_needed),
+            owned_nodes=int(max(plan.nodes_needed, ev.scenario.fleet_nodes)),
+            workloads_served=int(has.sum()),
+            workloads_unserved=int((~has).sum()),
+            unserved=", ".join(ids[~has][:10].astype(str)) + (f" and {int((~has).sum()) - 10} more"
+                                                                if (~has).sum() > 10 else ""),
+        ))
+    return tuple(rows)
 
 
 def architecture_comparison(ev: Evaluation, *, explain: str = "fastest") -> pd.DataFrame:
@@ -120,7 +136,7 @@ def architecture_comparison(ev: Evaluation, *, explain: str = "fastest") -> pd.D
         fastest = out.assign(_k=key, _p=out["p95_latency_ms"].fillna(np.inf)).groupby("_k")["_p"].transform("min")
         refused &= ~any_ok & (out["p95_latency_ms"].fillna(np.inf).to_numpy() <= fastest.to_numpy())
     for k in np.flatnonzero(refused):
-        out.at[k, "why_not"] = ev.why_not(int(ii[k]), int(rr[k]))
+        out.at[k, "why_not"] = why_not(ev, int(ii[k]), int(rr[k]))
     return out
 
 
@@ -175,9 +191,9 @@ def sensitivity(catalog: Catalog, workloads: pd.DataFrame, base: Evaluation) -> 
         changed = ids != base_ids
         rows.append({
             "case": name,
-            "total_monthly_usd": ev.fleet["total_monthly_usd"],
-            "api_monthly_usd": ev.fleet["api_monthly_usd"],
-            "nodes_needed": ev.fleet["nodes_needed"],
+            "total_monthly_usd": ev.fleet.total_monthly_usd,
+            "api_monthly_usd": ev.fleet.api_monthly_usd,
+            "nodes_needed": ev.fleet.nodes_needed,
             "verdicts_changed": int(changed.sum()),
             "changed_workloads": ", ".join(ev.workloads["workload_id"].to_numpy()[changed][:10].astype(str)),
         })

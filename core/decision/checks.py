@@ -158,7 +158,7 @@ class PlanCheck:
 
     def verdicts(self) -> list[str]:
         """One sentence per deployment: does the plan hold, and would one replica fewer do?"""
-        from core.presentation.format import percent
+        from core.format import percent
 
         out = []
         for d in self.deployments(detail=True):

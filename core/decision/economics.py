@@ -132,6 +132,45 @@ def node_rate(scenario: Scenario, node_prices: list[NodePrice], owned: list[Owne
                     price.source, price.as_of.isoformat(), price.confidence.value, note)
 
 
+@dataclass(frozen=True, slots=True)
+class CashBill:
+    """What is paid a month for a plan: every node it holds (at least those owned) at the full node price,
+    new ones bought whole, API spend and licence fees; the same under either cost basis (the basis changes only
+    how the bill is attributed to workloads).
+
+    owned_usd + new_nodes_usd is nodes_usd up to float rounding; total is nodes_usd + api_usd + licence_usd,
+    the figure the plan search minimises.
+    """
+
+    owned_usd: float  # the owned nodes, paid whatever runs on them
+    new_nodes_usd: float  # nodes bought beyond those owned
+    nodes_usd: float  # max(owned, needed) nodes
+    api_usd: float
+    licence_usd: float
+    total: float
+
+    def in_cents(self) -> CashBill:
+        """The bill as a report prints it: each part in cents, and the total their sum, so the parts add up."""
+        owned, new = round(self.owned_usd, 2), round(self.new_nodes_usd, 2)
+        api, licence = round(float(self.api_usd), 2), round(float(self.licence_usd), 2)
+        return CashBill(owned, new, round(owned + new, 2), api, licence, round(owned + new + api + licence, 2))
+
+
+def cash_bill(owned_nodes: int, nodes_needed: int, full_usd_per_node_hour: float, api_usd: float,
+              licence_usd: float) -> CashBill:
+    """The monthly cash bill of a plan needing `nodes_needed` nodes with `owned_nodes` owned (the one rule).
+
+    Example: 1 owned, 3 needed at $33.02/node-hour: nodes 3 x 33.02 x 730 = $72,313.80 (owned 24,104.60 + new
+    48,209.20), plus API spend and licences.
+    """
+    # Each part as (nodes x $/node-hour) x hours, the order the search prices in, so the totals agree to the bit.
+    nodes_usd = max(owned_nodes, nodes_needed) * full_usd_per_node_hour * HOURS_PER_MONTH
+    return CashBill(owned_usd=owned_nodes * full_usd_per_node_hour * HOURS_PER_MONTH,
+                    new_nodes_usd=max(nodes_needed - owned_nodes, 0) * full_usd_per_node_hour * HOURS_PER_MONTH,
+                    nodes_usd=nodes_usd, api_usd=api_usd, licence_usd=licence_usd,
+                    total=nodes_usd + api_usd + licence_usd)
+
+
 def monthly_from_daily(usd_per_day):
     """Daily $ to monthly (365/12 days)."""
     return np.asarray(usd_per_day, dtype=float) * DAYS_PER_MONTH
@@ -140,9 +179,11 @@ def monthly_from_daily(usd_per_day):
 __all__ = [
     "DAYS_PER_MONTH",
     "HOURS_PER_MONTH",
+    "CashBill",
     "NodeRate",
     "api_usd_per_request",
     "break_even_utilization",
+    "cash_bill",
     "effective_usd_per_mtok",
     "idle_usd",
     "monthly_from_daily",

@@ -8,10 +8,10 @@ Python. Text (reasons, why-not) is produced only when asked for.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -27,7 +27,13 @@ from core.decision.economics import (
     node_rate,
 )
 from core.decision.queueing import replicas_for_sla
+from core.decision.records import (
+    Answers,
+    Deployment,
+    FleetPlan,
+)
 from core.errors import InputError
+from core.format import integer
 from core.models import (
     DEFAULT_MIN_QUALITY,
     TASK_CLASSES,
@@ -38,7 +44,6 @@ from core.models import (
     Weights,
 )
 from core.performance import physics
-from core.presentation.format import duration_ms, integer, money, number, percent, plain
 
 # Concurrency grid per replica (continuous batching slots).
 CONCURRENCY_GRID = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512], dtype=float)
@@ -93,9 +98,18 @@ class Route:
         return self.stack
 
 
-@dataclass
+@dataclass(frozen=True)
 class Evaluation:
-    """Everything the engine decided, as arrays over (workloads, routes) plus fleet figures."""
+    """Everything the engine decided, as arrays over (workloads, routes) plus the fleet record; built once.
+
+    Frozen: nothing rebinds a field after `evaluate` returns. What is read from a finished evaluation on request
+    (the verdict ranges, the fleet options) is kept in `answers`, one lock per answer, never written into it;
+    `with_source` gives a copy naming the inventory it read. Memoised views of its own arrays (quality table,
+    the last row's record) are derived values kept in its __dict__.
+
+    Its words are functions of it in core/decision/explain.py (why-not, reasons), its tables and JSON contract
+    in core/decision/contract.py, its verdict ranges in core/decision/sensitivity.py (`ranges(ev)`).
+    """
 
     scenario: Scenario
     rate: NodeRate
@@ -105,24 +119,29 @@ class Evaluation:
     a: dict[str, np.ndarray]  # (W, R) arrays: ROUTE_ARRAYS
     verdict: np.ndarray  # (W,) route index or -1
     value_usd_per_mtok: np.ndarray  # (W,) price of the cheapest API meeting the floor
-    fleet: dict
+    fleet: FleetPlan
     catalog: Catalog = field(repr=False)
     efficiency_labels: dict = field(default_factory=dict)
     plan: Any = field(default=None, repr=False)  # plan.PlanCost: the chosen assignment, priced exactly
     plan_inputs: Any = field(default=None, repr=False)  # plan.PlanInputs: what the search read
     planner: Any = field(default=None, repr=False)  # plan.Planner: prices other assignments (options, drivers)
-    verdict_ranges: Any = field(default=None, repr=False)  # pd.DataFrame from core.decision.sensitivity, once computed
-    ends_ahead: Any = field(default=None, repr=False)  # sensitivity.ends_ahead's waiter, until the ranges are read
+    answers: Answers = field(default_factory=Answers, repr=False, compare=False)  # ranges, options: once, locked
 
-    def ranges(self) -> pd.DataFrame | None:
-        """Per-workload verdict at each end of the performance ranges (core/decision/sensitivity.py).
+    def with_source(self, inventory: str, measured: Any = None) -> Evaluation:
+        """A copy naming the inventory it read (and the telemetry measured beside it); arrays, plan and answers
+        are shared with this one, not copied."""
+        from core.decision.records import Source
 
-        Computed on first use for inventories up to sensitivity.RANGES_MAX_WORKLOADS rows;
-        None above that unless already attached (`sensitivity.attach(ev, force=True)`, `evaluate --ranges`).
-        """
-        from core.decision import sensitivity
+        return replace(self, fleet=replace(self.fleet, source=Source(inventory, measured)))
 
-        return sensitivity.attach(self)
+    @property
+    def slo_ms(self) -> np.ndarray:
+        """Each workload's p95 target as the plan holds it (latency_targets_ms; NaN for batch work)."""
+        t = self.__dict__.get("_slo_ms")
+        if t is None:
+            t = latency_targets_ms(self.workloads, self.scenario)
+            self.__dict__["_slo_ms"] = t
+        return t
 
     # -- the arrays ------------------------------------------------------
     def values(self, name: str, rows, cols) -> np.ndarray:
@@ -163,107 +182,8 @@ class Evaluation:
         with np.errstate(divide="ignore", invalid="ignore"):
             return float((floor - q) / (self.values("quality", i, fb) - q))
 
-    # -- tables -----------------------------------------------------------
-    def verdicts_frame(self) -> pd.DataFrame:
-        """One row per workload: the verdict and its figures (the routing table)."""
-        w = self.workloads
-        idx = self.verdict
-        has = idx >= 0
-        rows = np.arange(len(w))
-        safe = np.where(has, idx, 0)
-
-        def pick(name):
-            return np.where(has, self.values(name, rows, safe), np.nan)
-
-        labels = np.array([r.label for r in self.routes] + ["no feasible route"], dtype=object)
-        ids = np.array([r.route_id for r in self.routes] + [""], dtype=object)
-        hosting = np.array([r.hosting for r in self.routes] + [""], dtype=object)
-        arch = np.array([r.architecture for r in self.routes] + [""], dtype=object)
-        j = np.where(has, idx, len(self.routes))
-        return pd.DataFrame({
-            "workload_id": w["workload_id"].to_numpy(),
-            "name": w["name"].to_numpy(),
-            "task_class": w["task_class"].to_numpy(),
-            "data_policy": w["data_policy"].to_numpy(),
-            "interactive": w["latency_slo_ms"].notna().to_numpy(),
-            "latency_slo_ms": w["latency_slo_ms"].to_numpy(dtype=float) * self.scenario.sla_scale,
-            "batch_window_hours": w["batch_window_hours"].to_numpy(dtype=float),
-            "requests_per_day": w["requests_per_day"].to_numpy(dtype=float),
-            "route_id": ids[j],
-            "route": labels[j],
-            "hosting": hosting[j],
-            "architecture": arch[j],
-            "usd_per_request": pick("usd_per_request"),
-            "usd_per_mtok_out": pick("usd_per_mtok_out"),
-            "monthly_usd": pick("monthly_usd"),
-            "p95_latency_ms": pick("p95_ms"),
-            "concurrency": pick("concurrency"),
-            "gpus_per_replica": pick("gpus_per_replica"),
-            "nodes": pick("nodes"),
-            "fallback_share": pick("fallback_share"),
-            "value_usd_per_mtok": self.value_usd_per_mtok,
-            "near_ties": [", ".join(self.routes[k].label for k in self._near_ties(i)) for i in range(len(w))]
-            if len(w) <= 5000 else "",
-            **self._sensitivity_columns(),
-        })
-
-    def _sensitivity_columns(self) -> dict:
-        """`sensitive` (True/False; missing when ranges were not computed) and `sensitivity` (where it moves)."""
-        from core.decision.sensitivity import flag_text
-
-        rg = self.ranges()
-        if rg is None:
-            return {"sensitive": pd.array([pd.NA] * len(self.workloads), dtype="boolean"), "sensitivity": ""}
-        return {"sensitive": rg["sensitive"].to_numpy(dtype=bool),
-                "sensitivity": [flag_text(r) for r in rg.to_dict("records")]}
-
-    def routes_frame(self, i: int) -> pd.DataFrame:
-        """Every route for workload i: figures, feasibility and why not (for the expander)."""
-        out = []
-        for r, route in enumerate(self.routes):
-            out.append({
-                "route_id": route.route_id,
-                "route": route.label,
-                "hosting": route.hosting,
-                "architecture": route.architecture,
-                "feasible": bool(self.a["feasible"][i, r]),
-                "why_not": None if self.a["feasible"][i, r] else self.why_not(i, r),
-                "usd_per_request": _num(self.a["usd_per_request"][i, r]),
-                "usd_per_mtok_out": _num(self.values("usd_per_mtok_out", i, r)),
-                "monthly_usd": _num(self.a["monthly_usd"][i, r]),
-                "p95_latency_ms": _num(self.a["p95_ms"][i, r]),
-                "concurrency": _num(self.a["concurrency"][i, r]),
-                "gpus_per_replica": _num(self.a["gpus_per_replica"][i, r]),
-                "nodes": _num(self.a["nodes"][i, r]) if route.hosting == "owned" else None,
-                "quality": _num(self.values("quality", i, r)),
-                "fallback_share": _num(self.a["fallback_share"][i, r]),
-            })
-        return pd.DataFrame(out)
-
-    def _alternatives(self, i: int) -> tuple[float, list[tuple[int, float]]] | None:
-        """(this route's standalone monthly cost, [(other route, its standalone cost)] cheapest first) over the
-        routes the plan may use; None when the workload has no verdict."""
-        v = int(self.verdict[i])
-        if v < 0 or self.planner is None:
-            return None
-        cost = self.planner.standalone_cost_row(i)  # (C,) over plan columns
-        cols = self.plan_inputs.col_route
-        per_route = np.full(len(self.routes), np.inf)
-        np.minimum.at(per_route, cols, cost)
-        own = per_route[v]
-        others = sorted(((int(k), float(per_route[k])) for k in np.flatnonzero(np.isfinite(per_route)) if k != v),
-                        key=lambda t: t[1])
-        return float(own), others
-
-    def _near_ties(self, i: int) -> list[int]:
-        alt = self._alternatives(i)
-        if not alt:
-            return []
-        own, others = alt
-        return [k for k, c in others if c <= own * (1.0 + self.scenario.near_tie_share) + 1e-9]
-
-    # -- words ------------------------------------------------------------
-    def _record(self, i: int) -> dict:
+    # -- one workload -----------------------------------------------------
+    def record(self, i: int) -> dict:
         """Workload i as a plain dict, the values `workloads.to_dict("records")[i]` holds.
 
         Read from the columns' arrays (iloc per sentence is slow at scale) and kept for the last row asked
@@ -281,280 +201,13 @@ class Evaluation:
         self.__dict__["_last_record"] = (i, rec)
         return rec
 
-    def _deployment(self, i: int) -> dict | None:
+    def deployment(self, i: int) -> Deployment | None:
         """The plan's deployment workload i runs on (primary member), if it runs on an owned route."""
         by_id = self.__dict__.get("_deployment_by_id")
         if by_id is None:
-            by_id = {wid: d for d in self.fleet.get("deployments", []) for wid in d["workloads"]}
+            by_id = {wid: d for d in self.fleet.deployments for wid in d.workloads}
             self.__dict__["_deployment_by_id"] = by_id
-        return by_id.get(str(self._record(i)["workload_id"]))
-
-    def why_not(self, i: int, r: int) -> str:
-        """Plain-words reason why route r cannot serve workload i."""
-        w = self._record(i)
-        route = self.routes[r]
-        code = int(self.a["code"][i, r])
-        slo = _num(w["latency_slo_ms"])
-        if code == DATA_POLICY:
-            return "Data may not leave the bank's own hardware (owned_only), so no public API can take it."
-        if code == NO_FIT:
-            return f"{route.label} does not fit on {self.scenario.gpus_per_node} × {self.gpu_name} with this context length."
-        if code == LATENCY:
-            lat = self.a["best_p95_ms"][i, r]
-            slo_eff = slo * self.scenario.sla_scale
-            if route.hosting == "api":
-                return (f"At a {integer(slo_eff)} ms p95 target, {route.label} typically takes about "
-                        f"{_seconds(lat)} for {integer(w['output_tokens'])} output tokens (estimate).")
-            return (f"At a {integer(slo_eff)} ms p95 target, {route.label} streams {integer(w['output_tokens'])} tokens "
-                    f"in about {_seconds(lat)} even alone on a replica of {int(self.a['best_gpus'][i, r])} "
-                    f"{self.gpu_name}; batching cannot help.")
-        if code == QUALITY:
-            q = self.values("quality", i, r)
-            floor = w["min_quality"]
-            f = self.needed_fallback(i, r)
-            tail = (f"lifting it would escalate {percent(f)} of outputs to a better route (limit "
-                    f"{percent(self.scenario.max_fallback_share)})" if np.isfinite(f)
-                    else "no allowed route meets the floor to escalate to")
-            return f"Quality {number(q, decimals=2)} on {w['task_class']} is under the {number(floor, decimals=2)} floor (estimate); {tail}."
-        if code == WINDOW:
-            return f"Cannot finish the queue inside the {plain(w['batch_window_hours'])} h window."
-        return ""
-
-    def reasons(self, i: int) -> list[str]:
-        """Sentences a finance reader can quote for workload i's verdict."""
-        w = self._record(i)
-        v = int(self.verdict[i])
-        out: list[str] = []
-        slo = w["latency_slo_ms"]
-        if v < 0:
-            licensed = [r for r in np.flatnonzero(self.a["feasible"][i]) if not planning.route_permitted(self.routes[r])]
-            if licensed:
-                fees = {x["route_id"]: x["break_even_usd_per_gpu_month"] for x in self.fleet.get("licensed_routes", [])
-                        if x["break_even_usd_per_gpu_month"]}
-                for r in licensed:
-                    fee = fees.get(self.routes[r].route_id)
-                    out.append(f"{self.routes[r].label} could serve it, but its weights need a licence whose fee is "
-                               "not entered" + (f" (break-even {_money(fee)} per GPU-month)" if fee else "")
-                               + "; enter the fee to let the plan use it.")
-            out.append("No route the plan may use meets every constraint; the closest failures are listed below.")
-            # Data-policy and no-fit refusals say least; show quality and latency misses first.
-            rank = np.select([self.a["code"][i] == QUALITY, self.a["code"][i] == LATENCY], [0, 1], 2)
-            for r in np.lexsort((np.nan_to_num(self.a["usd_per_request"][i], nan=np.inf), rank))[:3]:
-                out.append(f"{self.routes[r].label}: {self.why_not(i, int(r))}")
-            return out + self._range_reasons(i)
-        route = self.routes[v]
-        a = {k: arr[i, v] for k, arr in self.a.items() if arr.ndim == 2}
-        a["usd_per_mtok_out"] = self.values("usd_per_mtok_out", i, v)
-        target = (f"the {integer(slo * self.scenario.sla_scale)} ms p95 target" if pd.notna(slo)
-                  else f"the {plain(w['batch_window_hours'])} h batch window")
-        if route.hosting == "owned":
-            dep = self._deployment(i) or {}
-            n_others = max(len(dep.get("workloads", [])) - 1, 0)
-            shared = (f", shared with {n_others} other workload{'s' if n_others != 1 else ''} on one pooled queue"
-                      if n_others else "")
-            if pd.notna(slo):
-                out.append(
-                    f"Runs on the owned {route.label} deployment: {int(a['replicas'])} replica(s) of "
-                    f"{int(a['gpus_per_replica'])} {self.gpu_name} at up to {int(a['concurrency'])} requests "
-                    f"each{shared}; it holds {target} at its peak of "
-                    f"{number(w['requests_per_day'] * w['peak_factor'] / 86400, decimals=2)} requests/s "
-                    f"(p95 about {_seconds(a['p95_ms'])}, estimate)."
-                )
-            else:
-                out.append(
-                    f"Runs on owned {route.label} in batches of {int(a['concurrency'])}{shared}: the day's "
-                    f"{integer(w['requests_per_day'])} requests take {number(a['gpu_hours_per_day'], decimals=1)} GPU-hours, inside "
-                    f"{target}, in hours the interactive work leaves idle where they fit."
-                )
-            basis = ("its share of the deployment's reserved GPUs at the peak" if pd.notna(slo) else
-                     "the GPU-hours it uses beyond what interactive reservations leave idle (those cost nothing more)")
-            out.append(f"Attributed {_money(a['monthly_usd'])} a month ({_money(a['usd_per_request'])} per request): "
-                       f"{basis}.")
-        else:
-            out.append(f"Sent to {route.label} at {_money(a['usd_per_request'])} per request "
-                       f"({_money(a['usd_per_mtok_out'])} per million output tokens, list price × {plain(self.scenario.api_price_scale)}).")
-            out.append(f"Costs {_money(a['monthly_usd'])} a month.")
-        if a["fallback_share"] > 0:
-            out.append(f"Escalates {percent(a['fallback_share'])} of outputs to a stronger route to reach the "
-                       f"{number(w['min_quality'], decimals=2)} quality floor; that cost is included.")
-        if w["data_policy"] == "owned_only":
-            out.append("Data may not leave the bank's hardware, so public APIs were not considered.")
-        alt = self._alternatives(i)
-        if alt and alt[1]:
-            own, others = alt
-            k, usd = others[0]
-            out.append(f"Cheapest other route on its own: {self.routes[k].label} at {_money(usd)} a month, against "
-                       f"{_money(own)} for this one on its own (standalone estimates; the plan prices the pool).")
-            ties = [self.routes[k].label for k, c in others
-                    if c <= own * (1.0 + self.scenario.near_tie_share) + 1e-9]
-            if ties:
-                out.append(f"Within {percent(self.scenario.near_tie_share)} of it on its own: " + ", ".join(ties) + ".")
-        return out + self._range_reasons(i)
-
-    def _range_reasons(self, i: int) -> list[str]:
-        """One sentence when workload i's verdict flips inside the performance ranges (read from `verdict_ranges`)."""
-        from core.decision.sensitivity import sentence
-
-        row = self._range_row(i)
-        text = sentence(row) if row is not None else ""
-        return [text] if text else []
-
-    def _range_row(self, i: int) -> dict | None:
-        """Row i of `ranges()` as a dict (records built once: iloc per workload is slow at scale)."""
-        rg = self.ranges()
-        if rg is None:
-            return None
-        recs = self.__dict__.get("_range_records")
-        if recs is None or len(recs) != len(rg):
-            recs = rg.to_dict("records")
-            self.__dict__["_range_records"] = recs
-        return recs[i]
-
-    # -- the JSON contract ------------------------------------------------
-    def to_dict(self, detail: str = "routes") -> dict:
-        """The stable JSON contract of `hangover evaluate --format json`.
-
-        detail="routes" (default) lists every route for every workload with why it was refused, the
-        reasons in words and the near-ties; detail="verdicts" keeps each workload's verdict figures and
-        token value only, built column-wise (no sentence per row), for large inventories: the words are
-        one `--detail routes` run, or the Routing page, away.
-        """
-        if detail == "verdicts":
-            return {"scenario": self.scenario_dict(), "workloads": self._verdict_records(),
-                    "fleet": _jsonable(self.fleet)}
-        vf = self.verdicts_frame()
-        workloads = []
-        with_routes = detail == "routes"
-        for i, row in enumerate(vf.itertuples(index=False)):
-            v = int(self.verdict[i])
-            item = {
-                "workload_id": row.workload_id,
-                "name": row.name,
-                "verdict": self._route_fields(i, v) if v >= 0 else None,
-                "value_usd_per_mtok": _num(row.value_usd_per_mtok),
-                "near_ties": [self.routes[k].route_id for k in self._near_ties(i)],
-                "reasons": self.reasons(i),
-                "verdict_range": self._verdict_range(i),
-            }
-            if with_routes:
-                item["routes"] = [{**self._route_fields(i, r), "feasible": bool(self.a["feasible"][i, r]),
-                                   "why_not": None if self.a["feasible"][i, r] else self.why_not(i, r)}
-                                  for r in range(len(self.routes))]
-            workloads.append(item)
-        return {"scenario": self.scenario_dict(), "workloads": workloads, "fleet": _jsonable(self.fleet)}
-
-    def _verdict_records(self) -> list[dict]:
-        """workloads[] with the verdict's fields, vectorised over rows (the same fields as _route_fields)."""
-        W = len(self.workloads)
-        v = self.verdict
-        has = v >= 0
-        rows = np.arange(W)
-        safe = np.where(has, v, 0)
-        owned = np.array([r.hosting == "owned" for r in self.routes] + [False])[np.where(has, v, len(self.routes))]
-
-        def col(name, only_owned=False):
-            x = self.values(name, rows, safe) if len(self.routes) else np.full(W, np.nan)
-            ok = has & np.isfinite(x) & (owned if only_owned else True)
-            return np.where(ok, x, np.nan).astype(object)
-
-        def clean(a):
-            a = a.astype(object)
-            a[pd.isna(a)] = None
-            return a
-
-        fields = {k: clean(col(n, o)) for k, n, o in (
-            ("usd_per_request", "usd_per_request", False), ("usd_per_mtok_out", "usd_per_mtok_out", False),
-            ("monthly_usd", "monthly_usd", False), ("nodes", "nodes", True),
-            ("gpus_per_replica", "gpus_per_replica", True), ("p95_latency_ms", "p95_ms", False),
-            ("concurrency", "concurrency", False), ("quality", "quality", False),
-            ("fallback_share", "fallback_share", False))}
-        meta = [(r.route_id, r.label, r.hosting, r.architecture) for r in self.routes]
-        value = clean(np.where(np.isfinite(self.value_usd_per_mtok), self.value_usd_per_mtok, np.nan).astype(object))
-        ids = self.workloads["workload_id"].to_numpy()
-        names = self.workloads["name"].to_numpy()
-        # Verdict ranges: computed up to sensitivity.RANGES_MAX_WORKLOADS rows (or forced), else None per row.
-        ranged = [self._verdict_range(i) for i in range(W)] if self.ranges() is not None else [None] * W
-        out = []
-        for i in range(W):
-            verdict = None
-            if has[i]:
-                rid, label, hosting, arch = meta[v[i]]
-                verdict = {"route_id": rid, "label": label, "hosting": hosting, "architecture": arch,
-                           **{k: f[i] for k, f in fields.items()}}
-            out.append({"workload_id": ids[i], "name": names[i], "verdict": verdict, "value_usd_per_mtok": value[i],
-                        "verdict_range": ranged[i]})
-        return out
-
-    def _verdict_range(self, i: int) -> dict | None:
-        """{low, high, sensitive, driver}: the verdict route id at each efficiency end (None: ranges not computed)."""
-        row = self._range_row(i)
-        if row is None:
-            return None
-        return {"low": row["verdict_low"] or None, "high": row["verdict_high"] or None,
-                "sensitive": bool(row["sensitive"]), "driver": row["driver"] or None}
-
-    def _route_fields(self, i: int, r: int) -> dict:
-        route = self.routes[r]
-        owned = route.hosting == "owned"
-        return {
-            "route_id": route.route_id,
-            "label": route.label,
-            "hosting": route.hosting,
-            "architecture": route.architecture,
-            "usd_per_request": _num(self.a["usd_per_request"][i, r]),
-            "usd_per_mtok_out": _num(self.values("usd_per_mtok_out", i, r)),
-            "monthly_usd": _num(self.a["monthly_usd"][i, r]),
-            "nodes": _num(self.a["nodes"][i, r]) if owned else None,
-            "gpus_per_replica": _num(self.a["gpus_per_replica"][i, r]) if owned else None,
-            "p95_latency_ms": _num(self.a["p95_ms"][i, r]),
-            "concurrency": _num(self.a["concurrency"][i, r]),
-            "quality": _num(self.values("quality", i, r)),
-            "fallback_share": _num(self.a["fallback_share"][i, r]),
-        }
-
-    def scenario_dict(self) -> dict:
-        """Every input used, with the date and source of each price."""
-        apis = [{"route_id": r.route_id, "usd_per_mtok_in": r.api.usd_per_mtok_in,
-                 "usd_per_mtok_cached_in": r.api.usd_per_mtok_cached_in, "usd_per_mtok_out": r.api.usd_per_mtok_out,
-                 "as_of": r.api.as_of.isoformat(), "source": r.api.source, "confidence": r.api.confidence.value}
-                for r in self.routes if r.api is not None]
-        stacks = [{"route_id": r.route_id, "stack_id": r.stack.stack_id, "name": r.stack.name,
-                   "as_of": r.stack.as_of.isoformat(), "source": r.stack.source,
-                   "confidence": r.stack.confidence.value,
-                   "performance": _performance_label(self.efficiency_labels.get(r.stack.stack_id, {}))}
-                  for r in self.routes if r.stack is not None]
-        return {
-            **self.scenario.model_dump(mode="json"),
-            "node_price": {"usd_per_node_hour": self.rate.usd_per_node_hour,
-                           "full_usd_per_node_hour": self.rate.full_usd_per_node_hour,
-                           "label": self.rate.label, "as_of": self.rate.as_of, "source": self.rate.source,
-                           "confidence": self.rate.confidence, "basis": self.rate.basis_note},
-            "api_prices": apis,
-            "serving_stacks": stacks,
-            "workload_count": int(len(self.workloads)),
-            "assumptions": {
-                "api_p95_over_typical": API_P95_OVER_TYPICAL,
-                "output_length_cv_default": latency.DEFAULT_OUTPUT_CV,
-                "queueing_model": "pooled slots (replicas × concurrency cap) as a birth–death chain of the requests "
-                                  "in system, prefills stalling their replica; service = prefill + decode steps of a "
-                                  "lognormal output length (whole blocks for diffusion); p95 of wait + service in "
-                                  "one 5 % budget",
-                "traffic_shape": "office-hours profile scaled to each workload's peak factor",
-                "hours_per_month": HOURS_PER_MONTH,
-            },
-        }
-
-
-def _performance_label(by_gpus: dict[int, str]) -> str:
-    """Where a stack's speed figures come from, per GPUs-per-replica option (calibrated ones named)."""
-    calibrated = {g: lab for g, lab in by_gpus.items() if lab != "estimated"}
-    if not calibrated:
-        return "estimated (roofline with default efficiencies)"
-    parts = [f"{g} GPU{'s' if g > 1 else ''}/replica: {lab}" for g, lab in sorted(calibrated.items())]
-    rest = sorted(set(by_gpus) - set(calibrated))
-    if rest:
-        parts.append(f"{', '.join(map(str, rest))} GPUs/replica: estimated")
-    return "; ".join(parts)
+        return by_id.get(str(self.record(i)["workload_id"]))
 
 
 def _native(x):
@@ -562,33 +215,19 @@ def _native(x):
     return x.item() if isinstance(x, np.generic) else x
 
 
-def _num(x):
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if np.isfinite(v) else None
 
 
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {k: _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple, np.ndarray)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return _num(obj)
-    return obj
-
-
-_seconds = duration_ms  # the one formatter's words for a duration in ms
-_money = money
 
 
 # ---------------------------------------------------------------------------
 # evaluation
 # ---------------------------------------------------------------------------
+
+def latency_targets_ms(workloads: pd.DataFrame, scenario: Scenario) -> np.ndarray:
+    """Each workload's p95 target in ms as planned: its latency_slo_ms x the scenario's SLA scale (NaN: batch
+    work). The one place the scale is applied; the plan, the routing table and the words read this."""
+    return workloads["latency_slo_ms"].to_numpy(dtype=float) * scenario.sla_scale
+
 
 def build_routes(catalog: Catalog) -> list[Route]:
     """Owned stacks first, then APIs (stable order = stable route indices)."""
@@ -652,49 +291,66 @@ def check_plan_size(workloads: int) -> None:
 
 
 def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario, *,
-             ranges_ahead: bool = False) -> Evaluation:
+             beside: Callable[[Catalog, pd.DataFrame, Scenario, NodeRate], Callable[[], Any] | None] | None = None
+             ) -> Evaluation:
     """Score every workload on every route, then plan the fleet (see docs/design/fleet_plan.md).
 
     The plan minimises the monthly cash bill, in which owned nodes are paid
     for whatever runs on them and a new node costs its full price; the cost
     basis changes only how that bill is attributed to workloads.
-    ranges_ahead: the caller will read the verdict ranges, so their two end
-    plans start now, beside this one, where that is safe (sensitivity.ends_ahead).
+    beside: work started once the prepared workloads and the node price are known, to run beside the plan
+    (sensitivity.ends_ahead: the verdict ranges' two end plans, for a caller that will read them); its waiter,
+    if any, is kept in the evaluation's answers. Passed in, so the engine imports nothing above it.
     """
     check_plan_size(len(workloads))
     w = prepare_workloads(workloads)
     catalog.gpu(scenario.gpu)  # an unknown GPU is named before any price is looked up
     rate = node_rate(scenario, list(catalog.node_prices), list(catalog.owned_hardware))
-    ends = None
-    if ranges_ahead:
-        from core.decision import sensitivity
+    ends = beside(catalog, w, scenario, rate) if beside is not None else None
+    return _evaluate(catalog, w, scenario, rate, ends_ahead=ends)
 
-        ends = sensitivity.ends_ahead(catalog, w, scenario, rate)
-    ev = _evaluate(catalog, w, scenario, rate)
-    ev.ends_ahead = ends
-    return ev
+
+@dataclass(frozen=True)
+class _Columns:
+    """The inventory's columns the scoring reads, as float arrays (one per workload)."""
+
+    rpd: np.ndarray  # requests per day
+    pf: np.ndarray  # peak factor
+    n_in: np.ndarray
+    n_out: np.ndarray
+    out_p95: np.ndarray
+    slo: np.ndarray  # p95 target as planned (latency_targets_ms), NaN for batch work
+    window_h: np.ndarray
+    interactive: np.ndarray
+    owned_only: np.ndarray
+    floor: np.ndarray  # quality floor
+    cached: np.ndarray  # cached input share
+    lam_peak: np.ndarray  # requests per second at the peak
+    task_codes: np.ndarray
+
+    @classmethod
+    def of(cls, w: pd.DataFrame, scenario: Scenario) -> _Columns:
+        rpd = w["requests_per_day"].to_numpy(dtype=float)
+        pf = w["peak_factor"].to_numpy(dtype=float)
+        slo = latency_targets_ms(w, scenario)
+        return cls(rpd=rpd, pf=pf, n_in=w["input_tokens"].to_numpy(dtype=float),
+                   n_out=w["output_tokens"].to_numpy(dtype=float),
+                   out_p95=w["output_tokens_p95"].to_numpy(dtype=float), slo=slo,
+                   window_h=w["batch_window_hours"].to_numpy(dtype=float), interactive=np.isfinite(slo),
+                   owned_only=(w["data_policy"] == "owned_only").to_numpy(),
+                   floor=w["min_quality"].to_numpy(dtype=float), cached=w["cached_input_share"].to_numpy(dtype=float),
+                   lam_peak=rpd / 86400.0 * pf,
+                   task_codes=pd.Categorical(w["task_class"], categories=list(TASK_CLASSES)).codes)
 
 
 def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
-              break_even: bool = True) -> Evaluation:
+              break_even: bool = True, ends_ahead=None) -> Evaluation:
+    """Score every workload on every route (column by column), fold in quality escalation, then plan."""
     gpu = catalog.gpu(scenario.gpu)
     gpn = scenario.gpus_per_node
     routes = build_routes(catalog)
     W, R = len(w), len(routes)
-
-    rpd = w["requests_per_day"].to_numpy(dtype=float)
-    pf = w["peak_factor"].to_numpy(dtype=float)
-    n_in = w["input_tokens"].to_numpy(dtype=float)
-    n_out = w["output_tokens"].to_numpy(dtype=float)
-    out_p95 = w["output_tokens_p95"].to_numpy(dtype=float)
-    slo = w["latency_slo_ms"].to_numpy(dtype=float) * scenario.sla_scale
-    window_h = w["batch_window_hours"].to_numpy(dtype=float)
-    interactive = np.isfinite(slo)
-    owned_only = (w["data_policy"] == "owned_only").to_numpy()
-    floor = w["min_quality"].to_numpy(dtype=float)
-    cached = w["cached_input_share"].to_numpy(dtype=float)
-    lam_peak = rpd / 86400.0 * pf
-    task_codes = pd.Categorical(w["task_class"], categories=list(TASK_CLASSES)).codes
+    c = _Columns.of(w, scenario)
 
     shape = (W, R)
     # Column-major: each route fills one column, which is then contiguous in memory. Small whole numbers
@@ -705,49 +361,19 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     a["code"] = np.zeros(shape, dtype=np.int8, order="F")
     a["quality"] = np.zeros(shape, order="F")
     blend: dict[int, np.ndarray] = {}  # API route -> $ per million output tokens, input included (token value)
-    gpu_rate = rate.usd_per_gpu_hour
     eff_labels: dict[str, dict[int, str]] = {}  # stack id -> GPUs per replica -> calibration label
 
     def score(r: int, route: Route) -> None:
         """Fill column r of every array (columns are disjoint, so routes can run side by side)."""
         qtab = np.array([route.quality(t) for t in TASK_CLASSES])
-        a["quality"][:, r] = qtab[task_codes]
+        a["quality"][:, r] = qtab[c.task_codes]
         if route.hosting == "api":
             if route.api is None:
                 raise ValueError(f"API route {route.route_id} has no API price")
-            blend[r] = _score_api(a, r, route.api, w, n_in, n_out, cached, slo, interactive, owned_only, scenario)
+            blend[r] = _score_api(a, r, route.api, w, c.n_in, c.n_out, c.cached, c.slo, c.interactive,
+                                  c.owned_only, scenario)
             return
-        stack = route.owned_stack
-        # Rows this route cannot serve even escalating the maximum share to a perfect route
-        # (q (1 - s) < Q - s) are out for quality: skip their physics.
-        s_max = scenario.max_fallback_share
-        hopeless = a["quality"][:, r] * (1.0 - s_max) < floor - s_max - 1e-12
-        best = None  # per workload: the GPUs-per-replica option needing the fewest GPU-hours
-        for g in TP_OPTIONS:
-            if g > gpn or physics.max_concurrency(stack, gpu, g, 1024.0) < 1:
-                continue
-            eff, label = catalog.efficiency(stack, gpu, g)
-            eff_labels.setdefault(stack.stack_id, {})[g] = label
-            rows = ~hopeless
-            if best is not None:
-                # An interactive workload already served by one replica of fewer GPUs cannot do better here.
-                rows &= ~interactive | (best["_score"] > g * 24.0)
-            cand = _owned_subset(np.flatnonzero(rows), W, stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h,
-                                 interactive, rpd, lam_peak, 1.0 - scenario.sla_percentile)
-            best = cand if best is None else _better(best, cand)
-        if best is None:
-            a["code"][:, r] = NO_FIT
-            return
-        best["code"] = np.where(hopeless, QUALITY, best["code"]).astype(np.int8)
-        for k in ("p95_ms", "concurrency", "gpus_per_replica", "replicas", "gpu_hours_per_day", "service_s",
-                  "wait_budget_s", "best_p95_ms", "best_gpus"):
-            a[k][:, r] = best[k]
-        gpus_total = best["replicas"] * best["gpus_per_replica"]
-        monthly = np.where(interactive, gpus_total * gpu_rate * HOURS_PER_MONTH,
-                           best["gpu_hours_per_day"] * gpu_rate * DAYS_PER_MONTH)
-        a["monthly_usd"][:, r] = monthly
-        a["nodes"][:, r] = np.ceil(np.where(interactive, gpus_total, best["offline_gpus"]) / gpn)
-        a["code"][:, r] = best["code"]
+        _score_owned(a, r, route.owned_stack, c, catalog, gpu, scenario, rate.usd_per_gpu_hour, eff_labels)
 
     for route in routes:  # calibration first, in this thread: it is cached and not worth racing for
         if route.stack is not None:
@@ -761,8 +387,67 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     else:
         for r, route in enumerate(routes):
             score(r, route)
+    _price_and_escalate(a, routes, c, scenario)
+    value = _token_value(a, blend, c)
+    blend.clear()  # not held through the plan search
+    for k in DERIVED:  # the plan reads none of them; Evaluation.values derives them
+        a.pop(k, None)
 
-    # Cost per request and per million output tokens (before quality fallback).
+    # The scores the plan reads; the evaluation is built once the plan has decided (fleet: set just below).
+    scored = Evaluation(scenario=scenario, rate=rate, gpu_name=gpu.name, workloads=w, routes=routes, a=a,
+                        verdict=np.full(W, -1), value_usd_per_mtok=value, fleet=cast(FleetPlan, None),
+                        catalog=catalog, efficiency_labels=eff_labels)
+    planned = planning.plan_evaluation(scored, gpu, c.lam_peak, c.rpd, c.n_in, c.n_out, c.slo, c.interactive, c.pf,
+                                       grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even)
+    ev = replace(scored, verdict=planned.verdict, fleet=planned.fleet, plan=planned.plan,
+                 plan_inputs=planned.plan_inputs, planner=planned.planner, answers=Answers(ends_ahead))
+    # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as
+    # long as it is cached, so dropped here (ROUTE_ARRAYS lists what stays).
+    for k in PLAN_ONLY:
+        a.pop(k, None)
+    return ev
+
+
+def _score_owned(a: dict[str, np.ndarray], r: int, stack: ServingStack, c: _Columns, catalog: Catalog, gpu,
+                 scenario: Scenario, gpu_rate: float, eff_labels: dict[str, dict[int, str]]) -> None:
+    """Fill owned route r's column: per workload, the GPUs-per-replica option needing the fewest GPU-hours."""
+    W, gpn = len(c.rpd), scenario.gpus_per_node
+    # Rows this route cannot serve even escalating the maximum share to a perfect route
+    # (q (1 - s) < Q - s) are out for quality: skip their physics.
+    s_max = scenario.max_fallback_share
+    hopeless = a["quality"][:, r] * (1.0 - s_max) < c.floor - s_max - 1e-12
+    best = None  # per workload: the GPUs-per-replica option needing the fewest GPU-hours
+    for g in TP_OPTIONS:
+        if g > gpn or physics.max_concurrency(stack, gpu, g, 1024.0) < 1:
+            continue
+        eff, label = catalog.efficiency(stack, gpu, g)
+        eff_labels.setdefault(stack.stack_id, {})[g] = label
+        rows = ~hopeless
+        if best is not None:
+            # An interactive workload already served by one replica of fewer GPUs cannot do better here.
+            rows &= ~c.interactive | (best["_score"] > g * 24.0)
+        cand = _owned_subset(np.flatnonzero(rows), W, stack, gpu, g, eff, c.n_in, c.n_out, c.out_p95, c.slo,
+                             c.window_h, c.interactive, c.rpd, c.lam_peak, 1.0 - scenario.sla_percentile)
+        best = cand if best is None else _better(best, cand)
+    if best is None:
+        a["code"][:, r] = NO_FIT
+        return
+    best["code"] = np.where(hopeless, QUALITY, best["code"]).astype(np.int8)
+    for k in ("p95_ms", "concurrency", "gpus_per_replica", "replicas", "gpu_hours_per_day", "service_s",
+              "wait_budget_s", "best_p95_ms", "best_gpus"):
+        a[k][:, r] = best[k]
+    gpus_total = best["replicas"] * best["gpus_per_replica"]
+    monthly = np.where(c.interactive, gpus_total * gpu_rate * HOURS_PER_MONTH,
+                       best["gpu_hours_per_day"] * gpu_rate * DAYS_PER_MONTH)
+    a["monthly_usd"][:, r] = monthly
+    a["nodes"][:, r] = np.ceil(np.where(c.interactive, gpus_total, best["offline_gpus"]) / gpn)
+    a["code"][:, r] = best["code"]
+
+
+def _price_and_escalate(a: dict[str, np.ndarray], routes: list[Route], c: _Columns, scenario: Scenario) -> None:
+    """Cost per request of every cell, then the quality escalation folded in (its cost, and the codes it
+    refuses); `feasible` and the monthly $ at the end."""
+    rpd = c.rpd
     per_month_requests = rpd * DAYS_PER_MONTH
     owned_cols = np.array([rt.hosting == "owned" for rt in routes])
     # In place: a (W, R) temporary here stayed alive through the whole plan search.
@@ -772,33 +457,21 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
 
     a["base_usd_per_request"] = a["usd_per_request"].copy()  # before escalation costs are folded in
     # Escalation goes only where the plan may send work (not to licensed weights with no fee entered).
-    _apply_quality(a, floor, owned_only, interactive, slo, scenario,
+    _apply_quality(a, c.floor, c.owned_only, c.interactive, c.slo, scenario,
                    np.array([planning.route_permitted(rt) for rt in routes], dtype=bool))
     a["feasible"] = a["code"] == OK
     a["monthly_usd"] = np.where(owned_cols[None, :] & (a["fallback_share"] == 0), a["monthly_usd"],
                                 a["usd_per_request"] * per_month_requests[:, None])
 
-    # Token value: the cheapest API meeting the quality floor and the latency target (data policy aside),
-    # one API column at a time (a min over columns is exact in any order; NaN propagates as in a row min).
-    value = np.full(W, np.inf if blend else np.nan)
-    for r, usd_per_mtok in blend.items():
-        ok = (a["quality"][:, r] >= floor - 1e-12) & (~interactive | (a["best_p95_ms"][:, r] <= slo))
-        value = np.minimum(value, np.where(ok, usd_per_mtok, np.inf))
-    value = np.where(np.isfinite(value), value, np.nan)
-    blend.clear()  # not held through the plan search
-    for k in DERIVED:  # the plan reads none of them; Evaluation.values derives them
-        a.pop(k, None)
 
-    ev = Evaluation(scenario=scenario, rate=rate, gpu_name=gpu.name, workloads=w, routes=routes, a=a,
-                    verdict=np.full(W, -1), value_usd_per_mtok=value, fleet={}, catalog=catalog,
-                    efficiency_labels=eff_labels)
-    planning.plan_evaluation(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf,
-                             grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even)
-    # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as
-    # long as it is cached, so dropped here (ROUTE_ARRAYS lists what stays).
-    for k in PLAN_ONLY:
-        a.pop(k, None)
-    return ev
+def _token_value(a: dict[str, np.ndarray], blend: dict[int, np.ndarray], c: _Columns) -> np.ndarray:
+    """Token value: the cheapest API meeting the quality floor and the latency target (data policy aside),
+    one API column at a time (a min over columns is exact in any order; NaN propagates as in a row min)."""
+    value = np.full(len(c.rpd), np.inf if blend else np.nan)
+    for r, usd_per_mtok in blend.items():
+        ok = (a["quality"][:, r] >= c.floor - 1e-12) & (~c.interactive | (a["best_p95_ms"][:, r] <= c.slo))
+        value = np.minimum(value, np.where(ok, usd_per_mtok, np.inf))
+    return np.where(np.isfinite(value), value, np.nan)
 
 
 def _score_api(a, r, api: ApiPrice, w, n_in, n_out, cached, slo, interactive, owned_only, scenario) -> np.ndarray:
@@ -891,7 +564,56 @@ def _owned_option(stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h, inter
         lo[sel[good]] = mid[good]
         hi[sel[~good]] = mid[~good] - 1
 
-    # Queueing: try b*, then smaller concurrencies, while they could still need fewer replicas.
+    reps, pick, p95_at, svc_at = _queue_replicas(live, lo, lam_peak, slo, grid, lat, service, tail)
+    inter_ok = live & np.isfinite(reps)
+
+    off_e2e, off_p95, b_off, gpu_hours, reps_off, off_ok = _offline_option(~interactive & fits, jmax, window_h, rpd,
+                                                                           g, grid, lat, service)
+
+    code = np.where(~fits, NO_FIT, np.where(interactive, np.where(inter_ok, OK, LATENCY),
+                                             np.where(off_ok, OK, WINDOW))).astype(np.int8)
+    return {
+        "code": code,
+        "p95_ms": np.where(interactive, p95_at, off_p95),
+        "concurrency": np.where(interactive, grid[np.maximum(pick, 0)], b_off),
+        "gpus_per_replica": np.full(W, float(g)),
+        "replicas": np.where(interactive, np.where(inter_ok, reps, np.nan), reps_off),
+        "gpu_hours_per_day": np.where(interactive, np.nan, gpu_hours),
+        "offline_gpus": np.where(interactive, 0.0, reps_off * g),
+        "service_s": np.where(interactive, svc_at, off_e2e / 1e3),
+        "wait_budget_s": np.where(interactive, (slo - p95_at) / 1e3, np.nan),
+        "best_p95_ms": alone,
+        "best_gpus": np.full(W, float(g)),
+        # GPUs held around the clock (interactive) or GPU-hours used (offline): the smaller option wins.
+        "_score": np.where(code == OK, np.where(interactive, reps * g * 24.0, gpu_hours), np.inf),
+    }
+
+
+def _offline_option(offline, jmax, window_h, rpd, g, grid, lat, service):
+    """Offline work at the largest concurrency that fits (the most requests per second): (mean e2e ms, p95 ms,
+    concurrency, GPU-hours a day, replicas to finish inside the window, whether it does) per workload."""
+    W = len(offline)
+    off = np.flatnonzero(offline)
+    off_e2e = np.full(W, np.nan)
+    off_p95 = np.full(W, np.nan)
+    if off.size:
+        off_e2e[off] = lat(off, jmax[off])
+        off_p95[off] = service(off, jmax[off], off_e2e[off])[0]
+    b_off = grid[np.maximum(jmax, 0)]
+    win = np.where(np.isfinite(window_h), window_h, 24.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rps_off = b_off / off_e2e * 1e3
+        gpu_hours = rpd / rps_off / 3600.0 * g
+        # A window over a day spreads the queue over every day in it: per day, win/24 days of work.
+        reps_off = np.ceil(rpd * np.maximum(win, 24.0) / 24.0 / (rps_off * win * 3600.0))
+    return off_e2e, off_p95, b_off, gpu_hours, reps_off, offline & (off_p95 <= win * 3.6e6)
+
+
+def _queue_replicas(live, lo, lam_peak, slo, grid, lat, service, tail):
+    """Replicas for each live interactive workload on its queue: try b* (grid index `lo`), then smaller
+    concurrencies, while they could still need fewer replicas. (replicas, grid index, p95 of service, mean
+    service in s) per workload; inf / -1 / NaN where none holds the target."""
+    W = len(live)
     reps = np.full(W, np.inf)
     pick = np.full(W, -1)
     p95_at = np.full(W, np.nan)
@@ -917,41 +639,7 @@ def _owned_option(stack, gpu, g, eff, n_in, n_out, out_p95, slo, window_h, inter
         rows = cand[better]
         reps[rows], pick[rows] = n[better], j[rows]
         p95_at[rows], svc_at[rows] = s95[better], mean[better]
-    inter_ok = live & np.isfinite(reps)
-
-    # Offline: the largest concurrency that fits gives the most requests per second.
-    off = np.flatnonzero(~interactive & fits)
-    off_e2e = np.full(W, np.nan)
-    off_p95 = np.full(W, np.nan)
-    if off.size:
-        off_e2e[off] = lat(off, jmax[off])
-        off_p95[off] = service(off, jmax[off], off_e2e[off])[0]
-    b_off = grid[np.maximum(jmax, 0)]
-    win = np.where(np.isfinite(window_h), window_h, 24.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rps_off = b_off / off_e2e * 1e3
-        gpu_hours = rpd / rps_off / 3600.0 * g
-        # A window over a day spreads the queue over every day in it: per day, win/24 days of work.
-        reps_off = np.ceil(rpd * np.maximum(win, 24.0) / 24.0 / (rps_off * win * 3600.0))
-    off_ok = ~interactive & fits & (off_p95 <= win * 3.6e6)
-
-    code = np.where(~fits, NO_FIT, np.where(interactive, np.where(inter_ok, OK, LATENCY),
-                                             np.where(off_ok, OK, WINDOW))).astype(np.int8)
-    return {
-        "code": code,
-        "p95_ms": np.where(interactive, p95_at, off_p95),
-        "concurrency": np.where(interactive, grid[np.maximum(pick, 0)], b_off),
-        "gpus_per_replica": np.full(W, float(g)),
-        "replicas": np.where(interactive, np.where(inter_ok, reps, np.nan), reps_off),
-        "gpu_hours_per_day": np.where(interactive, np.nan, gpu_hours),
-        "offline_gpus": np.where(interactive, 0.0, reps_off * g),
-        "service_s": np.where(interactive, svc_at, off_e2e / 1e3),
-        "wait_budget_s": np.where(interactive, (slo - p95_at) / 1e3, np.nan),
-        "best_p95_ms": alone,
-        "best_gpus": np.full(W, float(g)),
-        # GPUs held around the clock (interactive) or GPU-hours used (offline): the smaller option wins.
-        "_score": np.where(code == OK, np.where(interactive, reps * g * 24.0, gpu_hours), np.inf),
-    }
+    return reps, pick, p95_at, svc_at
 
 
 def _better(prev: dict, cand: dict) -> dict:

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import sys
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
+from core import background
 from core.decision import latency
-from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
+from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH, cash_bill
 from core.decision.plan import (
     CAP_BANDS,
     EDGE_TIER,
@@ -27,9 +23,10 @@ from core.decision.plan import (
     Planner,
     service_p95_alone_ms,
 )
+from core.decision.records import Deployment, FleetPlan, LicensedRoute, NodeDriver, Relaxation
+from core.format import integer
 from core.models import CostBasis, Weights
 from core.performance import physics
-from core.presentation.format import integer
 
 if TYPE_CHECKING:
     from core.decision.engine import Evaluation
@@ -78,19 +75,6 @@ def hourly_profile(peak_factor, shape: np.ndarray = OFFICE_HOURS) -> np.ndarray:
     a = pf - b
     p = np.maximum(a + b * s, 0.0)
     return p / p.mean(axis=1, keepdims=True)
-
-
-@dataclass(frozen=True)
-class LicensedRoute:
-    """A self-hostable stack under a licence whose fee the user has not entered yet."""
-
-    route_id: str
-    label: str
-    licence_usd_per_gpu_month: float | None
-    break_even_usd_per_gpu_month: float | None  # highest fee at which a plan using it still beats the best without
-    gpus_in_plan: int  # GPUs the plan with it (at a zero fee) runs it on
-    saves_usd_per_month_at_zero_fee: float
-    serves_unserved: tuple[str, ...] = ()  # workloads no permitted route can serve and it can
 
 
 def route_permitted(route) -> bool:
@@ -148,8 +132,45 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
                                               n_out_p95, slo, grid, out_mu, out_sigma, fb_all, fb_extra,
                                               q_ratio[latency.block_tokens_of(route.owned_stack)])
 
-    cols: list[tuple[int, int]] = []  # (engine route, GPUs per replica; 0 for an API)
-    owned_spec: list[tuple[int, int, int, int]] = []  # (plan column, engine route, g, tier)
+    cols, owned_spec = _plan_columns(ev, phys, tp_options)
+    col_route = np.array([c[0] for c in cols], dtype=int)
+    col_g = np.array([c[1] for c in cols], dtype=int)
+    C = len(cols)
+    allowed = allowed_r[:, col_route] if C else np.zeros((W, 0), bool)
+
+    owned = _owned_routes(ev, owned_spec, phys, allowed, interactive, best_g, zero_fee_for, gpu)
+
+    api_monthly_r = np.where(api_cols[None, :], base * per_month[:, None], np.inf)  # (W, engine routes)
+    fb = a["fallback_route"].astype(int)
+    fb_safe = np.where(fb >= 0, fb, 0)
+    fb_is_api = (fb >= 0) & api_cols[fb_safe] if R else np.zeros(W, bool)
+    fallback_api = np.where(fb_is_api, base[rows_all, fb_safe] * per_month, 0.0) if R else np.zeros(W)
+    fb_col = _fallback_columns(fb, cols, owned_spec, api_cols, best_g)
+    attribution_rate = rate.owned_fleet_usd_per_node_hour if sc.cost_basis is CostBasis.MARGINAL \
+        else rate.full_usd_per_node_hour
+    return PlanInputs(
+        workload_ids=ev.workloads["workload_id"].to_numpy(), interactive=interactive, lam_peak=lam_peak,
+        lam_mean=rpd / 86400.0, profile=hourly_profile(pf, traffic_shape(sc)[0]), slo_ms=slo, allowed=allowed,
+        api_monthly_r=api_monthly_r, gpu_hours_day_r=np.nan_to_num(a["gpu_hours_per_day"], nan=0.0),
+        offline_min_gpus_r=np.nan_to_num(a["replicas"] * a["gpus_per_replica"], nan=0.0),
+        # The same for every workload: a read-only (W, C) view of one row, not W copies of it.
+        offline_gpus_per_replica=np.broadcast_to(np.where(col_g > 0, col_g, 1)[None, :], (W, C)),
+        fallback_share_r=np.nan_to_num(a["fallback_share"]),
+        # A copy: the plan's own p95s are written into ev.a["p95_ms"] afterwards; re-plans tie-break on these.
+        fallback_route=fb_col, fallback_api_monthly=fallback_api, latency_ms_r=a["p95_ms"].copy(),
+        owned=tuple(owned), n_routes=C, col_route=col_route, gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
+        full_usd_per_node_hour=rate.full_usd_per_node_hour, attribution_usd_per_node_hour=attribution_rate,
+        concurrency_grid=np.asarray(grid, dtype=float), sla_tail=1.0 - sc.sla_percentile,
+        input_tokens=np.asarray(n_in, dtype=float), output_tokens=np.asarray(n_out, dtype=float),
+        output_p95_tokens=n_out_p95, fallback_extra_ms=fb_extra, output_q_ratio=q_ratio)
+
+
+def _plan_columns(ev: Evaluation, phys: dict[tuple[int, int], dict], tp_options: tuple[int, ...]
+                  ) -> tuple[list[tuple[int, int]], list[tuple[int, int, int, int]]]:
+    """The plan's columns: (engine route, GPUs per replica; 0 for an API) each, and for the owned ones
+    (plan column, engine route, g, tier): one per concurrency tier a workload needs, and the edge pool."""
+    cols: list[tuple[int, int]] = []
+    owned_spec: list[tuple[int, int, int, int]] = []
     top = len(CAP_BANDS) - 1
     for r, route in enumerate(ev.routes):
         if route.hosting != "owned":
@@ -170,11 +191,14 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
             for t in tiers:
                 owned_spec.append((len(cols), r, g, t))
                 cols.append((r, g))
-    col_route = np.array([c[0] for c in cols], dtype=int)
-    col_g = np.array([c[1] for c in cols], dtype=int)
-    C = len(cols)
-    allowed = allowed_r[:, col_route] if C else np.zeros((W, 0), bool)
+    return cols, owned_spec
 
+
+def _owned_routes(ev: Evaluation, owned_spec: list[tuple[int, int, int, int]], phys: dict[tuple[int, int], dict],
+                  allowed: np.ndarray, interactive: np.ndarray, best_g: np.ndarray, zero_fee_for: set[str],
+                  gpu) -> list[OwnedRoute]:
+    """The plan's owned columns as OwnedRoute records; who may use each is narrowed in `allowed` (in place)."""
+    top = len(CAP_BANDS) - 1
     owned: list[OwnedRoute] = []
     tiers_of: dict[tuple[int, int], int] = {}
     for _, r, g, _ in owned_spec:
@@ -192,34 +216,18 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
                                 ph["tail"], stack=route.stack, gpu=gpu, eff=ph["eff"], prefill_ms=ph["prefill"],
                                 steps_per_token=ph["spt"], cap_lo=lo, cap_hi=hi,
                                 tier=TIER_NAMES[t] if tiers_of[(r, g)] > 1 else "", edge=t == EDGE_TIER))
+    return owned
 
-    api_monthly_r = np.where(api_cols[None, :], base * per_month[:, None], np.inf)  # (W, engine routes)
-    fb = a["fallback_route"].astype(int)
-    fb_safe = np.where(fb >= 0, fb, 0)
-    fb_is_api = (fb >= 0) & api_cols[fb_safe] if R else np.zeros(W, bool)
-    fallback_api = np.where(fb_is_api, base[rows_all, fb_safe] * per_month, 0.0) if R else np.zeros(W)
-    # The escalated share lands on the fallback's column: its API, or its stack at the GPU count the engine sized.
+
+def _fallback_columns(fb: np.ndarray, cols: list[tuple[int, int]], owned_spec: list[tuple[int, int, int, int]],
+                      api_cols: np.ndarray, best_g: np.ndarray) -> np.ndarray:
+    """The plan column each workload's escalated share lands on (-1: none): its fallback's API, or its stack at
+    the GPU count the engine sized (top tier)."""
+    top = len(CAP_BANDS) - 1
     col_of = {(r, g): c for c, r, g, t in owned_spec if t == top}
     col_of.update({(r, 0): k for k, (r, g) in enumerate(cols) if g == 0})
-    fb_col = np.array([col_of.get((int(f), 0 if api_cols[int(f)] else int(best_g[i, int(f)])), -1) if f >= 0 else -1
-                       for i, f in enumerate(fb)], dtype=int) if np.any(fb >= 0) else np.full(W, -1)
-    attribution_rate = rate.owned_fleet_usd_per_node_hour if sc.cost_basis is CostBasis.MARGINAL \
-        else rate.full_usd_per_node_hour
-    return PlanInputs(
-        workload_ids=ev.workloads["workload_id"].to_numpy(), interactive=interactive, lam_peak=lam_peak,
-        lam_mean=rpd / 86400.0, profile=hourly_profile(pf, traffic_shape(sc)[0]), slo_ms=slo, allowed=allowed,
-        api_monthly_r=api_monthly_r, gpu_hours_day_r=np.nan_to_num(a["gpu_hours_per_day"], nan=0.0),
-        offline_min_gpus_r=np.nan_to_num(a["replicas"] * a["gpus_per_replica"], nan=0.0),
-        # The same for every workload: a read-only (W, C) view of one row, not W copies of it.
-        offline_gpus_per_replica=np.broadcast_to(np.where(col_g > 0, col_g, 1)[None, :], (W, C)),
-        fallback_share_r=np.nan_to_num(a["fallback_share"]),
-        # A copy: the plan's own p95s are written into ev.a["p95_ms"] afterwards; re-plans tie-break on these.
-        fallback_route=fb_col, fallback_api_monthly=fallback_api, latency_ms_r=a["p95_ms"].copy(),
-        owned=tuple(owned), n_routes=C, col_route=col_route, gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
-        full_usd_per_node_hour=rate.full_usd_per_node_hour, attribution_usd_per_node_hour=attribution_rate,
-        concurrency_grid=np.asarray(grid, dtype=float), sla_tail=1.0 - sc.sla_percentile,
-        input_tokens=np.asarray(n_in, dtype=float), output_tokens=np.asarray(n_out, dtype=float),
-        output_p95_tokens=n_out_p95, fallback_extra_ms=fb_extra, output_q_ratio=q_ratio)
+    return np.array([col_of.get((int(f), 0 if api_cols[int(f)] else int(best_g[i, int(f)])), -1) if f >= 0 else -1
+                     for i, f in enumerate(fb)], dtype=int) if np.any(fb >= 0) else np.full(len(fb), -1)
 
 
 def _owned_physics(ev: Evaluation, stack, gpu, g: int, r: int, rows_mask: np.ndarray, n_in, n_out, n_out_p95, slo,
@@ -285,12 +293,24 @@ def restrict(inp: PlanInputs, route_mask: np.ndarray) -> PlanInputs:
     return replace(inp, allowed=inp.allowed & cols_ok[None, :] & ~(escalates & ~fb_ok[:, None]))
 
 
+@dataclass(frozen=True)
+class Planned:
+    """What the plan decided for an evaluation: each workload's engine route (-1: none), the fleet record, and the
+    search's result, inputs and planner (which prices other assignments: options, drivers)."""
+
+    verdict: np.ndarray
+    fleet: FleetPlan
+    plan: PlanCost
+    plan_inputs: PlanInputs
+    planner: Planner
+
+
 def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
-                    grid, tp_options, break_even: bool = True) -> None:
-    """Plan the fleet for an evaluation and write the verdicts, attributed costs and fleet record into it.
+                    grid, tp_options, break_even: bool = True) -> Planned:
+    """Plan the fleet for a scored evaluation: the verdicts, attributed costs (into its route arrays) and fleet record.
 
     break_even=False skips the licensed stacks' break-even re-plan (a search of its own, ~40 % of the time on
-    a 100-workload inventory): `fleet["licensed_routes"]` is then empty. For evaluations nobody shows, such as
+    a 100-workload inventory): `licensed_routes` is then empty. For evaluations nobody shows, such as
     the efficiency ends of the verdict ranges, which read only verdicts, nodes and the bill."""
     # Built once with licensed stacks of unknown fee at a zero fee; the plan itself may not use them.
     unknown_fee = {r.route_id for r in ev.routes if r.stack is not None and not route_permitted(r)}
@@ -302,15 +322,12 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     inp = replace(every, allowed=every.allowed & ~barred[None, :])
     planner = Planner(inp)
     best = planner.optimise()
-    ev.plan_inputs = planner.inp  # the search may bar pairings a pooled deployment cannot hold
-    ev.plan = best
-    ev.planner = planner
     # The break-even re-plan reads the plan and writes only its own result: at scale it runs on the other core
     # while the plan is attributed (docs/design/fleet_plan.md "The break-even beside the attribution").
-    licensed = (in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
-                               len(inp.workload_ids) >= BACKGROUND_ROWS) if break_even else list)
-    _apply(ev, planner, best, rpd, n_out, [])
-    ev.fleet["licensed_routes"] = _licensed_records(licensed())
+    licensed = (background.in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
+                                          len(inp.workload_ids) >= BACKGROUND_ROWS) if break_even else list)
+    verdict, fleet = _apply(ev, planner, best, rpd, n_out)
+    fleet = replace(fleet, licensed_routes=tuple(licensed()))
     # The search's (W x plan columns) linear terms and move targets are not needed to price other plans
     # (options, drivers, reports): let go of them (~1.8 KB per workload held by a shared evaluation).
     planner._lin = None
@@ -318,56 +335,8 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     planner._prefetched.clear()  # sizings made ahead for moves the search did not take
     if planner._sub is not None:
         planner._sub._prefetched.clear()
-
-
-def fork_is_safe() -> bool:
-    """Whether in_background may fork here: Linux (macOS offers fork, but its system libraries are not safe in a
-    forked child), the main thread (see in_background), and a second core to run on."""
-    return (threading.current_thread() is threading.main_thread() and sys.platform.startswith("linux")
-            and "fork" in multiprocessing.get_all_start_methods() and (os.cpu_count() or 1) > 1)
-
-
-def in_background(job: Callable[[], Any], wanted: bool) -> Callable[[], Any]:
-    """Start job in a forked process (when wanted and safe) and return a function that waits for its result;
-    otherwise a function that runs it then. The child inherits the parent's memory (no copy of the inputs) and
-    sends back only the result, pickled. Only from the main thread: a fork copies just the calling thread, and
-    a server's other threads (the dashboard's) may hold locks the child would wait on forever."""
-    if not (wanted and fork_is_safe()):
-        return job
-    ctx = multiprocessing.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_run_and_send, args=(job, send), daemon=True)
-    proc.start()
-    send.close()
-
-    def result() -> Any:
-        try:
-            ok, value = receive.recv()
-        except EOFError:  # the child died without a word (killed, out of memory): do the work here
-            ok, value = True, job()
-        finally:
-            receive.close()
-            proc.join()
-        if not ok:
-            raise value
-        return value
-
-    return result
-
-
-def _run_and_send(job: Callable[[], Any], send) -> None:
-    """The forked child's body: the job's result, or the exception it raised, down the pipe."""
-    try:
-        out = (True, job())
-    except BaseException as exc:  # noqa: BLE001 - re-raised in the parent, where it belongs
-        out = (False, exc)
-    send.send(out)
-    send.close()
-
-
-def _licensed_records(licensed: list[LicensedRoute]) -> list[dict]:
-    """The fleet record's licensed_routes entries."""
-    return [{k: (list(v) if isinstance(v, tuple) else v) for k, v in vars(x).items()} for x in licensed]
+    # planner.inp, not inp: the search may bar pairings a pooled deployment cannot hold.
+    return Planned(verdict=verdict, fleet=fleet, plan=best, plan_inputs=planner.inp, planner=planner)
 
 
 def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
@@ -459,15 +428,17 @@ def _route_gpus(inp: PlanInputs, plan: PlanCost, positions: list[int]) -> int:
     return total
 
 
-def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, licensed: list[LicensedRoute]) -> None:
-    inp, a, sc, rate = planner.inp, ev.a, ev.scenario, ev.rate
+def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out) -> tuple[np.ndarray, FleetPlan]:
+    """(each workload's engine route, the fleet record) of the chosen plan; the plan's operating points and the
+    attributed costs are written into the evaluation's route arrays (while it is being built)."""
+    inp, sc = planner.inp, ev.scenario
     W = len(inp.workload_ids)
     rows_all = np.arange(W)
     gpn = inp.gpus_per_node
     v = best.assignment.astype(int)  # plan columns
     has = v >= 0
     safe = np.where(has, v, 0)
-    ev.verdict = np.where(has, inp.col_route[safe], -1)  # engine routes
+    vr = np.where(has, inp.col_route[safe], -1)  # engine routes
     total_nodes = max(sc.fleet_nodes, best.nodes_needed)
     # Attribution rate per GPU-hour: under the marginal basis owned nodes count at their marginal rate and
     # new nodes at full; under the full basis every node at full.
@@ -488,6 +459,26 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
     esc = has & (f > 0) & (fb >= 0)
     attributed += np.where(esc & ~fb_owned, f * inp.fallback_api_monthly, 0.0)
 
+    deployments, batch, nodes_by_route, gpus_by_route = _pools(ev, planner, best, esc, f, gpu_rate, attributed)
+    _charge_offline(attributed, batch, sum(d.interactive_gpus for d in deployments), total_nodes * gpn, gpu_rate)
+    # Money in cents: every share rounded so that the shares a report prints add up to the rounded sum
+    # (rounded one by one, 7 shares plus the rest missed the bill by a cent on 1 in 4 generated inventories).
+    attributed = _to_cents(attributed)
+    _write_route_costs(ev, planner, attributed, vr, rpd, n_out)
+    return vr, _fleet_record(ev, planner, best, vr, attributed, deployments, nodes_by_route, gpus_by_route,
+                             total_nodes, gpu_rate, rpd, n_out)
+
+
+def _pools(ev: Evaluation, planner: Planner, best: PlanCost, esc: np.ndarray, f: np.ndarray, gpu_rate: float,
+           attributed: np.ndarray) -> tuple[list[Deployment], list[tuple[np.ndarray, np.ndarray]],
+                                            dict[str, int], dict[str, float]]:
+    """The plan's owned pools as Deployment records (with the operating points written into the route arrays and
+    each pool's cost added to its members' attributed share), the offline rows and GPU-hours of each, and the
+    nodes and GPUs per route."""
+    inp, a, gpn = planner.inp, ev.a, planner.inp.gpus_per_node
+    v = best.assignment.astype(int)
+    has = v >= 0
+    fb, fb_owned = inp.fallback_route, planner._fb_owned
     deployments = []
     batch: list[tuple[np.ndarray, np.ndarray]] = []  # offline rows and their GPU-hours a day
     nodes_by_route: dict[str, int] = {}
@@ -526,41 +517,50 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
             batch.append((off, hours))
         off_min = int(np.nanmax(inp.offline_min_gpus_r[off, inp.col_route[r]], initial=0.0)) if off.size else 0
         members = inp.workload_ids[np.flatnonzero(prim)]
-        dep: dict[str, Any] = {
-            "route_id": route.route_id, "label": route.label, "architecture": route.architecture,
-            "workloads": [str(x) for x in members],
-            "escalated_from": [str(x) for x in inp.workload_ids[np.flatnonzero(extra)]],
-            "gpus_per_replica": int(route.tp_options[0]),
+        dep = Deployment(
+            route_id=route.route_id, label=route.label, architecture=route.architecture,
+            workloads=tuple(str(x) for x in members),
+            escalated_from=tuple(str(x) for x in inp.workload_ids[np.flatnonzero(extra)]),
+            gpus_per_replica=int(route.tp_options[0]),
             # Several tiers of one stack at one GPU count run as separate pools (plan.CAP_BANDS).
-            "tier": route.tier or None,
-            "concurrency_cap": int(d.concurrency) if d is not None and d.feasible else None,
-            "replicas": int(d.replicas) if d is not None and d.feasible else 0,
-            "interactive_gpus": int(inter_gpus),
-            "offline_gpu_hours_per_day": off_hours,
-            "offline_min_gpus": off_min,
-            "gpus": int(max(inter_gpus, off_min)),
-            "nodes": int(np.ceil(max(inter_gpus, off_min) / gpn - 1e-9)),
-            "licence_usd_per_month": float(route.licence_usd_per_gpu_month * (inter_gpus + lic_gpus_off)),
-        }
+            tier=route.tier or None,
+            concurrency_cap=int(d.concurrency) if d is not None and d.feasible else None,
+            replicas=int(d.replicas) if d is not None and d.feasible else 0,
+            interactive_gpus=int(inter_gpus),
+            offline_gpu_hours_per_day=off_hours,
+            offline_min_gpus=off_min,
+            gpus=int(max(inter_gpus, off_min)),
+            nodes=int(np.ceil(max(inter_gpus, off_min) / gpn - 1e-9)),
+            licence_usd_per_month=float(route.licence_usd_per_gpu_month * (inter_gpus + lic_gpus_off)),
+        )
         deployments.append(dep)
         gpus_by_route[route.route_id] = gpus_by_route.get(route.route_id, 0.0) + inter_gpus + off_hours / 24.0
-        if dep["nodes"]:
-            nodes_by_route[route.route_id] = nodes_by_route.get(route.route_id, 0) + dep["nodes"]
-        a["nodes"][np.flatnonzero(prim), er] = dep["nodes"]
+        if dep.nodes:
+            nodes_by_route[route.route_id] = nodes_by_route.get(route.route_id, 0) + dep.nodes
+        a["nodes"][np.flatnonzero(prim), er] = dep.nodes
+    return deployments, batch, nodes_by_route, gpus_by_route
 
-    # Offline work pays for its GPU-hours, but only those beyond the interactive reservations: hours it takes
-    # from GPUs already reserved (and charged) for interactive work cost nothing more, and charging them
-    # twice would attribute more than the bill.
-    reserved = sum(d["interactive_gpus"] for d in deployments)
+
+def _charge_offline(attributed: np.ndarray, batch: list[tuple[np.ndarray, np.ndarray]], reserved: int,
+                    gpus_in_plan: int, gpu_rate: float) -> None:
+    """Offline work pays for its GPU-hours, but only those beyond the interactive reservations: hours it takes
+    from GPUs already reserved (and charged) for interactive work cost nothing more, and charging them twice
+    would attribute more than the bill. Added to `attributed` in place."""
     total_hours = sum(float(h.sum()) for _, h in batch)
     if total_hours > 0:
-        slack = max(total_nodes * gpn - reserved, 0) * 24.0
+        slack = max(gpus_in_plan - reserved, 0) * 24.0
         charged = min(1.0, slack / total_hours)
         for off, hours in batch:
             np.add.at(attributed, off, hours * charged * DAYS_PER_MONTH * gpu_rate)
-    # Money in cents: every share rounded so that the shares a report prints add up to the rounded sum
-    # (rounded one by one, 7 shares plus the rest missed the bill by a cent on 1 in 4 generated inventories).
-    attributed = _to_cents(attributed)
+
+
+def _write_route_costs(ev: Evaluation, planner: Planner, attributed: np.ndarray, vr: np.ndarray, rpd,
+                       n_out) -> None:
+    """Into the route arrays (while the evaluation is built): each workload's verdict cell carries its attributed
+    share; the other owned cells the standalone cost the search compared."""
+    inp, a = planner.inp, ev.a
+    has = vr >= 0
+    rows_all = np.arange(len(vr))
     # Owned offline rows report their own operating point; the verdict cell carries the attributed share.
     verdict_monthly = attributed
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -579,18 +579,24 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
         a["monthly_usd"][:, er] = col
         with np.errstate(divide="ignore", invalid="ignore"):
             a["usd_per_request"][:, er] = np.where(rpd > 0, col / (rpd * DAYS_PER_MONTH), 0.0)
-    vr = ev.verdict
     a["monthly_usd"][rows_all[has], vr[has]] = verdict_monthly[has]
     a["usd_per_request"][rows_all[has], vr[has]] = per_req[has]
     with np.errstate(divide="ignore", invalid="ignore"):
         a["usd_per_mtok_out"] = a["usd_per_request"] / n_out[:, None] * 1e6
 
+
+def _fleet_record(ev: Evaluation, planner: Planner, best: PlanCost, vr: np.ndarray, attributed: np.ndarray,
+                  deployments: list[Deployment], nodes_by_route: dict[str, int], gpus_by_route: dict[str, float],
+                  total_nodes: int, gpu_rate: float, rpd, n_out) -> FleetPlan:
+    """The fleet record of the chosen plan: nodes, utilization, the cash bill in cents and what it pays for."""
+    inp, sc, rate, gpn = planner.inp, ev.scenario, ev.rate, planner.inp.gpus_per_node
+    v = best.assignment.astype(int)
+    has = v >= 0
     full_node = inp.full_usd_per_node_hour
     # The bill and its parts in cents, so that the parts a report prints add up to the bill it prints.
-    owned_monthly = round(sc.fleet_nodes * full_node * HOURS_PER_MONTH, 2)
-    extra_monthly = round(new_nodes * full_node * HOURS_PER_MONTH, 2)
-    api_monthly, licence_monthly = round(float(best.api_monthly), 2), round(float(best.licence_monthly), 2)
-    total = round(owned_monthly + extra_monthly + api_monthly + licence_monthly, 2)
+    bill = cash_bill(sc.fleet_nodes, best.nodes_needed, full_node, best.api_monthly, best.licence_monthly).in_cents()
+    owned_monthly, extra_monthly, total = bill.owned_usd, bill.new_nodes_usd, bill.total
+    api_monthly, licence_monthly = bill.api_usd, bill.licence_usd
     unallocated = round(total - float(attributed.sum()), 2)  # both in cents: the round only drops float noise
 
     cap = total_nodes * gpn
@@ -609,45 +615,28 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out, license
         key = ev.routes[int(r_idx)].route_id
         by_route[key] = float(attributed[has & (vr == r_idx)].sum())
     drivers = node_drivers(ev, planner, best) if best.nodes_needed > sc.fleet_nodes else []
-    ev.fleet = {
-        "gpu": ev.gpu_name,
-        "traffic_shape": traffic_shape(sc)[1],
-        "gpus_per_node": gpn,
-        "owned_nodes": sc.fleet_nodes,
-        "nodes_needed": int(best.nodes_needed),
-        "nodes_in_plan": int(total_nodes),
-        "nodes_needed_interactive": int(best.nodes_interactive),
-        "nodes_needed_offline_extra": int(best.nodes_offline_extra),
-        "nodes_by_route": nodes_by_route,
-        "gpus_by_route": gpus_by_route,
-        "utilization": utilization,
-        "hourly_utilization": [float(x) for x in util_with],
-        "hourly_utilization_without_batch": [float(x) for x in util_without],
-        "offline_gpu_hours_per_day": float(best.offline_gpu_hours_per_day),
-        "usd_per_node_hour": rate.usd_per_node_hour,
-        "full_usd_per_node_hour": full_node,
-        "usd_per_gpu_hour": rate.usd_per_gpu_hour,
-        "attribution_usd_per_gpu_hour": gpu_rate,
-        "owned_monthly_usd": owned_monthly,
-        "idle_usd_per_month": idle_month,
-        "extra_nodes_monthly_usd": extra_monthly,
-        "api_monthly_usd": api_monthly,
-        "licence_monthly_usd": licence_monthly,
-        "total_monthly_usd": total,
-        "attributed_usd_per_month": float(attributed.sum()),
-        "unallocated_usd_per_month": unallocated,
-        "owned_usd_per_mtok_out": eff_mtok,
-        "monthly_usd_by_route": by_route,
-        "deployments": deployments,
-        "node_drivers": drivers,
-        "licensed_routes": _licensed_records(licensed),
-        "verdict_mix": {k: int(n) for k, n in pd.Series(
-            [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
-             else "no feasible route" for i in vr]).value_counts().items()},
-    }
+    verdict_mix = {k: int(n) for k, n in pd.Series(
+        [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
+         else "no feasible route" for i in vr]).value_counts().items()}
+    return FleetPlan(
+        gpu=ev.gpu_name, traffic_shape=traffic_shape(sc)[1], gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
+        nodes_needed=int(best.nodes_needed), nodes_in_plan=int(total_nodes),
+        nodes_needed_interactive=int(best.nodes_interactive),
+        nodes_needed_offline_extra=int(best.nodes_offline_extra),
+        nodes_by_route=nodes_by_route, gpus_by_route=gpus_by_route, utilization=utilization,
+        hourly_utilization=tuple(float(x) for x in util_with),
+        hourly_utilization_without_batch=tuple(float(x) for x in util_without),
+        offline_gpu_hours_per_day=float(best.offline_gpu_hours_per_day),
+        usd_per_node_hour=rate.usd_per_node_hour, full_usd_per_node_hour=full_node,
+        usd_per_gpu_hour=rate.usd_per_gpu_hour, attribution_usd_per_gpu_hour=gpu_rate,
+        owned_monthly_usd=owned_monthly, idle_usd_per_month=idle_month, extra_nodes_monthly_usd=extra_monthly,
+        api_monthly_usd=api_monthly, licence_monthly_usd=licence_monthly, total_monthly_usd=total,
+        attributed_usd_per_month=float(attributed.sum()), unallocated_usd_per_month=unallocated,
+        owned_usd_per_mtok_out=eff_mtok, monthly_usd_by_route=by_route, deployments=tuple(deployments),
+        node_drivers=tuple(drivers), licensed_routes=(), verdict_mix=verdict_mix)
 
 
-def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]:
+def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[NodeDriver]:
     """For the nodes beyond those owned: the workloads and targets that force them, and what relaxing each saves."""
     inp = planner.inp
     v = best.assignment
@@ -666,9 +655,11 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
                 weight[d.rows[:d.n_primary]] = share[:d.n_primary] * d.gpus * HOURS_PER_MONTH
     order = [int(i) for i in np.argsort(-np.nan_to_num(weight)) if on_owned[i] and weight[i] > 0][:MAX_DRIVERS]
     w = ev.workloads
-    out: list[dict[str, Any]] = []
+    out: list[NodeDriver] = []
     for i in order:
-        relax = []
+        relax: list[Relaxation] = []
+        slo_i: float | None = None
+        window: float | None = None
         if inp.interactive[i]:
             slo = float(inp.slo_ms[i])
             # With a looser target the workload may also suit another tier of its stack and GPU count.
@@ -682,12 +673,11 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
             feasible = [c for c in cands if c.feasible]
             cand = min(feasible, key=lambda c: c.key) if feasible else cands[0]
             if cand.feasible:
-                relax.append({"change": f"target {integer(slo)} ms -> {integer(slo * 2)} ms",
-                              "kind": "target_x2", "saves_usd_per_month": float(best.bill - cand.bill),
-                              "nodes_needed": int(cand.nodes_needed)})
-            target = {"latency_slo_ms": slo}
+                relax.append(Relaxation(f"target {integer(slo)} ms -> {integer(slo * 2)} ms", "target_x2",
+                                        float(best.bill - cand.bill), int(cand.nodes_needed)))
+            slo_i = slo
         else:
-            target = {"batch_window_hours": float(w["batch_window_hours"].iloc[i])}
+            window = float(w["batch_window_hours"].iloc[i])
         api_i = inp.api_monthly_r[i, inp.col_route]
         api = np.flatnonzero(inp.allowed[i] & np.isfinite(api_i))
         if api.size:
@@ -697,17 +687,15 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[dict]
             cand = planner.price(moved)
             if cand.feasible:
                 er = int(inp.col_route[k])
-                relax.append({"change": f"move to {ev.routes[er].label}", "kind": "to_api",
-                              "route_id": ev.routes[er].route_id,
-                              "saves_usd_per_month": float(best.bill - cand.bill),
-                              "nodes_needed": int(cand.nodes_needed)})
+                relax.append(Relaxation(f"move to {ev.routes[er].label}", "to_api", float(best.bill - cand.bill),
+                                        int(cand.nodes_needed), route_id=ev.routes[er].route_id))
         elif w["data_policy"].iloc[i] == "owned_only":
-            relax.append({"change": "move to an API: not allowed (owned_only data)", "kind": "to_api",
-                          "saves_usd_per_month": None, "nodes_needed": None})
+            relax.append(Relaxation("move to an API: not allowed (owned_only data)", "to_api", None, None))
         er = int(inp.col_route[v[i]])
-        out.append({"workload_id": str(inp.workload_ids[i]), "route_id": ev.routes[er].route_id,
-                    "route": ev.routes[er].label, "gpus_per_replica": int(planner.inp.owned[
-                        next(k for k, o in enumerate(inp.owned) if o.index == v[i])].tp_options[0]), **target,
-                    "gpu_hours_per_month": float(weight[i]), "relaxations": relax})
-    out.sort(key=lambda d: -max([x["saves_usd_per_month"] or 0.0 for x in d["relaxations"]] or [0.0]))
+        out.append(NodeDriver(
+            workload_id=str(inp.workload_ids[i]), route_id=ev.routes[er].route_id, route=ev.routes[er].label,
+            gpus_per_replica=int(inp.owned[next(k for k, o in enumerate(inp.owned) if o.index == v[i])].tp_options[0]),
+            latency_slo_ms=slo_i, batch_window_hours=window, gpu_hours_per_month=float(weight[i]),
+            relaxations=tuple(relax)))
+    out.sort(key=lambda d: -max([x.saves_usd_per_month or 0.0 for x in d.relaxations] or [0.0]))
     return out

@@ -18,7 +18,8 @@ Cost. The two extra runs are two more plans (without the licensed stacks'
 break-even re-plan, which they do not show), so ranges are computed
 automatically only for inventories of at most RANGES_MAX_WORKLOADS workloads
 (when the verdicts, reasons or exports are first read); above that, only on
-demand (`attach(ev, force=True)`, `hangover evaluate --ranges`). Where a fork
+demand (`ranges(ev, force=True)`, `hangover evaluate --ranges`). The answer is kept in the evaluation's
+`answers` under a lock: two sessions asking at once plan the ends once and read the same record. Where a fork
 is safe (the CLI's main thread) the two ends run side by side, one per core.
 """
 
@@ -29,6 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from core import background
+from core.decision.engine import _evaluate
+from core.decision.records import PerformanceRange, VerdictRanges
 
 # Above this many workloads ranges are computed only when asked (they triple the engine time).
 RANGES_MAX_WORKLOADS = 1_000  # two more plans: about 7 s CPU at 1,000 workloads on the latency-model plan
@@ -48,7 +53,8 @@ class EndView:
     routes: list
     verdict: np.ndarray
     a: dict[str, np.ndarray]
-    fleet: dict
+    nodes_needed: int
+    total_monthly_usd: float
     scenario: object
 
     @classmethod
@@ -56,13 +62,11 @@ class EndView:
         """The view of a finished evaluation."""
         return cls(routes=ev.routes, verdict=ev.verdict, scenario=ev.scenario,
                    a={k: ev.a[k] for k in ("gpus_per_replica", "best_p95_ms")},
-                   fleet={k: ev.fleet[k] for k in ("nodes_needed", "total_monthly_usd")})
+                   nodes_needed=int(ev.fleet.nodes_needed), total_monthly_usd=float(ev.fleet.total_monthly_usd))
 
 
 def _end(catalog, workloads: pd.DataFrame, scenario, rate, which: str) -> EndView:
     """The engine re-run with every owned route at one efficiency end, without the break-even re-plan."""
-    from core.decision.engine import _evaluate
-
     return EndView.of(_evaluate(catalog.at_efficiency_end(which), workloads, scenario, rate, break_even=False))
 
 
@@ -72,11 +76,9 @@ def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev) -> tupl
     `workloads` are the prepared rows of `base_ev` (the same order), and the node
     price is `base_ev.rate`, so only the speed of owned routes differs. From
     SIDE_BY_SIDE_ROWS workloads the low end is planned in a forked process while
-    this one plans the high end (fleet.in_background: only where a fork is safe).
+    this one plans the high end (background.in_background: only where a fork is safe).
     """
-    from core.decision.fleet import in_background
-
-    low = in_background(lambda: _end(catalog, workloads, scenario, base_ev.rate, "low"),
+    low = background.in_background(lambda: _end(catalog, workloads, scenario, base_ev.rate, "low"),
                         len(workloads) >= SIDE_BY_SIDE_ROWS)
     high = _end(catalog, workloads, scenario, base_ev.rate, "high")
     return low(), high
@@ -88,12 +90,10 @@ def ends_ahead(catalog, workloads: pd.DataFrame, scenario, rate) -> Callable[[],
     safe or not worth it (fewer than SIDE_BY_SIDE_ROWS or more than RANGES_MAX_WORKLOADS workloads): the ranges
     are then computed when first read. On a 2-core machine three plans share two cores, so the central plan
     runs slower but the three end sooner than the central plan followed by the two ends side by side."""
-    from core.decision.fleet import fork_is_safe, in_background
-
-    if not (SIDE_BY_SIDE_ROWS <= len(workloads) <= RANGES_MAX_WORKLOADS and fork_is_safe()):
+    if not (SIDE_BY_SIDE_ROWS <= len(workloads) <= RANGES_MAX_WORKLOADS and background.fork_is_safe()):
         return None
-    low = in_background(lambda: _end(catalog, workloads, scenario, rate, "low"), True)
-    high = in_background(lambda: _end(catalog, workloads, scenario, rate, "high"), True)
+    low = background.in_background(lambda: _end(catalog, workloads, scenario, rate, "low"), True)
+    high = background.in_background(lambda: _end(catalog, workloads, scenario, rate, "high"), True)
     return lambda: (low(), high())
 
 
@@ -151,7 +151,7 @@ def verdict_ranges(catalog, workloads: pd.DataFrame, scenario, base_ev, *, ends=
     })
 
 
-def performance_range(base_ev, low_ev, high_ev) -> dict:
+def performance_range(base_ev, low_ev: EndView, high_ev: EndView) -> PerformanceRange:
     """The whole fleet at each efficiency end: nodes needed and the monthly cash bill.
 
     `*_low` is the figure at the optimistic efficiency end (the low end of the
@@ -180,44 +180,45 @@ def performance_range(base_ev, low_ev, high_ev) -> dict:
     def added(end) -> int:
         return int(((base_ev.verdict < 0) & (end.verdict >= 0)).sum())
 
-    return {
-        "nodes_needed_low": int(high_ev.fleet["nodes_needed"]),
-        "nodes_needed_high": int(low_ev.fleet["nodes_needed"]),
-        "total_monthly_usd_low": float(high_ev.fleet["total_monthly_usd"]),
-        "total_monthly_usd_high": float(low_ev.fleet["total_monthly_usd"]),
-        "unserved_low": unserved(high_ev),
-        "unserved_central": unserved(base_ev),
-        "unserved_high": unserved(low_ev),
-        "dropped_low": dropped_low,
-        "dropped_low_usd": dropped_low_usd,
-        "dropped_high": dropped_high,
-        "dropped_high_usd": dropped_high_usd,
-        "added_low": added(high_ev),
-        "added_high": added(low_ev),
-        "basis": "low: every owned route at the optimistic end of its efficiency range; high: at the pessimistic "
-                 "end (estimates; core/decision/sensitivity.py)",
-    }
+    return PerformanceRange(
+        nodes_needed_low=int(high_ev.nodes_needed),
+        nodes_needed_high=int(low_ev.nodes_needed),
+        total_monthly_usd_low=float(high_ev.total_monthly_usd),
+        total_monthly_usd_high=float(low_ev.total_monthly_usd),
+        unserved_low=unserved(high_ev),
+        unserved_central=unserved(base_ev),
+        unserved_high=unserved(low_ev),
+        dropped_low=dropped_low,
+        dropped_low_usd=dropped_low_usd,
+        dropped_high=dropped_high,
+        dropped_high_usd=dropped_high_usd,
+        added_low=added(high_ev),
+        added_high=added(low_ev),
+        basis="low: every owned route at the optimistic end of its efficiency range; high: at the pessimistic "
+              "end (estimates; core/decision/sensitivity.py)",
+    )
 
 
-def attach(ev, *, force: bool = False) -> pd.DataFrame | None:
-    """Compute and set `ev.verdict_ranges` and `ev.fleet["performance_range"]` once; None when skipped.
+def ranges(ev, *, force: bool = False) -> VerdictRanges | None:
+    """The evaluation's verdict ranges and performance range, computed once and kept in `ev.answers`; None when
+    skipped (nothing is written into the evaluation).
 
     Rule: automatic for inventories of at most RANGES_MAX_WORKLOADS workloads;
-    larger ones only with force=True (`hangover evaluate --ranges`).
+    larger ones only with force=True (`hangover evaluate --ranges`). Two threads asking at once: the second
+    waits for the first's answer (the ends are planned once).
     """
-    if ev.verdict_ranges is not None:
-        return ev.verdict_ranges
-    if ev.ends_ahead is not None:  # started beside the central plan (ends_ahead)
-        low, high = ev.ends_ahead()
-        ev.ends_ahead = None
-    elif not force and len(ev.workloads) > RANGES_MAX_WORKLOADS:
-        return None
-    else:
-        low, high = end_evaluations(ev.catalog, ev.workloads, ev.scenario, ev)
-    frame = verdict_ranges(ev.catalog, ev.workloads, ev.scenario, ev, ends=(low, high))
-    ev.fleet["performance_range"] = performance_range(ev, low, high)
-    ev.verdict_ranges = frame
-    return frame
+    def compute() -> VerdictRanges | None:
+        waiter = ev.answers.take_ends_ahead()
+        if waiter is not None:  # started beside the central plan (ends_ahead)
+            low, high = waiter()
+        elif not force and len(ev.workloads) > RANGES_MAX_WORKLOADS:
+            return None
+        else:
+            low, high = end_evaluations(ev.catalog, ev.workloads, ev.scenario, ev)
+        frame = verdict_ranges(ev.catalog, ev.workloads, ev.scenario, ev, ends=(low, high))
+        return VerdictRanges.of(frame, performance_range(ev, low, high))
+
+    return ev.answers.get("ranges", compute)
 
 
 def sentence(row) -> str:
@@ -248,41 +249,42 @@ def flag_text(row) -> str:
 
 def estimate_range_words(ev) -> str | None:
     """The Overview's one line: nodes and cash bill at the two ends of the performance ranges (None when not computed)."""
-    from core.presentation.format import integer, money
+    from core.format import integer, money
 
-    if ev.ranges() is None:
+    rg = ranges(ev)
+    if rg is None:
         return None
-    pr = ev.fleet["performance_range"]
+    pr = rg.performance
 
     def end(n, usd):
         return f"{integer(n)} node{'s' if n != 1 else ''} and {money(usd)} a month"
 
-    flips = int(ev.verdict_ranges["sensitive"].sum())
+    flips = int(rg.sensitive.sum())
     line = (f"Estimate range across the performance estimates: "
-            f"{end(pr['nodes_needed_low'], pr['total_monthly_usd_low'])} at the optimistic end, "
-            f"{end(pr['nodes_needed_high'], pr['total_monthly_usd_high'])} at the pessimistic end")
-    if not pr["unserved_low"] == pr["unserved_central"] == pr["unserved_high"]:
-        line += (f" (workloads without a route: {pr['unserved_low']} optimistic, {pr['unserved_central']} central, "
-                 f"{pr['unserved_high']} pessimistic)")
+            f"{end(pr.nodes_needed_low, pr.total_monthly_usd_low)} at the optimistic end, "
+            f"{end(pr.nodes_needed_high, pr.total_monthly_usd_high)} at the pessimistic end")
+    if not pr.unserved_low == pr.unserved_central == pr.unserved_high:
+        line += (f" (workloads without a route: {pr.unserved_low} optimistic, {pr.unserved_central} central, "
+                 f"{pr.unserved_high} pessimistic)")
     line += f"; {flips} verdict{'s' if flips != 1 else ''} flip{'' if flips != 1 else 's'} inside it (Routing)."
     for which, word in (("high", "pessimistic"), ("low", "optimistic")):
         line += "".join(f" The {word} end's bill {part}." for part in end_caveats(pr, which))
     return line
 
 
-def end_caveats(pr: dict, which: str) -> list[str]:
+def end_caveats(pr: PerformanceRange, which: str) -> list[str]:
     """What one end's bill ("low": optimistic, "high": pessimistic) leaves out or adds against the central plan,
     as clauses ("leaves out 1 workload the central plan serves, ..."); none when both serve the same workloads.
     An end that cannot serve work the central plan serves bills less for it: said beside its figure."""
-    from core.presentation.format import integer, money
+    from core.format import integer, money
 
     out = []
-    n = pr.get(f"dropped_{which}", 0)
+    n, usd = pr.dropped_at(which)
     if n:
         out.append(f"leaves out {integer(n)} workload{'s' if n != 1 else ''} the central plan serves, which "
-                   f"{'have' if n != 1 else 'has'} no route there ({money(pr[f'dropped_{which}_usd'])} a month of "
+                   f"{'have' if n != 1 else 'has'} no route there ({money(usd)} a month of "
                    f"the central bill)")
-    n = pr.get(f"added_{which}", 0)
+    n = pr.added_at(which)
     if n:
         out.append(f"includes {integer(n)} workload{'s' if n != 1 else ''} the central plan leaves without a route")
     return out

@@ -51,7 +51,7 @@ def _group_order(groups) -> list[str]:
 
 
 def verdict_mix_chart(mix: Mapping[str, int]) -> go.Figure:
-    """Horizontal bars: how many workloads each kind of route wins (keys as in fleet['verdict_mix'])."""
+    """Horizontal bars: how many workloads each kind of route wins (keys as in the fleet record's verdict_mix)."""
     order = _group_order(mix.keys())[::-1]  # first group on top
     fig = go.Figure(go.Bar(
         x=[int(mix[g]) for g in order],

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.decision import contract
 from core.decision.engine import Evaluation
 from core.presentation.format import (
     duration_ms,
@@ -56,7 +57,7 @@ def api_equivalent_usd_per_mtok(ev: Evaluation) -> float | None:
     Σ(value $/M × output tokens/day) / Σ(output tokens/day). Data policy is
     ignored on purpose: this is the value of the token, not a feasible route.
     """
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     tokens = vf["requests_per_day"].to_numpy(dtype=float) * ev.workloads["output_tokens"].to_numpy(dtype=float)
     value = vf["value_usd_per_mtok"].to_numpy(dtype=float)
     use = (vf["hosting"] == "owned").to_numpy() & np.isfinite(value) & (tokens > 0)
@@ -69,18 +70,18 @@ def overview_kpis(ev: Evaluation) -> dict:
     """The overview's KPI row as plain numbers (None where a figure does not apply)."""
     f = ev.fleet
     return {
-        "owned_nodes": int(f["owned_nodes"]),
-        "gpus_per_node": int(f["gpus_per_node"]),
-        "gpu": f["gpu"],
-        "nodes_needed": int(f["nodes_needed"]),
+        "owned_nodes": int(f.owned_nodes),
+        "gpus_per_node": int(f.gpus_per_node),
+        "gpu": f.gpu,
+        "nodes_needed": int(f.nodes_needed),
         # Over every node in the plan (owned and to buy), so a fleet of zero owned nodes still shows its idle share.
-        "utilization": float(f["utilization"]) if f.get("nodes_in_plan", f["owned_nodes"]) else None,
-        "idle_usd_per_month": float(f["idle_usd_per_month"]),
-        "owned_usd_per_mtok_out": f["owned_usd_per_mtok_out"],
+        "utilization": float(f.utilization) if f.nodes_in_plan else None,
+        "idle_usd_per_month": float(f.idle_usd_per_month),
+        "owned_usd_per_mtok_out": f.owned_usd_per_mtok_out,
         "api_usd_per_mtok_out": api_equivalent_usd_per_mtok(ev),
-        "owned_monthly_usd": float(f["owned_monthly_usd"]),
-        "total_monthly_usd": float(f["total_monthly_usd"]),
-        "inventory": f.get("inventory", "given"),
+        "owned_monthly_usd": float(f.owned_monthly_usd),
+        "total_monthly_usd": float(f.total_monthly_usd),
+        "inventory": f.inventory or "given",
         "workloads": int(len(ev.workloads)),
     }
 
@@ -117,11 +118,11 @@ def overview_summary(ev: Evaluation) -> list[str]:
     """A few sentences a finance reader can quote: idle cost, quiet hours, nodes needed, where the work goes."""
     f = ev.fleet
     k = overview_kpis(ev)
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     owned, needed, gpn = k["owned_nodes"], k["nodes_needed"], k["gpus_per_node"]
     out: list[str] = []
     fleet_words = f"{_plural(owned, 'owned node')} ({gpn} × {k['gpu']} each)"
-    plan_nodes = int(f.get("nodes_in_plan", owned))
+    plan_nodes = int(f.nodes_in_plan)
     if owned:
         # Utilization and idle cost cover every node in the plan (issue 11): name them when more than owned.
         subject = (f"Your {fleet_words} {'is' if owned == 1 else 'are'}" if plan_nodes <= owned else
@@ -129,8 +130,8 @@ def overview_summary(ev: Evaluation) -> list[str]:
                    f"to buy; {gpn} × {k['gpu']} each) are")
         out.append(f"{subject} busy {percent(k['utilization'])} of the time "
                    f"on average and idle {percent(1 - k['utilization'])}: {money(k['idle_usd_per_month'])} a month "
-                   f"pays for idle GPUs at {money(f['full_usd_per_node_hour'])} per node-hour.")
-        without = f["hourly_utilization_without_batch"]
+                   f"pays for idle GPUs at {money(f.full_usd_per_node_hour)} per node-hour.")
+        without = list(f.hourly_utilization_without_batch)
         peak_h = int(np.argmax(without))
         quiet = _quiet_window(without)
         if max(without) > 0:
@@ -140,18 +141,18 @@ def overview_summary(ev: Evaluation) -> list[str]:
                 line += (f"; from {hour_of_day(start)} to {hour_of_day(start + n)} it uses under "
                          f"{percent(QUIET_UTILIZATION)}")
             out.append(line + ".")
-        if f["offline_gpu_hours_per_day"] > 0:
+        if f.offline_gpu_hours_per_day > 0:
             batch = vf.loc[(vf["hosting"] == "owned") & ~vf["interactive"], "workload_id"].astype(str).tolist()
-            extra = f["nodes_needed_offline_extra"]
+            extra = f.nodes_needed_offline_extra
             out.append(f"Batch work ({', '.join(batch[:4])}{'…' if len(batch) > 4 else ''}: "
-                       f"{number(f['offline_gpu_hours_per_day'], decimals=1)} GPU-hours a day) fills the quiet hours first"
+                       f"{number(f.offline_gpu_hours_per_day, decimals=1)} GPU-hours a day) fills the quiet hours first"
                        + (f" and still needs {_plural(extra, 'extra node')}." if extra
                           else " and needs no extra node."))
     else:
         out.append("You own no nodes in this scenario: every owned route would run on new nodes.")
     if needed > owned:
         line = (f"Holding every latency target at peak takes {_plural(needed, 'node')}: {integer(needed - owned)} more "
-                f"than you own, about {money(f['extra_nodes_monthly_usd'])} a month at full price.")
+                f"than you own, about {money(f.extra_nodes_monthly_usd)} a month at full price.")
         drivers = node_drivers(ev)
         saving = drivers.dropna(subset=["saves_usd_per_month"])
         saving = saving[saving["saves_usd_per_month"] > 0.5].sort_values("saves_usd_per_month", ascending=False)
@@ -173,15 +174,15 @@ def overview_summary(ev: Evaluation) -> list[str]:
                            for a, c in by_arch.items())
     line = f"{n_owned} of {_plural(n, 'workload')} run on owned GPUs in the plan" + (f" ({arch_words})" if arch_words else "")
     if n_api:
-        line += f", {n_api} on public APIs ({money(f['api_monthly_usd'])} a month)"
+        line += f", {n_api} on public APIs ({money(f.api_monthly_usd)} a month)"
     out.append(line + ".")
     none = vf.loc[hosting == "", "workload_id"].astype(str).tolist()
     if none:
         out.append(f"{_plural(len(none), 'workload')} {'has' if len(none) == 1 else 'have'} no feasible route: "
                    f"{', '.join(none[:5])}{'…' if len(none) > 5 else ''} (see Routing).")
-    out.append(f"The plan's cash bill is {money(f['total_monthly_usd'])} a month: owned nodes "
-               f"{money(f['owned_monthly_usd'])}, new nodes {money(f['extra_nodes_monthly_usd'])}, public APIs "
-               f"{money(f['api_monthly_usd'])}; {money(f['unallocated_usd_per_month'])} of it is charged to no "
+    out.append(f"The plan's cash bill is {money(f.total_monthly_usd)} a month: owned nodes "
+               f"{money(f.owned_monthly_usd)}, new nodes {money(f.extra_nodes_monthly_usd)}, public APIs "
+               f"{money(f.api_monthly_usd)}; {money(f.unallocated_usd_per_month)} of it is charged to no "
                "workload (spare GPUs and hours, whole-node rounding).")
     out += licensed_words(ev)
     eff, api = k["owned_usd_per_mtok_out"], k["api_usd_per_mtok_out"]
@@ -199,7 +200,7 @@ def node_price_note(ev: Evaluation) -> str:
     """'Node price: AWS p5.48xlarge (1-year savings plan) $33.02/hour, as of 2026-01-01, source …, confidence …'."""
     from core.presentation.pricing_views import node_rate_label
 
-    p = ev.scenario_dict()["node_price"]
+    p = contract.scenario_dict(ev)["node_price"]
     when = f", as of {p['as_of']}" if p["as_of"] else ""
     return (f"Node price: {node_rate_label(p['label'])} {money(p['usd_per_node_hour'])}/hour{when}, source: {p['source']}, "
             f"confidence {p['confidence']}. Basis: {p['basis']}.")
@@ -207,7 +208,7 @@ def node_price_note(ev: Evaluation) -> str:
 
 def api_prices_note(ev: Evaluation) -> str:
     """One line on the API list prices used: how many, dates, sources, confidence, scale."""
-    apis = ev.scenario_dict()["api_prices"]
+    apis = contract.scenario_dict(ev)["api_prices"]
     if not apis:
         return "API prices: none in the store."
     dates = sorted({a["as_of"] for a in apis})
@@ -220,7 +221,7 @@ def api_prices_note(ev: Evaluation) -> str:
 
 def performance_note(ev: Evaluation) -> str:
     """Which serving stacks' throughput and latency are roofline estimates and which are calibrated."""
-    stacks = ev.scenario_dict()["serving_stacks"]
+    stacks = contract.scenario_dict(ev)["serving_stacks"]
     calibrated = [s["name"] for s in stacks if "calibrated" in s["performance"]]
     if not calibrated:
         return (f"Throughput and latency: roofline estimates for all {len(stacks)} serving stacks "
@@ -231,7 +232,7 @@ def performance_note(ev: Evaluation) -> str:
 
 def provenance_notes(ev: Evaluation) -> list[tuple[str, str]]:
     """Every outside number behind the page as (confidence or provenance word, sentence with date and source)."""
-    sd = ev.scenario_dict()
+    sd = contract.scenario_dict(ev)
     a = sd["assumptions"]
     # Several API confidences: show the weakest, since the line speaks for all of them.
     weakest = ("user", "primary", "secondary", "unverified", "estimate")
@@ -251,7 +252,7 @@ def provenance_notes(ev: Evaluation) -> list[tuple[str, str]]:
 
 def routing_map(ev: Evaluation) -> pd.DataFrame:
     """The routing picture's points: batchability (SLA, or batch window in ms) against the value of the token."""
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     window_ms = vf["batch_window_hours"].to_numpy(dtype=float) * 3.6e6
     batch_ms = np.where(vf["interactive"].to_numpy(), vf["latency_slo_ms"].to_numpy(dtype=float), window_ms)
     return pd.DataFrame({
@@ -272,7 +273,7 @@ def route_alternatives(ev: Evaluation, i: int) -> tuple[pd.DataFrame, list[tuple
     Grouping keeps an owned-only workload's thirteen identical "data may not
     leave" refusals to one line.
     """
-    rf = ev.routes_frame(i)
+    rf = contract.routes_frame(ev, i)
     ok = rf[rf["feasible"]].sort_values(["usd_per_request", "p95_latency_ms"], na_position="last")
     rejected: dict[str, list[str]] = {}
     for route, why in zip(rf.loc[~rf["feasible"], "route"], rf.loc[~rf["feasible"], "why_not"], strict=True):
@@ -287,10 +288,10 @@ def fingerprint(ev: Evaluation) -> str:
     import hashlib
 
     h = hashlib.sha256()
-    h.update(str(ev.fleet.get("inventory")).encode())
+    h.update(str(ev.fleet.inventory).encode())
     h.update(np.ascontiguousarray(ev.verdict).tobytes())
     h.update(np.nan_to_num(np.ascontiguousarray(ev.a["usd_per_request"])).tobytes())
-    h.update(repr((ev.fleet["total_monthly_usd"], ev.fleet["nodes_needed"], ev.rate)).encode())
+    h.update(repr((ev.fleet.total_monthly_usd, ev.fleet.nodes_needed, ev.rate)).encode())
     h.update(ev.workloads["workload_id"].astype(str).str.cat(sep="\x00").encode())
     return h.hexdigest()[:16]
 
@@ -300,10 +301,10 @@ def nodes_by_route(ev: Evaluation) -> pd.DataFrame:
     f = ev.fleet
     labels = {r.route_id: (r.label, r.architecture) for r in ev.routes}
     rows = []
-    for rid, gpus in f["gpus_by_route"].items():
+    for rid, gpus in f.gpus_by_route.items():
         label, arch = labels.get(rid, (rid, ""))
         rows.append({"route_id": rid, "route": label, "architecture": arch, "gpus": float(gpus),
-                     "nodes": f["nodes_by_route"].get(rid), "monthly_usd": f["monthly_usd_by_route"].get(rid)})
+                     "nodes": f.nodes_by_route.get(rid), "monthly_usd": f.monthly_usd_by_route.get(rid)})
     out = pd.DataFrame(rows, columns=["route_id", "route", "architecture", "gpus", "nodes", "monthly_usd"])
     return out.sort_values("gpus", ascending=False).reset_index(drop=True)
 
@@ -314,17 +315,17 @@ def cash_bill(ev: Evaluation) -> pd.DataFrame:
     The first lines add up to the bill; the last two add up to it as well (attributed + not attributed).
     """
     f = ev.fleet
-    new = max(int(f["nodes_needed"]) - int(f["owned_nodes"]), 0)
+    new = f.new_nodes
     rows = [
-        ("Owned nodes", f"{_plural(int(f['owned_nodes']), 'node')} × {money(f['full_usd_per_node_hour'])}/node-hour "
-         "× 730 h, paid whatever runs on them", float(f["owned_monthly_usd"])),
-        ("New nodes", f"{_plural(new, 'node')} bought whole at the same price", float(f["extra_nodes_monthly_usd"])),
-        ("Public APIs", "per request, at list price × the scenario's scale", float(f["api_monthly_usd"])),
-        ("Licences", "licensed weights, per GPU-month", float(f.get("licence_monthly_usd", 0.0))),
-        ("Cash bill", "the same under either cost basis", float(f["total_monthly_usd"])),
+        ("Owned nodes", f"{_plural(int(f.owned_nodes), 'node')} × {money(f.full_usd_per_node_hour)}/node-hour "
+         "× 730 h, paid whatever runs on them", float(f.owned_monthly_usd)),
+        ("New nodes", f"{_plural(new, 'node')} bought whole at the same price", float(f.extra_nodes_monthly_usd)),
+        ("Public APIs", "per request, at list price × the scenario's scale", float(f.api_monthly_usd)),
+        ("Licences", "licensed weights, per GPU-month", float(f.licence_monthly_usd)),
+        ("Cash bill", "the same under either cost basis", float(f.total_monthly_usd)),
         ("Attributed to workloads", "interactive: share of reserved GPUs at peak; batch: GPU-hours used "
-         f"({ev.scenario.cost_basis.value} basis)", float(f["attributed_usd_per_month"])),
-        ("Not attributed", "idle GPUs, idle hours, whole-node rounding", float(f["unallocated_usd_per_month"])),
+         f"({ev.scenario.cost_basis.value} basis)", float(f.attributed_usd_per_month)),
+        ("Not attributed", "idle GPUs, idle hours, whole-node rounding", float(f.unallocated_usd_per_month)),
     ]
     return pd.DataFrame(rows, columns=["line", "what", "usd_per_month"])
 
@@ -332,27 +333,27 @@ def cash_bill(ev: Evaluation) -> pd.DataFrame:
 def node_drivers(ev: Evaluation) -> pd.DataFrame:
     """Why each node beyond those owned is bought: the workload and target, and what relaxing it saves a month."""
     rows = []
-    for d in ev.fleet.get("node_drivers", []):
-        target = (f"{integer(d['latency_slo_ms'])} ms p95" if d.get("latency_slo_ms") is not None
-                  else f"{number(d.get('batch_window_hours'), decimals=1)} h window")
-        for r in d["relaxations"] or [{"change": "—", "saves_usd_per_month": None}]:
+    for d in ev.fleet.node_drivers:
+        target = (f"{integer(d.latency_slo_ms)} ms p95" if d.latency_slo_ms is not None
+                  else f"{number(d.batch_window_hours, decimals=1)} h window")
+        for change, saves in [(r.change, r.saves_usd_per_month) for r in d.relaxations] or [("—", None)]:
             # The engine names the data policy by its id; a person reads what it means.
-            change = str(r["change"]).replace("(owned_only data)", "(its data may not leave your hardware)")
-            rows.append({"workload_id": d["workload_id"], "route": d["route"], "target": target,
-                         "change": change, "saves_usd_per_month": r.get("saves_usd_per_month")})
+            change = change.replace("(owned_only data)", "(its data may not leave your hardware)")
+            rows.append({"workload_id": d.workload_id, "route": d.route, "target": target,
+                         "change": change, "saves_usd_per_month": saves})
     return pd.DataFrame(rows, columns=["workload_id", "route", "target", "change", "saves_usd_per_month"])
 
 
 def deployments(ev: Evaluation) -> pd.DataFrame:
     """The owned deployments of the plan: who shares each, its replicas, GPUs and whole nodes."""
     # A stack may run a pool per concurrency tier (core.decision.plan.CAP_BANDS): the tier names which.
-    rows = [{"route": d["label"] + (f" ({d['tier']})" if d.get("tier") else ""),
-             "gpus_per_replica": d["gpus_per_replica"], "replicas": d["replicas"],
-             "concurrency_cap": d["concurrency_cap"], "gpus": d["gpus"], "nodes": d["nodes"],
-             "offline_gpu_hours_per_day": d["offline_gpu_hours_per_day"],
-             "workloads": ", ".join(d["workloads"][:8]) + (f" and {len(d['workloads']) - 8} more"
-                                                             if len(d["workloads"]) > 8 else "")}
-            for d in ev.fleet.get("deployments", [])]
+    rows = [{"route": d.label + (f" ({d.tier})" if d.tier else ""),
+             "gpus_per_replica": d.gpus_per_replica, "replicas": d.replicas,
+             "concurrency_cap": d.concurrency_cap, "gpus": d.gpus, "nodes": d.nodes,
+             "offline_gpu_hours_per_day": d.offline_gpu_hours_per_day,
+             "workloads": ", ".join(d.workloads[:8]) + (f" and {len(d.workloads) - 8} more"
+                                                        if len(d.workloads) > 8 else "")}
+            for d in ev.fleet.deployments]
     return pd.DataFrame(rows, columns=["route", "gpus_per_replica", "replicas", "concurrency_cap", "gpus", "nodes",
                                        "offline_gpu_hours_per_day", "workloads"])
 
@@ -360,23 +361,23 @@ def deployments(ev: Evaluation) -> pd.DataFrame:
 def licensed_words(ev: Evaluation) -> list[str]:
     """One sentence per licensed stack whose fee is not entered: what it would unlock or save."""
     out = []
-    for lic in ev.fleet.get("licensed_routes", []):
-        if lic.get("serves_unserved"):
-            out.append(f"{lic['label']} is the only route that can serve {', '.join(lic['serves_unserved'][:5])}; "
+    for lic in ev.fleet.licensed_routes:
+        if lic.serves_unserved:
+            out.append(f"{lic.label} is the only route that can serve {', '.join(lic.serves_unserved[:5])}; "
                        "its weights need a licence: enter the fee (Pricing) to let the plan use it.")
-        if lic.get("break_even_usd_per_gpu_month"):
-            also = "On the workloads the plan serves without it, " if lic.get("serves_unserved") else ""
-            out.append(f"{also}{lic['label']} would pay for itself at a licence fee up to "
-                       f"{money(lic['break_even_usd_per_gpu_month'])} per GPU-month (break-even; it would save "
-                       f"{money(lic['saves_usd_per_month_at_zero_fee'])} a month at no fee).")
-        elif not lic.get("serves_unserved"):
-            out.append(f"{lic['label']} (licensed weights, fee not entered) would not lower the bill here.")
+        if lic.break_even_usd_per_gpu_month:
+            also = "On the workloads the plan serves without it, " if lic.serves_unserved else ""
+            out.append(f"{also}{lic.label} would pay for itself at a licence fee up to "
+                       f"{money(lic.break_even_usd_per_gpu_month)} per GPU-month (break-even; it would save "
+                       f"{money(lic.saves_usd_per_month_at_zero_fee)} a month at no fee).")
+        elif not lic.serves_unserved:
+            out.append(f"{lic.label} (licensed weights, fee not entered) would not lower the bill here.")
     return out
 
 
 def costliest_interactive(ev: Evaluation, n: int) -> list[str]:
     """Ids of the n interactive workloads whose verdict costs most a month (the ones worth a chart)."""
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     live = vf[vf["interactive"]].sort_values("monthly_usd", ascending=False, na_position="first", kind="stable")
     return live["workload_id"].astype(str).head(n).tolist()
 
@@ -432,4 +433,4 @@ def routing_csv(ev: Evaluation) -> bytes:
     """The routing table (verdicts_frame) as UTF-8 CSV, for a spreadsheet; formula-like text neutralised."""
     from core.presentation.csv_export import routing_csv as frame_csv
 
-    return frame_csv(ev.verdicts_frame())
+    return frame_csv(contract.verdicts_frame(ev))

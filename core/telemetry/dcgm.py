@@ -16,7 +16,7 @@ import re
 import pyarrow as pa
 
 from core.errors import InputError
-from core.presentation.format import integer
+from core.format import integer
 from core.telemetry.samples import (
     METRICS,
     ParsedTelemetry,

@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from core.errors import InputError, StoreError
-from core.presentation.format import integer
+from core.format import integer
 from core.store import telemetry as tstore
 from core.telemetry import dcgm, nvidia_smi, prometheus
 from core.telemetry.formats import detect_format

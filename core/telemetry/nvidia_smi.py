@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 
 from core.errors import InputError
-from core.presentation.format import integer, plain
+from core.format import integer, plain
 from core.telemetry.samples import CsvColumn, CsvPlan, ParsedTelemetry
 
 FORMAT = "nvidia-smi CSV"

@@ -15,8 +15,8 @@ import numpy as np
 
 from core.decision.economics import NodeRate, idle_usd, node_rate
 from core.errors import InputError
+from core.format import integer, money, percent, plain
 from core.models import HOURS_PER_MONTH, Scenario
-from core.presentation.format import integer, money, percent, plain
 from core.store import telemetry as tstore
 from core.telemetry.samples import METRIC_SHORT, UTILIZATION_METRICS
 

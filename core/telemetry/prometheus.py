@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from core.errors import InputError
-from core.presentation.format import integer
+from core.format import integer
 from core.telemetry.dcgm import DCGM_FIELDS, SHARE_METRICS, gpu_from_labels, node_from_labels, pivot
 from core.telemetry.samples import ParsedTelemetry
 

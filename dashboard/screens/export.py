@@ -18,8 +18,8 @@ if ev is None:
     st.stop()
 
 # Pricing option, cost basis, nodes and the saved scenario's name: each scenario downloads under its own name.
-stem = download_stem(ev.scenario, ev.fleet.get("inventory", "inventory"), saved_name=state.saved_name())
-st.caption(md(f"Built from {views.inventory_words(ev.fleet.get('inventory', 'given'))} under the sidebar's "
+stem = download_stem(ev.scenario, ev.fleet.inventory or "inventory", saved_name=state.saved_name())
+st.caption(md(f"Built from {views.inventory_words(ev.fleet.inventory or 'given')} under the sidebar's "
               f"scenario. {views.node_price_note(ev)}"))
 
 st.subheader("Routing table")
@@ -34,7 +34,7 @@ if build_xlsx is None:
 else:
     st.write("An XLSX workbook (summary, workloads, fleet, assumptions, price sensitivity), an HTML one-pager "
              "that opens and prints offline, and a Markdown brief for a ticket or a wiki page.")
-    built_for = (ev.scenario.model_dump_json(), state.data_version(), ev.fleet.get("inventory"))
+    built_for = (ev.scenario.model_dump_json(), state.data_version(), ev.fleet.inventory)
     if st.button("Build the procurement summary", key="export_build", type="primary"):
         try:
             with st.spinner("Building the workbook and one-pagers (re-running the price-sensitivity cases)…"):

@@ -2,10 +2,9 @@
 
 import streamlit as st
 
-from core.decision import analysis
-from core.decision.checks import check_plan
-from core.decision.engine import Evaluation
+from core import service
 from core.presentation import charts, views
+from core.service import Evaluation
 from dashboard import state
 from dashboard.format import (
     count_col,
@@ -27,14 +26,14 @@ CHART_WORKLOADS = 12  # grouped bars stay readable up to about a dozen workloads
 # One entry per scale, not per range: narrowing or widening the range re-evaluates only the scales not yet swept.
 @st.cache_data(show_spinner="Re-routing every workload at this SLA scale…", max_entries=32 * len(SWEEP_SCALES))
 def sla_sweep_rows(scenario_json: str, data_version: int, inventory: str, scale: float, _ev: Evaluation):
-    """analysis.sla_sweep_rows, cached on the scenario's value, the data version and the scale (not on the evaluation)."""
-    return analysis.sla_sweep_rows(_ev.catalog, _ev.workloads, _ev.scenario, scale)
+    """service.sla_sweep_rows, cached on the scenario's value, the data version and the scale (not on the evaluation)."""
+    return service.sla_sweep_rows(_ev, scale)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def side_by_side(scenario_json: str, data_version: int, inventory: str, _ev: Evaluation):
     """Best owned route per architecture per interactive workload, cached like the sweep (it words every refusal)."""
-    return views.architecture_side_by_side(analysis.architecture_comparison(_ev))
+    return views.architecture_side_by_side(service.architecture_comparison(_ev))
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
@@ -42,12 +41,12 @@ def figures(scenario_json: str, data_version: int, inventory: str, _ev: Evaluati
     """The page's Plotly figures, built once per scenario (building them is most of a rerun's time)."""
     f = _ev.fleet
     routes = views.nodes_by_route(_ev)
-    options = analysis.fleet_options(_ev)
+    options = service.fleet_options(_ev)
     top = views.costliest_interactive(_ev, CHART_WORKLOADS)
     return {
         "routes": routes,
         "routes_chart": None if routes.empty else charts.gpus_by_route_chart(
-            routes, owned_gpus=f["owned_nodes"] * f["gpus_per_node"]),
+            routes, owned_gpus=f.owned_nodes * f.gpus_per_node),
         "top": top,
         "arch_chart": None if _side.empty else charts.architecture_chart(_side, workloads=top),
         "sweep_chart": charts.sla_sweep_chart(_sweep, current_scale=_ev.scenario.sla_scale),
@@ -63,16 +62,16 @@ if ev is None:
 f = ev.fleet
 
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("Nodes needed", integer(f["nodes_needed"]), help="Recommended mix: every latency target held at peak.")
-c2.metric("Owned nodes", integer(f["owned_nodes"]))
-c3.metric("For interactive work", integer(f["nodes_needed_interactive"]),
+c1.metric("Nodes needed", integer(f.nodes_needed), help="Recommended mix: every latency target held at peak.")
+c2.metric("Owned nodes", integer(f.owned_nodes))
+c3.metric("For interactive work", integer(f.nodes_needed_interactive),
           help="Replicas sized so that each workload's p95 of wait + service holds its target at the peak "
                "hour, on its deployment's pooled queue (replicas × concurrency cap).")
-c4.metric("Cash bill a month", money(f["total_monthly_usd"]),
+c4.metric("Cash bill a month", money(f.total_monthly_usd),
           help="max(owned, needed) nodes × the full node price × 730 h + API spend + licences; "
                "the same under either cost basis.")
 
-if f["nodes_needed"] > f["owned_nodes"]:
+if f.nodes_needed > f.owned_nodes:
     st.subheader("Why nodes are bought")
     st.caption("For the workloads that hold the most GPUs on the new nodes: what relaxing each one's target, or "
                "moving it to its best API where policy allows, would save a month (exact re-pricing of the plan).")
@@ -97,8 +96,7 @@ key = (ev.scenario.model_dump_json(), state.data_version(), views.fingerprint(ev
 side = side_by_side(*key, ev)
 lo, hi = st.session_state.get("fleet_sla_scales", (SWEEP_SCALES[0], SWEEP_SCALES[-1]))
 scales = tuple(s for s in SWEEP_SCALES if lo <= s <= hi)
-sweep = analysis.sla_sweep(ev.catalog, ev.workloads, ev.scenario, scales,
-                           rows_at=lambda s: sla_sweep_rows(*key, s, ev))
+sweep = service.sla_sweep(ev, scales, rows_at=lambda s: sla_sweep_rows(*key, s, ev))
 fig = figures(*key, ev, side, sweep, scales)
 
 st.subheader("Nodes by route")
@@ -116,8 +114,8 @@ else:
                                                    "hours."),
                                 "monthly_usd": money_col("$/month")})
     st.caption("Interactive routes hold their GPUs at the peak hour; batch work counts its average over the day. "
-               f"Replicas of 1, 2, 4 or 8 GPUs pack {f['gpus_per_node']}-GPU nodes without gaps, so routes "
-               f"share nodes: {integer(f['nodes_needed'])} in all, not the sum of the rows.")
+               f"Replicas of 1, 2, 4 or 8 GPUs pack {f.gpus_per_node}-GPU nodes without gaps, so routes "
+               f"share nodes: {integer(f.nodes_needed)} in all, not the sum of the rows.")
 
 st.subheader("Architectures side by side, per interactive workload")
 if side.empty:
@@ -170,7 +168,7 @@ st.caption("Replays the peak hour of every owned deployment that serves interact
            "Estimates: it checks the queueing arithmetic the plan sized on, not the physics.")
 if st.button("Check by simulation", key="fleet_simulate"):
     bar = st.progress(0.0, text="Simulating…")
-    result = check_plan(ev, seed=0, progress=lambda done, total, dep: bar.progress(
+    result = service.check_plan(ev, seed=0, progress=lambda done, total, dep: bar.progress(
         done / max(total, 1), text=f"Simulating {dep}…" if dep else "Done"))
     st.session_state["fleet_simulation"] = (id(ev), result)
 checked = st.session_state.get("fleet_simulation")

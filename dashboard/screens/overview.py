@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from core.decision import sensitivity
 from core.presentation import charts, views
+from core.service import estimate_range_words
 from core.telemetry.profile import measured_vs_plan
 from dashboard import state
 from dashboard.format import badge, integer, md, money, money_col, percent, signed_money, text_col
@@ -32,7 +32,7 @@ c5.metric("Nodes needed", integer(needed),
           delta=f"{'+' if needed > owned else ''}{integer(needed - owned)} vs owned" if needed != owned else None, delta_color="off",
           help="Nodes that hold every latency target at peak in the recommended mix, batch work filling idle hours.")
 
-if (estimate_range := sensitivity.estimate_range_words(ev)) is not None:
+if (estimate_range := estimate_range_words(ev)) is not None:
     st.caption(md(estimate_range))
 
 with st.expander(f"Cash bill: {money(k['total_monthly_usd'])} a month — line by line"):
@@ -49,15 +49,15 @@ st.markdown("\n".join(f"- {md(line)}" for line in views.overview_summary(ev)))
 
 left, right = st.columns([3, 2])
 with left:
-    st.plotly_chart(charts.utilization_chart(ev.fleet["hourly_utilization"],
-                                             ev.fleet["hourly_utilization_without_batch"], owned_nodes=owned,
-                                             plan_nodes=ev.fleet["nodes_in_plan"]),
+    st.plotly_chart(charts.utilization_chart(ev.fleet.hourly_utilization,
+                                             ev.fleet.hourly_utilization_without_batch, owned_nodes=owned,
+                                             plan_nodes=ev.fleet.nodes_in_plan),
                     key="overview_utilization")
-    st.caption(md(f"Interactive load follows the {ev.fleet['traffic_shape']}, scaled to each workload's peak "
+    st.caption(md(f"Interactive load follows the {ev.fleet.traffic_shape}, scaled to each workload's peak "
                   "factor; batch work is placed in the idlest hours first. The sidebar's 'Traffic over the day' "
                   "switches to your measured telemetry."))
 with right:
-    st.plotly_chart(charts.verdict_mix_chart(ev.fleet["verdict_mix"]), key="overview_mix")
+    st.plotly_chart(charts.verdict_mix_chart(ev.fleet.verdict_mix), key="overview_mix")
     st.caption("Details and reasons per workload: Routing. Nodes per route: Fleet sizing.")
 
 # Measured utilization beside the plan's (issue 15): one line, only once telemetry has been imported.

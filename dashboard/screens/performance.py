@@ -24,7 +24,7 @@ from core.presentation.charts_inputs import (
 )
 from core.presentation.format import column_format, integer, number, plain
 from core.presentation.peer_view import peer_blocker, peer_view
-from core.store.benchmarks import list_imports
+from core.service import benchmark_imports
 from dashboard.format import md
 from dashboard.state import bump_data_version, catalog, data_version, store
 
@@ -217,7 +217,7 @@ with st.expander("Import your own benchmark file", expanded=False):
         except HangoverError as exc:
             st.error(md(str(exc)))
 
-imports = list_imports(store())
+imports = benchmark_imports(store())
 if not imports.empty:
     with st.expander("Remove an imported file", expanded=False):
         labels = {r.import_id: f"{r.source} — {integer(r.points)} point(s), {r.tool} (id {r.import_id[:12]})"

@@ -22,6 +22,7 @@ from core.presentation.pricing_views import (
     provenance_lines,
     save_override,
 )
+from core.service import set_licence_fee
 from dashboard.format import md
 from dashboard.state import bump_data_version, catalog, data_version, lacks_price, scenario, store
 
@@ -231,8 +232,6 @@ else:
                                   key="price_licence_fee")
         lic_source = c3.text_input("Source (quote, contract)", key="price_licence_source")
         if st.form_submit_button("Save licence fee"):
-            from core.store.stacks import set_licence_fee
-
             try:
                 set_licence_fee(store(), lic_stack, lic_fee, source=lic_source)
             except HangoverError as exc:

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from core import service
 from core.presentation import charts, views
 from dashboard import state
 from dashboard.format import count_col, md, money_col, ms_col, number_col, share_bar_col, text_col
@@ -11,9 +12,9 @@ ev = state.evaluation()
 if ev is None:
     st.stop()
 
-vf = ev.verdicts_frame()
+vf = service.verdicts_frame(ev)
 st.caption("Each workload goes to the cheapest route that meets its data policy, latency target or batch window, "
-           f"and quality floor. {md(views.inventory_words(ev.fleet.get('inventory', 'given')).capitalize())}. "
+           f"and quality floor. {md(views.inventory_words(ev.fleet.inventory or 'given').capitalize())}. "
            "Select a row to see why.")
 event = st.dataframe(
     vf,
@@ -44,7 +45,7 @@ rows = event.selection.rows if event is not None else []
 if rows:
     i = int(rows[0])
     st.subheader(f"Why: {md(vf['name'].iloc[i])}")
-    st.markdown("\n".join(f"- {md(line)}" for line in ev.reasons(i)))
+    st.markdown("\n".join(f"- {md(line)}" for line in service.reasons(ev, i)))
     ok, rejected = views.route_alternatives(ev, i)
     st.markdown(f"**Routes that could serve it** ({len(ok)}), cheapest first")
     st.dataframe(ok, hide_index=True, key="routing_feasible", placeholder="—",

@@ -8,7 +8,7 @@ from core.errors import HangoverError
 from core.presentation.charts_telemetry import hourly_profile_chart, weekday_hour_heatmap
 from core.presentation.format import column_format, integer, money, percent
 from core.presentation.pricing_views import node_rate_label
-from core.store import telemetry as tstore
+from core.service import telemetry_overview, telemetry_stamp
 from core.telemetry import import_telemetry, summarize
 from dashboard import state
 from dashboard.format import md
@@ -20,9 +20,7 @@ ALL_NODES = "(all nodes)"
 # shows here too; these reads touch the hourly aggregates only, never the raw samples.
 @st.cache_data(show_spinner=False, max_entries=8)
 def _imports(stamp: tuple):
-    store = state.store()
-    with store.held():
-        return tstore.list_imports(store), tstore.nodes(store), tstore.coverage(store)
+    return telemetry_overview(state.store())
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -72,7 +70,7 @@ with st.expander("Import a telemetry file", expanded=False):
         except HangoverError as exc:
             st.error(md(str(exc)))
 
-stamp = tstore.telemetry_stamp(state.store())
+stamp = telemetry_stamp(state.store())
 imports, nodes, cover = _imports(stamp)
 if imports.empty:
     st.info("No telemetry yet. Import a file above, or from the command line: "
@@ -110,7 +108,7 @@ st.caption(md(f"Metric: {p.metric_label}. Measured figures, dated {p.first_ts:%Y
 plan = None
 ev = state.evaluation()
 if ev is not None:
-    plan = tuple(float(x) for x in ev.fleet["hourly_utilization"])
+    plan = tuple(float(x) for x in ev.fleet.hourly_utilization)
 heat, profile = _figures((stamp, node, date_from, date_to, scenario.model_dump_json(), plan), summary, plan)
 st.plotly_chart(heat, key="tel_heatmap")
 st.plotly_chart(profile, key="tel_profile")

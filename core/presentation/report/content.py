@@ -7,13 +7,17 @@ it out, so the three formats cannot disagree on a number.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from core.decision import contract, explain
 from core.decision.analysis import fleet_options, sensitivity
 from core.decision.engine import API_P95_OVER_TYPICAL, Evaluation
+from core.decision.records import NodeDriver
+from core.decision.sensitivity import ranges as performance_ranges
 from core.models import DEFAULT_MIN_QUALITY, HOURS_PER_MONTH, TASK_CLASSES, PricingOption
 from core.presentation.pricing_views import node_rate_label
 from core.presentation.report.numbers import fmt
@@ -151,7 +155,7 @@ def _rate_label(rate) -> str:
     return node_rate_label(rate)
 
 
-def _mix_words(mix: dict) -> str:
+def _mix_words(mix: Mapping[str, int]) -> str:
     """The verdict mix in words: '2 on a public API (autoregressive), 1 on owned GPUs (MoE), 3 with no route'."""
     parts = []
     for key, n in mix.items():
@@ -196,15 +200,15 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
     sc = ev.scenario
     out: list[Change] = []
     node = _node_words(ev)
-    owned, needed = int(f["owned_nodes"]), int(f["nodes_needed"])
+    owned, needed = int(f.owned_nodes), int(f.nodes_needed)
     if needed > owned:
         n = needed - owned
         out.append(Change(
             "Buy nodes",
             f"Buy {n} more {node} node{'s' if n != 1 else ''}: the recommended routing needs {needed}, "
-            f"you own {owned}; about {fmt(f['extra_nodes_monthly_usd'], 'usd')}/month at "
-            f"{fmt(ev.rate.full_usd_per_node_hour, 'usd_2')}/node-hour." + _driver_words(f),
-            float(f["extra_nodes_monthly_usd"])))
+            f"you own {owned}; about {fmt(f.extra_nodes_monthly_usd, 'usd')}/month at "
+            f"{fmt(ev.rate.full_usd_per_node_hour, 'usd_2')}/node-hour." + _driver_words(f.node_drivers),
+            float(f.extra_nodes_monthly_usd)))
     elif needed < owned:
         n = owned - needed
         saving = n * ev.rate.full_usd_per_node_hour * HOURS_PER_MONTH
@@ -228,19 +232,18 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
     return out
 
 
-def _driver_words(f: dict) -> str:
+def _driver_words(drivers: tuple[NodeDriver, ...]) -> str:
     """What forces the purchase, and what relaxing each cause would save (fleet.node_drivers)."""
     parts = []
-    for d in f.get("node_drivers", [])[:3]:
-        best = max((r for r in d["relaxations"] if r.get("saves_usd_per_month")),
-                   key=lambda r: r["saves_usd_per_month"], default=None)
-        target = (f"its {fmt(d['latency_slo_ms'], 'int')} ms target" if d.get("latency_slo_ms") is not None
-                  else f"its {fmt(d.get('batch_window_hours'), 'num_1')} h window")
-        if best is not None and best["saves_usd_per_month"] > 0.5:
-            parts.append(f"{d['workload_id']} ({target}): {best['change']} saves "
-                         f"{fmt(best['saves_usd_per_month'], 'usd')}/month")
+    for d in drivers[:3]:
+        best = d.best_relaxation()
+        target = (f"its {fmt(d.latency_slo_ms, 'int')} ms target" if d.latency_slo_ms is not None
+                  else f"its {fmt(d.batch_window_hours, 'num_1')} h window")
+        if best is not None and (best.saves_usd_per_month or 0.0) > 0.5:
+            parts.append(f"{d.workload_id} ({target}): {best.change} saves "
+                         f"{fmt(best.saves_usd_per_month, 'usd')}/month")
         else:
-            parts.append(f"{d['workload_id']} ({target})")
+            parts.append(f"{d.workload_id} ({target})")
     return (" What forces it: " + "; ".join(parts) + ".") if parts else ""
 
 
@@ -345,7 +348,7 @@ def _options(ev: Evaluation) -> tuple[Table, dict[str, dict]]:
 
 def _cost_by_route(ev: Evaluation, vf: pd.DataFrame) -> Table:
     f = ev.fleet
-    by_route = f["monthly_usd_by_route"]
+    by_route = f.monthly_usd_by_route
     labels = {r.route_id: r for r in ev.routes}
     rows: list[dict] = []
     for rid, usd in sorted(by_route.items(), key=lambda kv: -kv[1]):
@@ -354,7 +357,7 @@ def _cost_by_route(ev: Evaluation, vf: pd.DataFrame) -> Table:
         rows.append({"route": route.label, "hosting": route.hosting,
                      "architecture": _ARCH_WORDS.get(route.architecture, route.architecture),
                      "workloads": _ids(ids), "monthly_usd": float(usd)})
-    gap = float(f["unallocated_usd_per_month"])
+    gap = float(f.unallocated_usd_per_month)
     if abs(gap) >= 0.005:
         rows.append({"route": "Not attributed: idle GPUs, idle hours, whole-node rounding", "hosting": "owned",
                      "architecture": "", "workloads": "", "monthly_usd": gap})
@@ -403,7 +406,7 @@ def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
     rows = []
     for i, r in enumerate(vf.to_dict("records")):
         src = w.iloc[i]
-        reasons = ev.reasons(i)
+        reasons = explain.reasons(ev, i)
         rows.append({
             **r,
             "team": src.get("team") if isinstance(src.get("team"), str) else "",
@@ -456,13 +459,13 @@ def _fleet(ev: Evaluation, vf: pd.DataFrame) -> tuple[Table, Table]:
     f = ev.fleet
     routes = {r.route_id: r for r in ev.routes}
     rows = []
-    for rid in sorted(set(f["gpus_by_route"]) | set(f["nodes_by_route"]), key=lambda k: -f["gpus_by_route"].get(k, 0)):
+    for rid in sorted(set(f.gpus_by_route) | set(f.nodes_by_route), key=lambda k: -f.gpus_by_route.get(k, 0)):
         sel = vf["route_id"] == rid
         rows.append({"route": routes[rid].label,
                      "architecture": _ARCH_WORDS.get(routes[rid].architecture, routes[rid].architecture),
-                     "nodes": f["nodes_by_route"].get(rid, np.nan), "gpus": f["gpus_by_route"].get(rid, np.nan),
+                     "nodes": f.nodes_by_route.get(rid, np.nan), "gpus": f.gpus_by_route.get(rid, np.nan),
                      "workloads": _ids(vf.loc[sel, "workload_id"].tolist()),
-                     "monthly_usd": f["monthly_usd_by_route"].get(rid, np.nan)})
+                     "monthly_usd": f.monthly_usd_by_route.get(rid, np.nan)})
     route_cols = [
         Column("route", "Owned route", "text", width=40, wrap=True),
         Column("architecture", "Architecture", "text"),
@@ -471,10 +474,10 @@ def _fleet(ev: Evaluation, vf: pd.DataFrame) -> tuple[Table, Table]:
         Column("workloads", "Workloads", "text", width=40, wrap=True),
         Column("monthly_usd", "Allocated $/month", "usd"),
     ]
-    gpus = f["owned_nodes"] * f["gpus_per_node"]
+    gpus = f.owned_nodes * f.gpus_per_node
     hourly = [{"hour": f"{h:02d}:00", "without_batch": u0, "batch_fill": max(u - u0, 0.0), "with_batch": u,
                "busy_gpus": u * gpus}
-              for h, (u, u0) in enumerate(zip(f["hourly_utilization"], f["hourly_utilization_without_batch"],
+              for h, (u, u0) in enumerate(zip(f.hourly_utilization, f.hourly_utilization_without_batch,
                                               strict=True))]
     hour_cols = [
         Column("hour", "Hour", "text"),
@@ -485,10 +488,10 @@ def _fleet(ev: Evaluation, vf: pd.DataFrame) -> tuple[Table, Table]:
     ]
     return (
         Table("FleetRoutes", "Nodes per owned route", route_cols, rows,
-              f"Interactive routes share nodes: the fleet needs {_plural(int(f['nodes_needed']), 'node')} in all "
-              f"({f['nodes_needed_interactive']} interactive + {f['nodes_needed_offline_extra']} more for batch)."),
+              f"Interactive routes share nodes: the fleet needs {_plural(int(f.nodes_needed), 'node')} in all "
+              f"({f.nodes_needed_interactive} interactive + {f.nodes_needed_offline_extra} more for batch)."),
         Table("Hourly", "Hourly utilization of the owned fleet (estimate)", hour_cols, hourly,
-              f"Interactive traffic: {f.get('traffic_shape', 'office-hours traffic shape (an assumption)')}, "
+              f"Interactive traffic: {f.traffic_shape}, "
               "scaled to each workload's peak factor; batch work fills the idlest hours."),
     )
 
@@ -528,17 +531,45 @@ def _date(text) -> dt.date | None:
 
 
 def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
+    """Every price, speed, quality and benchmark figure the evaluation read, with its date and source."""
     rows: list[dict] = []
     today = generated.date()
-    value: object  # each figure's value below: a number, None (not stated) or words
 
     def add(section, item, figure, value, kind, unit="", as_of=None, source="", confidence="", note=""):
         rows.append({"section": section, "item": item, "figure": figure, "value": value, "value:kind": kind,
                      "unit": unit, "as_of": _date(as_of), "source": source, "confidence": confidence,
                      "note": note or ""})
 
-    sc = ev.scenario
-    rate = ev.rate
+    _node_price_rows(add, ev, today)
+    _gpu_rows(add, ev)
+    _api_rows(add, ev)
+    _stack_rows(add, ev)
+    _benchmark_rows(add, ev)
+    _default_and_scenario_rows(add, ev, today)
+    _engine_rows(add, ev)
+
+    cols = [
+        Column("section", "Section", "text"),
+        Column("item", "Item", "text", width=40, wrap=True),
+        Column("figure", "Figure", "text", width=34, wrap=True),
+        Column("value", "Value", "mixed", width=22, wrap=True),
+        Column("unit", "Unit", "text"),
+        Column("as_of", "As of", "date"),
+        Column("source", "Source", "text", width=60, wrap=True),
+        Column("confidence", "Confidence", "text"),
+        Column("note", "Note", "text", width=50, wrap=True),
+    ]
+    note = ("Every price, speed, quality and benchmark figure the evaluation read, with its date and source. "
+            "Confidence: primary, secondary, unverified, estimate (ours), user (yours).")
+    return Table("Assumptions", "Assumptions", cols, rows, note)
+
+
+QUALITY_NOTE = "share of a strong frontier model's score on this task class (estimate)"
+
+
+def _node_price_rows(add, ev: Evaluation, today: dt.date) -> None:
+    """The node price used (dated; an override the day of the report) and the owned-hardware figures behind it."""
+    sc, rate = ev.scenario, ev.rate
     override = sc.node_usd_per_hour is not None
     # An override has no date of its own: it is dated the day it was used for this report.
     rate_date = today if override else rate.as_of
@@ -562,14 +593,20 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
                 add("Owned hardware", hw.name, figure, value, kind, unit, hw.as_of, hw.source, hw.confidence.value,
                     hw.note)
 
-    gpu = ev.catalog.gpu(sc.gpu)
+
+def _gpu_rows(add, ev: Evaluation) -> None:
+    """The scenario's GPU: memory, bandwidth, compute, power."""
+    gpu = ev.catalog.gpu(ev.scenario.gpu)
     for figure, value, unit in (("Memory", gpu.hbm_gb, "GB"), ("Memory bandwidth", gpu.hbm_tb_per_s, "TB/s"),
                                 ("Dense BF16", gpu.bf16_tflops, "TFLOP/s"), ("Dense FP8", gpu.fp8_tflops, "TFLOP/s"),
                                 ("Board power", gpu.tdp_w, "W")):
         if value is not None:
             add("GPU", gpu.name, figure, value, "num_g", unit, gpu.as_of, gpu.source, gpu.confidence.value, gpu.note)
 
-    quality_note = "share of a strong frontier model's score on this task class (estimate)"
+
+def _api_rows(add, ev: Evaluation) -> None:
+    """Each public API's prices, typical speed and quality by task class."""
+    sc = ev.scenario
     for r in ev.routes:
         if r.api is None:
             continue
@@ -588,10 +625,13 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
             confidence="estimate", note="typical figure (estimate)", **common)
         for t in TASK_CLASSES:
             add("Quality", r.label, f"Quality: {t}", api.quality_for(t), "num_2", "0-1", confidence="estimate",
-                note=quality_note, **common)
+                note=QUALITY_NOTE, **common)
 
+
+def _stack_rows(add, ev: Evaluation) -> None:
+    """Each serving stack's architecture, performance provenance, sizes and quality by task class."""
     # The engine words each stack's provenance (which GPUs-per-replica options are calibrated).
-    performance = {d["stack_id"]: d["performance"] for d in ev.scenario_dict()["serving_stacks"]}
+    performance = {d["stack_id"]: d["performance"] for d in contract.scenario_dict(ev)["serving_stacks"]}
     for r in ev.routes:
         if r.stack is None:
             continue
@@ -615,8 +655,12 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
                 add("Serving stack", s.name, figure, value, "num_g", unit, confidence=s.confidence.value, **common)
         for t in TASK_CLASSES:
             add("Quality", s.name, f"Quality: {t}", s.quality_for(t), "num_2", "0-1", confidence="estimate",
-                note=quality_note, **common)
+                note=QUALITY_NOTE, **common)
 
+
+def _benchmark_rows(add, ev: Evaluation) -> None:
+    """The imported benchmarks on the scenario's GPU."""
+    gpu = ev.catalog.gpu(ev.scenario.gpu)
     for b in ev.catalog.benchmarks:
         if b.gpu != gpu.name:
             continue  # benchmarks on other GPUs do not enter this scenario
@@ -628,6 +672,11 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
             if value is not None:
                 add("Benchmark", item, figure, value, "num_1", unit, b.as_of, b.source, b.confidence.value, note)
 
+
+def _default_and_scenario_rows(add, ev: Evaluation, today: dt.date) -> None:
+    """The workload defaults, then every scenario setting and the inventory (dated the day of the report)."""
+    sc = ev.scenario
+    value: object  # each setting's value: a number, None (not stated) or words
     defaults = "GPU Hangover default (core/models.py); a workload's own floor wins"
     for t, q in DEFAULT_MIN_QUALITY.items():
         add("Workload default", t, "Quality floor when none is given", q, "num_2", "0-1",
@@ -654,10 +703,13 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
             kind = kinds.get(key, "text")
         add("Scenario", "this report", label, value, kind, as_of=today, source="scenario settings",
             confidence="user")
-    add("Scenario", "this report", "Inventory", str(ev.fleet.get("inventory", "")), "text", as_of=today,
+    add("Scenario", "this report", "Inventory", str(ev.fleet.inventory or ""), "text", as_of=today,
         source="scenario settings", confidence="user")
 
-    engine = ev.scenario_dict()["assumptions"]
+
+def _engine_rows(add, ev: Evaluation) -> None:
+    """The engine's modelling assumptions (scenario_dict's assumptions)."""
+    engine = contract.scenario_dict(ev)["assumptions"]
     for key, label, kind, conf in (
         ("api_p95_over_typical", "API p95 over typical latency", "num_g", "estimate"),
         ("service_cv2", "Squared variation of service time", "num_g", "estimate"),
@@ -668,21 +720,6 @@ def _assumptions(ev: Evaluation, generated: dt.datetime) -> Table:
         if key in engine:
             add("Engine", "model", label, engine[key], kind, source="GPU Hangover engine (core/engine.py)",
                 confidence=conf)
-
-    cols = [
-        Column("section", "Section", "text"),
-        Column("item", "Item", "text", width=40, wrap=True),
-        Column("figure", "Figure", "text", width=34, wrap=True),
-        Column("value", "Value", "mixed", width=22, wrap=True),
-        Column("unit", "Unit", "text"),
-        Column("as_of", "As of", "date"),
-        Column("source", "Source", "text", width=60, wrap=True),
-        Column("confidence", "Confidence", "text"),
-        Column("note", "Note", "text", width=50, wrap=True),
-    ]
-    note = ("Every price, speed, quality and benchmark figure the evaluation read, with its date and source. "
-            "Confidence: primary, secondary, unverified, estimate (ours), user (yours).")
-    return Table("Assumptions", "Assumptions", cols, rows, note)
 
 
 # ---------------------------------------------------------------------------
@@ -695,43 +732,44 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
     n = len(ev.workloads)
     api_routes = sum(1 for k in ev.verdict if k >= 0 and ev.routes[k].hosting == "api")
     figs = [
-        Figure("owned_nodes", "Owned nodes", int(f["owned_nodes"]), "int",
+        Figure("owned_nodes", "Owned nodes", int(f.owned_nodes), "int",
                f"{_node_words(ev)} each; {_rate_label(rate)}"),
-        Figure("nodes_needed", "Nodes needed for the recommended routing", int(f["nodes_needed"]), "int",
-               f"{f['nodes_needed_interactive']} to hold the latency targets at peak + "
-               f"{f['nodes_needed_offline_extra']} more for batch work (estimate)"),
-        Figure("utilization", "Average utilization of the nodes in the plan", float(f["utilization"]), "pct",
-               f"{fmt(float(np.mean(f['hourly_utilization_without_batch'])), 'pct')} from interactive work alone; "
+        Figure("nodes_needed", "Nodes needed for the recommended routing", int(f.nodes_needed), "int",
+               f"{f.nodes_needed_interactive} to hold the latency targets at peak + "
+               f"{f.nodes_needed_offline_extra} more for batch work (estimate)"),
+        Figure("utilization", "Average utilization of the nodes in the plan", float(f.utilization), "pct",
+               f"{fmt(float(np.mean(f.hourly_utilization_without_batch)), 'pct')} from interactive work alone; "
                "batch work fills idle hours (estimate)"),
-        Figure("idle_usd_per_month", "Idle capacity, $/month", float(f["idle_usd_per_month"]), "usd",
+        Figure("idle_usd_per_month", "Idle capacity, $/month", float(f.idle_usd_per_month), "usd",
                "GPU-hours of every node in the plan × full $/GPU-hour × (1 − utilization)"),
-        Figure("total_monthly_usd", "Cash bill, $/month (recommended plan)", float(f["total_monthly_usd"]), "usd",
-               f"owned nodes {fmt(f['owned_monthly_usd'], 'usd')} + new nodes "
-               f"{fmt(f['extra_nodes_monthly_usd'], 'usd')} + APIs {fmt(f['api_monthly_usd'], 'usd')}"
-               f" + licences {fmt(f.get('licence_monthly_usd', 0.0), 'usd')}; the same under either cost basis"),
+        Figure("total_monthly_usd", "Cash bill, $/month (recommended plan)", float(f.total_monthly_usd), "usd",
+               f"owned nodes {fmt(f.owned_monthly_usd, 'usd')} + new nodes "
+               f"{fmt(f.extra_nodes_monthly_usd, 'usd')} + APIs {fmt(f.api_monthly_usd, 'usd')}"
+               f" + licences {fmt(f.licence_monthly_usd, 'usd')}; the same under either cost basis"),
         Figure("unallocated_usd_per_month", "Not attributed to a workload, $/month",
-               float(f["unallocated_usd_per_month"]), "usd",
+               float(f.unallocated_usd_per_month), "usd",
                "idle GPUs, idle hours and whole-node rounding; workloads' shares + this = the cash bill"),
-        Figure("owned_monthly_usd", "Owned nodes, $/month", float(f["owned_monthly_usd"]), "usd",
-               f"{f['owned_nodes']} × {fmt(rate.full_usd_per_node_hour, 'usd_2')}/node-hour × {HOURS_PER_MONTH:g} h "
+        Figure("owned_monthly_usd", "Owned nodes, $/month", float(f.owned_monthly_usd), "usd",
+               f"{f.owned_nodes} × {fmt(rate.full_usd_per_node_hour, 'usd_2')}/node-hour × {HOURS_PER_MONTH:g} h "
                f"(paid whatever runs on them); attribution: {rate.basis_note}"),
-        Figure("extra_nodes_monthly_usd", "New nodes, $/month", float(f["extra_nodes_monthly_usd"]), "usd",
-               f"{max(int(f['nodes_needed']) - int(f['owned_nodes']), 0)} × "
+        Figure("extra_nodes_monthly_usd", "New nodes, $/month", float(f.extra_nodes_monthly_usd), "usd",
+               f"{f.new_nodes} × "
                f"{fmt(rate.full_usd_per_node_hour, 'usd_2')}/node-hour (full price)"),
-        Figure("api_monthly_usd", "Public APIs, $/month", float(f["api_monthly_usd"]), "usd",
+        Figure("api_monthly_usd", "Public APIs, $/month", float(f.api_monthly_usd), "usd",
                f"{_plural(api_routes, 'workload')} sent to an API"),
-        Figure("owned_usd_per_mtok_out", "Owned cost per million output tokens", f["owned_usd_per_mtok_out"],
+        Figure("owned_usd_per_mtok_out", "Owned cost per million output tokens", f.owned_usd_per_mtok_out,
                "usd_2", "owned fleet cost ÷ tokens generated on it, idle hours included"),
     ]
-    pr = f.get("performance_range") if ev.ranges() is not None else None
-    if pr:  # the bill at both ends of the performance estimates, with what each end serves otherwise
+    rg = performance_ranges(ev)
+    pr = None if rg is None else rg.performance
+    if pr is not None:  # the bill at both ends of the performance estimates, with what each end serves otherwise
         from core.decision.sensitivity import end_caveats
 
         for which, word, speed in (("high", "pessimistic", "slow"), ("low", "optimistic", "fast")):
-            nodes = int(pr[f"nodes_needed_{which}"])
+            nodes = pr.nodes_at(which)
             figs.append(Figure(
                 f"range_{which}_monthly_usd", f"Cash bill at the {word} end of the performance estimates, $/month",
-                float(pr[f"total_monthly_usd_{which}"]), "usd",
+                pr.bill_at(which), "usd",
                 "; ".join([f"{_plural(nodes, 'node')} needed; every owned route at the {speed} end of its "
                            "efficiency range (estimate)"] + [f"this bill {c}" for c in end_caveats(pr, which)])))
     alt = options.get("All on public APIs")
@@ -748,14 +786,14 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
     as_of = rate.as_of or "the report date (your override)"
     figs.append(Figure("node_usd_per_hour", "Node price used, $/node-hour", rate.usd_per_node_hour, "usd_2",
                        f"{_rate_label(rate)}, as of {as_of}, {rate.confidence}; source: {rate.source}"))
-    measured = f.get("measured")
+    measured = f.measured
     if measured:  # the hangover as it is, dated, beside the plan's estimate (issue 15)
-        figs.append(Figure("measured_utilization", "Measured utilization (GPU telemetry)", measured["utilization"],
-                           "pct", f"{measured['label']}, {measured['metric']}; {fmt(measured['gpus'], 'int')} GPUs"))
+        figs.append(Figure("measured_utilization", "Measured utilization (GPU telemetry)", measured.utilization,
+                           "pct", f"{measured.label}, {measured.metric}; {fmt(measured.gpus, 'int')} GPUs"))
         figs.append(Figure("measured_idle_usd_per_month", "Measured idle capacity, $/month",
-                           measured["idle_usd_per_month"], "usd", "measured GPUs × 730 h × full $/GPU-hour × "
+                           measured.idle_usd_per_month, "usd", "measured GPUs × 730 h × full $/GPU-hour × "
                            "(1 − measured utilization), at this scenario's node price"))
-    mix = _mix_words(f["verdict_mix"])
+    mix = _mix_words(f.verdict_mix)
     figs.append(Figure("workloads", "Workloads evaluated", n, "int", f"verdicts: {mix}"))
     return figs
 
@@ -776,12 +814,12 @@ def build_summary(ev: Evaluation, *, generated: dt.datetime | None = None,
     the caller has it already; `generated` defaults to now (UTC).
     """
     generated = generated or dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
-    vf = ev.verdicts_frame()
+    vf = contract.verdicts_frame(ev)
     options, by_option = _options(ev)
     fleet_routes, hourly = _fleet(ev, vf)
     return ProcurementSummary(
         generated=generated,
-        inventory=str(ev.fleet.get("inventory", "given")),
+        inventory=str(ev.fleet.inventory or "given"),
         scenario_line=scenario_line(ev),
         headline=_headline(ev, by_option),
         changes=recommended_changes(ev),

@@ -1,0 +1,159 @@
+"""The words of an evaluation: why a route cannot serve a workload, the reasons for its verdict, its near ties.
+
+Functions of a finished (frozen) evaluation; they read its arrays, fleet record and verdict ranges and write
+nothing. Sentences a finance reader can quote: every figure goes through core.format.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from core.decision.engine import DATA_POLICY, LATENCY, NO_FIT, QUALITY, WINDOW, Evaluation
+from core.decision.fleet import route_permitted
+from core.decision.sensitivity import ranges, sentence
+from core.format import duration_ms, integer, money, number, percent, plain
+
+_seconds = duration_ms  # the one formatter's words for a duration in ms
+_money = money
+
+
+def alternatives(ev: Evaluation, i: int) -> tuple[float, list[tuple[int, float]]] | None:
+    """(this route's standalone monthly cost, [(other route, its standalone cost)] cheapest first) over the
+    routes the plan may use; None when the workload has no verdict."""
+    v = int(ev.verdict[i])
+    if v < 0 or ev.planner is None:
+        return None
+    cost = ev.planner.standalone_cost_row(i)  # (C,) over plan columns
+    cols = ev.plan_inputs.col_route
+    per_route = np.full(len(ev.routes), np.inf)
+    np.minimum.at(per_route, cols, cost)
+    own = per_route[v]
+    others = sorted(((int(k), float(per_route[k])) for k in np.flatnonzero(np.isfinite(per_route)) if k != v),
+                    key=lambda t: t[1])
+    return float(own), others
+
+
+def near_ties(ev: Evaluation, i: int) -> list[int]:
+    """Routes whose standalone cost is within the scenario's near-tie share of the verdict's."""
+    alt = alternatives(ev, i)
+    if not alt:
+        return []
+    own, others = alt
+    return [k for k, c in others if c <= own * (1.0 + ev.scenario.near_tie_share) + 1e-9]
+
+
+def why_not(ev: Evaluation, i: int, r: int) -> str:
+    """Plain-words reason why route r cannot serve workload i."""
+    w = ev.record(i)
+    route = ev.routes[r]
+    code = int(ev.a["code"][i, r])
+    if code == DATA_POLICY:
+        return "Data may not leave the bank's own hardware (owned_only), so no public API can take it."
+    if code == NO_FIT:
+        return f"{route.label} does not fit on {ev.scenario.gpus_per_node} × {ev.gpu_name} with this context length."
+    if code == LATENCY:
+        lat = ev.a["best_p95_ms"][i, r]
+        slo_eff = ev.slo_ms[i]
+        if route.hosting == "api":
+            return (f"At a {integer(slo_eff)} ms p95 target, {route.label} typically takes about "
+                    f"{_seconds(lat)} for {integer(w['output_tokens'])} output tokens (estimate).")
+        return (f"At a {integer(slo_eff)} ms p95 target, {route.label} streams {integer(w['output_tokens'])} tokens "
+                f"in about {_seconds(lat)} even alone on a replica of {int(ev.a['best_gpus'][i, r])} "
+                f"{ev.gpu_name}; batching cannot help.")
+    if code == QUALITY:
+        q = ev.values("quality", i, r)
+        floor = w["min_quality"]
+        f = ev.needed_fallback(i, r)
+        tail = (f"lifting it would escalate {percent(f)} of outputs to a better route (limit "
+                f"{percent(ev.scenario.max_fallback_share)})" if np.isfinite(f)
+                else "no allowed route meets the floor to escalate to")
+        return f"Quality {number(q, decimals=2)} on {w['task_class']} is under the {number(floor, decimals=2)} floor (estimate); {tail}."
+    if code == WINDOW:
+        return f"Cannot finish the queue inside the {plain(w['batch_window_hours'])} h window."
+    return ""
+
+
+def reasons(ev: Evaluation, i: int) -> list[str]:
+    """Sentences a finance reader can quote for workload i's verdict."""
+    w = ev.record(i)
+    v = int(ev.verdict[i])
+    out: list[str] = []
+    slo = w["latency_slo_ms"]
+    if v < 0:
+        licensed = [r for r in np.flatnonzero(ev.a["feasible"][i]) if not route_permitted(ev.routes[r])]
+        if licensed:
+            fees = {x.route_id: x.break_even_usd_per_gpu_month for x in ev.fleet.licensed_routes
+                    if x.break_even_usd_per_gpu_month}
+            for r in licensed:
+                fee = fees.get(ev.routes[r].route_id)
+                out.append(f"{ev.routes[r].label} could serve it, but its weights need a licence whose fee is "
+                           "not entered" + (f" (break-even {_money(fee)} per GPU-month)" if fee else "")
+                           + "; enter the fee to let the plan use it.")
+        out.append("No route the plan may use meets every constraint; the closest failures are listed below.")
+        # Data-policy and no-fit refusals say least; show quality and latency misses first.
+        rank = np.select([ev.a["code"][i] == QUALITY, ev.a["code"][i] == LATENCY], [0, 1], 2)
+        for r in np.lexsort((np.nan_to_num(ev.a["usd_per_request"][i], nan=np.inf), rank))[:3]:
+            out.append(f"{ev.routes[r].label}: {why_not(ev, i, int(r))}")
+        return out + _range_reasons(ev, i)
+    route = ev.routes[v]
+    a = {k: arr[i, v] for k, arr in ev.a.items() if arr.ndim == 2}
+    a["usd_per_mtok_out"] = ev.values("usd_per_mtok_out", i, v)
+    target = (f"the {integer(ev.slo_ms[i])} ms p95 target" if pd.notna(slo)
+              else f"the {plain(w['batch_window_hours'])} h batch window")
+    if route.hosting == "owned":
+        dep = ev.deployment(i)
+        n_others = max(len(dep.workloads) - 1, 0) if dep is not None else 0
+        shared = (f", shared with {n_others} other workload{'s' if n_others != 1 else ''} on one pooled queue"
+                  if n_others else "")
+        if pd.notna(slo):
+            out.append(
+                f"Runs on the owned {route.label} deployment: {int(a['replicas'])} replica(s) of "
+                f"{int(a['gpus_per_replica'])} {ev.gpu_name} at up to {int(a['concurrency'])} requests "
+                f"each{shared}; it holds {target} at its peak of "
+                f"{number(w['requests_per_day'] * w['peak_factor'] / 86400, decimals=2)} requests/s "
+                f"(p95 about {_seconds(a['p95_ms'])}, estimate)."
+            )
+        else:
+            out.append(
+                f"Runs on owned {route.label} in batches of {int(a['concurrency'])}{shared}: the day's "
+                f"{integer(w['requests_per_day'])} requests take {number(a['gpu_hours_per_day'], decimals=1)} GPU-hours, inside "
+                f"{target}, in hours the interactive work leaves idle where they fit."
+            )
+        basis = ("its share of the deployment's reserved GPUs at the peak" if pd.notna(slo) else
+                 "the GPU-hours it uses beyond what interactive reservations leave idle (those cost nothing more)")
+        out.append(f"Attributed {_money(a['monthly_usd'])} a month ({_money(a['usd_per_request'])} per request): "
+                   f"{basis}.")
+    else:
+        out.append(f"Sent to {route.label} at {_money(a['usd_per_request'])} per request "
+                   f"({_money(a['usd_per_mtok_out'])} per million output tokens, list price × {plain(ev.scenario.api_price_scale)}).")
+        out.append(f"Costs {_money(a['monthly_usd'])} a month.")
+    if a["fallback_share"] > 0:
+        out.append(f"Escalates {percent(a['fallback_share'])} of outputs to a stronger route to reach the "
+                   f"{number(w['min_quality'], decimals=2)} quality floor; that cost is included.")
+    if w["data_policy"] == "owned_only":
+        out.append("Data may not leave the bank's hardware, so public APIs were not considered.")
+    alt = alternatives(ev, i)
+    if alt and alt[1]:
+        own, others = alt
+        k, usd = others[0]
+        out.append(f"Cheapest other route on its own: {ev.routes[k].label} at {_money(usd)} a month, against "
+                   f"{_money(own)} for this one on its own (standalone estimates; the plan prices the pool).")
+        ties = [ev.routes[k].label for k, c in others
+                if c <= own * (1.0 + ev.scenario.near_tie_share) + 1e-9]
+        if ties:
+            out.append(f"Within {percent(ev.scenario.near_tie_share)} of it on its own: " + ", ".join(ties) + ".")
+    return out + _range_reasons(ev, i)
+
+
+def _range_reasons(ev: Evaluation, i: int) -> list[str]:
+    """One sentence when workload i's verdict flips inside the performance ranges (read from `verdict_ranges`)."""
+    row = range_row(ev, i)
+    text = sentence(row) if row is not None else ""
+    return [text] if text else []
+
+
+def range_row(ev: Evaluation, i: int) -> dict | None:
+    """Row i of `ranges()` as a dict (read from its columns: iloc per workload is slow at scale)."""
+    rg = ranges(ev)
+    return None if rg is None else rg.row(i)

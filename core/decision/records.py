@@ -1,0 +1,353 @@
+"""The fleet plan as frozen records, built once; their JSON; the lock-guarded memo of answers read from a finished plan.
+
+Frozen dataclasses with slots rather than pydantic models: every field is
+already a checked number or name made by the planner (nothing here parses
+outside input), the records are built on the plan's hot path (one per
+deployment and driver), and slots keep a shared evaluation's records small.
+The mappings inside a record (nodes by route, the verdict mix) are plain dicts
+that nothing writes after the record is built; the record cannot be rebound.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """One owned pool of the plan: a stack at a GPU count (and concurrency tier), the workloads it serves, its size."""
+
+    route_id: str
+    label: str
+    architecture: str
+    workloads: tuple[str, ...]
+    escalated_from: tuple[str, ...]
+    gpus_per_replica: int
+    tier: str | None  # several tiers of one stack at one GPU count run as separate pools (plan.CAP_BANDS)
+    concurrency_cap: int | None
+    replicas: int
+    interactive_gpus: int
+    offline_gpu_hours_per_day: float
+    offline_min_gpus: int
+    gpus: int
+    nodes: int
+    licence_usd_per_month: float
+
+
+@dataclass(frozen=True, slots=True)
+class Relaxation:
+    """One change that would shrink the purchase, and what it saves (None: not allowed)."""
+
+    change: str
+    kind: str  # "target_x2" | "to_api"
+    saves_usd_per_month: float | None
+    nodes_needed: int | None
+    route_id: str | None = None  # the API moved to (kind "to_api", where one is allowed)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDriver:
+    """A workload holding GPUs on the nodes beyond those owned, its target, and the relaxations priced exactly."""
+
+    workload_id: str
+    route_id: str
+    route: str
+    gpus_per_replica: int
+    latency_slo_ms: float | None  # interactive work: its p95 target
+    batch_window_hours: float | None  # batch work: its window
+    gpu_hours_per_month: float
+    relaxations: tuple[Relaxation, ...]
+
+    def best_relaxation(self) -> Relaxation | None:
+        """The relaxation that saves most (None when none saves anything)."""
+        return max((r for r in self.relaxations if r.saves_usd_per_month),
+                   key=lambda r: r.saves_usd_per_month or 0.0, default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class LicensedRoute:
+    """A self-hostable stack under a licence whose fee the user has not entered yet."""
+
+    route_id: str
+    label: str
+    licence_usd_per_gpu_month: float | None
+    break_even_usd_per_gpu_month: float | None  # highest fee at which a plan using it still beats the best without
+    gpus_in_plan: int  # GPUs the plan with it (at a zero fee) runs it on
+    saves_usd_per_month_at_zero_fee: float
+    serves_unserved: tuple[str, ...] = ()  # workloads no permitted route can serve and it can
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredUtilization:
+    """The measured utilization and idle $ (GPU telemetry, dated) shown beside the plan's."""
+
+    utilization: float
+    gpus: int
+    label: str
+    metric: str
+    idle_usd_per_month: float
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Which inventory an evaluation read, and the telemetry measured beside it (None: none imported)."""
+
+    inventory: str
+    measured: MeasuredUtilization | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PerformanceRange:
+    """The whole fleet at each end of the performance estimates (core/decision/sensitivity.py).
+
+    `*_low` is the optimistic end (every owned route at its fast end), `*_high` the pessimistic end.
+    `dropped_*`: workloads the central plan serves that have no route at that end, and (`_usd`) their share of
+    the central bill, which that end's bill leaves out; `added_*`: workloads only that end serves.
+    """
+
+    nodes_needed_low: int
+    nodes_needed_high: int
+    total_monthly_usd_low: float
+    total_monthly_usd_high: float
+    unserved_low: int
+    unserved_central: int
+    unserved_high: int
+    dropped_low: int
+    dropped_low_usd: float
+    dropped_high: int
+    dropped_high_usd: float
+    added_low: int
+    added_high: int
+    basis: str
+
+    def nodes_at(self, end: str) -> int:
+        """Nodes needed at one end ("low": optimistic, "high": pessimistic)."""
+        return self.nodes_needed_low if _end(end) == "low" else self.nodes_needed_high
+
+    def bill_at(self, end: str) -> float:
+        return self.total_monthly_usd_low if _end(end) == "low" else self.total_monthly_usd_high
+
+    def dropped_at(self, end: str) -> tuple[int, float]:
+        """(workloads, $ a month of the central bill) the central plan serves and this end does not."""
+        return (self.dropped_low, self.dropped_low_usd) if _end(end) == "low" else \
+            (self.dropped_high, self.dropped_high_usd)
+
+    def added_at(self, end: str) -> int:
+        return self.added_low if _end(end) == "low" else self.added_high
+
+
+def _end(end: str) -> str:
+    if end not in ("low", "high"):
+        raise ValueError(f"an end of the performance range is 'low' or 'high', not {end!r}")
+    return end
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRanges:
+    """Per-workload verdicts at each end of the performance estimates, and the whole fleet at each end.
+
+    `frame` (sensitivity.verdict_ranges' table) is shared by every reader of the evaluation: read it, copy it
+    to change it. `row(i)` is workload i as plain values, read from the columns (no dict per row kept).
+    """
+
+    frame: pd.DataFrame
+    performance: PerformanceRange
+    columns: Mapping[str, np.ndarray]
+
+    @classmethod
+    def of(cls, frame: pd.DataFrame, performance: PerformanceRange) -> VerdictRanges:
+        return cls(frame=frame, performance=performance, columns={c: frame[c].to_numpy() for c in frame.columns})
+
+    def row(self, i: int) -> dict:
+        """Workload i's row, as `frame.to_dict("records")[i]` gives it."""
+        return {c: _native(v[i]) for c, v in self.columns.items()}
+
+    @property
+    def sensitive(self) -> np.ndarray:
+        return np.asarray(self.columns["sensitive"], dtype=bool)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetOption:
+    """One fleet option (which routes it may use), planned with the plan's search and priced as a cash bill."""
+
+    option: str
+    monthly_usd: float
+    owned_monthly_usd: float
+    api_monthly_usd: float
+    licence_monthly_usd: float
+    nodes_needed: int
+    owned_nodes: int
+    workloads_served: int
+    workloads_unserved: int
+    unserved: str  # up to ten ids, then "and N more"
+
+
+@dataclass(frozen=True, slots=True)
+class FleetPlan:
+    """The fleet the plan needs and its cash bill, built once by core.decision.fleet (fields in JSON order)."""
+
+    gpu: str
+    traffic_shape: str
+    gpus_per_node: int
+    owned_nodes: int
+    nodes_needed: int
+    nodes_in_plan: int
+    nodes_needed_interactive: int
+    nodes_needed_offline_extra: int
+    nodes_by_route: Mapping[str, int]
+    gpus_by_route: Mapping[str, float]
+    utilization: float
+    hourly_utilization: tuple[float, ...]
+    hourly_utilization_without_batch: tuple[float, ...]
+    offline_gpu_hours_per_day: float
+    usd_per_node_hour: float
+    full_usd_per_node_hour: float
+    usd_per_gpu_hour: float
+    attribution_usd_per_gpu_hour: float
+    owned_monthly_usd: float
+    idle_usd_per_month: float
+    extra_nodes_monthly_usd: float
+    api_monthly_usd: float
+    licence_monthly_usd: float
+    total_monthly_usd: float
+    attributed_usd_per_month: float
+    unallocated_usd_per_month: float
+    owned_usd_per_mtok_out: float | None
+    monthly_usd_by_route: Mapping[str, float]
+    deployments: tuple[Deployment, ...]
+    node_drivers: tuple[NodeDriver, ...]
+    licensed_routes: tuple[LicensedRoute, ...]
+    verdict_mix: Mapping[str, int]
+    source: Source | None = None  # set by core.service: which inventory, measured telemetry
+
+    @property
+    def inventory(self) -> str | None:
+        """The inventory's label ("bundled sample", "version 3", "file x.csv"); None when not named."""
+        return None if self.source is None else self.source.inventory
+
+    @property
+    def measured(self) -> MeasuredUtilization | None:
+        return None if self.source is None else self.source.measured
+
+    @property
+    def new_nodes(self) -> int:
+        """Nodes to buy beyond those owned."""
+        return max(self.nodes_needed - self.owned_nodes, 0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# JSON: the `fleet` object of `hangover evaluate --format json`
+# ---------------------------------------------------------------------------------------------------------------
+
+def fleet_json(plan: FleetPlan, performance: PerformanceRange | None = None) -> dict:
+    """The contract's `fleet` object: every field in order, nested records as objects, tuples as lists; then the
+    inventory and measured telemetry when named, and the performance range when computed."""
+    out = {f.name: _json(getattr(plan, f.name)) for f in fields(plan) if f.name != "source"}
+    if plan.source is not None:
+        out["inventory"] = plan.source.inventory
+        out["measured"] = _json(plan.source.measured)
+    if performance is not None:
+        out["performance_range"] = _json(performance)
+    return jsonable(out)
+
+
+def record_json(rec: Any) -> dict:
+    """One record as its JSON object (fields in order); a node driver names only its own target, a relaxation its
+    API only when it has one."""
+    out = {}
+    for f in fields(rec):
+        v = getattr(rec, f.name)
+        if isinstance(rec, NodeDriver) and f.name in ("latency_slo_ms", "batch_window_hours") \
+                and (f.name == "latency_slo_ms") != (rec.latency_slo_ms is not None):
+            continue
+        if isinstance(rec, Relaxation) and f.name == "route_id":
+            continue
+        out[f.name] = _json(v)
+        if isinstance(rec, Relaxation) and f.name == "kind" and rec.route_id is not None:
+            out["route_id"] = rec.route_id
+    return out
+
+
+def _json(v: Any) -> Any:
+    if v is None or isinstance(v, str | int | float | bool | np.generic):
+        return v
+    if isinstance(v, tuple | list):
+        return [_json(x) for x in v]
+    if isinstance(v, Mapping):
+        return {k: _json(x) for k, x in v.items()}
+    return record_json(v)
+
+
+def jsonable(obj):
+    """Numpy scalars as Python numbers, non-finite floats as None, tuples as lists (the contract's rules)."""
+    if isinstance(obj, dict):
+        return {k: jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple | np.ndarray):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        return finite(obj)
+    return obj
+
+
+def finite(x) -> float | None:
+    """x as a float, or None when it is not a finite number."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if np.isfinite(v) else None
+
+
+def _native(x):
+    """A numpy scalar as the Python value to_dict("records") gives (float, int, bool); anything else as is."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# answers read from a finished evaluation, computed once
+# ---------------------------------------------------------------------------------------------------------------
+
+class Answers:
+    """What is computed from a finished evaluation on first request and kept for the next (the verdict ranges, the
+    fleet options): one lock per answer, so two threads asking at once (dashboard sessions sharing one cached
+    evaluation) compute it once and both get the same record. Nothing is written into the evaluation."""
+
+    __slots__ = ("_locks", "_values", "_ends_ahead", "_guard")
+
+    def __init__(self, ends_ahead: Callable[[], Any] | None = None):
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+        self._values: dict[str, Any] = {}
+        self._ends_ahead = ends_ahead
+
+    def get(self, name: str, compute: Callable[[], Any]) -> Any:
+        """The answer `name`, computed by `compute()` under its lock the first time; a None answer (skipped) is not
+        kept, so a later caller may compute it (e.g. forced)."""
+        with self._guard:
+            lock = self._locks.setdefault(name, threading.Lock())
+        with lock:
+            if name in self._values:
+                return self._values[name]
+            value = compute()
+            if value is not None:
+                self._values[name] = value
+            return value
+
+    def known(self, name: str) -> Any:
+        """The answer if already computed, else None (never computes)."""
+        return self._values.get(name)
+
+    def take_ends_ahead(self) -> Callable[[], Any] | None:
+        """The waiter for the range ends started beside the plan (engine.evaluate(beside=sensitivity.ends_ahead)), once."""
+        with self._guard:
+            ends, self._ends_ahead = self._ends_ahead, None
+        return ends
