@@ -142,3 +142,19 @@ def test_the_scenarios_percentile_reaches_every_pool_of_the_plan(seed_catalog):
         assert d95.feasible and d95.gpus <= d.gpus
     loads = deployment_loads(ev)
     assert loads and all(math.isclose(x.sla_tail, 0.01, abs_tol=1e-12) for x in loads)
+
+
+def test_the_simulation_verdict_holds_targets_at_the_scenarios_percentile():
+    """One deployment of 2 replicas whose workload is 97 % within target over 100,000 simulated requests
+    (binomial half-width 1.96 sqrt(0.97 x 0.03 / 100,000) = 0.11 %: 97.11 % at best) and 96 % with one
+    replica fewer. At the 95th percentile it holds and one replica fewer would do; at the 99th it holds
+    neither (97.11 % < 99 %, 96 % < 99 %)."""
+    from core.decision.checks import PlanCheck
+    from core.decision.simulate import SimulationResult, WorkloadSimulation
+
+    w = WorkloadSimulation("w", 1000.0, 900.0, 500.0, 950.0, 1200.0, (940.0, 960.0), 0.97, 0.96, 100_000)
+    res = SimulationResult("pool", 2, 8, (w,), 0.97, 0.96, 0.1, 0.1, 100_000, 0, seconds=0.0)
+    at95 = PlanCheck((res,), frozenset({"w"}), 0.95).verdicts()[0]
+    at99 = PlanCheck((res,), frozenset({"w"}), 0.99).verdicts()[0]
+    assert " hold every target" in at95 and "one replica fewer would also do" in at95
+    assert "do NOT hold" in at99 and "one replica fewer would not do" in at99

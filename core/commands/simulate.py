@@ -69,7 +69,7 @@ def format_table(check) -> str:
         if fewer is None:
             say = "n/a (one replica)"
         else:
-            say = f"{percent(fewer, decimals=1)} ({'would do' if fewer >= 0.95 else 'would not do'})"
+            say = f"{percent(fewer, decimals=1)} ({'would do' if fewer >= check.percentile else 'would not do'})"
         lines.append(f"{d['deployment_id'][:30]:<30} {d['replicas']:>8} {d['concurrency_cap']:>5} {say:>45}")
     lines += ["", "Estimates: the simulation replays the plan's own latency model (physics step times, lognormal "
               "output lengths); it checks the queueing arithmetic, not the physics."]

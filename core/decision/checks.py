@@ -98,6 +98,7 @@ class PlanCheck:
 
     results: tuple[SimulationResult, ...]
     primary_ids: frozenset[str]  # workload ids whose own target is held here (not escalated-in load)
+    percentile: float = 0.95  # the share within target that holds it (Scenario.sla_percentile)
 
     def workloads(self, detail: bool = False) -> list[dict]:
         """Per workload: analytic vs simulated p95 (with its 95 % interval) and the share within target.
@@ -164,11 +165,12 @@ class PlanCheck:
         for d in self.deployments(detail=True):
             mine = [w for w in self.workloads(detail=True) if w["deployment_id"] == d["deployment_id"]]
             worst = min((w["share_within_slo"] for w in mine if w["share_within_slo"] is not None), default=None)
-            holds = worst is not None and all(within(w["share_within_slo"], w["requests"]) for w in mine)
+            holds = worst is not None and all(within(w["share_within_slo"], w["requests"], self.percentile)
+                                              for w in mine)
             fewer = d["share_within_slo_one_replica_fewer"]
             if d["replicas"] <= 1:
                 tight = "it runs one replica, the fewest possible"
-            elif fewer is not None and fewer >= 0.95:
+            elif fewer is not None and fewer >= self.percentile:
                 tight = f"one replica fewer would also do (worst workload {percent(fewer, decimals=1)} within target)"
             else:
                 tight = ("one replica fewer would not do (worst workload "
@@ -207,7 +209,7 @@ def check_plan(ev: Evaluation, requests: int | None = None, seed: int = 0, deplo
     if progress is not None:
         progress(len(loads), len(loads), "")
     primary = frozenset(w.workload_id for d in loads for w in d.workloads if not w.workload_id.endswith(" (escalated)"))
-    return PlanCheck(tuple(results), primary)
+    return PlanCheck(tuple(results), primary, ev.scenario.sla_percentile)
 
 
 def _num(x) -> float | None:

@@ -223,6 +223,9 @@ def run_requests(step_ms, concurrency_cap: int, replicas: int, arrival, steps, p
     stretch of decode steps at a fixed batch starts. Admitting requests at a step
     boundary t runs their prefills first, so that stretch starts at t + their prefill
     times; requests arriving meanwhile wait for its start (the next boundary).
+
+    One function over 80 lines on purpose: it is the simulation's per-event hot loop, kept in local
+    variables; helpers called per event would add a Python call to every step of every request.
     """
     n_req = len(arrival)
     done = [math.nan] * n_req

@@ -378,7 +378,7 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
     was 1.5-1.8 x the simulated (now 1.15-1.2 x), on generated seed 14's 14-member pool
     1.22 x (now 1.03 x) (bench/bench_wait_scale.py, tests/test_simulate.py).
 
-    Long (166 lines) on purpose: one pass of array arithmetic in which the chain, the arrivals' view and the
+    Long (170 lines) on purpose: one pass of array arithmetic in which the chain, the arrivals' view and the
     state at the cap share some twenty intermediate arrays; cut into functions they would travel as a bag of
     arguments, and every line here is one step of the derivation above.
     """
