@@ -764,3 +764,41 @@ def test_settings_given_to_the_planner_reach_its_sub_searches(catalog):
     one = planner.optimise()
     assert (one.nodes_needed, round(one.bill, 2)) == (2, 48209.20)
     assert planner.settings is no_restart and (planner._sub is None or planner._sub.settings is no_restart)
+
+
+def test_budgeted_single_moves_end_where_no_single_move_pays(catalog, bank):
+    """Single moves budgeted by work (settings.budget_move_rows below the inventory's size; here 0, with 4
+    exact pricings a pass and a patience of 2) take the moves of highest expected saving first, then one
+    pass of every move before the search ends: the plan found is one no single move improves. On the 7
+    sample workloads (<= full_move_rows: every column is tried, and any lower key counts), every allowed
+    column of every row is priced from the plan and none has a lower (bill, GPU-hours, latency) key."""
+    inp = evaluate(catalog, bank, Scenario(fleet_nodes=0)).plan_inputs
+    budgeted = DEFAULT.but(budget_move_rows=0, single_move_pricings=4, single_move_patience=2)
+    planner = Planner(inp, settings=budgeted)
+    priced: list[int] = []
+    spend = planner._budgeted_moves
+
+    def counted(best, focus):
+        before = planner._better
+        n = [0]
+
+        def better(*a):
+            n[0] += 1
+            return before(*a)
+        planner._better = better  # type: ignore[method-assign]
+        try:
+            return spend(best, focus)
+        finally:
+            planner._better = before  # type: ignore[method-assign]
+            priced.append(n[0])
+    planner._budgeted_moves = counted  # type: ignore[method-assign]
+    found = planner._improve(planner._candidates(None, True)[0])
+    assert priced and max(priced) <= 4  # the budget held every budgeted pass
+    for i in range(len(inp.workload_ids)):
+        for r in np.flatnonzero(inp.allowed[i]):
+            if r == found.assignment[i]:
+                continue
+            assign = found.assignment.copy()
+            assign[i] = r
+            cand = planner.price(assign)
+            assert not (cand.feasible and cand.key < found.key), (i, int(r), cand.key, found.key)

@@ -45,6 +45,7 @@ class Planner(Pricer):
         self._edge_of = {o.index: edge_cols[(o.route_index, o.tp_options[0])] for o in inp.owned
                          if not o.edge and (o.route_index, o.tp_options[0]) in edge_cols}
         self._evict_budget = self.settings.evict_pricings
+        self._alone: np.ndarray | None = None  # standalone_cost(), for the budgeted single moves' order
         self._rank: np.ndarray | None = None  # each row's place in the order the search visits rows (_search_rank)
         # Plan column -> (engine route, GPUs per replica) of owned columns, and the top tier of each.
         self._col_group = {o.index: (o.route_index, o.tp_options[0]) for o in inp.owned}
@@ -498,7 +499,8 @@ class Planner(Pricer):
             # of another stack or GPU count only the top tier is tried (its pool is where most members are); the
             # other tiers of the workload's own stack and GPU count are tried too (out of a pool it holds back).
             # (Copies of one workload are one row here: the search runs on workload classes, see optimise.)
-            if self.settings.single_move_rows >= W and singles:
+            single = self.settings.single_move_rows >= W and singles
+            if single:
                 best, gained = self._single_moves(best, focus)
                 improved |= gained
             if not focused:
@@ -510,6 +512,10 @@ class Planner(Pricer):
                     if fewer is best:
                         break
                     best, improved = fewer, True
+            if not improved and single and self.settings.budget_move_rows < W:
+                # The budgeted passes found nothing more: one pass of every move before the search ends, so it
+                # ends where the exhaustive search would (no single move lowers the bill or the GPU-hours).
+                best, improved = self._single_moves(best, focus, exhaustive=True)
             if not improved:
                 break
             if self.settings.single_move_rows >= W:
@@ -585,7 +591,8 @@ class Planner(Pricer):
             candidates.append(assign)
         return self._cheapest(best, candidates)
 
-    def _single_moves(self, best: PlanCost, focus: np.ndarray | None) -> tuple[PlanCost, bool]:
+    def _single_moves(self, best: PlanCost, focus: np.ndarray | None,
+                      exhaustive: bool = False) -> tuple[PlanCost, bool]:
         """One pass of single-workload moves, first improvement; whether one lowered the bill or GPU-hours.
 
         Every allowed plan column; above settings.full_move_rows, of another stack or GPU count only the top tier (its
@@ -598,6 +605,8 @@ class Planner(Pricer):
         """
         inp = self.inp
         W = len(inp.workload_ids)
+        if self.settings.budget_move_rows < W and not exhaustive:
+            return self._budgeted_moves(best, focus)
         gained = False
         for i in np.argsort(self._search_rank()).tolist():
             own = self._col_group.get(int(best.assignment[i]))
@@ -624,6 +633,86 @@ class Planner(Pricer):
                     gained |= self.settings.full_move_rows >= W or cand.key[:2] < best.key[:2]
                     best = cand
                     self._speculate(best, [(i, t) for t in targets[k + 1:] if tried(t, best)])
+        return best, gained
+
+    def _tried(self, i: int, r: int, best: PlanCost, focus: np.ndarray | None) -> bool:
+        """Whether the single moves try row i on plan column r from best (_single_moves' rule)."""
+        a = int(best.assignment[i])
+        if r == a:
+            return False
+        if self.settings.full_move_rows < len(self.inp.workload_ids) and r in self._col_group \
+                and r not in self._top_cols and self._col_group[r] != self._col_group.get(a):
+            return False
+        return focus is None or bool(focus[r]) or bool(focus[a])
+
+    def _move_estimates(self, best: PlanCost) -> np.ndarray:
+        """(W, C) expected monthly saving of moving each row alone to each plan column (-inf: not allowed):
+        what the row costs where it is (on an owned pool: its linear cost with its share of the pool's idle
+        GPUs, the pool's GPUs priced at the full $/GPU-hour spread over its members by GPU-hours held alone)
+        less what it would cost on the column on the linear view. Only orders the moves; each is priced exactly."""
+        inp = self.inp
+        if self._alone is None:
+            self._alone = self.standalone_cost()
+        alone = self._alone
+        rows = np.arange(len(inp.workload_ids))
+        a = best.assignment
+        here = np.where(a >= 0, alone[rows, np.maximum(a, 0)], np.inf)
+        full = inp.full_usd_per_gpu_hour
+        for pos, d in best.sizes.items():
+            if not d.feasible or not d.n_primary:
+                continue
+            col = inp.owned[pos].index
+            prim = d.rows[:d.n_primary]
+            held = _nan_to_num(self._gpu_hours_month[prim, col])
+            if held.sum() <= 0:
+                continue
+            # The pool's GPUs beyond what its members hold alone, charged to them by what they hold.
+            idle = max(d.gpus * HOURS_PER_MONTH - float(held.sum()), 0.0)
+            here[prim] += idle * full * held / held.sum()
+        ok = np.isfinite(alone) & inp.allowed
+        with np.errstate(invalid="ignore"):  # inf - inf where not allowed: masked below
+            est = here[:, None] - alone
+        # An unserved row (here inf) first: any allowed column serves it.
+        return np.where(ok, np.nan_to_num(est, posinf=1e300, neginf=-1e300), -np.inf)
+
+    def _budgeted_moves(self, best: PlanCost, focus: np.ndarray | None) -> tuple[PlanCost, bool]:
+        """One pass of single moves above settings.budget_move_rows: the moves in the order of their expected
+        saving (_move_estimates), first improvement, each row moved at most once a pass; the pass ends after
+        settings.single_move_pricings exact pricings, or settings.single_move_patience in a row that lowered
+        neither the bill nor the GPU-hours. Whether one lowered the bill or GPU-hours."""
+        est = self._move_estimates(best)
+        i_all, r_all = np.nonzero(np.isfinite(est))
+        order = np.lexsort((r_all, self._search_rank()[i_all], -est[i_all, r_all]))
+        queue = [(int(i_all[k]), int(r_all[k])) for k in order]
+        moved: set[int] = set()
+        gained = False
+        pricings = idle = k = 0
+        budget, patience = self.settings.single_move_pricings, self.settings.single_move_patience
+        while k < len(queue) and pricings < budget and idle < patience:
+            # Sized together: no more moves than the budget and the patience have left.
+            span = min(self.settings.speculate_moves, budget - pricings, patience - idle)
+            window: list[tuple[int, int]] = []
+            while k < len(queue) and len(window) < span:
+                i, r = queue[k]
+                k += 1
+                if i not in moved and self._tried(i, r, best, focus):
+                    window.append((i, r))
+            self._speculate(best, [(np.array([i]), r) for i, r in window])
+            for i, r in window:
+                pricings += 1
+                cand = self._better(best, np.array([i]), r)
+                if cand is None:
+                    idle += 1
+                    continue
+                saved = cand.key[:2] < best.key[:2]
+                gained |= saved
+                idle = 0 if saved else idle + 1
+                best = cand
+                moved.add(i)
+                # The rest of the window was sized from the old plan: put it back in the queue.
+                rest = window[window.index((i, r)) + 1:]
+                queue[k:k] = rest
+                break
         return best, gained
 
     def _speculate(self, best: PlanCost, moves) -> None:

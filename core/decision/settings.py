@@ -47,6 +47,19 @@ class SearchSettings:
         400, "Up to this many workloads the search also moves each workload alone to every allowed route "
              "(exact, and most of the search's time at a few hundred workloads); above, members at the edge "
              "of their target are evicted from the biggest pools instead.")
+    budget_move_rows: int = _knob(
+        400, "Above this many workloads (and up to single_move_rows) the single moves of a pass are priced in "
+             "the order of their expected saving (a member's share of its pool's cost against its cheapest "
+             "alternative on the linear view), at most single_move_pricings of them, and the search ends only "
+             "after one pass of every move; up to it, every move in row order each pass (exhaustive). Off by "
+             "default (= single_move_rows): at 60 it took ~1.5-3x less CPU but planned some inventories "
+             "dearer (docs/design/fleet_plan.md \"Single moves\").")
+    single_move_pricings: int = _knob(
+        400, "Above budget_move_rows: exact pricings of single moves per pass, the most promising first (a "
+             "count, not a clock, so the plan does not depend on the machine).")
+    single_move_patience: int = _knob(
+        120, "Above budget_move_rows: a pass of single moves also ends after this many exact pricings in a row "
+             "that lowered neither the bill nor the GPU-hours.")
     full_move_rows: int = _knob(
         12, "Up to this many workloads single moves try every plan column (every tier of every stack); above, "
             "of another stack only the top tier.")
@@ -123,7 +136,8 @@ class SearchSettings:
 
     def __post_init__(self) -> None:
         for name in ("large_rows", "single_move_rows", "full_move_rows", "multi_start_rows", "restart_rows",
-                     "dearer_api_rows", "max_passes", "speculate_moves", "evict_pricings", "multi_starts",
+                     "dearer_api_rows", "budget_move_rows", "single_move_pricings",
+                     "single_move_patience", "max_passes", "speculate_moves", "evict_pricings", "multi_starts",
                      "exclude_stacks", "max_repair_rounds", "gauss_legendre_nodes", "chain_points",
                      "block_terms", "block_sum", "candidates_per_row", "sections", "min_requests",
                      "max_requests"):
