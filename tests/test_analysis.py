@@ -51,6 +51,7 @@ def test_architecture_comparison_words_only_what_is_shown(ev):
     assert full.loc[~full["feasible"], "why_not"].notna().all()
 
 
+@pytest.mark.slow
 def test_sla_sweep_keeps_every_option_and_scale(bank):
     sweep = analysis.sla_sweep(_seed_catalog(), bank, Scenario(), scales=(0.5, 1.0, 2.0))
     assert set(sweep["sla_scale"]) == {0.5, 1.0, 2.0}
@@ -60,6 +61,7 @@ def test_sla_sweep_keeps_every_option_and_scale(bank):
     assert mix.loc[2.0, "workloads_unserved"] <= mix.loc[1.0, "workloads_unserved"] <= mix.loc[0.5, "workloads_unserved"]
 
 
+@pytest.mark.slow
 def test_sensitivity_moves_with_prices(ev, bank):
     """API spend scales exactly with API prices when no verdict moves; node price x2 doubles owned cost."""
     sens = analysis.sensitivity(_seed_catalog(), bank, ev).set_index("case")

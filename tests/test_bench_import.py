@@ -462,6 +462,7 @@ def test_bench_remove_takes_out_one_import_and_lists_them(tmp_path, capsys):
         s.close()
 
 
+@pytest.mark.slow
 def test_a_large_import_prints_a_short_summary(bench_store):
     """issue 16: a 100k-point import printed a 458 KB line; the summary is now bounded whatever the count
     (20,000 points here to keep the test fast; the message does not grow with the count)."""

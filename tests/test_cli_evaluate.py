@@ -15,6 +15,7 @@ def _run(capsys, *argv):
     return code, out.out, out.err
 
 
+@pytest.mark.slow
 def test_table_on_the_bundled_sample(capsys):
     code, out, _ = _run(capsys, "evaluate")
     assert code == 0
@@ -39,6 +40,7 @@ def test_json_contract_and_flags(capsys):
         assert w["verdict"] is None or w["verdict"]["hosting"] in ("owned", "api")
 
 
+@pytest.mark.slow
 def test_override_node_price_moves_cost(capsys):
     _, cheap, _ = _run(capsys, "evaluate", "--format", "json", "--node-usd-per-hour", "10")
     _, dear, _ = _run(capsys, "evaluate", "--format", "json", "--node-usd-per-hour", "100")
@@ -95,6 +97,7 @@ def test_empty_inventory_is_rejected(capsys, tmp_path):
     assert code == 2 and err.strip().count("\n") <= 1
 
 
+@pytest.mark.slow
 def test_owned_hardware_flags_price_the_node(capsys):
     """Seed 8xH100: full $14.3962/h; capex 300k -> 600k adds (75,000 + 12,000)/8,760 = $9.9315/h -> $24.3277/h."""
     _, seed, _ = _run(capsys, "evaluate", "--format", "json", "--pricing", "owned")

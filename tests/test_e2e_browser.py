@@ -66,6 +66,7 @@ def _fill_for_screenshots(db: Path, tmp_path: Path) -> None:
         store.close()
 
 
+@pytest.mark.slow
 def test_every_page_in_chromium(tmp_path):
     """Every page by URL in Chromium; with HANGOVER_SCREENSHOTS=DIR, each page whole at 1280 and 1440 px into DIR.
 
@@ -129,6 +130,7 @@ def test_every_page_in_chromium(tmp_path):
     print(f"e2e: {len(PAGES)} pages in {time.monotonic() - t0:.1f} s")
 
 
+@pytest.mark.slow
 def test_a_deep_link_on_a_fresh_server_goes_through_the_router(tmp_path):
     with streamlit_server(tmp_path / "deep.duckdb") as url, chromium_page() as page:
         page.goto(url + "/pricing")

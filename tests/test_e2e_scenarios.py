@@ -64,6 +64,7 @@ def query(page) -> dict[str, str]:
     return {k: v[-1] for k, v in parse_qs(urlparse(page.url).query).items()}
 
 
+@pytest.mark.slow
 def test_a_shared_link_opens_the_same_scenario_in_a_new_browser(tmp_path):
     with streamlit_server(tmp_path / "e2e-scenarios.duckdb") as url, chromium() as browser:
         page = new_page(browser)
@@ -121,6 +122,7 @@ def test_a_shared_link_opens_the_same_scenario_in_a_new_browser(tmp_path):
         assert "3-nodes_savings-3y_full" in info.value.suggested_filename
 
 
+@pytest.mark.slow
 def test_page_paths_resolve_whatever_their_case(tmp_path):
     with streamlit_server(tmp_path / "e2e-paths.duckdb") as url, chromium() as browser:
         page = new_page(browser)
@@ -134,6 +136,7 @@ def test_page_paths_resolve_whatever_their_case(tmp_path):
             sidebar_shows(page, "sc_fleet_nodes", "2")
 
 
+@pytest.mark.slow
 def test_a_garbled_link_opens_on_defaults_with_a_note(tmp_path):
     with streamlit_server(tmp_path / "e2e-garbled.duckdb") as url, chromium() as browser:
         page = new_page(browser)
@@ -147,6 +150,7 @@ def test_a_garbled_link_opens_on_defaults_with_a_note(tmp_path):
         assert metric(page, "Owned nodes") == "1"
 
 
+@pytest.mark.slow
 def test_saved_scenarios_load_and_compare_in_the_browser(tmp_path):
     import openpyxl
 

@@ -203,6 +203,7 @@ def _one(w: dict, **extra) -> pd.DataFrame:
                           **w, **extra}])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(workload, st.floats(0.3, 0.95))
 def test_tighter_sla_never_needs_fewer_gpus(w, tighten):
@@ -222,6 +223,7 @@ def test_tighter_sla_never_needs_fewer_gpus(w, tighten):
             assert gpus[1] >= gpus[0]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(workload, st.floats(1.01, 10))
 def test_higher_api_price_never_moves_owned_to_api(w, k):
@@ -232,6 +234,7 @@ def test_higher_api_price_never_moves_owned_to_api(w, k):
         assert dear.routes[dear.verdict[0]].hosting == "owned"
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(workload, st.floats(1.01, 10))
 # Found by hypothesis: $0.0033 a month of API against the owned node it owns anyway; the plan compared whole
@@ -247,6 +250,7 @@ def test_higher_node_price_never_moves_api_to_owned(w, k):
         assert dear.routes[dear.verdict[0]].hosting == "api"
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(workload, st.integers(4, 20))
 def test_each_added_idle_node_adds_exactly_its_cost(w, nodes):
@@ -260,6 +264,7 @@ def test_each_added_idle_node_adds_exactly_its_cost(w, nodes):
     assert step == pytest.approx(a.rate.usd_per_node_hour * HOURS_PER_MONTH, rel=1e-9)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(workload)
 def test_owned_only_never_routed_to_api_and_reasoning_floor_never_diffusion(w):

@@ -238,6 +238,7 @@ def _close(a: list[dict], b: list[dict]) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_fuzzed_benchmark_files(tmp_path):
     """>= 100 files: each refused with an InputError (store byte-identical) or accepted with the right values."""
     cases = all_cases()

@@ -397,6 +397,7 @@ def test_the_generator_covers_every_mutation():
         assert any(kind in n for n in refused), kind
 
 
+@pytest.mark.slow
 def test_fuzzed_inventories_no_traceback_no_wrong_value_store_unchanged(tmp_path, capsys):
     db = tmp_path / "fuzz.duckdb"
     Store(db).close()  # a seeded store for the refusals to leave alone

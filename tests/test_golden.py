@@ -50,6 +50,7 @@ def test_every_golden_file_is_stored():
     assert not missing, f"golden files missing: {missing}; {REGEN_HINT}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("scenario", "artefact"), CASES, ids=[f"{s}/{a}" for s, a in CASES])
 def test_matches_golden(fresh, scenario, artefact):
     golden = (GOLDEN_DIR / scenario / artefact).read_text(encoding="utf-8")

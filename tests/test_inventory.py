@@ -577,6 +577,7 @@ text_cell = st.one_of(st.just(""), st.just(" "), st.text(min_size=1, max_size=8)
 enum_cell = st.sampled_from(["chat", "reasoning", "owned_only", "external_ok", "CHAT", "", "other"])
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cells=st.fixed_dictionaries({
     "workload_id": st.sampled_from(["a", " b ", ""]), "name": text_cell, "team": text_cell,
@@ -641,6 +642,7 @@ def _frame_from(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(recs, columns=HEADER)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=st.lists(valid_rows, min_size=1, max_size=6), semicolon=st.booleans())
 def test_any_valid_inventory_round_trips_through_csv_unchanged(rows, semicolon):
@@ -685,6 +687,7 @@ def test_commit_list_load_and_identical_upload(store):
     assert latest_inventory(store)[0] == 1
 
 
+@pytest.mark.slow
 def test_checksum_is_sha256_of_the_sorted_canonical_csv():
     """Slices hashed in parallel must equal one CSV of all rows sorted by workload_id (250,000 rows: 3 slices)."""
     import hashlib
@@ -838,6 +841,7 @@ def test_commit_refuses_an_empty_or_foreign_frame(store):
     assert snapshot(store) == before
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.lists(valid_rows, min_size=1, max_size=5))
 def test_commit_then_load_returns_the_same_frame(tmp_path_factory, rows):

@@ -36,6 +36,7 @@ def write_rows(path, rows: list[dict[str, str]], delimiter: str = ",") -> None:
         w.writerows(rows)
 
 
+@pytest.mark.slow
 def test_round_trip_template_fill_import_list_diff_restore(tmp_path, db, capsys):
     template = tmp_path / "inventory.csv"
     code, out, _ = run(capsys, "--db", db, "workloads", "template", str(template))

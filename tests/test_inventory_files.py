@@ -219,6 +219,7 @@ def _rewrite(data: bytes, fn) -> bytes:
     return out.getvalue()
 
 
+@pytest.mark.slow
 def test_a_last_row_with_a_32_mb_cell_is_refused_not_dropped():
     data = csv_bytes([row(), row(workload_id="b"), row(workload_id="c", notes="x" * 32_000_000)])
     report = read_inventory(data, "x.csv")
@@ -310,6 +311,7 @@ def test_the_row_limit_refuses_a_larger_upload(monkeypatch):
     assert "has more than 3 rows" in read_inventory(book, "b.xlsx").errors.loc[0, "problem"]
 
 
+@pytest.mark.slow
 def test_ten_thousand_columns_give_a_bounded_report():
     header = HEADER + [f"extra {i}" for i in range(10_000)]
     rows = [dict(row(workload_id=str(i), requests_per_day="x"), **{f"extra {j}": "v" for j in range(10_000)})

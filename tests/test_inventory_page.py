@@ -172,6 +172,7 @@ def test_an_inventory_above_the_editor_limit_is_shown_read_only_a_page_at_a_time
     assert diff["change"].tolist() == ["removed"]
 
 
+@pytest.mark.slow
 def test_the_shared_evaluation_follows_a_command_line_import(tmp_path, monkeypatch):
     """Issue 16: the cached evaluation was keyed on a `_version` Streamlit does not hash; a CLI import went unseen."""
     from core.cli import main

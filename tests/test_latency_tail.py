@@ -107,6 +107,7 @@ def test_the_simulation_compares_at_the_deployments_tail():
         replace(dep, sla_tail=0.0)
 
 
+@pytest.mark.slow
 def test_the_scenarios_percentile_reaches_every_pool_of_the_plan(seed_catalog):
     """The sample planned at the 99th percentile: the screen's service percentile alone on every owned route
     is the 99th (above the 95th wherever a workload fits at the same GPUs per replica), the plan's inputs carry a 1 % tail, every

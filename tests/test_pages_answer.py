@@ -67,6 +67,7 @@ def show(at: AppTest, page: str) -> AppTest:
     return at
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_page_renders_on_a_fresh_store(app, page):
     at = show(app, page)
@@ -103,6 +104,7 @@ def test_more_owned_nodes_raise_the_idle_cost(app):
     assert float(after["Utilization"].rstrip("%")) < float(before["Utilization"].rstrip("%"))
 
 
+@pytest.mark.slow
 def test_on_demand_pricing_changes_the_node_price(app):
     at = show(app, "screens/overview.py")
     before = metrics(at)
@@ -123,6 +125,7 @@ def _api_spend_by_option(at) -> dict[str, float]:
     return {y.split(" (")[0]: x for x, y in zip(api["x"], api["y"], strict=True)}
 
 
+@pytest.mark.slow
 def test_api_price_scale_doubles_what_the_all_api_option_costs(app):
     at = show(app, "screens/fleet.py")
     options = _api_spend_by_option(at)
@@ -146,6 +149,7 @@ def _fleet_tables_wrap_their_text_and_show_no_infinity(at) -> None:
         assert "Infinity" not in text and "inf" not in text.split() and "None" not in text and "nan" not in text
 
 
+@pytest.mark.slow
 def test_zero_owned_nodes_render_every_page(app):
     app.number_input(key="sc_fleet_nodes").set_value(0).run()
     assert not app.exception
@@ -183,6 +187,7 @@ def test_routing_table_has_one_row_per_workload_and_explains_the_first(app):
     assert shown == int(table["value_usd_per_mtok"].notna().sum())
 
 
+@pytest.mark.slow
 def test_sla_scale_changes_the_routing_table_targets(app):
     at = show(app, "screens/routing.py")
     before = at.dataframe[0].value
@@ -192,6 +197,7 @@ def test_sla_scale_changes_the_routing_table_targets(app):
     assert (after.loc[live, "latency_slo_ms"] == 2 * before.loc[live, "latency_slo_ms"]).all()
 
 
+@pytest.mark.slow
 def test_fleet_page_sweeps_the_chosen_sla_scales(app, monkeypatch):
     from core.decision import analysis
 
@@ -223,6 +229,7 @@ def test_export_offers_the_routing_csv(app):
     assert "Download routing table (CSV)" in labels
 
 
+@pytest.mark.slow
 def test_export_builds_the_procurement_summary_on_demand(app):
     pytest.importorskip("core.presentation.report", reason="the procurement summary (core/report) is not in this build")
     at = show(app, "screens/export.py")
@@ -241,6 +248,7 @@ HEADER = ("workload_id,name,team,requests_per_day,peak_factor,input_tokens,outpu
           "batch_window_hours,data_policy,task_class,min_quality,cached_input_share,notes\n")
 
 
+@pytest.mark.slow
 def test_pages_read_a_committed_inventory_version(start):
     at = start(HEADER
                + "chat,Chat,Ops,20000,3,1500,300,8000,,external_ok,chat,,,\n"

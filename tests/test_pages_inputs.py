@@ -228,6 +228,7 @@ def aws_1y(nodes):
                        & (nodes["pricing_option"] == "savings_1y")][0]
 
 
+@pytest.mark.slow
 def test_pricing_shows_dated_sources_and_stale_marks(app):
     at = show(app, "screens/pricing.py")
     nodes = table(at, "price_nodes_table")
@@ -343,6 +344,7 @@ def new_session(page: str) -> AppTest:
     return show(at, page)
 
 
+@pytest.mark.slow
 def test_another_sessions_writes_reach_the_shared_figures(app):
     first = show(app, "screens/performance.py")
     first.selectbox(key="perf_stack").set_value("llama70b-fp8")
@@ -374,6 +376,7 @@ def test_another_sessions_writes_reach_the_shared_figures(app):
     assert "at $30.00/node-hour" in texts(again.caption)
 
 
+@pytest.mark.slow
 def test_pricing_page_enters_a_licence_fee_the_plan_then_uses(app):
     """mercury-class has licensed weights and no fee: entering $2,000/GPU-month on the Pricing page stores a
     dated user row; an empty source is refused on the page and stores nothing."""

@@ -27,6 +27,7 @@ def _split(bank: pd.DataFrame, k: int) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+@pytest.mark.slow
 def test_the_parts_of_a_split_workload_are_one_class_with_its_inputs(seed_catalog, bank):
     """3 parts of each of the 7 sample workloads: 7 classes, in the inventory's order, each with the
     unsplit workload's traffic (3 x a third: 1e-12 relative) and API spend per route."""
@@ -73,6 +74,7 @@ def test_a_hash_collision_never_merges_workloads_that_differ(seed_catalog, bank,
     np.testing.assert_array_equal(want[0][:, None] == want[0][None, :], got[0][:, None] == got[0][None, :])
 
 
+@pytest.mark.slow
 def test_workloads_differing_in_any_plan_input_are_not_merged(seed_catalog, bank):
     """Copies of the sample with one input changed on one copy: a target 1 ms tighter, 1 more output token,
     another peak factor: each changed copy is a class of its own; the unchanged copies share their class."""

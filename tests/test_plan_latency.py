@@ -106,6 +106,7 @@ def test_sample_plan_holds_under_simulation(sample_check):
         assert vf.loc[r["workload_id"], "p95_latency_ms"] == pytest.approx(r["analytic_p95_ms"], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_generated_fifty_workloads_share_a_few_deployments_and_hold(generated_ar_check):
     ev, check = generated_ar_check
     rows = _assert_plan_holds(ev, check, min_members=10, architectures={"autoregressive", "moe", "speculative"})
@@ -114,6 +115,7 @@ def test_generated_fifty_workloads_share_a_few_deployments_and_hold(generated_ar
     assert len(rows) >= 10
 
 
+@pytest.mark.slow
 def test_generated_fifty_workloads_fit_one_node_of_diffusion_pools(generated_check):
     """With the diffusion stacks, the 50 latency-bound workloads (owned only) fit one node: 8 GPUs of LLaDA-8B
     pools (the search's restart without Llama-8B found it; from Llama-8B pools it stopped at 2 nodes,
@@ -167,6 +169,7 @@ def test_deployment_loads_replay_the_plan(sample_check):
         assert all(b >= a for a, b in zip(load.step_ms, load.step_ms[1:], strict=False))  # steps grow with batch
 
 
+@pytest.mark.slow
 def test_wider_output_spread_never_needs_fewer_replicas(catalog):
     """Giving a p95 of 3x the mean (cv well above the default 0.5) can only add replicas."""
     inv = _generated_inventory(20, seed=11)

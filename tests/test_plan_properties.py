@@ -56,6 +56,7 @@ def _owned_count(ev) -> int:
 seeds = st.integers(0, 2**31 - 1)
 
 
+@pytest.mark.slow
 @given(seed=seeds, k=st.integers(2, 4), data=st.data())
 @EXAMPLES
 def test_splitting_a_workload_keeps_nodes_and_bill(catalog, seed, k, data):
@@ -71,6 +72,7 @@ def test_splitting_a_workload_keeps_nodes_and_bill(catalog, seed, k, data):
     assert b.fleet.total_monthly_usd == pytest.approx(a.fleet.total_monthly_usd, rel=0.01)
 
 
+@pytest.mark.slow
 @given(seed=seeds, data=st.data())
 @EXAMPLES
 def test_the_row_order_changes_nothing(catalog, seed, data):
@@ -87,6 +89,7 @@ def test_the_row_order_changes_nothing(catalog, seed, data):
     assert again == route
 
 
+@pytest.mark.slow
 @given(seed=seeds)
 @EXAMPLES
 def test_attributed_plus_unallocated_is_the_bill_and_more_api_price_keeps_owned_work(catalog, seed):
@@ -100,6 +103,7 @@ def test_attributed_plus_unallocated_is_the_bill_and_more_api_price_keeps_owned_
     assert _owned_count(dear) >= _owned_count(ev)
 
 
+@pytest.mark.slow
 @given(seed=seeds)
 @EXAMPLES
 def test_one_more_owned_node_never_raises_the_bill_by_more_than_its_price(catalog, seed):
@@ -109,6 +113,7 @@ def test_one_more_owned_node_never_raises_the_bill_by_more_than_its_price(catalo
     assert b - a <= NODE_MONTH + 0.01
 
 
+@pytest.mark.slow
 @given(seed=seeds)
 @EXAMPLES
 def test_tighter_targets_never_need_fewer_nodes(catalog, seed):

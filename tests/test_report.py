@@ -147,6 +147,7 @@ def _fake_ev(monthly, verdict, *, p95=None, fleet_nodes=1, needed=1, pricing="sa
                       fleet=fleet, catalog=None)
 
 
+@pytest.mark.slow
 def test_recommended_changes_name_what_forces_the_purchase(sample):
     """The sample on 1 owned node needs n > 1 (issue 11): buy n - 1 at 33.02 x 730 = 24,104.6 each, and say
     which workload's target forces them (the plan's first node driver), with what relaxing it saves."""
@@ -287,6 +288,7 @@ def test_every_price_used_is_on_assumptions_with_date_and_source(sample):
     assert all("estimated" in v for v in stacks.values())
 
 
+@pytest.mark.slow
 def test_a_node_price_override_is_dated_the_day_of_the_report(report_store):
     ev = evaluate_store(report_store, make_scenario(node_usd_per_hour=40.0))
     s = build_summary(ev, generated=GENERATED, sensitivity_frame=pd.DataFrame(
@@ -296,6 +298,7 @@ def test_a_node_price_override_is_dated_the_day_of_the_report(report_store):
     assert node["value"] == 40.0 and node["as_of"] == GENERATED.date() and node["source"] == "scenario override"
 
 
+@pytest.mark.slow
 def test_formula_like_workload_text_arrives_as_inert_text_in_the_workbook(hostile):
     data = hostile[2]
     ws = _wb(data)["Workloads"]
@@ -531,6 +534,7 @@ def test_one_pager_prints_on_two_a4_pages(sample, tmp_path):
 # CLI
 # ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_report_command_writes_each_format_from_one_evaluation(tmp_path, capsys):
     """--out repeated: the three formats from one evaluation, one line per file, in the order asked."""
     outs = [tmp_path / name for name in ("r.xlsx", "r.html", "r.md")]
@@ -563,6 +567,7 @@ def test_report_command_refuses_an_unknown_extension(tmp_path, capsys):
         report_format("summary.docx")
 
 
+@pytest.mark.slow
 def test_report_command_on_a_workloads_file_labels_it(tmp_path, capsys):
     src = tmp_path / "inv.csv"
     _hostile_frame().to_csv(src, index=False)
@@ -572,6 +577,7 @@ def test_report_command_on_a_workloads_file_labels_it(tmp_path, capsys):
     assert "inventory: file inv.csv" in text and "'" + HOSTILE_NAME in text
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("core.commands.workloads") is None,
                     reason="`hangover workloads import` not available yet")
 def test_report_command_on_an_imported_inventory_version(tmp_path, capsys):

@@ -161,6 +161,7 @@ def test_workload_ids_in_charts_cannot_become_links(hostile_ev):
     assert not any("<a " in s for s in drawn)
 
 
+@pytest.mark.slow
 def test_hostile_text_in_an_uploaded_inventory_is_escaped_on_the_page(tmp_path, monkeypatch):
     """A column header like ![x](https://…) is echoed in the upload warning as literal text."""
     import streamlit

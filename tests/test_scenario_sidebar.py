@@ -25,6 +25,7 @@ def test_owned_inputs_build_a_dated_user_row():
         make_scenario(pricing_option="owned", owned_inputs={**values, "pue": 0.5})
 
 
+@pytest.mark.slow
 def test_sidebar_owned_hardware_moves_the_idle_cost(monkeypatch, tmp_path):
     monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "s.duckdb"))
     st.cache_resource.clear()

@@ -191,6 +191,7 @@ def test_compare_evaluations_marks_each_changed_verdict():
         S.compare_evaluations([("A", a)], table=_table)
 
 
+@pytest.mark.slow
 def test_compare_saved_scenarios_shows_their_difference(store):
     """Three owned nodes on the 3-year plan against one on the 1-year plan: a different bill, same inventory."""
     S.save_scenario(store, "one node", Scenario())
@@ -262,6 +263,7 @@ def _run(capsys, *argv):
     return code, out.out, out.err
 
 
+@pytest.mark.slow
 def test_cli_round_trip(capsys, tmp_path):
     db = str(tmp_path / "cli.duckdb")
     code, out, _ = _run(capsys, "--db", db, "scenario", "list")

@@ -55,6 +55,7 @@ LINK = {"sc_fleet_nodes": "3", "sc_pricing": "3-year savings plan", "sc_cost_bas
         "sc_max_fallback_pct": "30", "sc_sla_scale": "1.5"}
 
 
+@pytest.mark.slow
 def test_a_link_sets_the_sidebar_and_a_refresh_keeps_it(db):
     """Opening the app with the scenario in the query string (what a refresh or a shared link does)."""
     at = _app(LINK)
@@ -74,6 +75,7 @@ def test_a_link_sets_the_sidebar_and_a_refresh_keeps_it(db):
     assert plain.sidebar.number_input(key="sc_fleet_nodes").value == 1 and _metrics(plain) != first
 
 
+@pytest.mark.slow
 def test_garbled_and_unknown_link_settings_fall_back_with_a_note(db):
     at = _app({"sc_fleet_nodes": "three", "sc_gpu": "No Such GPU", "sc_sla_scale": "99", "sc_bogus": "1"})
     sb = at.sidebar
@@ -88,6 +90,7 @@ def test_garbled_and_unknown_link_settings_fall_back_with_a_note(db):
     assert not [w for w in at.sidebar.warning if "could not be used" in w.value]
 
 
+@pytest.mark.slow
 def test_percent_inputs_in_the_sidebar(db):
     """Cost of capital typed as 12 (percent) is 0.12 in the scenario; the fallback share 35 is 0.35."""
     at = _app({"sc_pricing": "Owned hardware", "sc_own_cost_of_capital_pct": "12", "sc_max_fallback_pct": "35"})
@@ -98,12 +101,14 @@ def test_percent_inputs_in_the_sidebar(db):
     assert sc.owned_hardware.cost_of_capital_rate == 0.12 and sc.max_fallback_share == 0.35
 
 
+@pytest.mark.slow
 def test_overview_says_whose_figures_these_are(db):
     at = _app()
     assert any(m.value.startswith(":orange-badge[sample data] **Bundled sample inventory")
                and "a demo bank" in m.value for m in at.markdown)
 
 
+@pytest.mark.slow
 def test_a_saved_scenario_loads_into_the_sidebar(db):
     _save(db, "Three nodes", fleet_nodes=3, pricing="savings_3y")
     at = _show(_app(), "screens/scenarios.py")
@@ -121,6 +126,7 @@ def test_a_saved_scenario_loads_into_the_sidebar(db):
                            saved_name="Three nodes").startswith("gpu-hangover_three-nodes_")
 
 
+@pytest.mark.slow
 def test_saving_from_the_page_and_a_bad_name(db):
     at = _show(_app({"sc_fleet_nodes": "2"}), "screens/scenarios.py")
     at.text_input(key="sc_save_name").input("a/b")
@@ -140,6 +146,7 @@ def test_saving_from_the_page_and_a_bad_name(db):
     assert list(table["name"]) == ["Two nodes"]
 
 
+@pytest.mark.slow
 def test_a_comparison_of_two_scenarios_shows_their_difference(db):
     _save(db, "One node")
     _save(db, "Three nodes 3y", fleet_nodes=3, pricing="savings_3y")
@@ -177,6 +184,7 @@ def test_a_gpu_without_a_price_is_one_sidebar_warning(db):
     assert not at.sidebar.warning and _metrics(at)["Owned nodes"] == "1"
 
 
+@pytest.mark.slow
 def test_the_workloads_tabs_do_not_move_after_a_commit_message(db):
     """The tabs keep their place in the page whether or not a commit message shows above them.
 
@@ -197,6 +205,7 @@ def test_the_workloads_tabs_do_not_move_after_a_commit_message(db):
     assert before == with_flash == tabs_position(at)
 
 
+@pytest.mark.slow
 def test_rename_delete_and_a_scenario_the_sidebar_cannot_show(db):
     _save(db, "Plan A")
     _save(db, "Pricey APIs", api_price_scale=4.0)
@@ -226,6 +235,7 @@ def test_rename_delete_and_a_scenario_the_sidebar_cannot_show(db):
     assert list(at.table[0].value["name"]) == ["Pricey APIs", "Tenfold"]
 
 
+@pytest.mark.slow
 def test_a_link_naming_a_saved_scenario_opens_it(db):
     """?scenario=NAME (any case) loads that saved scenario into the sidebar; the URL then holds its settings."""
     _save(db, "Three nodes 3y", fleet_nodes=3, pricing="savings_3y", cost_basis="marginal")
@@ -248,6 +258,7 @@ def test_a_link_naming_a_saved_scenario_opens_it(db):
     assert at.sidebar.selectbox(key="sc_pricing").value == "savings_3y"
 
 
+@pytest.mark.slow
 def test_a_link_naming_an_unknown_scenario_warns_and_keeps_the_defaults(db):
     _save(db, "Kept", fleet_nodes=2)
     at = _app({"scenario": "Nope"})

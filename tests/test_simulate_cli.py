@@ -69,6 +69,7 @@ def test_refusals_are_one_line(db, capsys, argv, message):
     assert message in err
 
 
+@pytest.mark.slow
 def test_fleet_page_check_by_simulation_button(monkeypatch, tmp_path):
     """AppTest: the button runs the check and shows the chart (analytic vs simulated vs target), table and verdicts."""
     from pathlib import Path

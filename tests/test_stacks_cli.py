@@ -113,6 +113,7 @@ def test_bundled_stacks_cannot_be_removed_and_unknown_ids_are_named(tmp_path, ca
     assert rc == 2 and "no stack 'nope'" in err
 
 
+@pytest.mark.slow
 def test_performance_page_adds_a_stack_from_a_pasted_config(monkeypatch, tmp_path):
     """The Performance page's form: paste a config.json, name the stack, add it; it joins the stack list."""
     import streamlit as st

@@ -364,6 +364,7 @@ def test_kill_9_mid_commit_leaves_whole_commits_only(tmp_path, after_s):
     store.add("gpus", [_gpu("After the kill")])  # and takes writes again
 
 
+@pytest.mark.slow
 @pytest.mark.e2e
 @pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="/usr/bin/chromium is absent")
 def test_cli_commands_run_while_a_browser_has_the_dashboard_open(tmp_path):

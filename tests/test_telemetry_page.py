@@ -38,12 +38,14 @@ def run(at: AppTest) -> AppTest:
     return at
 
 
+@pytest.mark.slow
 def test_empty_page_invites_an_import(app):
     run(app.switch_page(PAGE))
     assert any("No telemetry yet" in i.value for i in app.info)
     assert not app.metric
 
 
+@pytest.mark.slow
 def test_page_shows_measured_figures_heatmap_and_profile(app, tmp_path):
     """4 GPUs, 4,032 samples, 29.7 % (see test_telemetry's golden), 83 % on Monday 10:00, 13 % on Saturday."""
     import_telemetry(open_store(), write(tmp_path, "gpu.csv", nvidia_smi_week()), node="bank-node-1")
@@ -60,6 +62,7 @@ def test_page_shows_measured_figures_heatmap_and_profile(app, tmp_path):
     assert app.dataframe[0].value["file_name"].tolist() == ["gpu.csv"]
 
 
+@pytest.mark.slow
 def test_date_filter_narrows_the_window(app, tmp_path):
     import datetime as dt
 
@@ -71,6 +74,7 @@ def test_date_filter_narrows_the_window(app, tmp_path):
     assert app.subheader[0].value == "Measured 7 – 8 Nov 2026 on bank-node-1"
 
 
+@pytest.mark.slow
 def test_overview_line_only_with_telemetry(app, tmp_path):
     assert not [i for i in app.info if "As it is" in i.value]
     import_telemetry(open_store(), write(tmp_path, "gpu.csv", nvidia_smi_week()), node="bank-node-1")

@@ -31,6 +31,7 @@ def test_measured_profile_needs_telemetry(store):
         evaluate_store(store, make_scenario(traffic_profile="measured"))
 
 
+@pytest.mark.slow
 def test_measured_profile_reshapes_the_plan_traffic(store, tmp_path):
     """A night-shift log: the measured shape peaks at night, so each workload's busiest hour moves there;
     the office-hours shape peaks at 10:00. The fleet record says which shape it used and where it came from."""
@@ -68,6 +69,7 @@ def test_cli_traffic_profile_flag(tmp_path, capsys):
     assert "telemetry" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_exports_carry_the_measured_figures_beside_the_plan(store, tmp_path):
     """With telemetry imported, the evaluation carries the measured utilization (dated) and the procurement
     summary shows it beside the plan's estimate: the night-shift log is busy 8 of 24 hours at 90 % and 16 at
