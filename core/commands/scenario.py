@@ -151,15 +151,14 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Evaluate 2-4 saved scenarios and print them side by side (or the JSON, or write a file too)."""
+    from core.errors import InputError
     from core.presentation.report.comparison import (
+        COMPARISON_FORMATS,
         comparison_dict,
         comparison_text,
         write_comparison,
     )
     from core.scenarios import compare_scenarios
-
-    from core.errors import InputError
-    from core.presentation.report.comparison import COMPARISON_FORMATS
 
     outs = [Path(o) for o in args.out]
     # Every file name checked before any work or write: a bad second name must not leave only the first written.
