@@ -384,3 +384,15 @@ def test_compare_refuses_a_bad_out_before_writing_any(capsys, tmp_path, outs, me
     code, _, err = _run(capsys, "--db", db, "scenario", "compare", "baseline", "three", *argv)
     assert code == 2 and message in err and err.count("hangover: error:") == 1
     assert not any((tmp_path / o).exists() for o in outs)
+
+
+def test_a_note_over_the_limit_is_refused_naming_the_field(store):
+    with pytest.raises(InputError, match=r"^note: 2,001 characters long; the limit is 2,000$"):
+        S.save_scenario(store, "long note", Scenario(), note="n" * 2001)
+    assert S.save_scenario(store, "ok note", Scenario(), note="  n" * 600 + " ").note == ("  n" * 600).strip()
+
+
+def test_url_notes_quote_a_long_value_clipped():
+    notes = S.url_notes({"sc_fleet_nodes": "9" * 5000, "sc_" + "k" * 300: "v"}, {"sc_fleet_nodes": "1"})
+    assert len(notes) == 2 and all(len(n) < 300 for n in notes), notes
+    assert "(5,000 characters)" in notes[0] and "(303 characters)" in notes[1]
