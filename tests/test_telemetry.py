@@ -352,3 +352,16 @@ def test_utilization_is_the_mean_of_gpu_hour_means(tmp_path_factory, per_gpu):
         assert measured_profile(s).utilization == pytest.approx(expected)
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("stamp", ["100000000000000000", "253402300800000", "-62135596800000", "946684799999"])
+def test_a_dcgm_timestamp_outside_the_window_is_refused_naming_the_field(store, tmp_path, stamp):
+    """DCGM timestamp 1e17 ms, year 10000, year 1 and a millisecond before 2000 (issue 34: 1e17 ended in the
+    generic 'unexpected error' line): refused with the line and the field, nothing imported."""
+    text = dcgm_day().splitlines()
+    i = next(n for n, line in enumerate(text) if line.startswith("DCGM_FI_PROF_SM_ACTIVE"))
+    head, _, _ = text[i].rpartition(" ")
+    text[i] = f"{head} {stamp}"
+    with pytest.raises(InputError, match=rf"^s.prom line {i + 1}: DCGM_FI_PROF_SM_ACTIVE: timestamp {stamp} ms is "
+                                         r"outside 2000-01-01 \.\. now \+ 1 day$"):
+        import_telemetry(store, write(tmp_path, "s.prom", "\n".join(text)))

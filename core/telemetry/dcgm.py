@@ -23,6 +23,7 @@ from core.telemetry.samples import (
     check_node,
     sample_schema,
     to_wall_clock,
+    ts_problem,
 )
 
 FORMAT = "DCGM exporter (Prometheus text)"
@@ -168,6 +169,8 @@ def _parse_line(line: str, name: str, node: str | None, at_ms: int | None):
         return f"{name}: value {m['value']!r} is out of range ({bound})", None
     if m["ts"] is not None:
         ts = int(m["ts"])
+        if (bad := ts_problem(ts)) is not None:
+            return f"{name}: {bad}", None
     elif at_ms is not None:
         ts = at_ms
     else:
