@@ -365,3 +365,15 @@ def test_a_dcgm_timestamp_outside_the_window_is_refused_naming_the_field(store, 
     with pytest.raises(InputError, match=rf"^s.prom line {i + 1}: DCGM_FI_PROF_SM_ACTIVE: timestamp {stamp} ms is "
                                          r"outside 2000-01-01 \.\. now \+ 1 day$"):
         import_telemetry(store, write(tmp_path, "s.prom", "\n".join(text)))
+
+
+@pytest.mark.parametrize("stamp", [1e14, 253402300800, -62135596800, 946684799])
+def test_a_prometheus_timestamp_outside_the_window_is_refused_naming_the_field(store, tmp_path, stamp):
+    """Seconds since the epoch far in the future, year 10000, year 1 and a second before 2000: refused naming the
+    series, point and field; nothing imported."""
+    doc = json.loads(prometheus_range(gpus=1, minutes=3))
+    doc["data"]["result"][0]["values"][1][0] = stamp
+    with pytest.raises(InputError, match=rf"series 1 \(DCGM_FI_PROF_SM_ACTIVE, gpu 0\), point 2: timestamp "
+                                         rf"{stamp!r} s is outside 2000-01-01 \.\. now \+ 1 day"):
+        import_telemetry(store, write(tmp_path, "r.json", json.dumps(doc)))
+    nothing_written(store)
