@@ -17,7 +17,14 @@ import pandas as pd
 
 from core.errors import InputError
 from core.format import integer
-from core.telemetry.dcgm import DCGM_FIELDS, SHARE_METRICS, gpu_from_labels, node_from_labels, pivot
+from core.telemetry.dcgm import (
+    DCGM_FIELDS,
+    SHARE_METRICS,
+    gpu_from_labels,
+    index_problem,
+    node_from_labels,
+    pivot,
+)
 from core.telemetry.samples import TS_AHEAD_MS, TS_MIN_MS, ParsedTelemetry
 
 FORMAT = "Prometheus query JSON"
@@ -72,6 +79,10 @@ def parse(text: str, file_name: str, *, node: str | None = None, tz: str | None 
             n_bad += 1
             problems.append(f"{where}: no {'gpu/UUID' if gpu is None else 'Hostname/instance'} label"
                             + ("; name the node with --node" if host is None else ""))
+            continue
+        if (bad_index := index_problem(labels)) is not None:
+            n_bad += 1
+            problems.append(f"{where}: {bad_index}")
             continue
         points = series.get("values") if kind == "matrix" else [series.get("value")]
         frame, bad = _points(points, name)
