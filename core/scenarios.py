@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from core.errors import InputError
 from core.models import CostBasis, PricingOption, Scenario
 from core.service import OWNED_INPUTS, make_scenario, owned_hardware_defaults
+from core.textsafety import clip
 
 if TYPE_CHECKING:
     from core.decision.engine import Evaluation
@@ -173,9 +174,9 @@ def url_notes(raw: Mapping[str, object], resolved: Mapping[str, str], *, prefix:
         if not key.startswith(prefix):
             continue
         if key not in resolved:
-            notes.append(f"the link's setting {key}={text!r} is unknown here and was ignored")
+            notes.append(f"the link's setting {clip(key)}={clip(text)!r} is unknown here and was ignored")
         elif not _same(text, resolved[key]):
-            notes.append(f"the link's {key}={text!r} is not a valid value; the sidebar shows {resolved[key]}")
+            notes.append(f"the link's {key}={clip(text)!r} is not a valid value; the sidebar shows {resolved[key]}")
     return notes
 
 
@@ -207,7 +208,7 @@ def check_name(name: object) -> str:
                   or unicodedata.category(ch).startswith("C")})
     if bad:
         shown = ", ".join(repr(ch) for ch in bad)
-        raise InputError(f"scenario name {text!r} contains {shown}; use {NAME_RULE}")
+        raise InputError(f"scenario name {clip(text)!r} contains {shown}; use {NAME_RULE}")
     if not text[0].isalnum():
         raise InputError(f"scenario name {text!r} must start with a letter or digit")
     return text
@@ -274,6 +275,17 @@ def _ts(value) -> dt.datetime | None:
     return pd.Timestamp(value).to_pydatetime()
 
 
+NOTE_MAX_CHARS = 2000
+
+
+def check_note(note: object) -> str:
+    """A scenario's note, stripped; longer than NOTE_MAX_CHARS is one clear InputError naming the field."""
+    text = str(note if note is not None else "").strip()
+    if len(text) > NOTE_MAX_CHARS:
+        raise InputError(f"note: {len(text):,} characters long; the limit is {NOTE_MAX_CHARS:,}")
+    return text
+
+
 def save_scenario(store, name: str, scenario: Scenario, *, inventory_version: int | None | object = _LATEST,
                   created_by: str = "", note: str = "", replace: bool = False) -> SavedScenario:
     """Save a scenario under a unique name (any case); by default on the latest committed inventory version.
@@ -284,10 +296,11 @@ def save_scenario(store, name: str, scenario: Scenario, *, inventory_version: in
     from core.store.scenarios import insert_scenario, latest_inventory_version
 
     clean = check_name(name)
+    note = check_note(note)
     version = (latest_inventory_version(store)[0] if inventory_version is _LATEST
                else cast("int | None", inventory_version))  # anything but the sentinel is the caller's int | None
     insert_scenario(store, name=clean, scenario_json=scenario.model_dump_json(),
-                    inventory_version=version, created_by=created_by, note=note.strip(), replace=replace)
+                    inventory_version=version, created_by=created_by, note=note, replace=replace)
     return load_scenario(store, clean)
 
 

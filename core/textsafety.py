@@ -121,3 +121,15 @@ def escape_plotly(value):
 
 def _escape_plotly_one(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# Longest piece of outside text (a URL parameter, a name) quoted back in a message; the rest is counted.
+QUOTE_MAX_CHARS = 60
+
+
+def clip(text: object, limit: int = QUOTE_MAX_CHARS) -> str:
+    """Text quoted in a message, cut to `limit` characters with the full length said (a 20,000-character URL
+    parameter must not fill the sidebar)."""
+    s = str(text)
+    return s if len(s) <= limit else f"{s[:limit]}… ({len(s):,} characters)"
+

@@ -18,6 +18,7 @@ from core.scenarios import (
     PRICING_LABELS,
     SAMPLE_LABEL,
     SavedScenario,
+    check_name,
     inputs_from_scenario,
     inventory_provenance,
     load_scenario,
@@ -36,6 +37,7 @@ from core.service import (
     store_stamp,
     stored_size,
 )
+from core.textsafety import clip
 from dashboard.format import md
 
 # Scenario widget keys live in session state under this prefix; every page reads the same values.
@@ -141,10 +143,11 @@ def _open_linked_scenario(link: dict) -> None:
     if not name:
         return
     try:
-        saved = load_scenario(store(), name)
+        saved = load_scenario(store(), check_name(name))  # a 20,000-character name is refused before any lookup
         values, problems = _sidebar_values(saved)
     except HangoverError as exc:
         saved, problems = None, [str(exc)]
+    name = clip(name)
     if problems:
         st.session_state["sc_link_scenario"] = ("warning", f"The link asks for the saved scenario {name!r}, which "
                                                 f"cannot be opened: {'; '.join(problems)}. The sidebar shows the "

@@ -196,3 +196,26 @@ def test_import_shows_progress_on_a_terminal_and_nothing_when_piped(tmp_path, mo
     capsys.readouterr()
     assert main(["--db", str(tmp_path / "t2.duckdb"), "workloads", "import", str(path)]) == 0
     assert "checksum" not in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("value", ["1e-320", "4.9e-324", "2.2e-308"])
+def test_a_subnormal_request_rate_evaluates_without_numpy_warnings(tmp_path, value):
+    """requests_per_day=1e-320 (issue 34: numpy warnings with install paths): imported, evaluated, and no warning
+    is printed even with RuntimeWarning turned into an error."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    rows = list(csv.reader((root / "data" / "workloads_sample.csv").open(encoding="utf-8")))
+    rows[1][rows[0].index("requests_per_day")] = value
+    inv = tmp_path / "tiny.csv"
+    with inv.open("w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(rows)
+    db = tmp_path / "s.duckdb"
+    for argv in (["workloads", "import", str(inv)], ["evaluate", "--format", "json"]):
+        out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "core.cli", "--db", str(db), *argv],
+                             capture_output=True, text=True, timeout=300, cwd=root)
+        assert out.returncode == 0, out.stderr
+        assert "Warning" not in out.stderr and "site-packages" not in out.stderr, out.stderr

@@ -358,3 +358,43 @@ def test_simulate_takes_a_saved_scenario(capsys, tmp_path):
     assert json.loads(out)["workloads"]
     code, _, err = _run(capsys, "--db", db, "simulate", "--scenario", "nope")
     assert code == 2 and "no saved scenario named 'nope'" in err
+
+
+def test_compare_writes_every_out_file(capsys, tmp_path):
+    """`--out a.xlsx --out b.md` writes both files (issue 34: only the last one was written)."""
+    db = str(tmp_path / "outs.duckdb")
+    assert _run(capsys, "--db", db, "scenario", "save", "baseline")[0] == 0
+    assert _run(capsys, "--db", db, "scenario", "save", "three", "--fleet-nodes", "3")[0] == 0
+    book, text = tmp_path / "a.xlsx", tmp_path / "b.md"
+    code, _, err = _run(capsys, "--db", db, "scenario", "compare", "baseline", "three", "--out", str(book),
+                        "--out", str(text))
+    assert code == 0, err
+    assert openpyxl.load_workbook(book).sheetnames == ["Comparison", "Verdicts"]
+    assert "baseline" in text.read_text(encoding="utf-8") and "three" in text.read_text(encoding="utf-8")
+    assert [line.split()[1] for line in err.splitlines() if line.startswith("wrote")] == [str(book), str(text)]
+
+
+@pytest.mark.parametrize("outs, message", [
+    (["a.xlsx", "b.txt"], "--out: cannot write a comparison as 'b.txt'"),
+    (["a.md", "a.md"], "--out: the same file is named twice"),
+])
+def test_compare_refuses_a_bad_out_before_writing_any(capsys, tmp_path, outs, message):
+    db = str(tmp_path / "bad.duckdb")
+    assert _run(capsys, "--db", db, "scenario", "save", "baseline")[0] == 0
+    assert _run(capsys, "--db", db, "scenario", "save", "three", "--fleet-nodes", "3")[0] == 0
+    argv = [a for o in outs for a in ("--out", str(tmp_path / o))]
+    code, _, err = _run(capsys, "--db", db, "scenario", "compare", "baseline", "three", *argv)
+    assert code == 2 and message in err and err.count("hangover: error:") == 1
+    assert not any((tmp_path / o).exists() for o in outs)
+
+
+def test_a_note_over_the_limit_is_refused_naming_the_field(store):
+    with pytest.raises(InputError, match=r"^note: 2,001 characters long; the limit is 2,000$"):
+        S.save_scenario(store, "long note", Scenario(), note="n" * 2001)
+    assert S.save_scenario(store, "ok note", Scenario(), note="  n" * 600 + " ").note == ("  n" * 600).strip()
+
+
+def test_url_notes_quote_a_long_value_clipped():
+    notes = S.url_notes({"sc_fleet_nodes": "9" * 5000, "sc_" + "k" * 300: "v"}, {"sc_fleet_nodes": "1"})
+    assert len(notes) == 2 and all(len(n) < 300 for n in notes), notes
+    assert "(5,000 characters)" in notes[0] and "(303 characters)" in notes[1]

@@ -268,3 +268,15 @@ def test_a_link_naming_an_unknown_scenario_warns_and_keeps_the_defaults(db):
     assert "Kept" in warning and "defaults" in warning  # names what is saved, says what is shown instead
     assert sb.number_input(key="sc_fleet_nodes").value == 1 and sb.selectbox(key="sc_pricing").value == "savings_1y"
     assert not at.exception and not at.error
+
+
+def test_a_link_with_a_very_long_scenario_name_is_refused_in_a_short_warning(db):
+    """A 20,000-character ?scenario= (issue 34: 75 s and a sidebar full of it) is refused by its length and quoted
+    clipped: the warning names the limit and stays short."""
+    at = _app({"scenario": "x" * 20_000, "sc_bogus": "y" * 20_000})
+    sb = at.sidebar
+    warnings = [w.value for w in sb.warning]
+    assert any("the limit is 60" in w and "20,000 characters" in w for w in warnings), warnings
+    assert all(len(w) < 1_000 for w in warnings), [len(w) for w in warnings]
+    assert sb.number_input(key="sc_fleet_nodes").value == 1
+    assert not at.exception and not at.error

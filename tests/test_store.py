@@ -237,7 +237,7 @@ def test_a_full_disk_mid_write_is_named_and_nothing_is_written(store):
         cur.execute("DELETE FROM gpus")
         cur.execute("SELECT error('IO Error: No space left on device')").fetchall()
 
-    with pytest.raises(StoreError, match="the disk holding the store is full; free some space and try again"):
+    with pytest.raises(StoreError, match="the disk holding the store is full .*nothing was committed.*Free some space and try again"):
         store.write(work)
     assert _counts(store) == before
 
@@ -404,3 +404,35 @@ def test_the_file_signature_moves_on_every_write_and_never_on_a_read(store):
     other = Store(path, seed=False)  # another program's store object on the same file, as a command opens it
     other.add("gpus", [_gpu("Signature GPU")])
     assert file_signature(path) != before
+
+
+def test_a_part_block_past_the_committed_blocks_is_not_damage(tmp_path):
+    """A failed write that grew the file part-way into a new block (disk full) leaves the committed state intact:
+    no refusal, and the store reads as before (issue 34)."""
+    path = tmp_path / "grown.duckdb"
+    Store(path).add("gpus", [_gpu("Kept")])
+    with open(path, "ab") as f:
+        f.write(b"\x01" * 5000)  # less than a block, past every block the header counts
+    store = Store(path)
+    assert "Kept" in {g.name for g in store.gpus()}
+    store.add("gpus", [_gpu("Written after")])
+    assert {"Kept", "Written after"} <= {g.name for g in store.gpus()}
+
+
+def test_a_failed_check_with_a_pending_wal_never_advises_db_init(tmp_path):
+    """Changes still in the write-ahead log: the advice is to free space and keep the .wal, never `db init`."""
+    path = tmp_path / "pending.duckdb"
+    Store(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("PRAGMA disable_checkpoint_on_shutdown")
+    con.execute("SET checkpoint_threshold = '10GB'")
+    con.execute("CREATE TABLE pending_rows AS SELECT range AS x FROM range(1000)")
+    con.close()
+    wal = path.with_name(path.name + ".wal")
+    assert wal.stat().st_size > 0
+    _damage(path, 100_000)
+    with pytest.raises(StoreError) as info:
+        Store(path)
+    msg = str(info.value)
+    assert "write-ahead log pending.duckdb.wal" in msg and "Free space" in msg
+    assert "do not run `hangover db init`" in msg and "Restore it" not in msg

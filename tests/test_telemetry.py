@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -352,3 +353,45 @@ def test_utilization_is_the_mean_of_gpu_hour_means(tmp_path_factory, per_gpu):
         assert measured_profile(s).utilization == pytest.approx(expected)
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("stamp", ["100000000000000000", "253402300800000", "-62135596800000", "946684799999"])
+def test_a_dcgm_timestamp_outside_the_window_is_refused_naming_the_field(store, tmp_path, stamp):
+    """DCGM timestamp 1e17 ms, year 10000, year 1 and a millisecond before 2000 (issue 34: 1e17 ended in the
+    generic 'unexpected error' line): refused with the line and the field, nothing imported."""
+    text = dcgm_day().splitlines()
+    i = next(n for n, line in enumerate(text) if line.startswith("DCGM_FI_PROF_SM_ACTIVE"))
+    head, _, _ = text[i].rpartition(" ")
+    text[i] = f"{head} {stamp}"
+    with pytest.raises(InputError, match=rf"^s.prom line {i + 1}: DCGM_FI_PROF_SM_ACTIVE: timestamp {stamp} ms is "
+                                         r"outside 2000-01-01 \.\. now \+ 1 day$"):
+        import_telemetry(store, write(tmp_path, "s.prom", "\n".join(text)))
+
+
+@pytest.mark.parametrize("stamp", [1e14, 253402300800, -62135596800, 946684799])
+def test_a_prometheus_timestamp_outside_the_window_is_refused_naming_the_field(store, tmp_path, stamp):
+    """Seconds since the epoch far in the future, year 10000, year 1 and a second before 2000: refused naming the
+    series, point and field; nothing imported."""
+    doc = json.loads(prometheus_range(gpus=1, minutes=3))
+    doc["data"]["result"][0]["values"][1][0] = stamp
+    with pytest.raises(InputError, match=rf"series 1 \(DCGM_FI_PROF_SM_ACTIVE, gpu 0\), point 2: timestamp "
+                                         rf"{stamp!r} s is outside 2000-01-01 \.\. now \+ 1 day"):
+        import_telemetry(store, write(tmp_path, "r.json", json.dumps(doc)))
+    nothing_written(store)
+
+
+@pytest.mark.parametrize("index", ["-3", "1e300", "64", "1.5"])
+def test_an_impossible_gpu_index_is_refused_naming_the_field(store, tmp_path, index):
+    """GPU index -3 or 1e300 (issue 34: counted as extra GPUs, inflating idle $): refused in DCGM text (with its
+    line) and in Prometheus JSON (with its series), nothing imported."""
+    text = dcgm_day().splitlines()
+    i = next(n for n, line in enumerate(text) if line.startswith("DCGM_FI_PROF_SM_ACTIVE"))
+    text[i] = text[i].replace('gpu="0"', f'gpu="{index}"', 1).replace('gpu="1"', f'gpu="{index}"', 1)
+    with pytest.raises(InputError, match=rf"^s.prom line {i + 1}: DCGM_FI_PROF_SM_ACTIVE: gpu label '{re.escape(index)}' "
+                                         r"is not a GPU index \(a whole number 0 to 63\)"):
+        import_telemetry(store, write(tmp_path, "s.prom", "\n".join(text)))
+    doc = json.loads(prometheus_range(gpus=1, minutes=3))
+    doc["data"]["result"][0]["metric"]["gpu"] = index
+    with pytest.raises(InputError, match=r"series 1 \(DCGM_FI_PROF_SM_ACTIVE, gpu .*\): gpu label .* is not a GPU index"):
+        import_telemetry(store, write(tmp_path, "r.json", json.dumps(doc)))
+    nothing_written(store)

@@ -14,8 +14,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the `dashboard` command."""
     p = sub.add_parser("dashboard", help="start the dashboard in your browser")
     p.add_argument("--port", type=int, default=8501, help="port to serve on (default 8501)")
+    p.add_argument(
+        "--address", default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only). Use 0.0.0.0 only behind a reverse "
+        "proxy that signs users in: the dashboard itself has no sign-in",
+    )
     p.add_argument("--headless", action="store_true", help="do not open a browser window")
     p.set_defaults(func=cmd_dashboard)
+
+
+def streamlit_command(args: argparse.Namespace) -> list[str]:
+    """The `streamlit run` command line for these options (loopback unless --address says otherwise)."""
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(args.port),
+           "--server.address", str(args.address)]
+    if args.headless:
+        cmd += ["--server.headless", "true"]
+    return cmd
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
@@ -26,8 +40,6 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     Store(db)  # create and seed now, so errors show here rather than in the browser
     env = dict(os.environ, HANGOVER_DB=str(db.resolve()))
     os.chdir(APP.parents[1])  # Streamlit reads .streamlit/config.toml (the theme) from the working folder
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(args.port)]
-    if args.headless:
-        cmd += ["--server.headless", "true"]
+    cmd = streamlit_command(args)
     os.execve(sys.executable, cmd, env)
     return 0  # pragma: no cover

@@ -6,6 +6,7 @@ import argparse
 import getpass
 import json
 import sys
+from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     compare.add_argument("--format", choices=["table", "json"], default="table", help="output format")
     compare.add_argument("--current-inventory", action="store_true",
                          help="evaluate every scenario on the latest inventory (default: the one each was saved on)")
-    compare.add_argument("--out", metavar="FILE", help="also write the comparison as FILE.xlsx or FILE.md")
+    compare.add_argument("--out", metavar="FILE", action="append", default=[],
+                         help="also write the comparison as FILE.xlsx or FILE.md (repeat for several files)")
     compare.set_defaults(func=cmd_compare)
 
 
@@ -149,16 +151,25 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Evaluate 2-4 saved scenarios and print them side by side (or the JSON, or write a file too)."""
+    from core.errors import InputError
     from core.presentation.report.comparison import (
+        COMPARISON_FORMATS,
         comparison_dict,
         comparison_text,
         write_comparison,
     )
     from core.scenarios import compare_scenarios
 
+    outs = [Path(o) for o in args.out]
+    # Every file name checked before any work or write: a bad second name must not leave only the first written.
+    for o in outs:
+        if o.suffix.lower() not in COMPARISON_FORMATS:
+            raise InputError(f"--out: cannot write a comparison as {o.name!r}: use a .xlsx or .md file name")
+    if len({o.resolve() for o in outs}) < len(outs):
+        raise InputError("--out: the same file is named twice")
     cmp = compare_scenarios(_store(args), args.names, current_inventory=args.current_inventory)
-    if args.out:
-        path = write_comparison(cmp, args.out)
+    for o in outs:
+        path = write_comparison(cmp, o)
         print(f"wrote {path} ({path.stat().st_size:,} bytes)", file=sys.stderr)
     if args.format == "json":
         json.dump(comparison_dict(cmp), sys.stdout, indent=2, ensure_ascii=False)

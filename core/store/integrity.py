@@ -3,7 +3,10 @@
 DuckDB verifies a block's checksum only when it reads that block, so a store
 with a damaged block in a table a write does not read would accept the write
 (issue 16: `workloads import` committed onto a store with a corrupt block).
-Reading the file once before writing closes that gap. The layout checked is
+Reading the file once before writing closes that gap. A file that ends part-way
+through a block past every block the header counts is a write that failed
+part-way (disk full, file-size limit), not damage: the last committed state is
+intact and DuckDB opens it. The layout checked is
 DuckDB's storage format (checked against DuckDB 2.0): three 4 KiB headers (the
 main header holds the magic "DUCK" at byte 8; the two database headers hold
 iteration, meta block, free list, block count and block size as little-endian
@@ -71,8 +74,10 @@ def check_store_file(path: Path) -> str | None:
         if not (4096 <= block_size <= 2**30 and block_size & (block_size - 1) == 0 and blocks < 2**40):
             return None  # a layout we do not know: leave it to DuckDB
         body = size - HEADERS * HEADER_BYTES
-        if body % block_size:
+        if body % block_size and body // block_size < blocks:
             return f"the file is cut short (it ends part-way through block {body // block_size})"
+        # A part-block past every block the header counts is a write that never completed (the disk filled
+        # while DuckDB grew the file): the committed state does not reference it, so it is not damage.
         # DuckDB drops free blocks from the end of the file, so the header may count more blocks than
         # the file holds; the blocks present must all be sound.
         blocks = min(blocks, body // block_size)

@@ -69,11 +69,13 @@ def _store_error(exc: BaseException, path: Path, *, opening: bool = False, waite
             f"the store {path} is in use by another program (a `hangover` command or a dashboard busy writing); "
             f"waited {waited_s:g} s. Try again when it has finished"
         )
-    if isinstance(exc, duckdb.TransactionException) or "conflict" in low:
+    full = "no space left" in low or "disk is full" in low or "disk full" in low or "file too large" in low
+    # A commit that cannot write its log is a TransactionException too: a full disk is not a conflict to retry.
+    if not full and (isinstance(exc, duckdb.TransactionException) or "conflict" in low):
         return StoreConflict("another session changed the same rows at the same moment; nothing was written, try again")
-    if "no space left" in low or "disk is full" in low or "disk full" in low:
-        kind = "the disk holding the store is full"
-        advice = "free some space and try again"
+    if full:
+        kind = "the disk holding the store is full (or the file-size limit was reached)"
+        advice = "nothing was committed by this step; the store keeps its last committed state. Free some space and try again"
     elif "corrupt" in low or "checksum" in low or "could not read enough bytes" in low:
         kind = "the store file is damaged"
         advice = "restore it from a backup, or move it aside and run `hangover db init` to start a new one"
@@ -217,6 +219,15 @@ class Store:
         problem = check_store_file(self.path)
         if problem:
             log_error(f"store {self.path} failed its integrity check: {problem}", store_path=self.path)
+            wal = self.path.with_name(self.path.name + ".wal")
+            if wal.exists() and wal.stat().st_size > 0:
+                # Committed changes still in the write-ahead log: DuckDB replays them once it can write the file
+                # (issue 34: advising `db init` here would have thrown away every version).
+                raise StoreError(
+                    f"the store {self.path} has changes waiting in its write-ahead log {wal.name} that could not "
+                    f"be written into the file ({problem}); nothing was written. Free space on its disk and run "
+                    "the command again; keep the .wal file beside it and do not run `hangover db init`"
+                )
             raise StoreError(
                 f"the store {self.path} is damaged: {problem}; nothing was written. Restore it from a backup, "
                 "or move it aside and run `hangover db init` to start a new one"

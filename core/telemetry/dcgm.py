@@ -23,6 +23,7 @@ from core.telemetry.samples import (
     check_node,
     sample_schema,
     to_wall_clock,
+    ts_problem,
 )
 
 FORMAT = "DCGM exporter (Prometheus text)"
@@ -81,6 +82,19 @@ def node_from_labels(labels: dict[str, str]) -> str | None:
 def gpu_from_labels(labels: dict[str, str]) -> str | None:
     """The GPU a series belongs to: its index, else its UUID, else its device name."""
     return next((labels[k] for k in GPU_LABELS if labels.get(k)), None)
+
+
+# No node holds more GPUs than this; the catalog's own GPUs per node (at most 8 today) is not known while a
+# file is read, so a format-level bound refuses -3 or 1e300 (issue 34: counted as extra GPUs).
+MAX_GPU_INDEX = 63
+
+
+def index_problem(labels: dict[str, str]) -> str | None:
+    """None when the `gpu` label is absent or a whole number 0..MAX_GPU_INDEX; else why not, naming the field."""
+    raw = labels.get("gpu")
+    if not raw or (raw.isdigit() and len(raw) <= 2 and int(raw) <= MAX_GPU_INDEX):
+        return None
+    return f"gpu label {raw[:40]!r} is not a GPU index (a whole number 0 to {MAX_GPU_INDEX})"
 
 
 def _epoch_ms(at: dt.datetime, tz: str | None) -> int:
@@ -152,6 +166,8 @@ def _parse_line(line: str, name: str, node: str | None, at_ms: int | None):
     gpu = gpu_from_labels(labels)
     if gpu is None:
         return f"{name}: no gpu, UUID or device label says which GPU", None
+    if (bad_index := index_problem(labels)) is not None:
+        return f"{name}: {bad_index}", None
     where = node or node_from_labels(labels)
     if where is None:
         return f"{name}: no Hostname or instance label says which node; name it with --node", None
@@ -168,6 +184,8 @@ def _parse_line(line: str, name: str, node: str | None, at_ms: int | None):
         return f"{name}: value {m['value']!r} is out of range ({bound})", None
     if m["ts"] is not None:
         ts = int(m["ts"])
+        if (bad := ts_problem(ts)) is not None:
+            return f"{name}: {bad}", None
     elif at_ms is not None:
         ts = at_ms
     else:

@@ -10,14 +10,22 @@ the figure could then be anything.
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pandas as pd
 
 from core.errors import InputError
 from core.format import integer
-from core.telemetry.dcgm import DCGM_FIELDS, SHARE_METRICS, gpu_from_labels, node_from_labels, pivot
-from core.telemetry.samples import ParsedTelemetry
+from core.telemetry.dcgm import (
+    DCGM_FIELDS,
+    SHARE_METRICS,
+    gpu_from_labels,
+    index_problem,
+    node_from_labels,
+    pivot,
+)
+from core.telemetry.samples import TS_AHEAD_MS, TS_MIN_MS, ParsedTelemetry
 
 FORMAT = "Prometheus query JSON"
 MAX_REPORTED = 20
@@ -72,6 +80,10 @@ def parse(text: str, file_name: str, *, node: str | None = None, tz: str | None 
             problems.append(f"{where}: no {'gpu/UUID' if gpu is None else 'Hostname/instance'} label"
                             + ("; name the node with --node" if host is None else ""))
             continue
+        if (bad_index := index_problem(labels)) is not None:
+            n_bad += 1
+            problems.append(f"{where}: {bad_index}")
+            continue
         points = series.get("values") if kind == "matrix" else [series.get("value")]
         frame, bad = _points(points, name)
         for i, why in bad[: MAX_REPORTED]:
@@ -106,11 +118,16 @@ def _points(points, name: str) -> tuple[pd.DataFrame, list[tuple[int, str]]]:
     nan_reading = raw.astype(str).str.lower().isin(["nan"])
     value = value / divide_by
     high = 1.0 + 1e-9 if metric in SHARE_METRICS else np.inf
-    bad_ts = ts.isna().to_numpy()
+    ts_ms = ts.to_numpy(dtype="float64") * 1000
+    with np.errstate(invalid="ignore"):
+        out_of_window = ~np.isnan(ts_ms) & ((ts_ms < TS_MIN_MS) | (ts_ms > time.time() * 1000 + TS_AHEAD_MS))
+    bad_ts = ts.isna().to_numpy() | out_of_window
     bad_value = ~nan_reading.to_numpy() & (value.isna() | (value < 0) | (value > high) | ~np.isfinite(value)).to_numpy()
     bad = []
     for i in np.flatnonzero(bad_ts | bad_value)[:MAX_REPORTED]:
-        if bad_ts[i]:
+        if out_of_window[i]:
+            bad.append((int(i), f"timestamp {arr[i, 0]!r} s is outside 2000-01-01 .. now + 1 day"))
+        elif bad_ts[i]:
             bad.append((int(i), f"timestamp {arr[i, 0]!r} is not a number of seconds"))
         else:
             rng = "0 to 100" if divide_by == 100 else ("0 to 1" if metric in SHARE_METRICS else "at least 0")

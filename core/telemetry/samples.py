@@ -101,6 +101,21 @@ class ParsedTelemetry:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+# Plausible sample times: from 2000-01-01 (before any GPU this product plans for) to one day after now (a
+# node clock running ahead, or a time zone, is forgiven; a year-9999 or epoch-1e17 stamp is not).
+TS_MIN_MS = 946_684_800_000  # 2000-01-01T00:00:00Z
+TS_AHEAD_MS = 86_400_000
+
+
+def ts_problem(epoch_ms: int) -> str | None:
+    """None for a plausible sample time in epoch milliseconds, else why not (the field named)."""
+    import time
+
+    if TS_MIN_MS <= epoch_ms <= int(time.time() * 1000) + TS_AHEAD_MS:
+        return None
+    return f"timestamp {epoch_ms} ms is outside 2000-01-01 .. now + 1 day"
+
+
 def to_wall_clock(epoch_ms, tz: str | None):
     """Epoch milliseconds -> naive wall-clock timestamps in `tz` (default UTC), as an Arrow array.
 
