@@ -6,6 +6,8 @@ import re
 
 import pandas as pd
 
+from core.format import integer
+
 # OWASP "CSV Injection": a cell starting with one of these may be evaluated by
 # Excel, LibreOffice or Google Sheets (=, +, -, @ start formulas; tab and CR
 # are used to smuggle them past naive checks).
@@ -131,5 +133,5 @@ def clip(text: object, limit: int = QUOTE_MAX_CHARS) -> str:
     """Text quoted in a message, cut to `limit` characters with the full length said (a 20,000-character URL
     parameter must not fill the sidebar)."""
     s = str(text)
-    return s if len(s) <= limit else f"{s[:limit]}… ({len(s):,} characters)"
+    return s if len(s) <= limit else f"{s[:limit]}… ({integer(len(s))} characters)"
 
