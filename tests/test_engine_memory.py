@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.decision import contract, engine, explain, fleet, sensitivity
+from core.decision import contract, engine, explain, fleet
+from core.decision import settings as settings_mod
 from core.decision.analysis import architecture_comparison
 from core.decision.engine import (
     DERIVED,
@@ -78,7 +79,7 @@ def test_every_view_reads_the_same_from_the_lean_evaluation(lean_and_full, monke
     """The JSON contract (every route, why not, the reasons in words, the escalation shares), the routing table
     and the architecture table are identical, dtypes included. (The verdict ranges, two more plans each, are
     left out: they read the evaluation's GPUs per replica only, as whole numbers.)"""
-    monkeypatch.setattr(sensitivity, "RANGES_MAX_WORKLOADS", 0)
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(ranges_max_workloads=0))
     lean, full = lean_and_full
     assert contract.to_dict(lean, "routes") == contract.to_dict(full, "routes")
     assert contract.to_dict(lean, "verdicts") == contract.to_dict(full, "verdicts")

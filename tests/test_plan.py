@@ -83,7 +83,6 @@ def test_break_even_computed_beside_the_attribution_is_the_same(catalog, bank, m
     """From BACKGROUND_ROWS workloads the break-even re-plan runs in a forked process while the plan is
     attributed: the fleet record must not depend on where it ran (here forced on the 7-workload sample)."""
     from core import background
-    from core.decision import fleet
 
     inline = evaluate(catalog, bank, Scenario(fleet_nodes=1))
     forks = []
@@ -93,7 +92,7 @@ def test_break_even_computed_beside_the_attribution_is_the_same(catalog, bank, m
         forks.append(wanted)
         return real(job, wanted)
 
-    monkeypatch.setattr(fleet, "BACKGROUND_ROWS", 1)
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(background_rows=1))
     monkeypatch.setattr(background, "in_background", spy)
     beside = evaluate(catalog, bank, Scenario(fleet_nodes=1))
     assert forks == [True]

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from core.decision import contract, explain, sensitivity
+from core.decision import settings as settings_mod
 from core.decision.engine import evaluate
 from core.decision.records import Answers
 from core.errors import InputError
@@ -148,7 +149,7 @@ def test_json_contract_carries_the_range(sample_ev):
 
 def test_large_inventories_skip_ranges_unless_forced(sample_ev, monkeypatch):
     """The rule: automatic up to RANGES_MAX_WORKLOADS workloads; above it only on demand (force / --ranges)."""
-    monkeypatch.setattr(sensitivity, "RANGES_MAX_WORKLOADS", 3)
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(ranges_max_workloads=3))
     fresh = dataclasses.replace(sample_ev, answers=Answers())
     assert sensitivity.ranges(fresh) is None and "performance_range" not in contract.fleet_json(fresh)
     vf = contract.verdicts_frame(fresh)
@@ -163,7 +164,7 @@ def test_large_inventories_skip_ranges_unless_forced(sample_ev, monkeypatch):
 def test_cli_ranges_flag_forces_them(capsys, monkeypatch, tmp_path, bank):
     from core.cli import main
 
-    monkeypatch.setattr(sensitivity, "RANGES_MAX_WORKLOADS", 0)
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(ranges_max_workloads=0))
     path = tmp_path / "two.csv"
     bank[bank["workload_id"].isin(["kyc-overnight", "credit-memos"])].to_csv(path, index=False)
     assert main(["evaluate", "--workloads", str(path), "--format", "json", "--detail", "verdicts"]) == 0
@@ -222,7 +223,7 @@ def test_ends_planned_in_other_processes_are_the_ends_planned_in_place(catalog, 
     give the ranges and the performance range of the in-place computation (sample_ev, below the threshold)."""
     from core.background import fork_is_safe
 
-    monkeypatch.setattr(sensitivity, "SIDE_BY_SIDE_ROWS", 1)
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(side_by_side_rows=1))
     asked = _forks(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -246,8 +247,7 @@ def test_ranges_ahead_is_not_started_where_ranges_are_not_automatic(catalog, ban
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         small = evaluate(catalog, bank, Scenario(), beside=sensitivity.ends_ahead)  # 7 < SIDE_BY_SIDE_ROWS
-        monkeypatch.setattr(sensitivity, "SIDE_BY_SIDE_ROWS", 1)
-        monkeypatch.setattr(sensitivity, "RANGES_MAX_WORKLOADS", 3)
+        monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(side_by_side_rows=1, ranges_max_workloads=3))
         large = evaluate(catalog, bank, Scenario(), beside=sensitivity.ends_ahead)
     assert small.answers._ends_ahead is None and large.answers._ends_ahead is None
     assert True not in asked  # the central plans' break-even re-plans ask for no fork at 7 workloads

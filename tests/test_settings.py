@@ -20,18 +20,26 @@ def test_every_field_says_what_it_steers():
     assert len(set(helps.values())) == len(helps)
 
 
-def test_the_cut_offs_other_modules_still_hold_agree_with_the_record():
-    """Until engine.py, fleet.py and sensitivity.py read the record, their own copies must hold its defaults
-    (and the latency model's and simulation's numerics are bound from it)."""
-    assert DEFAULT.max_plan_rows == engine.DEFAULT_MAX_PLAN_ROWS
+def test_the_cut_offs_live_in_the_record_alone():
+    """engine.py, fleet.py and sensitivity.py read their inventory-size cut-offs from the record (no module
+    constant a test could patch out of step with it); the latency model's and simulation's numerics are bound
+    from it."""
+    for module, name in [(sensitivity, "SIDE_BY_SIDE_ROWS"), (sensitivity, "RANGES_MAX_WORKLOADS"),
+                         (fleet, "BACKGROUND_ROWS"), (fleet, "BREAK_EVEN_REFINE_ROWS")]:
+        assert not hasattr(module, name), f"{module.__name__}.{name} duplicates SearchSettings"
+    assert DEFAULT.max_plan_rows == engine.DEFAULT_MAX_PLAN_ROWS  # the documented default, named for messages
     assert DEFAULT.parallel_rows == engine.PARALLEL_ROWS
-    assert DEFAULT.side_by_side_rows == sensitivity.SIDE_BY_SIDE_ROWS
-    assert DEFAULT.ranges_max_workloads == sensitivity.RANGES_MAX_WORKLOADS
-    assert DEFAULT.background_rows == fleet.BACKGROUND_ROWS
-    assert DEFAULT.break_even_refine_rows == fleet.BREAK_EVEN_REFINE_ROWS
     assert (DEFAULT.full_move_rows, DEFAULT.restart_rows) == (FULL_MOVE_ROWS, RESTART_ROWS)
     assert DEFAULT.chain_points == latency._CHAIN_POINTS and latency._GL_X.size == DEFAULT.gauss_legendre_nodes
     assert (DEFAULT.min_requests, DEFAULT.max_requests) == (simulate.MIN_REQUESTS, simulate.MAX_REQUESTS)
+
+
+def test_a_swapped_record_moves_the_plan_size_limit(monkeypatch):
+    """The plan-size limit without HANGOVER_MAX_PLAN_ROWS is the record's max_plan_rows, read when asked."""
+    from core.decision import settings as settings_mod
+
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(max_plan_rows=12))
+    assert engine.configured_max_plan_rows({}) == 12
 
 
 def test_a_changed_copy_leaves_the_default_alone_and_bad_values_fail():

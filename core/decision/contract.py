@@ -159,7 +159,7 @@ def _verdict_records(ev: Evaluation) -> list[dict]:
     value = clean(np.where(np.isfinite(ev.value_usd_per_mtok), ev.value_usd_per_mtok, np.nan).astype(object))
     ids = ev.workloads["workload_id"].to_numpy()
     names = ev.workloads["name"].to_numpy()
-    # Verdict ranges: computed up to sensitivity.RANGES_MAX_WORKLOADS rows (or forced), else None per row.
+    # Verdict ranges: computed up to SearchSettings.ranges_max_workloads rows (or forced), else None per row.
     ranged = [verdict_range(ev, i) for i in range(W)] if ranges(ev) is not None else [None] * W
     out = []
     for i in range(W):

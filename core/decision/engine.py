@@ -19,6 +19,7 @@ import pandas as pd
 from core.catalog import Catalog
 from core.decision import fleet as planning
 from core.decision import latency
+from core.decision import settings as settings_mod
 from core.decision.economics import (
     DAYS_PER_MONTH,
     HOURS_PER_MONTH,
@@ -266,7 +267,7 @@ def prepare_workloads(df: pd.DataFrame) -> pd.DataFrame:
 # 4.8 GB and 75 s, so 2,000,000 (the largest inventory an upload may hold) would need ~32 GB and the server
 # would be killed for every session. At the default a session that plans stays under 2 GB (issue 16); a
 # server with more memory raises it in the environment.
-DEFAULT_MAX_PLAN_ROWS = 100_000
+DEFAULT_MAX_PLAN_ROWS = settings_mod.DEFAULT.max_plan_rows
 MAX_PLAN_ROWS_ENV = "HANGOVER_MAX_PLAN_ROWS"
 
 
@@ -275,7 +276,7 @@ def configured_max_plan_rows(environ: Mapping[str, str] | None = None) -> int:
     default. Read at each plan, so a server's setting applies without a restart."""
     text = (os.environ if environ is None else environ).get(MAX_PLAN_ROWS_ENV, "")
     text = text.replace(",", "").replace("_", "").strip()
-    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_MAX_PLAN_ROWS
+    return int(text) if text.isdigit() and int(text) > 0 else settings_mod.PLAN.max_plan_rows
 
 
 def check_plan_size(workloads: int) -> None:

@@ -10,12 +10,11 @@ import pandas as pd
 
 from core import background
 from core.decision import latency
+from core.decision import settings as settings_mod
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH, cash_bill
 from core.decision.plan import (
     CAP_BANDS,
     EDGE_TIER,
-    FULL_MOVE_ROWS,
-    RESTART_ROWS,
     TIER_NAMES,
     OwnedRoute,
     PlanCost,
@@ -35,8 +34,6 @@ if TYPE_CHECKING:
 OFFICE_HOURS = np.array([0.05, 0.03, 0.02, 0.02, 0.03, 0.08, 0.2, 0.45, 0.75, 0.95, 1.0, 1.0,
                          0.9, 0.95, 1.0, 0.95, 0.85, 0.65, 0.4, 0.25, 0.18, 0.12, 0.08, 0.06])
 MAX_DRIVERS = 5  # workloads examined as the cause of each purchase (each costs one exact re-pricing per change)
-BACKGROUND_ROWS = 20_000  # from here the break-even re-plan runs beside the attribution (in_background)
-BREAK_EVEN_REFINE_ROWS = 5000  # above this, the break-even licence fee is the one-step estimate
 # ev.a arrays read by build_inputs only, or by nobody after it (the plan keeps its own service and wait budget
 # in its deployments): dropped before the search instead of held through it (~50 MiB at 100k workloads).
 DROP_AFTER_INPUTS = ("base_usd_per_request", "service_s", "wait_budget_s")
@@ -325,7 +322,7 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     # The break-even re-plan reads the plan and writes only its own result: at scale it runs on the other core
     # while the plan is attributed (docs/design/fleet_plan.md "The break-even beside the attribution").
     licensed = (background.in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
-                                          len(inp.workload_ids) >= BACKGROUND_ROWS) if break_even else list)
+                                          len(inp.workload_ids) >= settings_mod.PLAN.background_rows) if break_even else list)
     verdict, fleet = _apply(ev, planner, best, rpd, n_out)
     fleet = replace(fleet, licensed_routes=tuple(licensed()))
     # The search's (W x plan columns) linear terms and move targets are not needed to price other plans
@@ -350,17 +347,17 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
         inp = replace(every, allowed=every.allowed & (~barred | mine)[None, :])
         # From the plan without it (so using it never looks dearer), sharing the sizings already made.
         # Large inventories: only moves from that plan (each shadow-price candidate re-sizes every pool).
-        small = len(inp.workload_ids) <= FULL_MOVE_ROWS
+        small = len(inp.workload_ids) <= settings_mod.PLAN.full_move_rows
         lic_planner = Planner(inp, planner._gpu_hours_month, cache=planner._cache)
         lic_planner.linear_parts_like(planner)
         with_it = lic_planner.optimise(start=best.assignment, ladder=small, focus=mine)
         newly_rows = (with_it.assignment >= 0) & (best.assignment < 0)
-        if len(inp.workload_ids) <= RESTART_ROWS:
+        if len(inp.workload_ids) <= settings_mod.PLAN.restart_rows:
             # Moves from the plan without it stop where no single move onto it pays; a search of its own with the
             # stack allowed can find a plan built around it (docs/design/fleet_plan.md "Break-even from a search of its
             # own": on the sample the re-plan from the plan said "would not lower the bill", the search found
             # $48,443 a month less). Compared like for like: on the workloads the plan without it serves; the ones
-            # only it can serve are named apart. Up to RESTART_ROWS: on 300 workloads it cost 24 s and found none.
+            # only it can serve are named apart. Up to SearchSettings.restart_rows: on 300 workloads it cost 24 s and found none.
             own = Planner(inp, planner._gpu_hours_month, cache=planner._cache)
             own._restarts = False
             found = own.optimise()
@@ -382,7 +379,7 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
         # and the ones it unlocks are named apart.
         if gpus > 0 and saves > 0 and ((with_it.assignment >= 0) == (best.assignment >= 0)).all():
             fee = saves / gpus
-            if len(inp.workload_ids) <= BREAK_EVEN_REFINE_ROWS:
+            if len(inp.workload_ids) <= settings_mod.PLAN.break_even_refine_rows:
                 # The bill with a fee f is concave in f (a minimum of lines); Newton steps from the estimate.
                 for _ in range(3):
                     owned = [replace(o, licence_usd_per_gpu_month=fee) if k in positions else o

@@ -16,7 +16,7 @@ for, which a neighbour then fills); the driver then names the route it moves to.
 
 Cost. The two extra runs are two more plans (without the licensed stacks'
 break-even re-plan, which they do not show), so ranges are computed
-automatically only for inventories of at most RANGES_MAX_WORKLOADS workloads
+automatically only for inventories of at most SearchSettings.ranges_max_workloads workloads
 (when the verdicts, reasons or exports are first read); above that, only on
 demand (`ranges(ev, force=True)`, `hangover evaluate --ranges`). The answer is kept in the evaluation's
 `answers` under a lock: two sessions asking at once plan the ends once and read the same record. Where a fork
@@ -32,14 +32,13 @@ import numpy as np
 import pandas as pd
 
 from core import background
+from core.decision import settings as settings_mod
 from core.decision.engine import _evaluate
 from core.decision.records import PerformanceRange, VerdictRanges
 
 # Above this many workloads ranges are computed only when asked (they triple the engine time).
-RANGES_MAX_WORKLOADS = 1_000  # two more plans: about 7 s CPU at 1,000 workloads on the latency-model plan
 # From this many workloads the pessimistic end is planned in a forked process beside the optimistic one (below it
 # an end takes well under a second and a fork costs more than it saves).
-SIDE_BY_SIDE_ROWS = 40
 
 END_WORDS = {"low": "pessimistic", "high": "optimistic"}
 
@@ -75,11 +74,11 @@ def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev) -> tupl
 
     `workloads` are the prepared rows of `base_ev` (the same order), and the node
     price is `base_ev.rate`, so only the speed of owned routes differs. From
-    SIDE_BY_SIDE_ROWS workloads the low end is planned in a forked process while
+    SearchSettings.side_by_side_rows workloads the low end is planned in a forked process while
     this one plans the high end (background.in_background: only where a fork is safe).
     """
     low = background.in_background(lambda: _end(catalog, workloads, scenario, base_ev.rate, "low"),
-                        len(workloads) >= SIDE_BY_SIDE_ROWS)
+                        len(workloads) >= settings_mod.PLAN.side_by_side_rows)
     high = _end(catalog, workloads, scenario, base_ev.rate, "high")
     return low(), high
 
@@ -87,10 +86,11 @@ def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev) -> tupl
 def ends_ahead(catalog, workloads: pd.DataFrame, scenario, rate) -> Callable[[], tuple[EndView, EndView]] | None:
     """Both ends started in forked processes before the central plan (which then runs beside them), for a caller
     that will read the ranges (`hangover evaluate`); a function that waits for them. None where a fork is not
-    safe or not worth it (fewer than SIDE_BY_SIDE_ROWS or more than RANGES_MAX_WORKLOADS workloads): the ranges
+    safe or not worth it (fewer than SearchSettings.side_by_side_rows or more than SearchSettings.ranges_max_workloads workloads): the ranges
     are then computed when first read. On a 2-core machine three plans share two cores, so the central plan
     runs slower but the three end sooner than the central plan followed by the two ends side by side."""
-    if not (SIDE_BY_SIDE_ROWS <= len(workloads) <= RANGES_MAX_WORKLOADS and background.fork_is_safe()):
+    cut = settings_mod.PLAN
+    if not (cut.side_by_side_rows <= len(workloads) <= cut.ranges_max_workloads and background.fork_is_safe()):
         return None
     low = background.in_background(lambda: _end(catalog, workloads, scenario, rate, "low"), True)
     high = background.in_background(lambda: _end(catalog, workloads, scenario, rate, "high"), True)
@@ -203,7 +203,7 @@ def ranges(ev, *, force: bool = False) -> VerdictRanges | None:
     """The evaluation's verdict ranges and performance range, computed once and kept in `ev.answers`; None when
     skipped (nothing is written into the evaluation).
 
-    Rule: automatic for inventories of at most RANGES_MAX_WORKLOADS workloads;
+    Rule: automatic for inventories of at most SearchSettings.ranges_max_workloads workloads;
     larger ones only with force=True (`hangover evaluate --ranges`). Two threads asking at once: the second
     waits for the first's answer (the ends are planned once).
     """
@@ -211,7 +211,7 @@ def ranges(ev, *, force: bool = False) -> VerdictRanges | None:
         waiter = ev.answers.take_ends_ahead()
         if waiter is not None:  # started beside the central plan (ends_ahead)
             low, high = waiter()
-        elif not force and len(ev.workloads) > RANGES_MAX_WORKLOADS:
+        elif not force and len(ev.workloads) > settings_mod.PLAN.ranges_max_workloads:
             return None
         else:
             low, high = end_evaluations(ev.catalog, ev.workloads, ev.scenario, ev)

@@ -10,9 +10,8 @@ Who reads which field:
 - the search (core.decision.search) and its sizing (core.decision.sizing): the fields under "search";
 - the latency model (core.decision.latency) and the simulation (core.decision.simulate): "latency numerics"
   and "simulation", bound at import from DEFAULT (numerics, not choices: the same for every plan);
-- "cut-offs" of other modules are listed here with their defaults so one record names them all; engine.py,
-  fleet.py and sensitivity.py still hold their own copies (tests/test_settings.py checks they agree) until
-  they read this record.
+- the inventory-size cut-offs: engine.py (plan size limit), fleet.py (restarts, break-even, background) and
+  sensitivity.py (when the ranges are planned, and where) read them from PLAN when they run.
 """
 
 from __future__ import annotations
@@ -123,16 +122,16 @@ class SearchSettings:
         100_000, "Largest inventory planned without HANGOVER_MAX_PLAN_ROWS raised (engine.DEFAULT_MAX_PLAN_ROWS).")
     side_by_side_rows: int = _knob(
         40, "From this many workloads the ranges' low end is planned in a forked process beside the high end "
-            "(sensitivity.SIDE_BY_SIDE_ROWS).")
+            "(read by sensitivity).")
     ranges_max_workloads: int = _knob(
         1_000, "Up to this many workloads the performance ranges are planned automatically "
-               "(sensitivity.RANGES_MAX_WORKLOADS).")
+               "(read by sensitivity).")
     background_rows: int = _knob(
         20_000, "From this many workloads the break-even re-plan runs beside the attribution "
-                "(fleet.BACKGROUND_ROWS).")
+                "(read by fleet).")
     break_even_refine_rows: int = _knob(
         5000, "Above this many workloads the break-even licence fee is the one-step estimate "
-              "(fleet.BREAK_EVEN_REFINE_ROWS).")
+              "(read by fleet).")
 
     def __post_init__(self) -> None:
         for name in ("large_rows", "single_move_rows", "full_move_rows", "multi_start_rows", "restart_rows",
