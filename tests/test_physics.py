@@ -235,6 +235,25 @@ def test_ar_ttft_is_prefill_plus_half_a_step():
     assert one(est["ttft_ms"]) == pytest.approx(one(est["prefill_ms"]) + 0.5 * one(est["step_ms"]))
 
 
+def test_ttft_under_load_queues_behind_the_others_prefills_and_shares_steps():
+    """Hand-worked ttft_under_load at b = 5, 9,000 input tokens, prefill 100 ms, step 20 ms, e2e 2,000 ms (vLLM).
+
+    rho = (5 - 1) x 100 / 2000 = 0.2; wait = 0.2 x 100 / (2 x 0.8) = 12.5 ms (under 4 x 100);
+    chunks = ceil(9000 / 8192) = 2, each sharing a step with the others' decode: 2 x 20 = 40 ms;
+    TTFT = 100 + 0.5 x 20 + 12.5 + 40 = 162.5 ms. At b = 1 it is the lone prefill plus half a step: 110 ms.
+    """
+    got = physics.ttft_under_load(LLAMA8_BF16, np.array([1.0, 5.0]), 9000.0, 20.0, 100.0, 2000.0)
+    assert got == pytest.approx([110.0, 162.5])
+
+
+def test_ttft_grows_with_load_and_is_the_lone_prefill_at_one_stream():
+    """estimate(): TTFT at 1 stream is prefill + half a step; at 64 streams it is longer by the queue and shared steps."""
+    est = physics.estimate(LLAMA8_BF16, H100, 1, np.array([1.0, 8.0, 64.0]), 1000, 100)
+    assert est["ttft_ms"][0] == pytest.approx(est["prefill_ms"][0] + 0.5 * est["step_ms"][0])
+    assert est["ttft_ms"][0] < est["ttft_ms"][1] < est["ttft_ms"][2]
+    assert est["ttft_ms"][2] > est["prefill_ms"][2] + est["step_ms"][2]
+
+
 def test_fp8_uses_fp8_tensor_cores_only_where_the_gpu_has_them():
     """Ridge point = peak FLOP/s / bandwidth: H100 FP8 1979e12 / 3.35e12 = 590.7; A100 (no FP8) 312e12 / 2.039e12 = 153.0."""
     assert physics.ridge_point(LLAMA70_FP8, H100) == pytest.approx(590.7, abs=0.1)

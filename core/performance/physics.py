@@ -43,6 +43,8 @@ class EngineProfile:
     step_overhead_ms: float  # scheduling, sampling, kernel launches per step at small batch
     max_running_seqs: int  # default cap on the running batch (max_num_seqs and alike)
     source: str
+    # Prompt tokens one step carries (chunked prefill: max_num_batched_tokens / max_num_tokens / chunked_prefill_size).
+    prefill_chunk_tokens: int = 8192
     # CPU time per running sequence per step (scheduling, sampling bookkeeping, detokenising, stop checks).
     # The engines overlap it with the GPU's step, so it binds only when it outlasts the step.
     host_us_per_seq: float = 30.0
@@ -530,6 +532,26 @@ def _timeline(stack, gpu, gpus, b, n_in, n_out, eff, pre=None):
     return step_ms, flops, moved, mem_bound, pre, joined, e2e
 
 
+def ttft_under_load(stack: ServingStack, b, n_in, step_ms, pre, e2e):
+    """Time to first token with b - 1 other requests in flight (ms), chunked prefill.
+
+    - half a decode step to join the running step;
+    - queueing behind the others' prefills: each of the b - 1 others holds
+      the GPU for its prefill a share pre / e2e of its life, so the prefill
+      load is rho = (b - 1) x pre / e2e; the M/D/1 wait rho x pre / (2 (1 - rho)),
+      never more than all the others' prefills, (b - 1) x pre;
+    - the own prefill, in ceil(n_in / chunk) steps that each also carry the
+      others' decode (one decode step each, when b > 1).
+    At b = 1 it is the lone prefill plus half a step, as before.
+    """
+    others = np.maximum(b - 1.0, 0.0)
+    rho = np.minimum(others * pre / e2e, 0.95)
+    wait = np.minimum(rho * pre / (2.0 * (1.0 - rho)), others * pre)
+    chunks = np.ceil(np.maximum(n_in, 1.0) / ENGINES[Engine(stack.engine)].prefill_chunk_tokens)
+    shared = chunks * step_ms * np.minimum(others, 1.0)
+    return pre + 0.5 * step_ms + wait + shared
+
+
 def e2e_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, input_tokens, output_tokens,
            eff: Efficiency = DEFAULT_EFFICIENCY, prefill=None):
     """Mean end-to-end latency only (the engine's hot path); the same model as estimate().
@@ -555,8 +577,9 @@ def estimate(
     - decode context: input plus half the output on average;
     - a request joins the running batch after its prefill plus, on average,
       half a decode step of waiting;
-    - time to first token: that join time for AR, speculative and MoE (the
-      prefill yields the first token); for diffusion the first tokens are final
+    - time to first token: the join time plus, under load, the queue behind
+      the others' prefills and the decode steps its prefill chunks share
+      (ttft_under_load); for diffusion the first tokens are final
       only once the first block has had its S denoising passes;
     - end-to-end: join time + decode steps x step time + the prefills of the
       other b - 1 requests, which steal the GPU during this request's life (in
@@ -569,7 +592,7 @@ def estimate(
     n_in = np.asarray(input_tokens, dtype=float)
     n_out = np.maximum(np.asarray(output_tokens, dtype=float), 1.0)
     step_ms, flops, moved, mem_bound, pre, joined, e2e = _timeline(stack, gpu, gpus, b, n_in, n_out, eff)
-    ttft = joined
+    ttft = ttft_under_load(stack, b, n_in, step_ms, pre, e2e)
     if stack.architecture is Architecture.DIFFUSION:
         ttft = joined + (_set(stack.diffusion_steps_per_block, "diffusion_steps_per_block", stack)
                          / eff.diffusion_progress_scale * step_ms)
