@@ -285,6 +285,9 @@ class ServingStack(Sourced, Quality):
         default=None, description="Licensed weights: fee per GPU per month, US$; empty while unknown.")
     n_layers: int | None = Field(default=None, ge=1, description="Transformer layers (TP all-reduces and attention FLOPs).")
     hidden_size: int | None = Field(default=None, ge=1, description="Hidden size (bytes each all-reduce moves per token).")
+    attention_width: int | None = Field(
+        default=None, ge=1,
+        description="Attention heads x head dimension, where it differs from the hidden size (Qwen3); sets attention FLOPs.")
     engine: Engine = Field(default=Engine.VLLM, description="vllm, sglang or trtllm: per-step overhead and batch cap.")
     max_running_seqs: int | None = Field(
         default=None, ge=1, description="Largest running batch the engine admits; empty: the engine's default.")

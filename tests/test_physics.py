@@ -254,6 +254,15 @@ def test_ttft_grows_with_load_and_is_the_lone_prefill_at_one_stream():
     assert est["ttft_ms"][2] > est["prefill_ms"][2] + est["step_ms"][2]
 
 
+def test_attention_flops_read_the_attention_width_where_it_is_not_the_hidden_size():
+    """Qwen3-30B-A3B shape (48 layers, hidden 2,048, 32 heads x 128 = 4,096): QK^T and AV over 1,000 tokens of
+    context cost 4 x 48 x 4,096 x 1,000 = 786.4 MFLOP per position, twice what the hidden size would give."""
+    wide = QWEN_MOE_L.model_copy(update={"attention_width": 4096})
+    assert physics._attention_flops(wide, 1000.0, 1.0) == pytest.approx(4 * 48 * 4096 * 1000)
+    assert physics._attention_flops(QWEN_MOE_L, 1000.0, 1.0) == pytest.approx(4 * 48 * 2048 * 1000)
+    assert one(physics.prefill_ms(wide, H100, 1, 8000.0)) > one(physics.prefill_ms(QWEN_MOE_L, H100, 1, 8000.0))
+
+
 def test_fp8_uses_fp8_tensor_cores_only_where_the_gpu_has_them():
     """Ridge point = peak FLOP/s / bandwidth: H100 FP8 1979e12 / 3.35e12 = 590.7; A100 (no FP8) 312e12 / 2.039e12 = 153.0."""
     assert physics.ridge_point(LLAMA70_FP8, H100) == pytest.approx(590.7, abs=0.1)

@@ -372,10 +372,16 @@ def _moe_overhead_ms(stack: ServingStack, eff: Efficiency) -> float:
 
 
 def _attention_flops(stack: ServingStack, context, positions):
-    """QK^T and AV over the context: 4 x layers x hidden x context FLOPs per position (0 when sizes are unknown)."""
-    if not (stack.n_layers and stack.hidden_size):
+    """QK^T and AV over the context: 4 x layers x attention width x context FLOPs per position (0 when sizes are unknown)."""
+    width = attention_width(stack)
+    if not (stack.n_layers and width):
         return 0.0
-    return 4.0 * stack.n_layers * stack.hidden_size * np.asarray(context, dtype=float) * positions
+    return 4.0 * stack.n_layers * width * np.asarray(context, dtype=float) * positions
+
+
+def attention_width(stack: ServingStack) -> int | None:
+    """Query heads x head dimension: the stack's attention_width where given (Qwen3), else the hidden size."""
+    return stack.attention_width or stack.hidden_size
 
 
 # -- prefill and decode -----------------------------------------------------------------
@@ -385,7 +391,7 @@ def prefill_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens, eff: 
     """Prefill of one request (ms).
 
     Compute: 2 x P_dense x n + 2 x P_expert_active x n / expert efficiency +
-    causal attention 2 x layers x hidden x n^2, at the prefill share of peak;
+    causal attention 2 x layers x attention width x n^2, at the prefill share of peak;
     never faster than one read of the weights; plus the all-reduces of n tokens
     per layer, the engine's step overhead and MoE routing.
     """
@@ -395,8 +401,9 @@ def prefill_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens, eff: 
     active_experts = stack.params_active_b * 1e9 - dense
     flops = 2.0 * dense * n + 2.0 * active_experts * n / expert_efficiency(stack, eff, gpus)
     t_cmp = flops / (gpus * peak_flops(stack, gpu) * eff.prefill_compute * gemm_share(stack, gpu, eff))
-    if stack.n_layers and stack.hidden_size:
-        attn = 2.0 * stack.n_layers * stack.hidden_size * n * n
+    width = attention_width(stack)
+    if stack.n_layers and width:
+        attn = 2.0 * stack.n_layers * width * n * n
         t_cmp = t_cmp + attn / (gpus * attention_peak_flops(stack, gpu) * eff.prefill_compute)
     t_mem = weight_bytes_read(stack, np.maximum(n, 1.0)) / (gpus * gpu.hbm_tb_per_s * 1e12 * eff.mem)
     return (np.maximum(t_cmp, t_mem) * 1e3 + _set(eff.step_overhead_ms, "step_overhead_ms", stack)
