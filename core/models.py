@@ -92,6 +92,7 @@ class Engine(StrEnum):
     VLLM = "vllm"
     SGLANG = "sglang"
     TRTLLM = "trtllm"
+    NIM = "nim"  # NVIDIA NIM for LLMs: a TensorRT-LLM (or vLLM) engine behind NVIDIA's API server
 
 
 class SpecMethod(StrEnum):
@@ -288,7 +289,7 @@ class ServingStack(Sourced, Quality):
     attention_width: int | None = Field(
         default=None, ge=1,
         description="Attention heads x head dimension, where it differs from the hidden size (Qwen3); sets attention FLOPs.")
-    engine: Engine = Field(default=Engine.VLLM, description="vllm, sglang or trtllm: per-step overhead and batch cap.")
+    engine: Engine = Field(default=Engine.VLLM, description="vllm, sglang, trtllm or nim: per-step overhead and batch cap.")
     max_running_seqs: int | None = Field(
         default=None, ge=1, description="Largest running batch the engine admits; empty: the engine's default.")
     spec_method: SpecMethod | None = Field(default=None, description="Speculative: draft, medusa or eagle (empty: draft).")

@@ -414,9 +414,10 @@ def test_engine_batch_cap_bounds_concurrency():
 
 
 def test_engine_step_overhead_differs_by_engine():
-    """Batch-1 step of Llama-8B BF16 on one H100: 16.0e9 + KV / 2.68e12 plus 1.0 (vLLM), 0.5 (SGLang) or 0.4 ms (TRT-LLM)."""
+    """Batch-1 step of Llama-8B BF16 on one H100: 16.0e9 + KV / 2.68e12 plus 1.0 (vLLM), 0.5 (SGLang, NIM) or 0.4 ms (TRT-LLM)."""
     steps = {e: one(physics.decode_step(LLAMA8_BF16.model_copy(update={"engine": e}), H100, 1, 1, 1000)[0])
-             for e in ("vllm", "sglang", "trtllm")}
+             for e in ("vllm", "sglang", "trtllm", "nim")}
+    assert steps["nim"] - steps["trtllm"] == pytest.approx(0.1)
     assert steps["vllm"] - steps["sglang"] == pytest.approx(0.5)
     assert steps["sglang"] - steps["trtllm"] == pytest.approx(0.1)
     # An explicit overhead (calibration, or the user's) overrides the engine default.

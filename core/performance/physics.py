@@ -64,6 +64,9 @@ ENGINES: dict[Engine, EngineProfile] = {
         0.4, 2048, "TensorRT-LLM LLM API max_batch_size default 2,048; overhead an estimate (C++ runtime); "
         "MoE with attention data parallelism as in its performance overview (enable_attention_dp: true)",
         moe_attention_dp=True),
+    Engine.NIM: EngineProfile(
+        0.5, 2048, "NVIDIA NIM for LLMs runs a TensorRT-LLM engine (vLLM for some models) behind its own API server: "
+        "TensorRT-LLM's cap; overhead an estimate (TensorRT-LLM's 0.4 ms plus the server's per-step share)"),
 }
 
 
