@@ -542,7 +542,7 @@ def _timeline(stack, gpu, gpus, b, n_in, n_out, eff, pre=None):
     return step_ms, flops, moved, mem_bound, pre, joined, e2e
 
 
-def ttft_under_load(stack: ServingStack, b, n_in, step_ms, pre, e2e):
+def ttft_under_load(stack: ServingStack, b, n_in, step_ms, pre, e2e, bare_step_ms=0.0):
     """Time to first token with b - 1 other requests in flight (ms), chunked prefill.
 
     - half a decode step to join the running step;
@@ -551,14 +551,16 @@ def ttft_under_load(stack: ServingStack, b, n_in, step_ms, pre, e2e):
       load is rho = (b - 1) x pre / e2e; the M/D/1 wait rho x pre / (2 (1 - rho)),
       never more than all the others' prefills, (b - 1) x pre;
     - the own prefill, in ceil(n_in / chunk) steps that each also carry the
-      others' decode (one decode step each, when b > 1).
+      others' decode: per chunk the decode step less what the prefill pays
+      anyway (`bare_step_ms`, one step of one stream at no context: the weight
+      read and the engine overhead), when b > 1.
     At b = 1 it is the lone prefill plus half a step, as before.
     """
     others = np.maximum(b - 1.0, 0.0)
     rho = np.minimum(others * pre / e2e, 0.95)
     wait = np.minimum(rho * pre / (2.0 * (1.0 - rho)), others * pre)
     chunks = np.ceil(np.maximum(n_in, 1.0) / ENGINES[Engine(stack.engine)].prefill_chunk_tokens)
-    shared = chunks * step_ms * np.minimum(others, 1.0)
+    shared = chunks * np.maximum(step_ms - bare_step_ms, 0.0) * np.minimum(others, 1.0)
     return pre + 0.5 * step_ms + wait + shared
 
 
@@ -602,7 +604,8 @@ def estimate(
     n_in = np.asarray(input_tokens, dtype=float)
     n_out = np.maximum(np.asarray(output_tokens, dtype=float), 1.0)
     step_ms, flops, moved, mem_bound, pre, joined, e2e = _timeline(stack, gpu, gpus, b, n_in, n_out, eff)
-    ttft = ttft_under_load(stack, b, n_in, step_ms, pre, e2e)
+    bare = decode_step(stack, gpu, gpus, 1.0, 0.0, eff)[0]
+    ttft = ttft_under_load(stack, b, n_in, step_ms, pre, e2e, bare)
     if stack.architecture is Architecture.DIFFUSION:
         ttft = joined + (_set(stack.diffusion_steps_per_block, "diffusion_steps_per_block", stack)
                          / eff.diffusion_progress_scale * step_ms)
