@@ -92,6 +92,7 @@ class Engine(StrEnum):
     VLLM = "vllm"
     SGLANG = "sglang"
     TRTLLM = "trtllm"
+    NIM = "nim"  # NVIDIA NIM for LLMs: a TensorRT-LLM (or vLLM) engine behind NVIDIA's API server
 
 
 class SpecMethod(StrEnum):
@@ -285,7 +286,10 @@ class ServingStack(Sourced, Quality):
         default=None, description="Licensed weights: fee per GPU per month, US$; empty while unknown.")
     n_layers: int | None = Field(default=None, ge=1, description="Transformer layers (TP all-reduces and attention FLOPs).")
     hidden_size: int | None = Field(default=None, ge=1, description="Hidden size (bytes each all-reduce moves per token).")
-    engine: Engine = Field(default=Engine.VLLM, description="vllm, sglang or trtllm: per-step overhead and batch cap.")
+    attention_width: int | None = Field(
+        default=None, ge=1,
+        description="Attention heads x head dimension, where it differs from the hidden size (Qwen3); sets attention FLOPs.")
+    engine: Engine = Field(default=Engine.VLLM, description="vllm, sglang, trtllm or nim: per-step overhead and batch cap.")
     max_running_seqs: int | None = Field(
         default=None, ge=1, description="Largest running batch the engine admits; empty: the engine's default.")
     spec_method: SpecMethod | None = Field(default=None, description="Speculative: draft, medusa or eagle (empty: draft).")

@@ -316,7 +316,11 @@ def test_a_model_too_large_for_the_gpus_is_refused(bench_store):
 
 
 def test_imported_points_calibrate_the_curve(bench_store):
-    """All four tools' samples for one route: the fit reproduces them within 10 % and the curve passes through them."""
+    """All four tools' samples for one route: the fit reproduces them within 11 % and the curve passes through them.
+
+    11 %, not 10 %: TTFT now counts the queue and shared steps under load, and the fit trades the GuideLLM
+    16-stream TTFT (87 ms measured, 96 ms fitted) against the end-to-end p95s (max 8.6 % with a lone-prefill TTFT).
+    """
     kw = {"stack_id": "llama8b-bf16", "gpu": "H100 SXM", "gpus_per_replica": 1}
     for name, extra in (("guidellm_report.json", {}), ("vllm_new.json", {}), ("genai_perf.json", {}),
                         ("llmperf_summary.json", {}), ("genai_perf.csv", {"concurrency": 8})):
@@ -325,7 +329,7 @@ def test_imported_points_calibrate_the_curve(bench_store):
     gpu = bench_store.gpu("H100 SXM")
     eff, fit = cb.calibrated_efficiency(bench_store, stack, gpu, 1)
     assert fit.n_measured == 7
-    assert fit.max_abs_error <= 0.10
+    assert fit.max_abs_error <= 0.11
     df = cb.performance_curve(stack, gpu, 1, [1, 2, 4, 8, 16], 2000, 300, bench_store.benchmarks())
     measured = df[df["provenance"] == "measured"]
     assert list(measured["concurrency"]) == [1, 4, 16]  # the GuideLLM runs at 2000/300 tokens

@@ -81,8 +81,11 @@ def test_a_stack_from_a_config_carries_its_sizes():
     stack = build_stack(s, stack_id="q30", precision="fp8", quality=QUALITY, quality_note="test", source="test")
     assert stack.architecture.value == "moe" and stack.bytes_per_param == 1 and stack.kv_bytes_per_token == 49_152
     assert (stack.n_layers, stack.hidden_size, stack.n_experts, stack.experts_per_token) == (48, 2048, 128, 8)
+    # Qwen3-30B-A3B: 32 query heads x head_dim 128 = 4,096 wide attention on a 2,048 hidden size.
+    assert stack.attention_width == 4096
     spec = build_stack(read_config_file(CONFIGS / "llama-3.1-8b.json"), stack_id="l8-eagle", precision="bf16",
                        quality=QUALITY, quality_note="", source="t", speculative_method="eagle")
+    assert spec.attention_width is None  # Llama 3.1 8B: 32 x 128 = 4,096 = its hidden size
     assert spec.spec_method.value == "eagle" and spec.spec_draft_tokens == 5 and spec.spec_acceptance == 0.75
     assert 0.2 < spec.spec_draft_params_b < 0.4  # one 218 M layer + 2 x 4096^2 fusion = 0.25 B
     with pytest.raises(InputError, match="needs --draft-config"):

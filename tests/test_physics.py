@@ -235,6 +235,34 @@ def test_ar_ttft_is_prefill_plus_half_a_step():
     assert one(est["ttft_ms"]) == pytest.approx(one(est["prefill_ms"]) + 0.5 * one(est["step_ms"]))
 
 
+def test_ttft_under_load_queues_behind_the_others_prefills_and_shares_steps():
+    """Hand-worked ttft_under_load at b = 5, 9,000 input tokens, prefill 100 ms, step 20 ms (bare 8 ms), e2e 2,000 ms.
+
+    rho = (5 - 1) x 100 / 2000 = 0.2; wait = 0.2 x 100 / (2 x 0.8) = 12.5 ms (under 4 x 100);
+    chunks = ceil(9000 / 8192) = 2 (vLLM), each carrying the others' decode beyond the bare step: 2 x (20 - 8) = 24 ms;
+    TTFT = 100 + 0.5 x 20 + 12.5 + 24 = 146.5 ms. At b = 1 it is the lone prefill plus half a step: 110 ms.
+    """
+    got = physics.ttft_under_load(LLAMA8_BF16, np.array([1.0, 5.0]), 9000.0, 20.0, 100.0, 2000.0, 8.0)
+    assert got == pytest.approx([110.0, 146.5])
+
+
+def test_ttft_grows_with_load_and_is_the_lone_prefill_at_one_stream():
+    """estimate(): TTFT at 1 stream is prefill + half a step; at 64 streams it is longer by the queue and shared steps."""
+    est = physics.estimate(LLAMA8_BF16, H100, 1, np.array([1.0, 8.0, 64.0]), 1000, 100)
+    assert est["ttft_ms"][0] == pytest.approx(est["prefill_ms"][0] + 0.5 * est["step_ms"][0])
+    assert est["ttft_ms"][0] < est["ttft_ms"][1] < est["ttft_ms"][2]
+    assert est["ttft_ms"][2] > est["prefill_ms"][2] + 0.5 * est["step_ms"][2]
+
+
+def test_attention_flops_read_the_attention_width_where_it_is_not_the_hidden_size():
+    """Qwen3-30B-A3B shape (48 layers, hidden 2,048, 32 heads x 128 = 4,096): QK^T and AV over 1,000 tokens of
+    context cost 4 x 48 x 4,096 x 1,000 = 786.4 MFLOP per position, twice what the hidden size would give."""
+    wide = QWEN_MOE_L.model_copy(update={"attention_width": 4096})
+    assert physics._attention_flops(wide, 1000.0, 1.0) == pytest.approx(4 * 48 * 4096 * 1000)
+    assert physics._attention_flops(QWEN_MOE_L, 1000.0, 1.0) == pytest.approx(4 * 48 * 2048 * 1000)
+    assert one(physics.prefill_ms(wide, H100, 1, 8000.0)) > one(physics.prefill_ms(QWEN_MOE_L, H100, 1, 8000.0))
+
+
 def test_fp8_uses_fp8_tensor_cores_only_where_the_gpu_has_them():
     """Ridge point = peak FLOP/s / bandwidth: H100 FP8 1979e12 / 3.35e12 = 590.7; A100 (no FP8) 312e12 / 2.039e12 = 153.0."""
     assert physics.ridge_point(LLAMA70_FP8, H100) == pytest.approx(590.7, abs=0.1)
@@ -386,9 +414,10 @@ def test_engine_batch_cap_bounds_concurrency():
 
 
 def test_engine_step_overhead_differs_by_engine():
-    """Batch-1 step of Llama-8B BF16 on one H100: 16.0e9 + KV / 2.68e12 plus 1.0 (vLLM), 0.5 (SGLang) or 0.4 ms (TRT-LLM)."""
+    """Batch-1 step of Llama-8B BF16 on one H100: 16.0e9 + KV / 2.68e12 plus 1.0 (vLLM), 0.5 (SGLang, NIM) or 0.4 ms (TRT-LLM)."""
     steps = {e: one(physics.decode_step(LLAMA8_BF16.model_copy(update={"engine": e}), H100, 1, 1, 1000)[0])
-             for e in ("vllm", "sglang", "trtllm")}
+             for e in ("vllm", "sglang", "trtllm", "nim")}
+    assert steps["nim"] - steps["trtllm"] == pytest.approx(0.1)
     assert steps["vllm"] - steps["sglang"] == pytest.approx(0.5)
     assert steps["sglang"] - steps["trtllm"] == pytest.approx(0.1)
     # An explicit overhead (calibration, or the user's) overrides the engine default.

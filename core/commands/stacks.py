@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from core.errors import InputError
-from core.models import QUALITY_COLUMNS, TASK_CLASSES
+from core.models import QUALITY_COLUMNS, TASK_CLASSES, Engine
 from core.performance.hf_config import PRECISIONS, add_stack_from_config
 from core.store import Store, default_db_path
 from core.store.stacks import remove_user_stack, stack_origins
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--stack-id", required=True, help="short id, lower case: letters, digits, . _ -")
     add.add_argument("--precision", required=True, choices=list(PRECISIONS), help="weight precision")
     add.add_argument("--name", help="human-readable name (default: from the id)")
-    add.add_argument("--engine", default="vllm", choices=["vllm", "sglang", "trtllm"], help="serving engine (default vllm)")
+    add.add_argument("--engine", default="vllm", choices=[e.value for e in Engine], help="serving engine (default vllm)")
     add.add_argument("--max-running-seqs", type=int, help="the engine's cap on the running batch (default: the engine's)")
     add.add_argument("--weights", default="open", choices=["open", "licensed"], help="hosting rights (default open)")
     add.add_argument("--speculative-method", choices=["draft", "medusa", "eagle"], help="serve with speculative decoding")

@@ -50,6 +50,12 @@ class ModelShape:
         """Has routed experts."""
         return bool(self.n_experts)
 
+    @property
+    def attention_width(self) -> int | None:
+        """Query heads x head dimension where it differs from the hidden size (Qwen3); None otherwise, and for MLA."""
+        width = self.n_heads * self.head_dim
+        return width if self.attention != "mla" and width != self.hidden_size else None
+
     def kv_bytes_per_token(self, precision: str) -> float:
         """KV-cache bytes per token of context at a precision (BF16 cache: 2 bytes, FP8/FP4 stacks: 1)."""
         return self.kv_elements_per_token * PRECISIONS[precision][1]
@@ -277,6 +283,7 @@ def build_stack(
             experts_per_token=shape.experts_per_token,
             n_layers=shape.n_layers,
             hidden_size=shape.hidden_size,
+            attention_width=shape.attention_width,
             engine=Engine(engine),
             max_running_seqs=max_running_seqs,
             weights=weights,

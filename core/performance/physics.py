@@ -43,6 +43,8 @@ class EngineProfile:
     step_overhead_ms: float  # scheduling, sampling, kernel launches per step at small batch
     max_running_seqs: int  # default cap on the running batch (max_num_seqs and alike)
     source: str
+    # Prompt tokens one step carries (chunked prefill: max_num_batched_tokens / max_num_tokens / chunked_prefill_size).
+    prefill_chunk_tokens: int = 8192
     # CPU time per running sequence per step (scheduling, sampling bookkeeping, detokenising, stop checks).
     # The engines overlap it with the GPU's step, so it binds only when it outlasts the step.
     host_us_per_seq: float = 30.0
@@ -62,6 +64,9 @@ ENGINES: dict[Engine, EngineProfile] = {
         0.4, 2048, "TensorRT-LLM LLM API max_batch_size default 2,048; overhead an estimate (C++ runtime); "
         "MoE with attention data parallelism as in its performance overview (enable_attention_dp: true)",
         moe_attention_dp=True),
+    Engine.NIM: EngineProfile(
+        0.5, 2048, "NVIDIA NIM for LLMs runs a TensorRT-LLM engine (vLLM for some models) behind its own API server: "
+        "TensorRT-LLM's cap; overhead an estimate (TensorRT-LLM's 0.4 ms plus the server's per-step share)"),
 }
 
 
@@ -370,10 +375,16 @@ def _moe_overhead_ms(stack: ServingStack, eff: Efficiency) -> float:
 
 
 def _attention_flops(stack: ServingStack, context, positions):
-    """QK^T and AV over the context: 4 x layers x hidden x context FLOPs per position (0 when sizes are unknown)."""
-    if not (stack.n_layers and stack.hidden_size):
+    """QK^T and AV over the context: 4 x layers x attention width x context FLOPs per position (0 when sizes are unknown)."""
+    width = attention_width(stack)
+    if not (stack.n_layers and width):
         return 0.0
-    return 4.0 * stack.n_layers * stack.hidden_size * np.asarray(context, dtype=float) * positions
+    return 4.0 * stack.n_layers * width * np.asarray(context, dtype=float) * positions
+
+
+def attention_width(stack: ServingStack) -> int | None:
+    """Query heads x head dimension: the stack's attention_width where given (Qwen3), else the hidden size."""
+    return stack.attention_width or stack.hidden_size
 
 
 # -- prefill and decode -----------------------------------------------------------------
@@ -383,7 +394,7 @@ def prefill_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens, eff: 
     """Prefill of one request (ms).
 
     Compute: 2 x P_dense x n + 2 x P_expert_active x n / expert efficiency +
-    causal attention 2 x layers x hidden x n^2, at the prefill share of peak;
+    causal attention 2 x layers x attention width x n^2, at the prefill share of peak;
     never faster than one read of the weights; plus the all-reduces of n tokens
     per layer, the engine's step overhead and MoE routing.
     """
@@ -393,8 +404,9 @@ def prefill_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens, eff: 
     active_experts = stack.params_active_b * 1e9 - dense
     flops = 2.0 * dense * n + 2.0 * active_experts * n / expert_efficiency(stack, eff, gpus)
     t_cmp = flops / (gpus * peak_flops(stack, gpu) * eff.prefill_compute * gemm_share(stack, gpu, eff))
-    if stack.n_layers and stack.hidden_size:
-        attn = 2.0 * stack.n_layers * stack.hidden_size * n * n
+    width = attention_width(stack)
+    if stack.n_layers and width:
+        attn = 2.0 * stack.n_layers * width * n * n
         t_cmp = t_cmp + attn / (gpus * attention_peak_flops(stack, gpu) * eff.prefill_compute)
     t_mem = weight_bytes_read(stack, np.maximum(n, 1.0)) / (gpus * gpu.hbm_tb_per_s * 1e12 * eff.mem)
     return (np.maximum(t_cmp, t_mem) * 1e3 + _set(eff.step_overhead_ms, "step_overhead_ms", stack)
@@ -530,6 +542,28 @@ def _timeline(stack, gpu, gpus, b, n_in, n_out, eff, pre=None):
     return step_ms, flops, moved, mem_bound, pre, joined, e2e
 
 
+def ttft_under_load(stack: ServingStack, b, n_in, step_ms, pre, e2e, bare_step_ms=0.0):
+    """Time to first token with b - 1 other requests in flight (ms), chunked prefill.
+
+    - half a decode step to join the running step;
+    - queueing behind the others' prefills: each of the b - 1 others holds
+      the GPU for its prefill a share pre / e2e of its life, so the prefill
+      load is rho = (b - 1) x pre / e2e; the M/D/1 wait rho x pre / (2 (1 - rho)),
+      never more than all the others' prefills, (b - 1) x pre;
+    - the own prefill, in ceil(n_in / chunk) steps that each also carry the
+      others' decode: per chunk the decode step less what the prefill pays
+      anyway (`bare_step_ms`, one step of one stream at no context: the weight
+      read and the engine overhead), when b > 1.
+    At b = 1 it is the lone prefill plus half a step, as before.
+    """
+    others = np.maximum(b - 1.0, 0.0)
+    rho = np.minimum(others * pre / e2e, 0.95)
+    wait = np.minimum(rho * pre / (2.0 * (1.0 - rho)), others * pre)
+    chunks = np.ceil(np.maximum(n_in, 1.0) / ENGINES[Engine(stack.engine)].prefill_chunk_tokens)
+    shared = chunks * np.maximum(step_ms - bare_step_ms, 0.0) * np.minimum(others, 1.0)
+    return pre + 0.5 * step_ms + wait + shared
+
+
 def e2e_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, input_tokens, output_tokens,
            eff: Efficiency = DEFAULT_EFFICIENCY, prefill=None):
     """Mean end-to-end latency only (the engine's hot path); the same model as estimate().
@@ -555,8 +589,9 @@ def estimate(
     - decode context: input plus half the output on average;
     - a request joins the running batch after its prefill plus, on average,
       half a decode step of waiting;
-    - time to first token: that join time for AR, speculative and MoE (the
-      prefill yields the first token); for diffusion the first tokens are final
+    - time to first token: the join time plus, under load, the queue behind
+      the others' prefills and the decode steps its prefill chunks share
+      (ttft_under_load); for diffusion the first tokens are final
       only once the first block has had its S denoising passes;
     - end-to-end: join time + decode steps x step time + the prefills of the
       other b - 1 requests, which steal the GPU during this request's life (in
@@ -569,7 +604,8 @@ def estimate(
     n_in = np.asarray(input_tokens, dtype=float)
     n_out = np.maximum(np.asarray(output_tokens, dtype=float), 1.0)
     step_ms, flops, moved, mem_bound, pre, joined, e2e = _timeline(stack, gpu, gpus, b, n_in, n_out, eff)
-    ttft = joined
+    bare = decode_step(stack, gpu, gpus, 1.0, 0.0, eff)[0]
+    ttft = ttft_under_load(stack, b, n_in, step_ms, pre, e2e, bare)
     if stack.architecture is Architecture.DIFFUSION:
         ttft = joined + (_set(stack.diffusion_steps_per_block, "diffusion_steps_per_block", stack)
                          / eff.diffusion_progress_scale * step_ms)

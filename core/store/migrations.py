@@ -204,6 +204,11 @@ def m008_workload_output_p95(cur: duckdb.DuckDBPyConnection) -> None:
     cur.execute("ALTER TABLE workloads ADD COLUMN IF NOT EXISTS output_tokens_p95 DOUBLE")
 
 
+def m009_attention_width(cur: duckdb.DuckDBPyConnection) -> None:
+    """ServingStack.attention_width (issue 29): heads x head dimension where it is not the hidden size."""
+    cur.execute("ALTER TABLE serving_stacks ADD COLUMN IF NOT EXISTS attention_width INTEGER")
+
+
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
 
 # Append only: never reorder or edit a released migration (simonw/llm's habit).
@@ -216,6 +221,7 @@ MIGRATIONS: list[Migration] = [
     m006_telemetry,
     m007_scenarios,
     m008_workload_output_p95,
+    m009_attention_width,
 ]
 
 
