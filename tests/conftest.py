@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import settings
 
@@ -80,3 +81,15 @@ def seed_catalog() -> Catalog:
     s = core.store.seed.load_seed()
     return Catalog(gpus=s["gpus"], stacks=s["serving_stacks"], apis=s["api_prices"], node_prices=s["node_prices"],
                    owned_hardware=s["owned_hardware"], benchmarks=s["benchmarks"])
+
+
+@pytest.fixture(scope="session")
+def catalog(seed_catalog) -> Catalog:
+    """The seed catalog under the name the engine and plan tests use."""
+    return seed_catalog
+
+
+@pytest.fixture(scope="session")
+def bank():
+    """The bundled sample inventory (the demo bank's seven workloads), read once; tests copy it to change it."""
+    return pd.read_csv(core.store.seed.sample_workloads_path())

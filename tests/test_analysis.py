@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
 from core.decision import analysis
 from core.decision.engine import evaluate
 from core.models import HOURS_PER_MONTH, Scenario
-from core.store.seed import sample_workloads_path
 from tests.test_engine import _seed_catalog
-
-
-@pytest.fixture(scope="module")
-def bank():
-    return pd.read_csv(sample_workloads_path())
 
 
 @pytest.fixture(scope="module")

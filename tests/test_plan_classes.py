@@ -12,12 +12,6 @@ from core.decision.classes import scale_classes
 from core.decision.engine import evaluate
 from core.decision.settings import DEFAULT
 from core.models import Scenario
-from core.store.seed import sample_workloads_path
-
-
-@pytest.fixture(scope="module")
-def bank():
-    return pd.read_csv(sample_workloads_path())
 
 
 def _split(bank: pd.DataFrame, k: int) -> pd.DataFrame:

@@ -13,19 +13,8 @@ import pytest
 from core.decision import analysis, contract, sensitivity
 from core.decision.engine import evaluate
 from core.models import Scenario
-from core.store.seed import sample_workloads_path
 
 WAIT_S = 60.0  # a bound so a broken lock fails the test instead of hanging it; no assertion reads the clock
-
-
-@pytest.fixture(scope="module")
-def catalog(seed_catalog):
-    return seed_catalog
-
-
-@pytest.fixture(scope="module")
-def bank():
-    return pd.read_csv(sample_workloads_path())
 
 
 def _both_inside(monkeypatch, module, name: str):
