@@ -626,6 +626,30 @@ def test_a_restart_without_the_biggest_stack_finds_a_plan_a_node_cheaper(catalog
     assert (without.verdict >= 0).sum() == 33
 
 
+def test_merging_two_running_pools_saves_money(catalog, monkeypatch):
+    """40 generated workloads (bench/gen.py seed 3004, frozen), no owned node, 38 servable. Without the move that
+    empties one running pool into another: Llama-70B+draft x2 (2), Qwen3-30B x1 (1), Qwen3-235B x4 (4) beside
+    offline x4 and x8 pools, LLaDA2-flash x8 (16) = 23 interactive GPUs -> 3 nodes: 3 x 33.02 x 730 =
+    $72,313.80 + $8,027.69 of API = $80,341.49. Whole-deployment moves send each member to its own next-best
+    route and single moves one member at a time, so two half-empty pools are never merged into one. With the
+    merge: Qwen3-30B x1 (1), Qwen3-235B x4 (4) beside an offline x8 pool, LLaDA2-flash x8 (16) = 21 GPUs, still
+    3 nodes: $72,313.80 + $1,294.61 = $73,608.41, $6,733.08 a month less, the same 38 served. (On the 40
+    workloads above, seed 1, the merge saved a node before expert bytes streamed at the GPU's bandwidth
+    share; it now plans the same 1 node without it, and no instance where it saves a node is frozen.)"""
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "forty_workloads_merge_pools.csv")
+    ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    f = ev.fleet
+    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (3, 21)
+    assert f.total_monthly_usd == pytest.approx(3 * NODE_MONTH + 1294.61, abs=0.01)
+    assert (ev.verdict >= 0).sum() == 38
+    _assert_owned_within_targets(ev, inv)
+    monkeypatch.setattr(Planner, "_merge_pools", lambda self, best, focus: best)
+    without = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    assert (without.fleet.nodes_needed, round(without.fleet.total_monthly_usd, 2)) == (3, 80341.49)
+    assert sum(d.interactive_gpus for d in without.fleet.deployments) == 23
+    assert (without.verdict >= 0).sum() == 38
+
+
 def test_a_restart_never_drops_a_workload_only_the_excluded_stack_serves(catalog, bank):
     """A restart searched without a stack leaves unserved the workloads only that stack can serve; the
     search's moves never take a workload off its route, so such a start would look cheaper by dropping
