@@ -38,6 +38,7 @@ def _ids(ev):
     return [ev.routes[k].route_id if k >= 0 else "" for k in ev.verdict]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("settings", [{}, {"cost_basis": "marginal"}, {"fleet_nodes": 2, "cost_basis": "marginal"},
                                       {"fleet_nodes": 0}, {"fleet_nodes": 6, "pricing_option": "on_demand"}])
 def test_attributed_plus_unallocated_is_the_bill_to_the_cent(catalog, bank, settings):
@@ -153,6 +154,7 @@ def test_zero_traffic_needs_no_capacity(catalog, bank):
     assert ev.fleet.total_monthly_usd == pytest.approx(0.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 5, 10])
 def test_splitting_workloads_keeps_nodes_and_bill(catalog, bank, k):
     """Every sample workload split into k with the same total traffic: pooled, so within 1 %."""
@@ -168,6 +170,7 @@ def test_splitting_workloads_keeps_nodes_and_bill(catalog, bank, k):
     assert split.fleet.total_monthly_usd == pytest.approx(base.fleet.total_monthly_usd, rel=0.01)
 
 
+@pytest.mark.slow
 def test_merging_identical_workloads_keeps_nodes_and_bill(catalog, bank):
     """Two identical copies of every sample workload (ids -a, -b) against one each at twice the traffic:
     the copies are pooled like the merged workload, so nodes are equal and the bill within 1 %."""
@@ -178,6 +181,7 @@ def test_merging_identical_workloads_keeps_nodes_and_bill(catalog, bank):
     assert a.fleet.total_monthly_usd == pytest.approx(b.fleet.total_monthly_usd, rel=0.01)
 
 
+@pytest.mark.slow
 def test_higher_api_prices_never_move_work_off_owned_gpus(catalog, bank):
     owned_counts = []
     for scale in (0.25, 1.0, 4.0):
@@ -512,6 +516,7 @@ def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(ca
     assert not np.isin(fewer.assignment, [llama]).any()
 
 
+@pytest.mark.slow
 def test_deployments_sized_in_one_batch_are_sized_as_one_by_one(catalog):
     """Planner.prefetch sizes many deployments in one latency.min_replicas call (the search's candidate moves);
     each must come out as size() alone makes it: the same cap, replicas and feasibility, and the same
@@ -546,6 +551,7 @@ def test_deployments_sized_in_one_batch_are_sized_as_one_by_one(catalog):
     assert fed >= 8 and not batch._prefetched  # every prefetched sizing was taken by size()
 
 
+@pytest.mark.slow
 def test_sizing_moves_ahead_never_changes_the_plan(catalog, monkeypatch):
     """The search sizes whole-deployment moves ahead in batches (Planner._speculate: up to settings.speculate_moves,
     one after a move is taken, doubling while none is) only to fill its cache: with nothing sized ahead
@@ -575,6 +581,7 @@ def test_a_prefetched_sizing_bars_its_hopeless_members_only_once_asked_for(catal
     assert p._hopeless == {(1, col)}
 
 
+@pytest.mark.slow
 def test_moves_from_several_starts_find_a_cheaper_plan_than_one_start(catalog, monkeypatch):
     """26 generated workloads (bench/gen.py seed 105, frozen), 1 owned node (8 H100, $33.02/hour), 23 servable.
     Moves from the cheapest shadow-price candidate alone end at Qwen3-30B x1 (1), Qwen3-235B x8 (8), LLaDA-8B
@@ -600,6 +607,7 @@ def test_moves_from_several_starts_find_a_cheaper_plan_than_one_start(catalog, m
     assert (one.verdict >= 0).sum() == 23
 
 
+@pytest.mark.slow
 def test_a_restart_without_the_biggest_stack_finds_a_plan_a_node_cheaper(catalog, monkeypatch):
     """40 generated workloads (bench/gen.py seed 1, frozen), no owned node, 33 of them servable. The search from
     the shadow-price starts ends at 10 interactive GPUs: Qwen3-30B x1 (1), Qwen3-235B x4 (4), Llama-8B x4 (4),
@@ -683,6 +691,7 @@ def twelve_plan(catalog):
     return evaluate(catalog, _twelve(), Scenario(fleet_nodes=0))
 
 
+@pytest.mark.slow
 @given(perm=st.permutations(range(12)))
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_the_plan_does_not_depend_on_the_order_of_the_rows(catalog, twelve_plan, perm):
@@ -752,6 +761,7 @@ def test_the_second_dearer_api_restart_is_never_dearer(catalog, monkeypatch):
     assert (one.verdict >= 0).sum() == 107
 
 
+@pytest.mark.slow
 def test_a_restart_from_tighter_targets_finds_the_plan_they_found(catalog, monkeypatch):
     """18 generated workloads (bench/gen.py, seed 2011, frozen), no owned node, 16 servable. A plan that holds
     targets x0.8 holds the targets, yet without the restart the search plans $24,218.23 a month at the
@@ -775,6 +785,7 @@ def test_a_restart_from_tighter_targets_finds_the_plan_they_found(catalog, monke
     assert (without.verdict >= 0).sum() == 16
 
 
+@pytest.mark.slow
 def test_settings_given_to_the_planner_reach_its_sub_searches(catalog):
     """The search's thresholds come from the SearchSettings record a Planner is given, and its restarts and the
     class search inherit it. The 40 workloads of the restart test above, planned from the engine's inputs: with

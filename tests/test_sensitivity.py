@@ -306,6 +306,7 @@ def test_an_end_that_cannot_serve_a_workload_says_what_its_bill_leaves_out(catal
     assert pr.added_low == pr.added_high == 0
 
 
+@pytest.mark.slow
 def test_the_procurement_summary_carries_both_ends_and_what_they_leave_out(sample_ev):
     """The report's headline carries the bill at each end, with the nodes and what that end serves otherwise:
     the figures are fleet.performance_range's, and the caveats the Overview's (sensitivity.end_caveats)."""
