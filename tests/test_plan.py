@@ -633,6 +633,7 @@ def test_a_restart_without_the_biggest_stack_finds_a_plan_a_node_cheaper(catalog
     assert (without.verdict >= 0).sum() == 33
 
 
+@pytest.mark.slow
 def test_merging_two_running_pools_saves_money(catalog, monkeypatch):
     """40 generated workloads (bench/gen.py seed 3004, frozen), no owned node, 38 servable. Without the move that
     empties one running pool into another: Llama-70B+draft x2 (2), Qwen3-30B x1 (1), Qwen3-235B x4 (4) beside
@@ -713,6 +714,7 @@ def test_the_plan_does_not_depend_on_the_order_of_the_rows(catalog, twelve_plan,
     assert again == route
 
 
+@pytest.mark.slow
 def test_a_restart_from_dearer_apis_saves_money(catalog, monkeypatch):
     """101 generated workloads (bench/gen.py seed 1014, frozen), 1 owned node, 99 servable. Above
     settings.multi_start_rows the search has one start; from it the plan ends at 15 interactive GPUs
@@ -739,6 +741,7 @@ def test_a_restart_from_dearer_apis_saves_money(catalog, monkeypatch):
     assert (one.verdict >= 0).sum() == 99
 
 
+@pytest.mark.slow
 def test_the_second_dearer_api_restart_is_never_dearer(catalog, monkeypatch):
     """117 generated workloads (bench/gen.py seed 1009, frozen), no owned node, 107 servable. The plan: Qwen3-30B
     x1 in two tiers (1 + 2), Qwen3-235B x4 (4) beside an offline x8 pool, Llama-8B x4 (4), LLaDA-8B x1 (1),
