@@ -118,12 +118,14 @@ def test_generated_fifty_workloads_share_a_few_deployments_and_hold(generated_ar
 @pytest.mark.slow
 def test_generated_fifty_workloads_fit_one_node_of_diffusion_pools(generated_check):
     """With the diffusion stacks, the 50 latency-bound workloads (owned only) fit one node: 8 GPUs of LLaDA-8B
-    pools (the search's restart without Llama-8B found it; from Llama-8B pools it stopped at 2 nodes,
+    pools (beside a Qwen3-30B-A3B pool under the MoE physics of issue 29) (the search's restart without Llama-8B found it; from Llama-8B pools it stopped at 2 nodes,
     $48,209.20 a month against 1 x 33.02 x 730 = $24,104.60), every workload within its target in simulation."""
     ev, check = generated_check
     f = ev.fleet
     assert (f.nodes_needed, round(f.total_monthly_usd, 2)) == (1, 24104.60)
-    assert {d.architecture for d in f.deployments} == {"diffusion"}
+    archs = {d.architecture for d in f.deployments}
+    # Since MoE experts stream at the bandwidth share a Qwen3-30B-A3B pool may share the node with the diffusion pools.
+    assert "diffusion" in archs and archs <= {"diffusion", "moe"}
     assert sum(d.interactive_gpus for d in f.deployments) <= 8
     _assert_plan_holds(ev, check, min_members=50, agree=False)
 
