@@ -256,3 +256,24 @@ def reasons(ev: Evaluation, i: int) -> list[str]:
     from core.decision.explain import reasons as words
 
     return words(ev, i)
+
+
+def showback(ev: Evaluation, by: str = "team", idle_key: str = "gpu_hours"):
+    """The plan's cash bill by group of a text column, idle recovered by a key (core.decision.showback)."""
+    from core.decision.showback import showback as groups
+
+    return groups(ev, by=by, idle_key=idle_key)
+
+
+def showback_idle_keys() -> dict[str, str]:
+    """The keys the unallocated $ may be shared by, and their words."""
+    from core.decision.showback import IDLE_KEYS
+
+    return dict(IDLE_KEYS)
+
+
+def showback_columns(ev: Evaluation) -> list[str]:
+    """The text columns a showback may group by (core.decision.showback.group_columns)."""
+    from core.decision.showback import group_columns
+
+    return group_columns(ev)

@@ -36,6 +36,7 @@ SCREENS = [
     ("The answer", "screens/overview.py", "Overview", ":material/dashboard:", "overview"),
     ("The answer", "screens/routing.py", "Routing", ":material/alt_route:", "routing"),
     ("The answer", "screens/fleet.py", "Fleet sizing", ":material/dns:", "fleet"),
+    ("The answer", "screens/showback.py", "Showback", ":material/groups:", "showback"),
     ("Your inputs", "screens/workloads.py", "Workloads", ":material/table_view:", "workloads"),
     ("Your inputs", "screens/pricing.py", "Pricing", ":material/payments:", "pricing"),
     ("Your inputs", "screens/performance.py", "Performance", ":material/speed:", "performance"),

@@ -32,6 +32,7 @@ PAGES = [
     ("/overview", "Overview", "overview"),
     ("/routing", "Routing", "routing"),
     ("/fleet", "Fleet sizing", "fleet"),
+    ("/showback", "Showback", "showback"),
     ("/pricing", "Pricing", "pricing"),
     ("/performance", "Performance", "performance"),
     ("/telemetry", "Telemetry", "telemetry"),

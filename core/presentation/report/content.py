@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -122,6 +123,7 @@ class ProcurementSummary:
     estimates_note: str = ESTIMATES_NOTE
     workload_count: int = 0
     extras: dict = field(default_factory=dict)
+    showback: Any = None  # core.decision.showback.Showback by team (the workbook's Showback sheet); None: left out
 
     def figure(self, key: str) -> Figure:
         """A headline figure by key."""
@@ -831,7 +833,14 @@ def build_summary(ev: Evaluation, *, generated: dt.datetime | None = None,
         assumptions=_assumptions(ev, generated),
         sensitivity=_sensitivity(ev, sensitivity_frame),
         workload_count=len(vf),
+        showback=_showback(ev),
     )
+
+
+def _showback(ev: Evaluation):
+    from core.decision.showback import showback
+
+    return showback(ev, by="team")
 
 
 def headline_table(summary: ProcurementSummary) -> Table:

@@ -1,4 +1,4 @@
-"""The procurement workbook: Summary, Workloads, Fleet, Assumptions and Sensitivity sheets, written with xlsxwriter."""
+"""The procurement workbook: Summary, Workloads, Fleet, Assumptions, Sensitivity and Showback sheets (xlsxwriter)."""
 
 from __future__ import annotations
 
@@ -208,5 +208,49 @@ def build_workbook_bytes(s: ProcurementSummary) -> bytes:
     _fleet_sheet(wb, styles, s)
     _sheet_with_table(wb, styles, "Assumptions", s.assumptions, s)
     _sheet_with_table(wb, styles, "Sensitivity", s.sensitivity, s)
+    if s.showback is not None:
+        showback_sheet(wb, styles, s.showback, f"Generated {s.generated_text}")
+    wb.close()
+    return buf.getvalue()
+
+
+def showback_sheet(wb, styles: _Styles, sb, generated: str) -> None:
+    """The Showback sheet as a controller reads it: title, how the idle is keyed, one row per group in money
+    formats, a bold totals row under a rule (values, not formulas: the workbook holds no formula anywhere), and
+    the source line under the table."""
+    from core.presentation.report.showback import showback_table, showback_totals
+
+    table = showback_table(sb)
+    ws = wb.add_worksheet("Showback")
+    ws.write_string(0, 0, f"{table.title} — monthly cash bill {fmt(sb.total_monthly_usd, 'usd_2')}", styles.title)
+    ws.write_string(1, 0, f"{table.note} {generated}; inventory: {sb.inventory}.", styles.note)
+    header = write_table(ws, styles, table, 3, titled=False)
+    total = header + max(len(table.rows), 1) + 1
+    totals = showback_totals(sb)
+    for j, c in enumerate(table.columns):
+        code = excel_format(c.kind, totals[c.key] if c.kind == "usd_price" else None) if c.kind != "text" else None
+        style = styles.wb.add_format({"bold": True, "top": 2, "valign": "top", **({"num_format": code} if code else {})})
+        value = totals[c.key]
+        if is_missing(value):
+            ws.write_blank(total, j, None, style)
+        elif isinstance(value, str):
+            ws.write_string(total, j, value, style)
+        else:
+            ws.write_number(total, j, float(value), style)
+    ws.write_string(total + 2, 0, f"Source: {sb.source}.", styles.note)
+    ws.write_string(total + 3, 0, "API $: the cheapest API each workload may use (data policy, quality floor, latency "
+                                  "target); blank where none may. Internal − API compares only those workloads.",
+                    styles.note)
+    _set_widths(ws, table)
+    ws.freeze_panes(header + 1, 1)
+    _print_setup(ws, header)
+
+
+def build_showback_workbook_bytes(sb, generated: str) -> bytes:
+    """A workbook holding the Showback sheet alone (`hangover showback --format xlsx`)."""
+    buf = io.BytesIO()
+    wb = xlsxwriter.Workbook(buf, WORKBOOK_OPTIONS)
+    wb.set_properties({"title": f"Showback by {sb.by}", "author": "GPU Hangover", "comments": sb.source})
+    showback_sheet(wb, _Styles(wb), sb, generated)
     wb.close()
     return buf.getvalue()
