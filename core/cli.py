@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "core.commands.scenario",
     "core.commands.simulate",
     "core.commands.showback",
+    "core.commands.actuals",
 ]
 
 

@@ -277,3 +277,47 @@ def showback_columns(ev: Evaluation) -> list[str]:
     from core.decision.showback import group_columns
 
     return group_columns(ev)
+
+
+def plan_against_actual(store: Store, ev: Evaluation, date_from: dt.date | None = None,
+                        date_to: dt.date | None = None, *, invoice_path: str | Path | None = None,
+                        replan: bool = False):
+    """(Actuals, Replan or None, the measured profile) for a period with telemetry (core.decision.actuals).
+
+    The period defaults to the telemetry's first and last day. `replan`: plan again on the measured
+    hour-of-day shape and say what it changes (nodes, the monthly bill).
+    """
+    from core.decision.actuals import (
+        MeasuredPeriod,
+        Replan,
+        measured_peak_factor,
+        measured_shape_update,
+        with_measured_peak,
+    )
+    from core.decision.actuals import plan_against_actual as compare
+    from core.telemetry import measured_profile
+
+    if date_from and date_to and date_to < date_from:
+        raise InputError(f"--to {date_to} is before --from {date_from}")
+    p = measured_profile(store, date_from=date_from, date_to=date_to)
+    period = MeasuredPeriod(date_from=date_from or p.date_from, date_to=date_to or p.date_to, gpus=p.gpus,
+                            utilization=p.utilization, gpu_hours_logged=p.gpu_hours,
+                            hourly_utilization=tuple(float(x) for x in p.hourly_utilization), label=p.label,
+                            metric=p.metric_label)
+    invoice = None
+    if invoice_path is not None:
+        from core.telemetry.invoice import read_invoice
+
+        invoice = read_invoice(invoice_path)
+    result = compare(ev, period, invoice)
+    again = None
+    if replan:
+        scenario = Scenario.model_validate({**ev.scenario.model_dump(), **measured_shape_update(period)})
+        shaped = evaluate(ev.catalog, ev.workloads, scenario).fleet
+        pf = measured_peak_factor(period)
+        peaked = evaluate(ev.catalog, with_measured_peak(ev.workloads, pf), scenario).fleet if pf else None
+        again = Replan(nodes_before=ev.fleet.nodes_needed, bill_before=ev.fleet.total_monthly_usd,
+                       nodes_on_shape=shaped.nodes_needed, bill_on_shape=shaped.total_monthly_usd, peak_factor=pf,
+                       nodes_on_peak=peaked.nodes_needed if peaked else None,
+                       bill_on_peak=peaked.total_monthly_usd if peaked else None)
+    return result, again, p
