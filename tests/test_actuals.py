@@ -23,7 +23,8 @@ from core.decision.actuals import (
 from core.decision.engine import evaluate
 from core.errors import InputError
 from core.models import Scenario
-from core.service import evaluate_store, plan_against_actual as service_actuals
+from core.service import evaluate_store
+from core.service import plan_against_actual as service_actuals
 from core.store import Store
 from core.telemetry import import_telemetry
 from core.telemetry.invoice import parse_invoice
