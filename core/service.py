@@ -281,7 +281,7 @@ def showback_columns(ev: Evaluation) -> list[str]:
 
 def plan_against_actual(store: Store, ev: Evaluation, date_from: dt.date | None = None,
                         date_to: dt.date | None = None, *, invoice_path: str | Path | None = None,
-                        replan: bool = False):
+                        invoice_text: str | None = None, replan: bool = False):
     """(Actuals, Replan or None, the measured profile) for a period with telemetry (core.decision.actuals).
 
     The period defaults to the telemetry's first and last day. `replan`: plan again on the measured
@@ -305,10 +305,11 @@ def plan_against_actual(store: Store, ev: Evaluation, date_from: dt.date | None 
                             hourly_utilization=tuple(float(x) for x in p.hourly_utilization), label=p.label,
                             metric=p.metric_label)
     invoice = None
-    if invoice_path is not None:
-        from core.telemetry.invoice import read_invoice
+    if invoice_path is not None or invoice_text is not None:
+        from core.telemetry.invoice import parse_invoice, read_invoice
 
-        invoice = read_invoice(invoice_path)
+        invoice = read_invoice(invoice_path) if invoice_path is not None else \
+            parse_invoice(invoice_text or "", name="uploaded invoice")
     result = compare(ev, period, invoice)
     again = None
     if replan:
@@ -321,3 +322,24 @@ def plan_against_actual(store: Store, ev: Evaluation, date_from: dt.date | None 
                        nodes_on_peak=peaked.nodes_needed if peaked else None,
                        bill_on_peak=peaked.total_monthly_usd if peaked else None)
     return result, again, p
+
+
+def telemetry_period(store: Store) -> tuple[dt.date, dt.date] | None:
+    """(first day, last day) of the stored telemetry; None when none was imported."""
+    from core.store import telemetry as tstore
+
+    with store.held():
+        if tstore.telemetry_stamp(store)[0] == 0:
+            return None
+        cover = tstore.coverage(store)
+    if cover.empty:
+        return None
+    return cover["first_ts"].min().date(), cover["last_ts"].max().date()
+
+
+def idle_by_node(store: Store, ev: Evaluation, date_from: dt.date | None = None,
+                 date_to: dt.date | None = None) -> pd.DataFrame:
+    """Measured idle $ a month by node at the evaluation's node price (core.telemetry.by_node)."""
+    from core.telemetry.by_node import idle_by_node as by_node
+
+    return by_node(store, ev.rate, date_from, date_to)

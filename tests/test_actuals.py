@@ -71,6 +71,7 @@ def test_golden_week_with_an_invoice(measured_store, tmp_path):
     assert "AWS invoice 2026-11-30" in (a.invoice_source or "")
 
 
+@pytest.mark.slow
 def test_busy_hours_differ_utilization_variance_and_replan_as_stated(measured_store):
     """Done when: busy hours that differ from the plan's give a non-zero utilization variance, the components add
     up to the difference to the cent, and re-planning on the measured traffic changes the bill by what is stated
@@ -137,6 +138,7 @@ def test_invoice_lines_are_checked():
         parse_invoice("what,usd\napi,5\n")
 
 
+@pytest.mark.slow
 def test_cli_json(measured_store, capsys):
     assert main(["--db", str(measured_store.path), "actuals", "--from", "2026-11-02", "--to", "2026-11-08",
                  "--format", "json"]) == 0
@@ -145,3 +147,29 @@ def test_cli_json(measured_store, capsys):
     assert out["shape"]["differs"] is True
     assert main(["--db", str(measured_store.path), "actuals", "--from", "2026-11-09", "--to", "2026-11-02"]) == 2
     assert "before --from" in capsys.readouterr().err
+
+
+def test_idle_by_node_golden(measured_store, tmp_path):
+    """$33.02 a node-hour / 8 = $4.1275 a GPU-hour, 730 h a month.
+    bank-node-1: 8 GPUs at 26.667 + 2 × 3.5 = 33.667 % -> 8 × 730 × 4.1275 = 24,104.60 × 0.663333 = $15,989.38;
+    node-b: 4 GPUs at 26.667 + 2 × 1.5 = 29.667 % -> 12,052.30 × 0.703333 = $8,476.78; largest first."""
+    from core.service import idle_by_node
+
+    import_telemetry(measured_store, write(tmp_path, "b.csv", nvidia_smi_week(gpus=4)), node="node-b")
+    ev = evaluate_store(measured_store, Scenario())
+    frame = idle_by_node(measured_store, ev, *WEEK)
+    assert frame["node"].tolist() == ["bank-node-1", "node-b"]
+    assert frame["gpus"].tolist() == [8, 4]
+    assert frame["idle_usd_per_month"].round(2).tolist() == [15989.38, 8476.78]
+
+
+def test_heatmaps_and_idle_chart_are_pure_figures():
+    from core.presentation.charts_telemetry import idle_by_node_chart, measured_vs_plan_heatmaps
+
+    measured = np.full((7, 24), np.nan)
+    measured[0, 10] = 0.8
+    fig = measured_vs_plan_heatmaps(measured, [0.1] * 12 + [0.9] * 12, label="w", metric="SM activity")
+    m, p = fig.data
+    assert m.z[0][10] == 0.8 and m.z[1][10] is None and p.z[3][20] == 0.9 and p.z[3][2] == 0.1
+    bars = idle_by_node_chart(["a", "b"], [200.0, 100.0], [0.1, 0.5], label="w").data[0]
+    assert list(bars.y) == ["a", "b"] and list(bars.x) == [200.0, 100.0] and list(bars.customdata) == [0.1, 0.5]

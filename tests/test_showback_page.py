@@ -51,3 +51,34 @@ def test_showback_page_adds_up_and_regroups(app):
     app.radio(key="showback_idle_key").set_value("tokens")
     run(app)
     assert any("shared by tokens sent to owned GPUs" in c.value for c in app.caption)
+
+
+@pytest.mark.slow
+def test_plan_against_actual_section(app, tmp_path):
+    """With a week of 8-GPU telemetry busy on weekday office hours: the variance components add up to the total,
+    the shape differs from the plan's (a warning offering the re-plan), the toggle says what re-planning changes,
+    and the hour-of-week heatmaps (measured beside plan) and idle $ by node are drawn."""
+    from core.store import open_store
+    from core.telemetry import import_telemetry
+    from tests.apptest_support import figures
+    from tests.test_telemetry import nvidia_smi_week, write
+
+    run(app.switch_page(PAGE))
+    assert any("No telemetry yet" in i.value for i in app.info)
+    import_telemetry(open_store(), write(tmp_path, "gpu.csv", nvidia_smi_week(gpus=8)), node="bank-node-1")
+    run(app)
+    variance = app.dataframe[2].value
+    parts = variance[variance["component"] != "Total (actual − plan)"]["usd"]
+    total = variance.loc[variance["component"] == "Total (actual − plan)", "usd"].item()
+    assert round(parts.sum() * 100) == round(total * 100) and total != 0
+    assert any("differs" in w.value and "--replan" in w.value for w in app.warning)
+    app.toggle(key="showback_replan").set_value(True)
+    run(app)
+    assert any("Planned on the measured shape" in w.value and "measured peak factor" in w.value
+               for w in app.warning)
+    figs = figures(app)
+    heat = next(f for t, f in figs.items() if t.startswith("Utilization by hour of week"))
+    assert len(heat["data"]) == 2 and len(heat["data"][0]["z"]) == 7
+    assert heat["data"][1]["z"][0] == heat["data"][1]["z"][6]  # the plan: one day, every weekday
+    idle = next(f for t, f in figs.items() if t.startswith("Idle $ by node"))
+    assert idle["data"][0]["y"] == ["bank-node-1"] and idle["data"][0]["x"][0] > 0

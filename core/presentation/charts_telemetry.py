@@ -1,4 +1,5 @@
-"""Pure Plotly builders for measured GPU utilization: hour-of-day profile against the plan, weekday x hour heatmap."""
+"""Pure Plotly builders for measured GPU utilization: hour-of-day profile and hour-of-week heatmaps against the
+plan, and the measured idle $ by node."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ MEASURED_COLOR = palette.HOSTING["owned"]
 PLAN_COLOR = palette.INK
 HEAT_SCALE = [[0.0, palette.WHITE], [0.5, palette.BATCH_FILL], [1.0, palette.HOSTING["owned"]]]
 NO_DATA_COLOR = palette.SURFACE
+IDLE_COLOR = palette.UNALLOCATED  # idle $ is the unallocated part of the bill, coloured as on the Overview
 
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 HOURS = [hour_of_day(h) for h in range(24)]
@@ -70,3 +72,40 @@ def weekday_hour_heatmap(by_weekday_hour: np.ndarray, *, label: str, metric: str
     fig.update_xaxes(dtick=3, tickangle=0)
     fig.update_layout(plot_bgcolor=NO_DATA_COLOR)
     return _style(fig, f"Hour of day × day of week — {label}", height=320, legend=False)
+
+
+def measured_vs_plan_heatmaps(by_weekday_hour: np.ndarray, plan_hourly: Sequence[float], *, label: str,
+                              metric: str) -> go.Figure:
+    """Two heatmaps on one colour scale, hour of week: measured (left) beside the plan's (right; the plan has one
+    day, the same on every weekday)."""
+    from plotly.subplots import make_subplots
+
+    measured = np.asarray(by_weekday_hour, dtype=float)
+    plan = np.tile(np.asarray(plan_hourly, dtype=float), (7, 1))
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=(f"Measured ({metric})", "Plan (modelled: an estimate)"))
+    for col, (z, what) in enumerate(((measured, "measured"), (plan, "plan")), start=1):
+        fig.add_trace(go.Heatmap(
+            z=[_nullable(row) for row in z], x=HOURS, y=list(WEEKDAYS), zmin=0, zmax=1, colorscale=HEAT_SCALE,
+            xgap=1, ygap=1, showscale=col == 2, name=what,
+            colorbar={"title": {"text": "busy"}, "tickformat": D3["pct"]},
+            hovertemplate="%{y} %{x}: " + hover("z", "pct") + f" busy<extra>{what}</extra>",
+        ), row=1, col=col)
+        fig.update_xaxes(dtick=6, tickangle=0, row=1, col=col)
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(plot_bgcolor=NO_DATA_COLOR)
+    return _style(fig, f"Utilization by hour of week, measured beside the plan — {label}", height=330, legend=False)
+
+
+def idle_by_node_chart(nodes: Sequence[str], idle_usd_per_month: Sequence[float], utilization: Sequence[float],
+                       *, label: str) -> go.Figure:
+    """Horizontal bars: each node's measured idle $ a month (largest on top), its utilization in the hover."""
+    fig = go.Figure(go.Bar(
+        y=list(nodes), x=[float(v) for v in idle_usd_per_month], orientation="h", marker_color=IDLE_COLOR,
+        customdata=[float(u) for u in utilization],
+        hovertemplate="%{y}: " + hover("x", "usd") + " idle a month, " + hover("customdata", "pct")
+        + " busy<extra></extra>",
+    ))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title="idle $ a month", tickformat=D3["usd"], tickprefix="$")
+    return _style(fig, f"Idle $ by node a month — {label}", height=140 + 32 * max(len(nodes), 1), legend=False)

@@ -59,7 +59,7 @@ with left:
 with right:
     st.plotly_chart(charts.verdict_mix_chart(ev.fleet.verdict_mix), key="overview_mix")
     st.caption("Details and reasons per workload: Routing. Nodes per route: Fleet sizing.")
-    st.page_link("screens/showback.py", label="Showback by team, plan against actual", icon=":material/groups:")
+    st.page_link("screens/showback.py", label="Showback by team; plan against actual; measured heatmap and idle $ by node", icon=":material/groups:")
 
 # Measured utilization beside the plan's (issue 15): one line, only once telemetry has been imported.
 if (measured := measured_vs_plan(state.store(), k["utilization"], ev.rate)) is not None:
