@@ -94,7 +94,10 @@ def measured_vs_plan_heatmaps(by_weekday_hour: np.ndarray, plan_hourly: Sequence
         fig.update_xaxes(dtick=6, tickangle=0, row=1, col=col)
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(plot_bgcolor=NO_DATA_COLOR)
-    return _style(fig, f"Utilization by hour of week, measured beside the plan — {label}", height=330, legend=False)
+    fig = _style(fig, f"Utilization by hour of week, measured beside the plan — {label}", height=350, legend=False)
+    # Room for the two panel titles under the figure's: the figure's title pinned to the top of the margin.
+    fig.update_layout(margin={"t": 95}, title={"y": 0.98, "yanchor": "top"})
+    return fig
 
 
 def idle_by_node_chart(nodes: Sequence[str], idle_usd_per_month: Sequence[float], utilization: Sequence[float],

@@ -38,7 +38,7 @@ st.dataframe(showback_frame_for_page(sb), hide_index=True, key="showback_table",
     "attributed_usd": money_col("Attributed $", kind="usd_2"),
     "idle_usd": money_col("Idle share $", kind="usd_2"),
     "monthly_usd": money_col("Monthly $", kind="usd_2"),
-    "usd_per_mtok": money_col("Internal $/M tokens", kind="usd_price"),
+    "usd_per_mtok": money_col("Internal $/M tokens", kind="usd_2"),
     "api_usd_per_month": money_col("API $ a month", kind="usd_2",
                                    help="The cheapest API each workload may use (data policy, quality, latency)."),
     "api_workloads": count_col("With an allowed API"),
@@ -77,18 +77,18 @@ except HangoverError as exc:
     st.stop()
 
 k1, k2, k3 = st.columns(3)
-k1.metric("Owned $/M tokens, actual", money(actual.actual.usd_per_mtok),
-          delta=f"{money(actual.plan.usd_per_mtok)} planned", delta_color="off")
-k2.metric("Utilization, measured", percent(actual.actual.utilization),
-          delta=f"{percent(actual.plan.utilization)} planned", delta_color="off")
+k1.metric(f"Owned $/M tokens, actual (plan {money(actual.plan.usd_per_mtok)})", money(actual.actual.usd_per_mtok),
+          help="Owned GPUs' $ of the period ÷ the tokens they served, per million.")
+k2.metric(f"Utilization, measured (plan {percent(actual.plan.utilization)})", percent(actual.actual.utilization))
 k3.metric("Cost of the period, actual − plan", money(actual.difference_usd, decimals=2),
           help="Mix + utilization + throughput + price, each factor moved from plan to actual in turn "
                "(docs/showback.md).")
-left, right = st.columns([3, 2])
+left, right = st.columns(2)
 left.dataframe(comparison_rows(actual), hide_index=True, key="showback_compare",
                column_config={"figure": text_col("Figure"), "plan": text_col("Plan"), "actual": text_col("Actual")})
 right.dataframe(variance_rows(actual), hide_index=True, key="showback_variance",
-                column_config={"component": text_col("Component"), "usd": money_col("$", kind="usd_2")})
+                column_config={"component": text_col("Component", width="medium"),
+                               "usd": money_col("$ actual − plan", kind="usd_2")})
 (st.warning if actual.shape.differs else st.caption)(md(shape_words(actual, replanned)))
 st.caption(md(f"{actual.measured_label}. Assumed: " + "; ".join(actual.notes) + "." if actual.notes
               else actual.measured_label))
