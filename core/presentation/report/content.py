@@ -19,6 +19,7 @@ from core.decision.analysis import fleet_options, sensitivity
 from core.decision.engine import API_P95_OVER_TYPICAL, Evaluation
 from core.decision.records import NodeDriver
 from core.decision.sensitivity import ranges as performance_ranges
+from core.decision.showback import showback as team_showback
 from core.models import DEFAULT_MIN_QUALITY, HOURS_PER_MONTH, TASK_CLASSES, PricingOption
 from core.presentation.pricing_views import node_rate_label
 from core.presentation.report.numbers import fmt
@@ -833,14 +834,8 @@ def build_summary(ev: Evaluation, *, generated: dt.datetime | None = None,
         assumptions=_assumptions(ev, generated),
         sensitivity=_sensitivity(ev, sensitivity_frame),
         workload_count=len(vf),
-        showback=_showback(ev),
+        showback=team_showback(ev, by="team"),
     )
-
-
-def _showback(ev: Evaluation):
-    from core.decision.showback import showback
-
-    return showback(ev, by="team")
 
 
 def headline_table(summary: ProcurementSummary) -> Table:
