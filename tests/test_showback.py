@@ -178,3 +178,25 @@ def test_workbook_sheet_reads_as_a_controller_expects(marginal):
         pytest.approx(ws.cell(total_row, money_col).value, abs=0.001)
     assert ws.cell(total_row + 2, 1).value.startswith("Source: GPU Hangover plan")
     assert showback_totals(sb)["monthly_usd"] == ws.cell(total_row, money_col).value
+
+
+def test_cli_csv_xlsx_and_json(tmp_path, capsys):
+    """The command on the bundled sample: the CSV's totals row is the bill and the teams' cents add up to it;
+    xlsx needs --out; JSON names every team of the sample."""
+    import pandas as pd
+
+    from core.cli import main
+    from core.store.seed import sample_workloads_path
+
+    sample = str(sample_workloads_path())
+    out = tmp_path / "sb.csv"
+    assert main(["showback", "--workloads", sample, "--format", "csv", "--out", str(out)]) == 0
+    frame = pd.read_csv(out)
+    body, total = frame.iloc[:-1], frame.iloc[-1]
+    assert total["team"] == TOTAL_LABEL
+    assert round(body["monthly_usd"].sum() * 100) == round(total["monthly_usd"] * 100)
+    assert main(["showback", "--workloads", sample, "--format", "xlsx"]) == 2
+    assert "give --out" in capsys.readouterr().err
+    assert main(["showback", "--workloads", sample, "--format", "json", "--idle-key", "tokens"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert {t["team"] for t in got["teams"]} == set(pd.read_csv(sample)["team"]) and got["idle_key"] == "tokens"
