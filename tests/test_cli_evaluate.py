@@ -108,3 +108,32 @@ def test_owned_hardware_flags_price_the_node(capsys):
     assert node["source"] == "your scenario inputs" and node["confidence"] == "user"
     code, _, err = _run(capsys, "evaluate", "--pricing", "owned", "--pue", "0.5")
     assert code == 2 and "pue" in err
+
+
+@pytest.mark.parametrize("detail, indent", [("routes", 2), ("verdicts", None)])
+def test_streamed_json_is_the_contract_to_the_byte(catalog, bank, detail, indent):
+    """The JSON is written in pieces as each workload's record is made (the per-route detail of 100,000 workloads
+    is ~1.5 GB never held at once): the pieces join to exactly json.dumps of the contract's dict."""
+    from core.decision import contract
+    from core.decision.engine import evaluate
+    from core.models import Scenario
+
+    ev = evaluate(catalog, bank, Scenario())
+    whole = json.dumps(contract.to_dict(ev, detail), indent=indent, ensure_ascii=False)
+    assert "".join(contract.iter_json(ev, detail, indent=indent)) == whole
+
+
+def test_json_holds_verdicts_only_above_the_routes_size(capsys, monkeypatch):
+    """Above ROUTES_DETAIL_MAX_WORKLOADS workloads (here 3: the sample has 7) the default JSON holds the verdicts,
+    says so on standard error with the size the routes would take (7 x 15 KB = ~0 MB), and --detail routes still
+    writes every route."""
+    from core.commands import evaluate as evaluate_cmd
+
+    monkeypatch.setattr(evaluate_cmd, "ROUTES_DETAIL_MAX_WORKLOADS", 3)
+    code, out, err = _run(capsys, "evaluate", "--format", "json")
+    assert code == 0
+    assert "7 workloads: the JSON holds each workload's verdict only" in err and "--detail routes" in err
+    assert all("routes" not in w and "reasons" not in w for w in json.loads(out)["workloads"])
+    code, out, err = _run(capsys, "evaluate", "--format", "json", "--detail", "routes")
+    assert code == 0 and err == ""
+    assert all(len(w["routes"]) > 1 for w in json.loads(out)["workloads"])

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from collections.abc import Iterable
 
 from core.models import DEFAULT_GPU, CostBasis, PricingOption
+
+# Above this many workloads `--format json` leaves out the per-route lists and sentences unless --detail routes
+# asks: they are ~15 KB a workload (1.5 GB at 100,000), the verdicts ~0.5 KB (docs/performance.md).
+ROUTES_DETAIL_MAX_WORKLOADS = 10_000
+ROUTES_DETAIL_BYTES_PER_WORKLOAD = 15_000
 
 
 def flag_help(model, name: str, how: str = "", *, percent: bool = False) -> str:
@@ -131,8 +136,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_scenario_arguments(p)
     p.add_argument("--format", choices=["table", "json", "csv", "parquet"], default="table",
                    help="table (default), json (the contract), csv or parquet (the routing table)")
-    p.add_argument("--detail", choices=["routes", "verdicts"], default="routes",
-                   help="json: every route per workload (default) or verdicts only (large inventories)")
+    p.add_argument("--detail", choices=["routes", "verdicts"], default=None,
+                   help="json: every route per workload with the reasons in words (the default up to "
+                        f"{ROUTES_DETAIL_MAX_WORKLOADS:,} workloads) or verdicts only (the default above)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output (needed for parquet)")
     p.add_argument("--ranges", action="store_true",
                    help="compute each verdict at both ends of the performance ranges even above 1,000 workloads "
@@ -164,17 +170,43 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         data = routing_csv(vf) if args.format == "csv" else routing_parquet(vf)
         return _emit(data, args.out)
     if args.format == "json":
-        text = json.dumps(contract.to_dict(ev, detail=args.detail), indent=2 if args.detail == "routes" else None,
-                          ensure_ascii=False)
-        return _emit((text + "\n").encode(), args.out)
+        detail = args.detail or _default_detail(len(ev.workloads))
+        chunks = contract.iter_json(ev, detail, indent=2 if detail == "routes" else None)
+        return _emit(_encoded(chunks), args.out)
     return _emit((format_table(ev) + "\n").encode(), args.out)
 
 
-def _emit(data: bytes, out: str | None) -> int:
-    """Write bytes to --out (through a temporary file, renamed) or to standard output."""
+def _default_detail(n: int) -> str:
+    """routes up to ROUTES_DETAIL_MAX_WORKLOADS workloads; above, verdicts, said on standard error."""
+    if n <= ROUTES_DETAIL_MAX_WORKLOADS:
+        return "routes"
+    print(f"{n:,} workloads: the JSON holds each workload's verdict only (every route with its reasons would be "
+          f"~{n * ROUTES_DETAIL_BYTES_PER_WORKLOAD / 1e6:,.0f} MB); --detail routes writes them all.", file=sys.stderr)
+    return "verdicts"
+
+
+def _encoded(chunks, size: int = 1 << 20):
+    """The JSON pieces as UTF-8 blocks of about `size` characters, ending with a newline."""
+    buf: list[str] = []
+    held = 0
+    for piece in chunks:
+        buf.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield "".join(buf).encode()
+            buf, held = [], 0
+    buf.append("\n")
+    yield "".join(buf).encode()
+
+
+def _emit(data: bytes | Iterable[bytes], out: str | None) -> int:
+    """Write bytes (or blocks of bytes, as they are made) to --out (through a temporary file, renamed: a failure
+    half-way leaves no partial file) or to standard output."""
+    blocks = [data] if isinstance(data, bytes) else data
     if not out:
         sys.stdout.flush()
-        sys.stdout.buffer.write(data)
+        for block in blocks:
+            sys.stdout.buffer.write(block)
         sys.stdout.flush()
         return 0
     import os
@@ -185,7 +217,8 @@ def _emit(data: bytes, out: str | None) -> int:
     fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            for block in blocks:
+                fh.write(block)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

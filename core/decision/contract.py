@@ -3,6 +3,9 @@ stable JSON of `hangover evaluate --format json`, as functions of a finished (fr
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 
@@ -108,9 +111,57 @@ def to_dict(ev: Evaluation, detail: str = "routes") -> dict:
     if detail == "verdicts":
         return {"scenario": scenario_dict(ev), "workloads": _verdict_records(ev),
                 "fleet": fleet_json(ev)}
+    return {"scenario": scenario_dict(ev), "workloads": list(_workload_records(ev, detail == "routes")),
+            "fleet": fleet_json(ev)}
+
+
+class _Lazy(list):
+    """A list the JSON encoder walks without holding it: its items are made one at a time as it iterates (the
+    pure-Python encoder, used whenever an indent is set, only asks it for truth and iteration)."""
+
+    def __init__(self, make, n: int):
+        super().__init__()
+        self._make, self._n = make, n
+
+    def __iter__(self):
+        return iter(self._make())
+
+    def __len__(self) -> int:
+        return self._n
+
+
+def iter_json(ev: Evaluation, detail: str = "routes", indent: int | None = 2) -> Iterator[str]:
+    """`to_dict(ev, detail)` as JSON text in pieces, the same characters as `json.dumps(to_dict(...), indent=
+    indent, ensure_ascii=False)`, with the workloads' records made while they are written: the per-route detail
+    of 100,000 workloads is ~1.5 GB of text that is never held at once."""
+    if detail == "verdicts":
+        doc = to_dict(ev, detail)
+    else:
+        doc = {"scenario": scenario_dict(ev),
+               "workloads": _Lazy(lambda: _workload_records(ev, detail == "routes"), len(ev.workloads)),
+               "fleet": None}
+        # The fleet's record is built last, as to_dict builds it, after the workloads' words.
+        doc = _FleetLast(doc, lambda: fleet_json(ev))
+    encoder = json.JSONEncoder(indent=indent if indent is not None else None, ensure_ascii=False,
+                               separators=None if indent is not None else (", ", ": "))
+    return encoder.iterencode(doc)
+
+
+class _FleetLast(dict):
+    """The document's dict, whose "fleet" value is computed when the encoder reaches it."""
+
+    def __init__(self, doc: dict, fleet):
+        super().__init__(doc)
+        self._fleet = fleet
+
+    def items(self):
+        for k, v in super().items():
+            yield k, (self._fleet() if k == "fleet" else v)
+
+
+def _workload_records(ev: Evaluation, with_routes: bool) -> Iterator[dict]:
+    """workloads[] of the routes/words detail, one record at a time."""
     vf = verdicts_frame(ev)
-    workloads = []
-    with_routes = detail == "routes"
     for i, row in enumerate(vf.itertuples(index=False)):
         v = int(ev.verdict[i])
         item = {
@@ -126,8 +177,7 @@ def to_dict(ev: Evaluation, detail: str = "routes") -> dict:
             item["routes"] = [{**_route_fields(ev, i, r), "feasible": bool(ev.a["feasible"][i, r]),
                                "why_not": None if ev.a["feasible"][i, r] else why_not(ev, i, r)}
                               for r in range(len(ev.routes))]
-        workloads.append(item)
-    return {"scenario": scenario_dict(ev), "workloads": workloads, "fleet": fleet_json(ev)}
+        yield item
 
 
 def _verdict_records(ev: Evaluation) -> list[dict]:
