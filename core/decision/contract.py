@@ -91,13 +91,17 @@ def routes_frame(ev: Evaluation, i: int) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def fleet_json(ev: Evaluation) -> dict:
-    """The contract's `fleet` object: the fleet record, and its performance range where computed."""
+def fleet_json(ev: Evaluation, purchase_settings=None) -> dict:
+    """The contract's `fleet` object: the fleet record, its performance range where computed, and the staged
+    purchase (core.decision.purchase: default settings unless given)."""
+    from core.decision.purchase import purchase, purchase_json
+
     rg = ev.answers.known("ranges")
-    return record_fleet_json(ev.fleet, None if rg is None else rg.performance)
+    p = purchase(ev, purchase_settings)
+    return record_fleet_json(ev.fleet, None if rg is None else rg.performance, None if p is None else purchase_json(p))
 
 
-def to_dict(ev: Evaluation, detail: str = "routes") -> dict:
+def to_dict(ev: Evaluation, detail: str = "routes", purchase_settings=None) -> dict:
     """The stable JSON contract of `hangover evaluate --format json`.
 
     detail="routes" (default) lists every route for every workload with why it was refused, the
@@ -107,7 +111,7 @@ def to_dict(ev: Evaluation, detail: str = "routes") -> dict:
     """
     if detail == "verdicts":
         return {"scenario": scenario_dict(ev), "workloads": _verdict_records(ev),
-                "fleet": fleet_json(ev)}
+                "fleet": fleet_json(ev, purchase_settings)}
     vf = verdicts_frame(ev)
     workloads = []
     with_routes = detail == "routes"
@@ -127,7 +131,7 @@ def to_dict(ev: Evaluation, detail: str = "routes") -> dict:
                                "why_not": None if ev.a["feasible"][i, r] else why_not(ev, i, r)}
                               for r in range(len(ev.routes))]
         workloads.append(item)
-    return {"scenario": scenario_dict(ev), "workloads": workloads, "fleet": fleet_json(ev)}
+    return {"scenario": scenario_dict(ev), "workloads": workloads, "fleet": fleet_json(ev, purchase_settings)}
 
 
 def _verdict_records(ev: Evaluation) -> list[dict]:
