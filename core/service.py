@@ -180,6 +180,13 @@ def estimate_range_words(ev: Evaluation) -> str | None:
     return words(ev)
 
 
+def staged_purchase(ev: Evaluation):
+    """The staged purchase under the ranges at the default settings (core.decision.purchase; None: skipped)."""
+    from core.decision.purchase import purchase
+
+    return purchase(ev)
+
+
 def sla_sweep_rows(ev: Evaluation, scale: float) -> list[dict]:
     """One SLA scale of the sweep: each fleet option re-planned with every latency target × scale."""
     from core.decision.analysis import sla_sweep_rows as rows

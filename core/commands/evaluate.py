@@ -148,7 +148,7 @@ def add_purchase_arguments(p: argparse.ArgumentParser) -> None:
                    help="draws over the ranges (1 to 100,000; default 1,000; given, it runs above 5,000 workloads too)")
     g.add_argument("--seed", type=int, help="seed of the draws (default 0: the same answer every run)")
     g.add_argument("--buy-quantile", type=share_flag, metavar="SHARE",
-                   help="buy now the nodes needed in at least this share of draws (50%% to 99%%; default 90%%)")
+                   help="buy now the nodes needed in at least this share of draws (above 50%% and below 100%%; default 90%%)")
     g.add_argument("--growth", metavar="RANGE",
                    help="traffic growth drawn uniformly over a range, e.g. 10-30%% or 20%% (default: none)")
 

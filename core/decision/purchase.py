@@ -8,21 +8,24 @@ What is drawn (each draw independently, `PurchaseSettings.draws` of them, from `
 - traffic growth: one factor for every workload, uniform over the range set (`--growth 10-30%`; none by default);
 - the node price and the API prices: uniform within a stated +/- range (estimates, PRICE_RANGE_NOTE).
 
-The approximation (the planner is not re-run per draw). Each owned pool of the plan (`fleet.deployments`) keeps
-its members, GPUs per replica and concurrency cap. Its replicas needed at a draw are its replicas in the plan,
-scaled by growth / speed (speed read at the pool's batch: the reference throughput ratio at batch 1 for a cap of
-1, at batch 64 for a cap of 64 or more, log-interpolated between), less the load share of members whose p95
-alone (the engine's best p95, divided by the batch-1 speed ratio) then misses their target (they leave the
-pool), rounded up; GPUs = replicas x GPUs per replica; nodes = ceil(GPUs / GPUs per node). Batch work scales
-its GPU-hours by growth / speed and takes new nodes only beyond the interactive nodes' idle GPU-hours (the
-plan's busy hours scaled with the pools). The central draw (every factor 1) is shifted to land exactly on the
-plan's node count; the same shift applies to every draw. It does not re-route: a workload the plan sends to an
-API that a faster owned route would win, or a pool the search would re-tier or merge, is not re-planned, so the
-all-optimistic draw can land above the optimistic end plan (which re-pools) and the spread reads narrower
-there. tests/test_purchase.py checks both all-end draws against the end plans.
+The approximation (the planner is not re-run per draw). Each owned pool of the chosen plan keeps its members,
+shares, GPUs per replica and tier; the plan's own sizer (core.decision.sizing) re-sizes it at a grid of points:
+9 positions of its route's speed range (U_GRID; the efficiency log-interpolated between the central figure and
+the end, the ends exactly those of the end plans) x the growth range's ends and middle, with the same latency
+model and targets. A member the route can no longer serve alone within its target leaves the pool (it would go
+without a route, as in the pessimistic end plan). A draw takes, per pool, the replicas at the nearest grid
+point; nodes = ceil(sum of replicas x GPUs per replica / GPUs per node). Batch work scales its GPU-hours by
+growth / speed (reference throughput at batch 64) and takes new nodes only beyond the interactive nodes' idle
+GPU-hours (the plan's busy hours scaled with the pools). The central draw is shifted onto the plan's node
+count (the shift is 0 where the plan is whole pools packed into nodes) and every draw takes the same shift.
+It does not re-route: a workload the plan sends to an API that a faster owned route would win, or pools the
+search would re-tier or merge at another speed, are not re-planned, so a draw at an end can differ from that
+end's plan (which re-plans everything); tests/test_purchase.py checks the all-end draws against the end plans.
+Cost: 9 x (1 or 4) sizings per pool, then arithmetic over the draws.
 
 P(owned beats the best allowed API) per workload: its owned cost (the attributed share when the plan runs it
-owned, else the cheapest owned route's standalone cost) x node price factor x growth / speed, against the
+owned, else the cheapest owned route's standalone cost) x node price factor x growth / speed (the geometric
+mean of the batch-1 and batch-64 reference throughput ratios), against the
 cheapest feasible API's monthly cost x API price factor x growth; owned loses a draw where its p95 alone misses
 the target. None where the workload has no owned or no allowed API route.
 
@@ -37,6 +40,7 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from core.format import integer
 
@@ -66,8 +70,8 @@ class PurchaseSettings:
     def __post_init__(self):
         if not 1 <= self.draws <= 100_000:
             raise ValueError(f"draws must be 1 to 100,000; got {self.draws}")
-        if not 0.5 <= self.quantile < 1.0:
-            raise ValueError(f"the buy-now quantile must be at least 0.5 and below 1; got {self.quantile}")
+        if not 0.5 < self.quantile < 1.0:
+            raise ValueError(f"the buy-now quantile must be above 50 % and below 100 %; got {self.quantile}")
         lo, hi = self.growth
         if not (-0.9 <= lo <= hi <= 10.0):
             raise ValueError(f"growth must be a range lo <= hi within -90 % .. +1000 %; got {self.growth}")
@@ -401,7 +405,7 @@ def simulate(inp: Inputs, s: PurchaseSettings) -> Purchase:
     shift = inp.plan_nodes - int(nodes_for(inp, np.zeros((1, R)), np.ones(1))[0])
     nodes = np.maximum(nodes_for(inp, u, growth) + shift, 0)
     p10, p50, p90 = (percentile(nodes, q) for q in (0.1, 0.5, 0.9))
-    now = min(buy_now(nodes, s.quantile), p50)
+    now = buy_now(nodes, s.quantile)  # <= p50 for any quantile above 0.5
     # Which route's range moves the node count most: each route drawn alone, every other at its central figure.
     spreads = []
     for r in range(R):
@@ -520,20 +524,27 @@ def purchase_words(p: Purchase) -> str:
     def n(k):
         return f"{integer(k)} node{'s' if k != 1 else ''}"
 
-    new_now = p.buy_now_new_nodes
-    new_p90 = max(p.nodes_p90 - p.owned_nodes, 0)
     growth = "" if p.growth == (0.0, 0.0) else f", traffic growth {_growth_words(p.growth)}"
-    head = (f"Buy now: {n(new_now)} (a fleet of {n(p.buy_now_nodes)}, needed in at least {p.quantile:.0%} of "
-            f"{integer(p.draws)} draws over the estimate ranges{growth}).")
-    if p.nodes_p90 <= p.buy_now_nodes:
-        rest = " The ranges do not call for more: no staged second purchase."
+    owned = f"{integer(p.owned_nodes)} owned"
+    now = (f"Buy {n(p.buy_now_new_nodes)} now ({integer(p.buy_now_nodes)} in all with the {owned}): needed in at "
+           f"least {p.quantile:.0%} of {integer(p.draws)} draws over the estimate ranges{growth}.")
+    more = max(p.nodes_p90 - p.buy_now_nodes, 0)
+    if not more:
+        rest = " The ranges call for no second purchase."
     else:
-        what = f" after measuring {p.measure_route}" if p.measure_route else " after measuring"
-        rest = (f" Then up to {n(new_p90 - new_now)} more ({n(new_p90)} beyond the {n(p.owned_nodes)} owned, "
-                f"90th percentile){what}")
-        if p.measure_what:
-            rest += f": {p.measure_what}."
-        else:
-            rest += "."
-    return (head + rest + f" Median {n(p.nodes_p50)}, 10th–90th percentile {integer(p.nodes_p10)}–"
-            f"{integer(p.nodes_p90)}; the plan's central figure {n(p.plan_nodes)} (estimates).")
+        what = f"until {p.measure_route} is measured" if p.measure_route else "until the routes are measured"
+        rest = f" Hold up to {n(more)} more {what}"
+        if p.measure_route and p.measure_spread_nodes:
+            rest += f" (its speed range alone moves the need by {n(p.measure_spread_nodes)})"
+        rest += f": {p.measure_what}." if p.measure_what else "."
+    return (now + rest + f" Nodes needed: median {integer(p.nodes_p50)}, {integer(p.nodes_p10)}–"
+            f"{integer(p.nodes_p90)} (10th–90th percentile); the plan's central estimate {integer(p.plan_nodes)} "
+            f"(estimates).")
+
+
+def owned_vs_api_frame(p: Purchase) -> pd.DataFrame:
+    """Per workload with both an owned and an allowed API route: P(owned beats the best allowed API)."""
+    rows = [r for r in p.owned_beats_api if r["p_owned_beats_api"] is not None]
+    return pd.DataFrame({"workload_id": [r["workload_id"] for r in rows],
+                         "p_owned_beats_api": [r["p_owned_beats_api"] for r in rows],
+                         "api": [r["api"] for r in rows]})
