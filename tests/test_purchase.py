@@ -223,3 +223,16 @@ def test_cli_evaluate_shows_the_purchase(tmp_path, capsys):
     assert "growth is a share or range" in capsys.readouterr().err
     assert main(["--db", db, "evaluate"]) == 0
     assert "Buy " in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_report_section_reads_the_purchase(sample_ev):
+    from core.presentation.report.content import _purchase
+
+    p = P.purchase(sample_ev)
+    table = _purchase(sample_ev)
+    by = {r["figure"]: r["value"] for r in table.rows}
+    assert by["Buy now, nodes beyond those owned"] == p.buy_now_new_nodes
+    assert by["Hold until measured, up to"] == p.nodes_p90 - p.buy_now_nodes
+    assert (by["Nodes needed, 10th percentile"], by["Nodes needed, 90th percentile"]) == (p.nodes_p10, p.nodes_p90)
+    assert table.note.startswith(f"Buy {p.buy_now_new_nodes} node")

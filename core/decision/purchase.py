@@ -425,7 +425,7 @@ def simulate(inp: Inputs, s: PurchaseSettings) -> Purchase:
         owned_beats_api=_owned_beats(inp, u, growth, node_f, api_f),
         basis=f"Monte Carlo over the estimate ranges: each owned route's speed (triangular between its "
               f"pessimistic and optimistic ends), traffic growth {_growth_words(s.growth)}, {PRICE_RANGE_NOTE}; "
-              f"the plan's pools re-packed per draw, not re-planned (core/decision/purchase.py)",
+              f"the plan's pools re-sized on a grid by its own sizer, not re-planned (core/decision/purchase.py)",
         nodes=nodes)
 
 

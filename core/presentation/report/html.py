@@ -208,6 +208,14 @@ def _used_apis(s: ProcurementSummary) -> str:
     return f"<p><strong>API list prices the plan uses:</strong> {esc('; '.join(parts))}.</p>"
 
 
+def _purchase(s: ProcurementSummary) -> list[str]:
+    """The staged purchase section (none when not computed)."""
+    if s.purchase is None:
+        return []
+    return ["<h2>Staged purchase under the estimate ranges</h2>", f"<p>{esc(s.purchase.note)}</p>",
+            render_table(s.purchase, ["figure", "value", "note"], [29, 10, 61])]
+
+
 def build_html_text(s: ProcurementSummary) -> str:
     """The whole one-pager as one HTML document (inline SVG charts; no script, font or file from elsewhere)."""
     cost_chart, util_chart = _charts(s)
@@ -236,6 +244,7 @@ def build_html_text(s: ProcurementSummary) -> str:
         "<h2>Recommended changes</h2>",
         f'<ol class="changes">{items}</ol>',
         f'<p class="note">{esc(CHANGES_NOTE)}</p>',
+        *_purchase(s),
         f'<div class="charts"><div class="chart">{cost_chart}</div><div class="chart">{util_chart}</div></div>',
         f'<p class="note">Cost by route: {esc(s.cost_by_route.note)} Utilization: {esc(s.hourly.note)}</p>',
         "<h2>Fleet options compared</h2>",
