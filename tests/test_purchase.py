@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -102,7 +103,11 @@ def test_simulate_hand_worked_spread_and_what_to_measure():
     assert p.measure_route_id == "owned:x" and p.measure_spread_nodes == 1
     assert "hangover bench import" in p.measure_what and "concurrency 4" in p.measure_what
     words = P.purchase_words(p)
-    assert words.startswith("Buy 0 nodes now (1 in all with the 1 owned)") and "Hold up to 1 node more" in words
+    assert words.startswith("Buy no node now: 1 node is needed in at least 90% of 4,000 draws")
+    assert "Hold up to 1 node more until X is measured" in words and p.hold_nodes == 1
+    # Owning 2 nodes covers the 90th percentile: nothing to hold.
+    two = P.simulate(dataclasses.replace(inp, owned_nodes=2), P.PurchaseSettings(draws=4000, seed=11))
+    assert two.hold_nodes == 0 and "no second purchase" in P.purchase_words(two)
 
 
 def test_same_seed_same_answer_other_seed_other_draws():
@@ -233,6 +238,6 @@ def test_report_section_reads_the_purchase(sample_ev):
     table = _purchase(sample_ev)
     by = {r["figure"]: r["value"] for r in table.rows}
     assert by["Buy now, nodes beyond those owned"] == p.buy_now_new_nodes
-    assert by["Hold until measured, up to"] == p.nodes_p90 - p.buy_now_nodes
+    assert by["Hold until measured, up to"] == p.nodes_p90 - max(p.buy_now_nodes, p.owned_nodes)
     assert (by["Nodes needed, 10th percentile"], by["Nodes needed, 90th percentile"]) == (p.nodes_p10, p.nodes_p90)
     assert table.note.startswith(f"Buy {p.buy_now_new_nodes} node")

@@ -153,6 +153,11 @@ class Purchase:
     basis: str
     nodes: np.ndarray = field(repr=False, compare=False)
 
+    @property
+    def hold_nodes(self) -> int:
+        """Nodes to hold until measured: the 90th percentile's need beyond the fleet after buying now."""
+        return max(self.nodes_p90 - max(self.buy_now_nodes, self.owned_nodes), 0)
+
     def histogram(self) -> dict[int, int]:
         """Draws per node count."""
         vals, counts = np.unique(self.nodes, return_counts=True)
@@ -506,7 +511,7 @@ def parse_growth(text: str) -> tuple[float, float]:
 def purchase_json(p: Purchase) -> dict:
     """The contract's `fleet.purchase` object."""
     return {
-        "buy_now_nodes": p.buy_now_nodes, "buy_now_new_nodes": p.buy_now_new_nodes,
+        "buy_now_nodes": p.buy_now_nodes, "buy_now_new_nodes": p.buy_now_new_nodes, "hold_nodes": p.hold_nodes,
         "nodes_p10": p.nodes_p10, "nodes_p50": p.nodes_p50, "nodes_p90": p.nodes_p90,
         "plan_nodes": p.plan_nodes, "owned_nodes": p.owned_nodes,
         "draws": p.draws, "seed": p.seed, "quantile": p.quantile, "growth": list(p.growth),
@@ -526,9 +531,13 @@ def purchase_words(p: Purchase) -> str:
 
     growth = "" if p.growth == (0.0, 0.0) else f", traffic growth {_growth_words(p.growth)}"
     owned = f"{integer(p.owned_nodes)} owned"
-    now = (f"Buy {n(p.buy_now_new_nodes)} now ({integer(p.buy_now_nodes)} in all with the {owned}): needed in at "
-           f"least {p.quantile:.0%} of {integer(p.draws)} draws over the estimate ranges{growth}.")
-    more = max(p.nodes_p90 - p.buy_now_nodes, 0)
+    share = f"at least {p.quantile:.0%} of {integer(p.draws)} draws over the estimate ranges{growth}"
+    if p.buy_now_new_nodes:
+        now = f"Buy {n(p.buy_now_new_nodes)} now ({integer(p.buy_now_nodes)} in all with the {owned}): needed in {share}."
+    else:
+        now = f"Buy no node now: {n(p.buy_now_nodes)} {'is' if p.buy_now_nodes == 1 else 'are'} needed in {share}, " \
+              f"and {integer(p.owned_nodes)} {'is' if p.owned_nodes == 1 else 'are'} owned."
+    more = p.hold_nodes
     if not more:
         rest = " The ranges call for no second purchase."
     else:

@@ -41,7 +41,7 @@ if (staged := staged_purchase(ev)) is not None:
 
     st.subheader("What to buy")
     b1, b2, b3 = st.columns(3)
-    hold = max(staged.nodes_p90 - staged.buy_now_nodes, 0)
+    hold = staged.hold_nodes
     b1.metric("Buy now", f"{integer(staged.buy_now_new_nodes)} node{'s' if staged.buy_now_new_nodes != 1 else ''}",
               help=f"Nodes beyond the {integer(owned)} owned needed in at least {staged.quantile:.0%} of "
                    f"{integer(staged.draws)} draws over the performance, price and traffic ranges (estimate).")

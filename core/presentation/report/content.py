@@ -538,7 +538,7 @@ def _purchase(ev: Evaluation) -> Table | None:
         row("Buy now, nodes beyond those owned", p.buy_now_new_nodes, "int",
             f"{_plural(p.buy_now_nodes, 'node')} in all: needed in at least {fmt(p.quantile, 'pct')} of "
             f"{fmt(p.draws, 'int')} draws (seed {p.seed})"),
-        row("Hold until measured, up to", max(p.nodes_p90 - p.buy_now_nodes, 0), "int",
+        row("Hold until measured, up to", p.hold_nodes, "int",
             p.measure_what or "no route's range moves the node count"),
         row("Nodes needed, median of the draws", p.nodes_p50, "int",
             f"the plan's central estimate: {_plural(p.plan_nodes, 'node')}"),
