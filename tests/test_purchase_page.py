@@ -42,8 +42,8 @@ def test_overview_says_what_to_buy_now_and_what_to_hold(overview):
     assert m["Buy now"] == f"{p.buy_now_new_nodes} node{'s' if p.buy_now_new_nodes != 1 else ''}"
     assert m["Hold until measured"] == f"up to {p.hold_nodes} more"
     assert m["Nodes needed, 10th–90th percentile"] == f"{p.nodes_p10}–{p.nodes_p90}"
-    words = [x.value for x in at.markdown if x.value.startswith("Buy ")]
-    assert len(words) == 1 and "LLaDA2.0-flash" in words[0] and "bench import" in words[0]
+    words = [x.value for x in at.markdown if x.value.startswith("- Buy ")]
+    assert len(words) == 1 and "LLaDA2.0-flash" in words[0] and "hangover bench import" in words[0]
     assert any("Monte Carlo over the estimate ranges" in c.value for c in at.caption)
     # Sample: 1 node owned, 3 in the plan; the pessimistic draws need more, so something is held.
     assert p.hold_nodes > 0 and p.buy_now_nodes < p.nodes_p90

@@ -42,7 +42,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from core.format import integer
+from core.decision.economics import HOURS_PER_MONTH
+from core.format import integer, money
 
 # Stated price ranges (estimates): API list prices move with vendors' cuts and tiers; a node quote within a band.
 NODE_PRICE_RANGE = 0.10
@@ -127,6 +128,7 @@ class Inputs:
     slo_ms: np.ndarray
     api_usd: np.ndarray
     api_label: np.ndarray
+    node_usd_per_month: float = 0.0  # one new node at the plan's full price (0: not known)
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,7 @@ class Purchase:
     owned_beats_api: tuple[dict, ...]
     basis: str
     nodes: np.ndarray = field(repr=False, compare=False)
+    node_usd_per_month: float = 0.0
 
     @property
     def hold_nodes(self) -> int:
@@ -209,7 +212,8 @@ def inputs_of(ev, growth: tuple[float, float] = (0.0, 0.0)) -> Inputs:
                   interactive_gpus=sum(d.interactive_gpus for d in f.deployments), growth_grid=g_grid,
                   workload_ids=ev.workloads["workload_id"].astype(str).to_numpy(),
                   owned_usd=owned_usd, owned_route=owned_route, owned_p95_ms=owned_p95,
-                  slo_ms=np.asarray(ev.slo_ms, dtype=float), api_usd=api_usd, api_label=api_label)
+                  slo_ms=np.asarray(ev.slo_ms, dtype=float), api_usd=api_usd, api_label=api_label,
+                  node_usd_per_month=float(f.full_usd_per_node_hour) * HOURS_PER_MONTH)
 
 
 def growth_grid(growth: tuple[float, float]) -> np.ndarray:
@@ -428,6 +432,7 @@ def simulate(inp: Inputs, s: PurchaseSettings) -> Purchase:
         measure_driver=rr.driver if rr else None, measure_what=_measure_what(inp, rr) if rr else None,
         measure_spread_nodes=int(spreads[top]) if top is not None else 0,
         owned_beats_api=_owned_beats(inp, u, growth, node_f, api_f),
+        node_usd_per_month=inp.node_usd_per_month,
         basis=f"Monte Carlo over the estimate ranges: each owned route's speed (triangular between its "
               f"pessimistic and optimistic ends), traffic growth {_growth_words(s.growth)}, {PRICE_RANGE_NOTE}; "
               f"the plan's pools re-sized on a grid by its own sizer, not re-planned (core/decision/purchase.py)",
@@ -459,7 +464,7 @@ def _measure_what(inp: Inputs, rr: RouteRange) -> str:
     """What to measure to narrow the range: a benchmark of that route at the plan's batch and lengths."""
     caps = sorted({int(p.cap) for p in inp.pools if inp.routes[p.route] is rr})
     batch = f"concurrency {', '.join(integer(c) for c in caps)}" if caps else "the plan's concurrency"
-    return (f"`hangover bench import` a benchmark of {rr.stack_id} on {rr.gpus_per_replica} GPU"
+    return (f"import a benchmark (hangover bench import) of {rr.stack_id} on {rr.gpus_per_replica} GPU"
             f"{'s' if rr.gpus_per_replica != 1 else ''} per replica at {batch}, with the workloads' input and "
             f"output lengths (its range: {rr.driver})")
 
@@ -524,31 +529,37 @@ def purchase_json(p: Purchase) -> dict:
     }
 
 
-def purchase_words(p: Purchase) -> str:
-    """One paragraph for a finance reader: buy now X, then up to Y after measuring Z."""
+def purchase_lines(p: Purchase) -> list[str]:
+    """For a finance reader, in three sentences: buy now X; hold up to Y until Z is measured (and how); the spread."""
     def n(k):
         return f"{integer(k)} node{'s' if k != 1 else ''}"
 
+    each = f", {money(p.node_usd_per_month)} a month each at the plan's node price" if p.node_usd_per_month else ""
     growth = "" if p.growth == (0.0, 0.0) else f", traffic growth {_growth_words(p.growth)}"
-    owned = f"{integer(p.owned_nodes)} owned"
     share = f"at least {p.quantile:.0%} of {integer(p.draws)} draws over the estimate ranges{growth}"
     if p.buy_now_new_nodes:
-        now = f"Buy {n(p.buy_now_new_nodes)} now ({integer(p.buy_now_nodes)} in all with the {owned}): needed in {share}."
+        now = (f"Buy {n(p.buy_now_new_nodes)} now ({integer(p.buy_now_nodes)} in all with the "
+               f"{integer(p.owned_nodes)} owned{each}): needed in {share}.")
     else:
-        now = f"Buy no node now: {n(p.buy_now_nodes)} {'is' if p.buy_now_nodes == 1 else 'are'} needed in {share}, " \
-              f"and {integer(p.owned_nodes)} {'is' if p.owned_nodes == 1 else 'are'} owned."
-    more = p.hold_nodes
-    if not more:
-        rest = " The ranges call for no second purchase."
+        now = (f"Buy no node now: {n(p.buy_now_nodes)} {'is' if p.buy_now_nodes == 1 else 'are'} needed in {share}, "
+               f"and {integer(p.owned_nodes)} {'is' if p.owned_nodes == 1 else 'are'} owned.")
+    if not p.hold_nodes:
+        hold = "The ranges call for no second purchase."
     else:
-        what = f"until {p.measure_route} is measured" if p.measure_route else "until the routes are measured"
-        rest = f" Hold up to {n(more)} more {what}"
+        who = p.measure_route or "the owned routes"
+        hold = f"Hold up to {n(p.hold_nodes)} more until {who} is measured"
         if p.measure_route and p.measure_spread_nodes:
-            rest += f" (its speed range alone moves the need by {n(p.measure_spread_nodes)})"
-        rest += f": {p.measure_what}." if p.measure_what else "."
-    return (now + rest + f" Nodes needed: median {integer(p.nodes_p50)}, {integer(p.nodes_p10)}–"
-            f"{integer(p.nodes_p90)} (10th–90th percentile); the plan's central estimate {integer(p.plan_nodes)} "
-            f"(estimates).")
+            hold += f": its speed range alone moves the need by {n(p.measure_spread_nodes)}"
+        hold += f". To measure: {p.measure_what}." if p.measure_what else "."
+    spread = (f"Nodes needed across the draws: median {integer(p.nodes_p50)}, {integer(p.nodes_p10)}–"
+              f"{integer(p.nodes_p90)} (10th–90th percentile); the plan's central estimate {integer(p.plan_nodes)} "
+              f"(estimates).")
+    return [now, hold, spread]
+
+
+def purchase_words(p: Purchase) -> str:
+    """One paragraph for a finance reader: buy now X, then up to Y after measuring Z."""
+    return " ".join(purchase_lines(p))
 
 
 def owned_vs_api_frame(p: Purchase) -> pd.DataFrame:

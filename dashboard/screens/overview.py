@@ -37,7 +37,7 @@ if (estimate_range := estimate_range_words(ev)) is not None:
 
 # Staged purchase under the ranges (issue 32): what to buy now, and what to hold until a route is measured.
 if (staged := staged_purchase(ev)) is not None:
-    from core.decision.purchase import owned_vs_api_frame, purchase_words
+    from core.decision.purchase import owned_vs_api_frame, purchase_lines
 
     st.subheader("What to buy")
     b1, b2, b3 = st.columns(3)
@@ -50,7 +50,7 @@ if (staged := staged_purchase(ev)) is not None:
                    "measured (estimate).")
     b3.metric("Nodes needed, 10th–90th percentile", f"{integer(staged.nodes_p10)}–{integer(staged.nodes_p90)}",
               help=f"Median {integer(staged.nodes_p50)}; the plan's central estimate {integer(staged.plan_nodes)}.")
-    st.markdown(md(purchase_words(staged)))
+    st.markdown("\n".join(f"- {md(line)}" for line in purchase_lines(staged)))
     vs = owned_vs_api_frame(staged)
     if len(vs):
         with st.expander("Owned against the best allowed API, across the ranges"):
