@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from core.decision.economics import HOURS_PER_MONTH
-from core.format import integer, money
+from core.format import integer, money, percent
 
 # Stated price ranges (estimates): API list prices move with vendors' cuts and tiers; a node quote within a band.
 NODE_PRICE_RANGE = 0.10
@@ -473,7 +473,11 @@ def _growth_words(growth: tuple[float, float]) -> str:
     lo, hi = growth
     if lo == hi == 0:
         return "none"
-    return f"{lo:+.0%}" if lo == hi else f"{lo:+.0%} to {hi:+.0%}"
+    def signed(x: float) -> str:
+        text = percent(x)
+        return text if text.startswith("-") else f"+{text}"
+
+    return signed(lo) if lo == hi else f"{signed(lo)} to {signed(hi)}"
 
 
 def purchase(ev, settings: PurchaseSettings | None = None) -> Purchase | None:
@@ -536,7 +540,7 @@ def purchase_lines(p: Purchase) -> list[str]:
 
     each = f", {money(p.node_usd_per_month)} a month each at the plan's node price" if p.node_usd_per_month else ""
     growth = "" if p.growth == (0.0, 0.0) else f", traffic growth {_growth_words(p.growth)}"
-    share = f"at least {p.quantile:.0%} of {integer(p.draws)} draws over the estimate ranges{growth}"
+    share = f"at least {percent(p.quantile)} of {integer(p.draws)} draws over the estimate ranges{growth}"
     if p.buy_now_new_nodes:
         now = (f"Buy {n(p.buy_now_new_nodes)} now ({integer(p.buy_now_nodes)} in all with the "
                f"{integer(p.owned_nodes)} owned{each}): needed in {share}.")
