@@ -561,6 +561,19 @@ def purchase_lines(p: Purchase) -> list[str]:
     return [now, hold, spread]
 
 
+def purchase_short(p: Purchase) -> str:
+    """One line (the one-pager): buy now, hold until measured, the spread."""
+    def n(k):
+        return f"{integer(k)} node{'s' if k != 1 else ''}"
+
+    now = f"buy {n(p.buy_now_new_nodes)} now" if p.buy_now_new_nodes else "buy no node now"
+    hold = f"; hold up to {n(p.hold_nodes)} more until {p.measure_route or 'the owned routes'} is measured" \
+        if p.hold_nodes else "; no second purchase"
+    return (f"{now[0].upper()}{now[1:]} ({integer(p.buy_now_nodes)} in all){hold}. Nodes needed "
+            f"{integer(p.nodes_p10)}–{integer(p.nodes_p90)} (10th–90th percentile of {integer(p.draws)} draws over "
+            f"the estimate ranges; estimates).")
+
+
 def purchase_words(p: Purchase) -> str:
     """One paragraph for a finance reader: buy now X, then up to Y after measuring Z."""
     return " ".join(purchase_lines(p))

@@ -550,8 +550,16 @@ def _purchase(ev: Evaluation) -> Table | None:
              for r in p.owned_beats_api if r["p_owned_beats_api"] is not None]
     cols = [Column("figure", "Figure", "text", width=46, wrap=True), Column("value", "Value", "mixed"),
             Column("note", "Note", "text", width=64, wrap=True)]
-    return Table("Purchase", "Staged purchase under the estimate ranges", cols, rows,
-                 f"{purchase_words(p)} {p.basis}.")
+    rows.append(row("Method", None, "text", f"{p.basis} (estimates)"))
+    return Table("Purchase", "Staged purchase under the estimate ranges", cols, rows, purchase_words(p))
+
+
+def _purchase_extras(ev: Evaluation) -> dict:
+    """The staged purchase in one line for the one-pager (`extras["purchase_short"]`; absent when not computed)."""
+    from core.decision.purchase import purchase, purchase_short
+
+    p = purchase(ev)
+    return {} if p is None else {"purchase_short": purchase_short(p)}
 
 
 def _date(text) -> dt.date | None:
@@ -865,6 +873,7 @@ def build_summary(ev: Evaluation, *, generated: dt.datetime | None = None,
         sensitivity=_sensitivity(ev, sensitivity_frame),
         workload_count=len(vf),
         purchase=_purchase(ev),
+        extras=_purchase_extras(ev),
     )
 
 

@@ -210,10 +210,9 @@ def _used_apis(s: ProcurementSummary) -> str:
 
 def _purchase(s: ProcurementSummary) -> list[str]:
     """The staged purchase section (none when not computed)."""
-    if s.purchase is None:
-        return []
-    return ["<h2>Staged purchase under the estimate ranges</h2>", f"<p>{esc(s.purchase.note)}</p>",
-            render_table(s.purchase, ["figure", "value", "note"], [29, 10, 61])]
+    short = s.extras.get("purchase_short")
+    # One line: the one-pager prints on two A4 pages; what to measure is in the brief and the workbook.
+    return [f"<p><strong>Staged purchase:</strong> {esc(short)}</p>"] if short else []
 
 
 def build_html_text(s: ProcurementSummary) -> str:
@@ -239,12 +238,12 @@ def build_html_text(s: ProcurementSummary) -> str:
         f"{integer(s.workload_count)} workloads</p>",
         f'<p class="meta">Scenario: {esc(s.scenario_line)}</p></header>',
         _kpis(s),
+        *_purchase(s),
         "<h2>Headline</h2>",
         render_table(head, ["figure", "value", "note"], [29, 10, 61]),
         "<h2>Recommended changes</h2>",
         f'<ol class="changes">{items}</ol>',
         f'<p class="note">{esc(CHANGES_NOTE)}</p>',
-        *_purchase(s),
         f'<div class="charts"><div class="chart">{cost_chart}</div><div class="chart">{util_chart}</div></div>',
         f'<p class="note">Cost by route: {esc(s.cost_by_route.note)} Utilization: {esc(s.hourly.note)}</p>',
         "<h2>Fleet options compared</h2>",
