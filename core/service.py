@@ -180,6 +180,27 @@ def estimate_range_words(ev: Evaluation) -> str | None:
     return words(ev)
 
 
+def staged_purchase(ev: Evaluation):
+    """The staged purchase under the ranges at the default settings (core.decision.purchase; None: skipped)."""
+    from core.decision.purchase import purchase
+
+    return purchase(ev)
+
+
+def purchase_lines(p) -> list[str]:
+    """The staged purchase in three sentences: buy now, hold until measured (and how), the spread."""
+    from core.decision.purchase import purchase_lines as lines
+
+    return lines(p)
+
+
+def owned_vs_api(p) -> pd.DataFrame:
+    """Per workload with both routes: the chance owned beats its best allowed API across the draws."""
+    from core.decision.purchase import owned_vs_api_frame
+
+    return owned_vs_api_frame(p)
+
+
 def sla_sweep_rows(ev: Evaluation, scale: float) -> list[dict]:
     """One SLA scale of the sweep: each fleet option re-planned with every latency target × scale."""
     from core.decision.analysis import sla_sweep_rows as rows

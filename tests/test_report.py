@@ -42,7 +42,7 @@ from core.store.seed import sample_workloads_path
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = dt.datetime(2026, 3, 2, 9, 30, tzinfo=dt.UTC)
 HOSTILE_NAME = '=HYPERLINK("http://x","y")'
-SHEETS = ["Summary", "Workloads", "Fleet", "Assumptions", "Sensitivity", "Showback"]
+SHEETS = ["Summary", "Workloads", "Fleet", "Assumptions", "Sensitivity", "Purchase", "Showback"]
 USD = FORMATS["usd"].excel
 KIND_BY_EXCEL = {f.excel: k for k, f in FORMATS.items() if k not in ("text", "num_g")}
 

@@ -143,7 +143,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ranges", action="store_true",
                    help="compute each verdict at both ends of the performance ranges even above 1,000 workloads "
                         "(automatic up to 5,000; triples the engine time)")
+    add_purchase_arguments(p)
     p.set_defaults(func=cmd_evaluate)
+
+
+def add_purchase_arguments(p: argparse.ArgumentParser) -> None:
+    """The staged purchase's flags (core/decision/purchase.py): draws, seed, quantile, traffic growth."""
+    g = p.add_argument_group("staged purchase (Monte Carlo over the estimate ranges)")
+    g.add_argument("--purchase-draws", type=int, metavar="N",
+                   help="draws over the ranges (1 to 100,000; default 1,000; given, it runs above 5,000 workloads too)")
+    g.add_argument("--seed", type=int, help="seed of the draws (default 0: the same answer every run)")
+    g.add_argument("--buy-quantile", type=share_flag, metavar="SHARE",
+                   help="buy now the nodes needed in at least this share of draws (above 50%% and below 100%%; default 90%%)")
+    g.add_argument("--growth", metavar="RANGE",
+                   help="traffic growth drawn uniformly over a range, e.g. 10-30%% or 20%% (default: none)")
+
+
+def purchase_settings(args: argparse.Namespace):
+    """PurchaseSettings from the flags; None when none was given (the default settings and rule apply)."""
+    from core.decision.purchase import PurchaseSettings, parse_growth
+    from core.errors import InputError
+
+    given = {k: getattr(args, k, None) for k in ("purchase_draws", "seed", "buy_quantile", "growth")}
+    if all(v is None for v in given.values()):
+        return None
+    d = PurchaseSettings()
+    try:
+        return PurchaseSettings(
+            draws=d.draws if given["purchase_draws"] is None else given["purchase_draws"],
+            seed=d.seed if given["seed"] is None else given["seed"],
+            quantile=d.quantile if given["buy_quantile"] is None else given["buy_quantile"],
+            growth=d.growth if given["growth"] is None else parse_growth(given["growth"]))
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -163,6 +195,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from core.decision.sensitivity import ranges
 
         ranges(ev, force=True)
+    settings = purchase_settings(args)
     if args.format in ("csv", "parquet"):
         from core.presentation.csv_export import routing_csv, routing_parquet
 
@@ -171,9 +204,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         return _emit(data, args.out)
     if args.format == "json":
         detail = args.detail or _default_detail(len(ev.workloads))
-        chunks = contract.iter_json(ev, detail, indent=2 if detail == "routes" else None)
+        chunks = contract.iter_json(ev, detail, indent=2 if detail == "routes" else None,
+                                    purchase_settings=settings)
         return _emit(_encoded(chunks), args.out)
-    return _emit((format_table(ev) + "\n").encode(), args.out)
+    return _emit((format_table(ev, settings) + "\n").encode(), args.out)
 
 
 def _default_detail(n: int) -> str:
@@ -226,7 +260,7 @@ def _emit(data: bytes | Iterable[bytes], out: str | None) -> int:
     return 0
 
 
-def format_table(ev) -> str:
+def format_table(ev, purchase_settings=None) -> str:
     """A plain-text routing table and the fleet plan's cash bill."""
     from core.decision import contract
     from core.presentation.format import integer, money, percent
@@ -259,6 +293,10 @@ def format_table(ev) -> str:
 
     if (estimate := estimate_range_words(ev)) is not None:
         lines.append(estimate)
+    from core.decision.purchase import purchase, purchase_words
+
+    if (staged := purchase(ev, purchase_settings)) is not None:
+        lines.append(purchase_words(staged))
     for d in f.node_drivers[:3]:
         best = d.best_relaxation()
         if best:

@@ -94,13 +94,17 @@ def routes_frame(ev: Evaluation, i: int) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def fleet_json(ev: Evaluation) -> dict:
-    """The contract's `fleet` object: the fleet record, and its performance range where computed."""
+def fleet_json(ev: Evaluation, purchase_settings=None) -> dict:
+    """The contract's `fleet` object: the fleet record, its performance range where computed, and the staged
+    purchase (core.decision.purchase: default settings unless given)."""
+    from core.decision.purchase import purchase, purchase_json
+
     rg = ev.answers.known("ranges")
-    return record_fleet_json(ev.fleet, None if rg is None else rg.performance)
+    p = purchase(ev, purchase_settings)
+    return record_fleet_json(ev.fleet, None if rg is None else rg.performance, None if p is None else purchase_json(p))
 
 
-def to_dict(ev: Evaluation, detail: str = "routes") -> dict:
+def to_dict(ev: Evaluation, detail: str = "routes", purchase_settings=None) -> dict:
     """The stable JSON contract of `hangover evaluate --format json`.
 
     detail="routes" (default) lists every route for every workload with why it was refused, the
@@ -110,9 +114,9 @@ def to_dict(ev: Evaluation, detail: str = "routes") -> dict:
     """
     if detail == "verdicts":
         return {"scenario": scenario_dict(ev), "workloads": _verdict_records(ev),
-                "fleet": fleet_json(ev)}
+                "fleet": fleet_json(ev, purchase_settings)}
     return {"scenario": scenario_dict(ev), "workloads": list(_workload_records(ev, detail == "routes")),
-            "fleet": fleet_json(ev)}
+            "fleet": fleet_json(ev, purchase_settings)}
 
 
 class _Lazy(list):
@@ -130,18 +134,18 @@ class _Lazy(list):
         return self._n
 
 
-def iter_json(ev: Evaluation, detail: str = "routes", indent: int | None = 2) -> Iterator[str]:
+def iter_json(ev: Evaluation, detail: str = "routes", indent: int | None = 2, purchase_settings=None) -> Iterator[str]:
     """`to_dict(ev, detail)` as JSON text in pieces, the same characters as `json.dumps(to_dict(...), indent=
     indent, ensure_ascii=False)`, with the workloads' records made while they are written: the per-route detail
     of 100,000 workloads is ~1.5 GB of text that is never held at once."""
     if detail == "verdicts":
-        doc = to_dict(ev, detail)
+        doc = to_dict(ev, detail, purchase_settings)
     else:
         doc = {"scenario": scenario_dict(ev),
                "workloads": _Lazy(lambda: _workload_records(ev, detail == "routes"), len(ev.workloads)),
                "fleet": None}
         # The fleet's record is built last, as to_dict builds it, after the workloads' words.
-        doc = _FleetLast(doc, lambda: fleet_json(ev))
+        doc = _FleetLast(doc, lambda: fleet_json(ev, purchase_settings))
     encoder = json.JSONEncoder(indent=indent if indent is not None else None, ensure_ascii=False,
                                separators=None if indent is not None else (", ", ": "))
     return encoder.iterencode(doc)

@@ -246,15 +246,17 @@ class FleetPlan:
 # JSON: the `fleet` object of `hangover evaluate --format json`
 # ---------------------------------------------------------------------------------------------------------------
 
-def fleet_json(plan: FleetPlan, performance: PerformanceRange | None = None) -> dict:
+def fleet_json(plan: FleetPlan, performance: PerformanceRange | None = None, purchase: dict | None = None) -> dict:
     """The contract's `fleet` object: every field in order, nested records as objects, tuples as lists; then the
-    inventory and measured telemetry when named, and the performance range when computed."""
+    inventory and measured telemetry when named, the performance range and the staged purchase when computed."""
     out = {f.name: _json(getattr(plan, f.name)) for f in fields(plan) if f.name != "source"}
     if plan.source is not None:
         out["inventory"] = plan.source.inventory
         out["measured"] = _json(plan.source.measured)
     if performance is not None:
         out["performance_range"] = _json(performance)
+    if purchase is not None:
+        out["purchase"] = purchase
     return jsonable(out)
 
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core.presentation import charts, views
-from core.service import estimate_range_words
+from core.service import estimate_range_words, owned_vs_api, purchase_lines, staged_purchase
 from core.telemetry.profile import measured_vs_plan
 from dashboard import state
 from dashboard.format import badge, integer, md, money, money_col, percent, signed_money, text_col
@@ -34,6 +34,31 @@ c5.metric("Nodes needed", integer(needed),
 
 if (estimate_range := estimate_range_words(ev)) is not None:
     st.caption(md(estimate_range))
+
+# Staged purchase under the ranges (issue 32): what to buy now, and what to hold until a route is measured.
+if (staged := staged_purchase(ev)) is not None:
+    st.subheader("What to buy")
+    b1, b2, b3 = st.columns(3)
+    hold = staged.hold_nodes
+    b1.metric("Buy now", f"{integer(staged.buy_now_new_nodes)} node{'s' if staged.buy_now_new_nodes != 1 else ''}",
+              help=f"Nodes beyond the {integer(owned)} owned needed in at least {percent(staged.quantile)} of "
+                   f"{integer(staged.draws)} draws over the performance, price and traffic ranges (estimate).")
+    b2.metric("Hold until measured", f"up to {integer(hold)} more",
+              help="More nodes the 90th percentile of the draws needs: buy them once the route named below is "
+                   "measured (estimate).")
+    b3.metric("Nodes needed, 10th–90th percentile", f"{integer(staged.nodes_p10)}–{integer(staged.nodes_p90)}",
+              help=f"Median {integer(staged.nodes_p50)}; the plan's central estimate {integer(staged.plan_nodes)}.")
+    st.markdown("\n".join(f"- {md(line)}" for line in purchase_lines(staged)))
+    vs = owned_vs_api(staged)
+    if len(vs):
+        with st.expander("Owned against the best allowed API, across the ranges"):
+            st.dataframe(vs, hide_index=True, key="overview_owned_vs_api",
+                         column_config={"workload_id": text_col("Workload"),
+                                        "p_owned_beats_api": st.column_config.ProgressColumn(
+                                            "Chance owned is cheaper", format="percent", min_value=0.0,
+                                            max_value=1.0),
+                                        "api": text_col("Best allowed API")})
+    st.caption(md(staged.basis + "."))
 
 with st.expander(f"Cash bill: {money(k['total_monthly_usd'])} a month — line by line"):
     st.dataframe(views.cash_bill(ev), hide_index=True, key="overview_bill",

@@ -125,6 +125,7 @@ class ProcurementSummary:
     workload_count: int = 0
     extras: dict = field(default_factory=dict)
     showback: Any = None  # core.decision.showback.Showback by team (the workbook's Showback sheet); None: left out
+    purchase: Table | None = None  # the staged purchase under the ranges (None: not computed)
 
     def figure(self, key: str) -> Figure:
         """A headline figure by key."""
@@ -524,6 +525,46 @@ def _sensitivity(ev: Evaluation, frame: pd.DataFrame | None) -> Table:
     return Table("Sensitivity", "Sensitivity to API and node prices", cols, rows, note)
 
 
+def _purchase(ev: Evaluation) -> Table | None:
+    """The staged purchase under the ranges (core.decision.purchase): buy now, hold until measured, the spread,
+    and each workload's chance that owned beats its best allowed API."""
+    from core.decision.purchase import purchase, purchase_words
+
+    p = purchase(ev)
+    if p is None:
+        return None
+
+    def row(figure, value, kind, note=""):
+        return {"figure": figure, "value": value, "value:kind": kind, "note": note}
+
+    rows = [
+        row("Buy now, nodes beyond those owned", p.buy_now_new_nodes, "int",
+            f"{_plural(p.buy_now_nodes, 'node')} in all: needed in at least {fmt(p.quantile, 'pct')} of "
+            f"{fmt(p.draws, 'int')} draws (seed {p.seed})"),
+        row("Hold until measured, up to", p.hold_nodes, "int",
+            p.measure_what or "no route's range moves the node count"),
+        row("Nodes needed, median of the draws", p.nodes_p50, "int",
+            f"the plan's central estimate: {_plural(p.plan_nodes, 'node')}"),
+        row("Nodes needed, 10th percentile", p.nodes_p10, "int"),
+        row("Nodes needed, 90th percentile", p.nodes_p90, "int"),
+    ]
+    rows += [row(f"Chance owned beats {r['api']}: {r['workload_id']}", r["p_owned_beats_api"], "pct",
+                 "over the draws of route speed, traffic and prices")
+             for r in p.owned_beats_api if r["p_owned_beats_api"] is not None]
+    cols = [Column("figure", "Figure", "text", width=46, wrap=True), Column("value", "Value", "mixed"),
+            Column("note", "Note", "text", width=64, wrap=True)]
+    rows.append(row("Method", None, "text", f"{p.basis} (estimates)"))
+    return Table("Purchase", "Staged purchase under the estimate ranges", cols, rows, purchase_words(p))
+
+
+def _purchase_extras(ev: Evaluation) -> dict:
+    """The staged purchase in one line for the one-pager (`extras["purchase_short"]`; absent when not computed)."""
+    from core.decision.purchase import purchase, purchase_short
+
+    p = purchase(ev)
+    return {} if p is None else {"purchase_short": purchase_short(p)}
+
+
 def _date(text) -> dt.date | None:
     if isinstance(text, dt.date):
         return text
@@ -835,6 +876,8 @@ def build_summary(ev: Evaluation, *, generated: dt.datetime | None = None,
         sensitivity=_sensitivity(ev, sensitivity_frame),
         workload_count=len(vf),
         showback=team_showback(ev, by="team"),
+        purchase=_purchase(ev),
+        extras=_purchase_extras(ev),
     )
 
 

@@ -208,6 +208,13 @@ def _used_apis(s: ProcurementSummary) -> str:
     return f"<p><strong>API list prices the plan uses:</strong> {esc('; '.join(parts))}.</p>"
 
 
+def _purchase(s: ProcurementSummary) -> list[str]:
+    """The staged purchase section (none when not computed)."""
+    short = s.extras.get("purchase_short")
+    # One line: the one-pager prints on two A4 pages; what to measure is in the brief and the workbook.
+    return [f"<p><strong>Staged purchase:</strong> {esc(short)}</p>"] if short else []
+
+
 def build_html_text(s: ProcurementSummary) -> str:
     """The whole one-pager as one HTML document (inline SVG charts; no script, font or file from elsewhere)."""
     cost_chart, util_chart = _charts(s)
@@ -231,6 +238,7 @@ def build_html_text(s: ProcurementSummary) -> str:
         f"{integer(s.workload_count)} workloads</p>",
         f'<p class="meta">Scenario: {esc(s.scenario_line)}</p></header>',
         _kpis(s),
+        *_purchase(s),
         "<h2>Headline</h2>",
         render_table(head, ["figure", "value", "note"], [29, 10, 61]),
         "<h2>Recommended changes</h2>",

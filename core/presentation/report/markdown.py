@@ -67,6 +67,9 @@ def build_markdown_text(s: ProcurementSummary) -> str:
     ]
     out += [f"{i}. {md_text(c.text)}" for i, c in enumerate(s.changes, start=1)] or [
         "No change: the owned fleet matches the need."]
+    if s.purchase is not None:
+        out += ["", "## Staged purchase under the estimate ranges", "", md_text(s.purchase.note), "",
+                render_table(s.purchase, ["figure", "value", "note"])]
     out += [
         "",
         "## Fleet options compared",

@@ -196,7 +196,7 @@ def _fleet_sheet(wb, styles: _Styles, s: ProcurementSummary) -> None:
 
 
 def build_workbook_bytes(s: ProcurementSummary) -> bytes:
-    """Write the five-sheet workbook for a summary and return the .xlsx bytes."""
+    """Write the workbook (six sheets with the staged purchase) for a summary and return the .xlsx bytes."""
     buf = io.BytesIO()
     wb = xlsxwriter.Workbook(buf, WORKBOOK_OPTIONS)
     created = s.generated.astimezone(dt.UTC).replace(tzinfo=None)
@@ -208,6 +208,8 @@ def build_workbook_bytes(s: ProcurementSummary) -> bytes:
     _fleet_sheet(wb, styles, s)
     _sheet_with_table(wb, styles, "Assumptions", s.assumptions, s)
     _sheet_with_table(wb, styles, "Sensitivity", s.sensitivity, s)
+    if s.purchase is not None:
+        _sheet_with_table(wb, styles, "Purchase", s.purchase, s)
     if s.showback is not None:
         showback_sheet(wb, styles, s.showback, f"Generated {s.generated_text}")
     wb.close()
