@@ -82,6 +82,33 @@ def parse_share(text: str | float, *, what: str = "share") -> float:
     return round(share, 12)
 
 
+def parse_owned(values: str | Iterable[str]) -> dict[str, int]:
+    """Owned nodes per GPU as typed: "H100 SXM:1", repeated or "H100 SXM:1,H200 SXM:2" -> {"H100 SXM": 1, ...}.
+
+    A GPU named twice adds up; a count that is not a whole number of 0 or more is one InputError."""
+    out: dict[str, int] = {}
+    for value in [values] if isinstance(values, str) else values:
+        for part in str(value).split(","):
+            if not part.strip():
+                continue
+            gpu, sep, count = part.rpartition(":")
+            if not sep or not gpu.strip() or not count.strip().isdigit():
+                raise InputError(f"owned nodes: {clip(part.strip())!r} is not GPU:N (e.g. \"H100 SXM:1\")")
+            out[gpu.strip()] = out.get(gpu.strip(), 0) + int(count)
+    if not out:
+        raise InputError("owned nodes: name at least one GPU:N (e.g. \"H100 SXM:1\")")
+    return out
+
+
+def parse_gpu_list(text: str | Iterable[str], *, what: str = "candidate GPUs") -> tuple[str, ...]:
+    """"H100 SXM,H200 SXM, B200" (or a list) -> the names in order, each once; none at all is an InputError."""
+    parts = str(text).split(",") if isinstance(text, str) else [str(t) for t in text]
+    names = tuple(dict.fromkeys(p.strip() for p in parts if p.strip()))
+    if not names:
+        raise InputError(f"{what}: name at least one GPU (e.g. \"H100 SXM,H200 SXM\")")
+    return names
+
+
 def owned_input_defaults(catalog, gpu: str) -> dict[str, float]:
     """The owned-hardware inputs prefilled from the seed estimate for this GPU, in sidebar units."""
     seed = owned_hardware_defaults(catalog, gpu)
