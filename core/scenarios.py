@@ -123,10 +123,11 @@ def scenario_from_inputs(values: Mapping[str, Any]) -> Scenario:
     if all(name in values for name in OWNED_INPUT_FIELDS):
         owned = {f: (share_from_percent(values[name]) if f in _PERCENT_FIELDS else float(values[name]))
                  for name, f in OWNED_INPUT_FIELDS.items()}
+    mix = _mix_inputs(v)
     return make_scenario(
         owned_inputs=owned,
-        gpu=str(v["gpu"]),
-        fleet_nodes=int(v["fleet_nodes"]),
+        gpu=str(mix.pop("gpu", v["gpu"])),
+        fleet_nodes=int(mix.pop("fleet_nodes", v["fleet_nodes"])),
         pricing_option=str(v["pricing"]),
         cost_basis=str(v["cost_basis"]),
         node_usd_per_hour=float(v["node_usd_per_hour"]) or None,
@@ -134,7 +135,21 @@ def scenario_from_inputs(values: Mapping[str, Any]) -> Scenario:
         sla_scale=float(v["sla_scale"]),
         max_fallback_share=share_from_percent(v["max_fallback_pct"]),
         traffic_profile=str(v["traffic_profile"]),
+        **mix,
     )
+
+
+def _mix_inputs(v: Mapping[str, Any]) -> dict[str, Any]:
+    """The what-to-buy texts as Scenario fields ("" leaves them unset); owned nodes by GPU make their largest type
+    the one-kind GPU and count too, as `--owned` does."""
+    out: dict[str, Any] = {}
+    if str(v.get("owned_by_gpu") or "").strip():
+        owned = parse_owned(str(v["owned_by_gpu"]))
+        main = max(owned, key=lambda g: owned[g])
+        out.update(owned_nodes_by_gpu=owned, gpu=main, fleet_nodes=owned[main])
+    if str(v.get("buy_gpus") or "").strip():
+        out["buy_gpus"] = parse_gpu_list(str(v["buy_gpus"]))
+    return out
 
 
 def inputs_from_scenario(sc: Scenario) -> dict[str, object]:
@@ -149,6 +164,8 @@ def inputs_from_scenario(sc: Scenario) -> dict[str, object]:
         "sla_scale": float(sc.sla_scale),
         "max_fallback_pct": percent_from_share(sc.max_fallback_share),
         "traffic_profile": sc.traffic_profile.value,
+        "owned_by_gpu": ",".join(f"{g}:{n}" for g, n in (sc.owned_nodes_by_gpu or {}).items()),
+        "buy_gpus": ",".join(sc.buy_gpus or ()),
     }
     if sc.owned_hardware is not None:
         hw = sc.owned_hardware
