@@ -258,26 +258,10 @@ def reasons(ev: Evaluation, i: int) -> list[str]:
     return words(ev, i)
 
 
+
 def buy_options_frame(ev: Evaluation) -> pd.DataFrame | None:
-    """What to buy next side by side (core.decision.mix): the best plan per candidate GPU, the best mix and buying
-    nothing, one row each; None when the scenario names neither owned nodes by GPU nor candidates."""
-    if not ev.scenario.mixed:
-        return None
+    """What to buy next side by side (core.decision.mix.frame); None when the scenario names neither owned nodes
+    by GPU nor candidates."""
     from core.decision import mix
 
-    bo = mix.of(ev)
-    rows = []
-    for p, row in [*((p, "best for this GPU") for p in bo.best_per_gpu.values()), (bo.best, "best mix"),
-                   (bo.buy_nothing, "buy nothing")]:
-        new = [n for n in p.new_nodes if n.nodes > 0]
-        rows.append({
-            "row": row, "label": p.label, "gpu": p.gpu or "", "option": p.option or "",
-            "buy": "; ".join(f"{n.nodes} × {n.gpu} ({mix.OPTION_WORDS[mix.PricingOption(n.option)]})" for n in new)
-                   or "nothing",
-            "nodes_owned": sum(p.owned_nodes_by_gpu.values()), "nodes_new": p.new_node_count,
-            "owned_usd": p.owned_usd, "new_nodes_usd": p.new_nodes_usd, "api_usd": p.api_usd,
-            "licence_usd": p.licence_usd, "total_usd": p.total_usd, "usd_per_mtok_out": p.usd_per_mtok_out,
-            "on_nodes": p.served_on_nodes, "by_api": p.served_by_api, "unserved": p.unserved,
-            "price_source": "; ".join(f"{n.price} ({n.as_of})" for n in new),
-        })
-    return pd.DataFrame(rows)
+    return mix.frame(ev)

@@ -132,3 +132,15 @@ def test_a_gpu_without_a_price_for_an_option_is_skipped_not_fatal(seed_catalog, 
     bo = mix.buy_options(seed_catalog, sample, sc, memo_evaluate)
     assert [p.option for p in bo.rows] == ["on_demand"]
     assert len(bo.skipped) == 1 and "MI300X" in bo.skipped[0]
+
+
+@pytest.mark.slow
+def test_the_report_names_gpu_option_and_count(tmp_path):
+    """The brief's "What to buy next" section names the GPU type, the purchase option and the count bought."""
+    db, out = str(tmp_path / "s.duckdb"), tmp_path / "r.md"
+    assert main(["--db", db, "report", "--owned", "H100 SXM:1", "--buy", "H100 SXM,B200", "--buy-pricing",
+                 "owned,savings_1y", "--out", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "## What to buy next" in text
+    assert "Buy 1 × B200, bought outright (TCO): $40,363.67 a month" in text
+    assert "| buy nothing | nothing |" in text

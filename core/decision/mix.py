@@ -45,7 +45,7 @@ from core.models import CostBasis, PricingOption, Scenario
 # New nodes of a fill stage: out of reach, so the plan fills the owned nodes and sends the rest to APIs.
 BARRED_USD_PER_NODE_HOUR = 1e6
 OPTION_ORDER = (PricingOption.OWNED, PricingOption.SAVINGS_3Y, PricingOption.SAVINGS_1Y, PricingOption.ON_DEMAND)
-OPTION_WORDS = {PricingOption.OWNED: "buy (owned TCO)", PricingOption.SAVINGS_3Y: "3-year reserved",
+OPTION_WORDS = {PricingOption.OWNED: "bought outright (TCO)", PricingOption.SAVINGS_3Y: "3-year reserved",
                 PricingOption.SAVINGS_1Y: "1-year reserved", PricingOption.ON_DEMAND: "on-demand"}
 
 Evaluate = Callable[[Catalog, pd.DataFrame, Scenario], object]
@@ -421,3 +421,26 @@ def fleet_keys(ev) -> dict:
         "buy_options_all": [p.as_json() for p in bo.rows],
         "buy_options_skipped": list(bo.skipped),
     }
+
+
+def frame(ev) -> pd.DataFrame | None:
+    """The buy options as a table, one row per candidate GPU (its best option), the best mix, buy nothing; None
+    when the scenario names neither owned nodes by GPU nor candidates."""
+    if not ev.scenario.mixed:
+        return None
+    bo = of(ev)
+    rows = []
+    for p, row in [*((p, "best for this GPU") for p in bo.best_per_gpu.values()), (bo.best, "best mix"),
+                   (bo.buy_nothing, "buy nothing")]:
+        new = [n for n in p.new_nodes if n.nodes > 0]
+        rows.append({
+            "row": row, "label": p.label, "gpu": p.gpu or "", "option": p.option or "",
+            "buy": "; ".join(f"{n.nodes} × {n.gpu}, {OPTION_WORDS[PricingOption(n.option)]}" for n in new)
+                   or "nothing",
+            "nodes_owned": sum(p.owned_nodes_by_gpu.values()), "nodes_new": p.new_node_count,
+            "owned_usd": p.owned_usd, "new_nodes_usd": p.new_nodes_usd, "api_usd": p.api_usd,
+            "licence_usd": p.licence_usd, "total_usd": p.total_usd, "usd_per_mtok_out": p.usd_per_mtok_out,
+            "on_nodes": p.served_on_nodes, "by_api": p.served_by_api, "unserved": p.unserved,
+            "price_source": "; ".join(f"{n.price} ({n.as_of})" for n in new),
+        })
+    return pd.DataFrame(rows)

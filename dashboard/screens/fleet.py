@@ -101,6 +101,10 @@ else:
                "× PUE × $/kWh, support); reserved and on-demand from dated price rows (Pricing page). The plan "
                "fills the owned nodes first, then plans the rest on the candidate GPU (core/decision/mix.py).")
 
+if bought is not None:
+    st.caption(f"The figures at the top and below are the one-kind plan (more {md(f.gpu)} nodes at the sidebar's "
+               "pricing), one of the rows above.")
+
 if f.nodes_needed > f.owned_nodes:
     st.subheader("Why nodes are bought")
     st.caption("For the workloads that hold the most GPUs on the new nodes: what relaxing each one's target, or "
