@@ -164,9 +164,11 @@ def inputs_from_scenario(sc: Scenario) -> dict[str, object]:
         "sla_scale": float(sc.sla_scale),
         "max_fallback_pct": percent_from_share(sc.max_fallback_share),
         "traffic_profile": sc.traffic_profile.value,
-        "owned_by_gpu": ",".join(f"{g}:{n}" for g, n in (sc.owned_nodes_by_gpu or {}).items()),
-        "buy_gpus": ",".join(sc.buy_gpus or ()),
     }
+    if sc.owned_nodes_by_gpu is not None:  # the what-to-buy texts only when set ("" in DEFAULT_INPUTS)
+        out["owned_by_gpu"] = ",".join(f"{g}:{n}" for g, n in sc.owned_nodes_by_gpu.items())
+    if sc.buy_gpus is not None:
+        out["buy_gpus"] = ",".join(sc.buy_gpus)
     if sc.owned_hardware is not None:
         hw = sc.owned_hardware
         for name, f in OWNED_INPUT_FIELDS.items():
@@ -178,7 +180,7 @@ def inputs_from_scenario(sc: Scenario) -> dict[str, object]:
 # The sidebar's inputs and their starting values, in the units a person types: shares are percent
 # (20 means 20 %), a node price of 0 means "use the dated snapshot". Read from the Scenario model's field
 # defaults, the one source (issue 10). Any: each key holds its own type.
-DEFAULT_INPUTS: dict[str, Any] = inputs_from_scenario(Scenario())
+DEFAULT_INPUTS: dict[str, Any] = {**inputs_from_scenario(Scenario()), "owned_by_gpu": "", "buy_gpus": ""}
 
 
 def settings_the_sidebar_lacks(sc: Scenario) -> list[str]:

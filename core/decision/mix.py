@@ -133,14 +133,31 @@ class BuyOptions:
     best: MixPlan
     buy_nothing: MixPlan
     skipped: tuple[str, ...] = field(default=())  # (GPU, option) pairs with no price, in words
+    # Per shown row's label: the same chain with every owned route at its fast, then its slow efficiency end.
+    ends: dict[str, tuple[MixPlan, MixPlan]] = field(default_factory=dict)
+
+    def shown(self) -> list[tuple[str, MixPlan]]:
+        """The rows side by side: (row, plan) for each candidate GPU's best option, the best mix, buy nothing."""
+        return [*(("best for this GPU", p) for p in self.best_per_gpu.values()), ("best mix", self.best),
+                ("buy nothing", self.buy_nothing)]
+
+    def estimate_range(self, p: MixPlan) -> dict | None:
+        """A row's bill and new nodes at the optimistic (low) and pessimistic (high) ends of the performance
+        estimates (core.decision.sensitivity's ends); None when not computed."""
+        ends = self.ends.get(p.label)
+        if ends is None:
+            return None
+        fast, slow = ends
+        return {"total_monthly_usd_low": fast.total_usd, "total_monthly_usd_high": slow.total_usd,
+                "nodes_new_low": fast.new_node_count, "nodes_new_high": slow.new_node_count,
+                "unserved_low": fast.unserved, "unserved_high": slow.unserved,
+                "basis": "low: every owned route at the optimistic end of its efficiency range, high: at the "
+                         "pessimistic end; the same chain re-planned at each (estimates)"}
 
     def as_json(self) -> list[dict]:
         """fleet.buy_options: one row per candidate GPU (its best option), the best mix, then buy nothing;
         every priced (GPU, option) chain is in fleet.buy_options_all."""
-        rows = [{**p.as_json(), "row": "best for this GPU"} for p in self.best_per_gpu.values()]
-        rows.append({**self.best.as_json(), "row": "best mix"})
-        rows.append({**self.buy_nothing.as_json(), "row": "buy nothing"})
-        return rows
+        return [{**p.as_json(), "row": row, "estimate_range": self.estimate_range(p)} for row, p in self.shown()]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -359,9 +376,10 @@ def _cheapest_api(ev) -> np.ndarray:
 
 
 def buy_options(catalog: Catalog, workloads: pd.DataFrame, sc: Scenario, evaluate: Evaluate,
-                base_ev=None) -> BuyOptions:
+                base_ev=None, *, with_ranges: bool = False) -> BuyOptions:
     """Every candidate GPU at every purchase option priced as a chain, the best per GPU, the best mix (the
-    cheapest chain; ties to the first candidate, then the option order) and buying nothing."""
+    cheapest chain; ties to the first candidate, then the option order) and buying nothing; with_ranges: each
+    shown row's estimate range too (two more chains per row)."""
     chains = Chains(catalog, workloads, sc, evaluate, base_ev)
     rows: list[MixPlan] = []
     skipped: list[str] = []
@@ -379,7 +397,19 @@ def buy_options(catalog: Catalog, workloads: pd.DataFrame, sc: Scenario, evaluat
         if p.gpu not in best_per_gpu or _key(p) < _key(best_per_gpu[p.gpu]):
             best_per_gpu[p.gpu] = p
     best = min(rows, key=_key)
-    return BuyOptions(tuple(rows), best_per_gpu, best, chains.buy_nothing(), tuple(skipped))
+    out = BuyOptions(tuple(rows), best_per_gpu, best, chains.buy_nothing(), tuple(skipped))
+    if not with_ranges:
+        return out
+    # The estimate range of each shown row: its chain again at each efficiency end (the fill stages re-planned too).
+    at = {end: Chains(catalog.at_efficiency_end(end), workloads, sc, evaluate) for end in ("high", "low")}
+    for _, p in out.shown():
+        if p.kind == "buy_nothing":
+            out.ends[p.label] = (at["high"].buy_nothing(), at["low"].buy_nothing())
+        elif p.label not in out.ends:
+            assert p.gpu is not None and p.option is not None
+            option = PricingOption(p.option)
+            out.ends[p.label] = (at["high"].chain(p.gpu, option), at["low"].chain(p.gpu, option))
+    return out
 
 
 def _key(p: MixPlan) -> tuple[float, int]:
@@ -396,7 +426,7 @@ def of(ev) -> BuyOptions:
     from core.decision.engine import evaluate
 
     return ev.answers.get("buy_options", lambda: buy_options(ev.catalog, ev.workloads, ev.scenario, evaluate,
-                                                             base_ev=ev))
+                                                             base_ev=ev, with_ranges=True))
 
 
 def deployment_json(d: MixDeployment) -> dict:
@@ -430,8 +460,7 @@ def frame(ev) -> pd.DataFrame | None:
         return None
     bo = of(ev)
     rows = []
-    for p, row in [*((p, "best for this GPU") for p in bo.best_per_gpu.values()), (bo.best, "best mix"),
-                   (bo.buy_nothing, "buy nothing")]:
+    for row, p in bo.shown():
         new = [n for n in p.new_nodes if n.nodes > 0]
         rows.append({
             "row": row, "label": p.label, "gpu": p.gpu or "", "option": p.option or "",
@@ -442,5 +471,17 @@ def frame(ev) -> pd.DataFrame | None:
             "licence_usd": p.licence_usd, "total_usd": p.total_usd, "usd_per_mtok_out": p.usd_per_mtok_out,
             "on_nodes": p.served_on_nodes, "by_api": p.served_by_api, "unserved": p.unserved,
             "price_source": "; ".join(f"{n.price} ({n.as_of})" for n in new),
+            **_range_columns(bo.estimate_range(p)),
         })
     return pd.DataFrame(rows)
+
+
+def _range_columns(rg: dict | None) -> dict:
+    """A row's estimate range as table columns (NaN where not computed) and in words."""
+    if rg is None:
+        return {"total_usd_low": np.nan, "total_usd_high": np.nan, "estimate_range": ""}
+    lo, hi = rg["total_monthly_usd_low"], rg["total_monthly_usd_high"]
+    nodes = (f"{rg['nodes_new_low']}" if rg["nodes_new_low"] == rg["nodes_new_high"]
+             else f"{rg['nodes_new_low']}-{rg['nodes_new_high']}")
+    return {"total_usd_low": lo, "total_usd_high": hi,
+            "estimate_range": f"${lo:,.0f} - ${hi:,.0f} ({nodes} new node{'s' if nodes != '1' else ''})"}

@@ -94,6 +94,7 @@ else:
         "row": ("Row", "text"), "buy": ("New nodes", "text"), "nodes_owned": ("Owned", "int"),
         "owned_usd": ("Owned $/month", "usd"), "new_nodes_usd": ("New $/month", "usd"),
         "api_usd": ("API $/month", "usd"), "total_usd": ("Bill $/month", "usd"),
+        "estimate_range": ("Estimate range", "text"),
         "usd_per_mtok_out": ("$ per M output tokens", "usd_2"), "on_nodes": ("On nodes", "int"),
         "by_api": ("By API", "int"), "unserved": ("Unserved", "int"), "price_source": ("Price (dated)", "text")}),
         hide_index=True)

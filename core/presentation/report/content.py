@@ -835,7 +835,7 @@ def build_summary(ev: Evaluation, *, generated: dt.datetime | None = None,
     )
 
 
-BUY_KEYS = ["row", "buy", "total_usd", "usd_per_mtok_out", "on_nodes", "by_api", "unserved"]
+BUY_KEYS = ["row", "buy", "total_usd", "estimate_range", "usd_per_mtok_out", "on_nodes", "by_api", "unserved"]
 
 
 def _buy_extras(ev: Evaluation) -> dict:
@@ -849,7 +849,9 @@ def _buy_extras(ev: Evaluation) -> dict:
             for r in frame.to_dict("records")]
     best = next(r for r in rows if r["row"] == "best mix")
     cols = [Column("row", "Choice", "text"), Column("buy", "New nodes (GPU, option, count)", "text", width=40),
-            Column("total_usd", "Bill $/month", "usd"), Column("usd_per_mtok_out", "$ per M output tokens", "usd_2"),
+            Column("total_usd", "Bill $/month", "usd"),
+            Column("estimate_range", "Estimate range (bill, new nodes)", "text", width=30, wrap=True),
+            Column("usd_per_mtok_out", "$ per M output tokens", "usd_2"),
             Column("on_nodes", "On nodes", "int"), Column("by_api", "By API", "int"),
             Column("unserved", "Unserved", "int")]
     note = ("Owned nodes keep their GPU and are filled first; each row then plans the rest on new nodes of one GPU "

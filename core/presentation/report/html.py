@@ -95,7 +95,7 @@ def _buy_section(s: ProcurementSummary) -> list[str]:
     from core.presentation.report.content import BUY_KEYS
 
     return ["<h2>What to buy next</h2>", f"<p>{esc(sentence)}</p>",
-            render_table(table, BUY_KEYS, [18, 34, 12, 12, 8, 8, 8], caption_note=True)]
+            render_table(table, BUY_KEYS, [15, 24, 10, 19, 9, 8, 7, 8], caption_note=True)]
 
 
 def render_table(table: Table, keys: list[str], widths: list[int], *, caption_note: bool = False,
