@@ -259,9 +259,9 @@ def reasons(ev: Evaluation, i: int) -> list[str]:
 
 
 
-def buy_options_frame(ev: Evaluation) -> pd.DataFrame | None:
-    """What to buy next side by side (core.decision.mix.frame); None when the scenario names neither owned nodes
-    by GPU nor candidates."""
+def buy_options_frame(ev: Evaluation, *, every: bool = False) -> pd.DataFrame | None:
+    """What to buy next side by side (core.decision.mix.frame; every: each GPU and option); None when the
+    scenario names neither owned nodes by GPU nor candidates."""
     from core.decision import mix
 
-    return mix.frame(ev)
+    return mix.frame(ev, every=every)

@@ -144,3 +144,32 @@ def test_the_report_names_gpu_option_and_count(tmp_path):
     assert "## What to buy next" in text
     assert "Buy 1 × B200, bought outright (TCO): $40,363.67 a month" in text
     assert "| buy nothing | nothing |" in text
+
+
+@pytest.mark.slow
+def test_fleet_page_shows_the_choice(monkeypatch, tmp_path):
+    """Fleet sizing with owned nodes by GPU and candidates typed in the sidebar: the sentence names the best mix,
+    the chart holds one bar per row (three GPUs, the best mix, buy nothing) and the table lists them."""
+    from pathlib import Path
+
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from tests.apptest_support import figures
+
+    monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "fresh.duckdb"))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py"), default_timeout=600)
+    at.run()
+    at.text_input(key="sc_owned_by_gpu").set_value("H100 SXM:1")
+    at.text_input(key="sc_buy_gpus").set_value("H100 SXM,H200 SXM,B200").run()
+    at.switch_page("screens/fleet.py").run()
+    assert not at.exception, at.exception
+    assert any("Buy 1 × B200, bought outright (TCO)" in m.value for m in at.markdown)
+    (chart,) = [c for t, c in figures(at).items() if t.startswith("What to buy next")]
+    assert len(chart["data"][0]["y"]) == 5
+    table = next(t.value for t in at.table if "Row" in t.value.columns)
+    assert list(table["Row"]) == ["best for this GPU"] * 3 + ["best mix", "buy nothing"]
+    st.cache_resource.clear()
+    st.cache_data.clear()

@@ -453,14 +453,15 @@ def fleet_keys(ev) -> dict:
     }
 
 
-def frame(ev) -> pd.DataFrame | None:
-    """The buy options as a table, one row per candidate GPU (its best option), the best mix, buy nothing; None
-    when the scenario names neither owned nodes by GPU nor candidates."""
+def frame(ev, *, every: bool = False) -> pd.DataFrame | None:
+    """The buy options as a table, one row per candidate GPU (its best option), the best mix, buy nothing (every:
+    one row per priced GPU and option instead); None when the scenario names neither owned nodes by GPU nor
+    candidates."""
     if not ev.scenario.mixed:
         return None
     bo = of(ev)
     rows = []
-    for row, p in bo.shown():
+    for row, p in ([("", p) for p in bo.rows] if every else bo.shown()):
         new = [n for n in p.new_nodes if n.nodes > 0]
         rows.append({
             "row": row, "label": p.label, "gpu": p.gpu or "", "option": p.option or "",

@@ -300,11 +300,12 @@ def buy_options_chart(options: pd.DataFrame) -> go.Figure:
         last = col == "api_usd"
         fig.add_trace(go.Bar(
             x=d[col] + (d["licence_usd"] if last else 0.0), y=labels, name=name, orientation="h", marker_color=color,
-            text=[f"{money(t, decimals=0)} · {b}" for t, b in zip(d["total_usd"], d["buy"], strict=True)]
+            text=[f"{money(t, decimals=0)} · {n} new node{'s' if n != 1 else ''}"
+                  for t, n in zip(d["total_usd"], d["nodes_new"], strict=True)]
             if last else None, textposition="outside" if last else None, cliponaxis=False,
             hovertemplate="%{y}<br>" + name + ": $" + hover("x", "usd") + " a month<extra></extra>"))
     fig.update_layout(barmode="stack", legend={"traceorder": "normal"})
     fig.update_xaxes(title_text="$ a month", tickprefix="$", rangemode="tozero",
-                     range=[0, float(d["total_usd"].max() or 1.0) * 1.6])
+                     range=[0, float(d["total_usd"].max() or 1.0) * 1.35])
     fig.update_yaxes(title_text=None, automargin=True)
     return _style(fig, "What to buy next: $ a month of each choice", height=max(260, 110 + 45 * len(d)))
