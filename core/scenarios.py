@@ -186,7 +186,7 @@ DEFAULT_INPUTS: dict[str, Any] = {**inputs_from_scenario(Scenario()), "owned_by_
 def settings_the_sidebar_lacks(sc: Scenario) -> list[str]:
     """Settings of a saved scenario the sidebar has no widget for, where they differ from the default."""
     base = Scenario()
-    fields = ("gpus_per_node", "node_provider", "near_tie_share", "sla_percentile")
+    fields = ("gpus_per_node", "node_provider", "near_tie_share", "sla_percentile", "buy_pricing")
     return [f"{f} = {getattr(sc, f)!r}" for f in fields if getattr(sc, f) != getattr(base, f)]
 
 

@@ -173,3 +173,15 @@ def test_fleet_page_shows_the_choice(monkeypatch, tmp_path):
     assert list(table["Row"]) == ["best for this GPU"] * 3 + ["best mix", "buy nothing"]
     st.cache_resource.clear()
     st.cache_data.clear()
+
+
+@pytest.mark.slow
+def test_the_table_names_what_to_buy(tmp_path, capsys):
+    """The plain-text output ends with the choice and one line per row; without candidates it has none."""
+    db = str(tmp_path / "s.duckdb")
+    assert main(["--db", db, "evaluate", "--owned", "H100 SXM:1", "--buy", "B200", "--buy-pricing", "owned"]) == 0
+    text = capsys.readouterr().out
+    assert "What to buy next: 1 × B200, bought outright (TCO), $40,364/month in all" in text
+    assert "  buy nothing: buy nothing: new nothing;" in text
+    assert main(["--db", db, "evaluate"]) == 0
+    assert "What to buy next" not in capsys.readouterr().out

@@ -267,4 +267,23 @@ def format_table(ev) -> str:
             parts.append(f"break-even {money(fee)} per GPU-month")
         tail = f" ({'; '.join(parts)})" if parts else " (would not save money)"
         lines.append(f"Licensed, fee not entered: {lic.label}{tail}")
+    if ev.scenario.mixed:
+        lines += _buy_lines(ev)
     return "\n".join(lines)
+
+
+def _buy_lines(ev) -> list[str]:
+    """What to buy next, one line per row side by side (core.decision.mix), the cheapest first named."""
+    from core.decision import mix
+    from core.presentation.format import money
+
+    frame = mix.frame(ev)
+    assert frame is not None  # a mixed scenario
+    best = frame[frame["row"] == "best mix"].iloc[0]
+    lines = [f"What to buy next: {best['buy']}, {money(best['total_usd'])}/month in all (owned nodes kept on "
+             "their GPU)"]
+    for r in frame.itertuples(index=False):
+        lines.append(f"  {r.row}: {r.label}: new {r.buy}; {money(r.total_usd)}/month; on nodes {r.on_nodes}, "
+                     f"by API {r.by_api}, unserved {r.unserved}" + (f"; range {r.estimate_range}" if r.estimate_range
+                                                                   else ""))
+    return lines
