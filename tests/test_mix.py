@@ -70,6 +70,10 @@ def test_sample_buy_options_golden(seed_catalog, sample):
     assert (best.gpu, best.option, best.new_nodes[0].nodes) == ("B200", "owned", 1)
     assert (best.owned_usd, best.new_nodes_usd, best.api_usd, best.total_usd) == (24104.60, 14835.57, 1423.50, 40363.67)
     assert round(best.owned_usd + best.new_nodes_usd + best.api_usd + best.licence_usd, 2) == best.total_usd
+    # Energy, a line within the node lines: the B200 bought outright draws 11 kW x PUE 1.3 x $0.10/kWh = $1.43/h,
+    # x 730 = $1,043.90 a month; the owned H100 is priced at a reserved rate, which includes its power.
+    assert best.energy_usd == 1043.90 and best.new_nodes[0].energy_usd_per_month == 1043.90
+    assert today.energy_usd == 0.0
     on_owned = {d.gpu for d in best.deployments if d.on_owned_nodes}
     assert on_owned == {"H100 SXM"}  # the owned node stays an H100
     assert {d.gpu for d in best.deployments if not d.on_owned_nodes} == {"B200"}

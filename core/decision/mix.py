@@ -63,6 +63,7 @@ class NewNodes:
     price: str  # which price row (or TCO) and its date
     source: str
     as_of: str
+    energy_usd_per_month: float = 0.0  # of usd_per_month: power of nodes bought outright (cloud prices include it)
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,8 @@ class MixPlan:
     unserved: int
     output_mtok_per_month: float
     notes: tuple[str, ...] = ()
+    energy_usd: float = 0.0  # of owned_usd + new_nodes_usd: the power of nodes priced at their TCO
+
 
     @property
     def new_node_count(self) -> int:
@@ -117,6 +120,7 @@ class MixPlan:
                            "price": n.price, "source": n.source, "as_of": n.as_of} for n in self.new_nodes],
             "nodes_owned": sum(self.owned_nodes_by_gpu.values()), "nodes_new": self.new_node_count,
             "owned_usd_per_month": self.owned_usd, "new_nodes_usd_per_month": self.new_nodes_usd,
+            "energy_usd_per_month": self.energy_usd,
             "api_usd_per_month": self.api_usd, "licence_usd_per_month": self.licence_usd,
             "total_monthly_usd": self.total_usd, "usd_per_mtok_out": self.usd_per_mtok_out,
             "served": {"on_nodes": self.served_on_nodes, "by_api": self.served_by_api, "unserved": self.unserved},
@@ -202,6 +206,15 @@ def stage_scenario(sc: Scenario, gpu: str, nodes: int, option: PricingOption | N
     return sc.model_copy(update={**base, "pricing_option": option, "node_usd_per_hour": None, "owned_hardware": hw})
 
 
+def energy_usd_per_node_hour(catalog: Catalog, sc: Scenario, gpu: str) -> float:
+    """Power of one node of `gpu` bought outright: kW x PUE x $/kWh at its average draw, from the scenario's own
+    figures for that GPU or the dated seed row (data/owned_hardware.csv, an estimate); 0 when none is known."""
+    if sc.owned_hardware is not None and sc.owned_hardware.gpu == gpu:
+        return sc.owned_hardware.power_usd_per_hour
+    hw = next((h for h in catalog.owned_hardware if h.gpu == gpu), None)
+    return 0.0 if hw is None else hw.power_usd_per_hour
+
+
 def owned_rate(catalog: Catalog, sc: Scenario, gpu: str) -> tuple[float, str]:
     """$/node-hour of an owned node of `gpu` as the bill counts it, and where it came from: the scenario's node
     price (its override, its option or its TCO figures) for that GPU; none known: $0 (sunk)."""
@@ -245,6 +258,10 @@ class Chains:
         out_tok = self.w["output_tokens"].to_numpy(dtype=float) * self.w["requests_per_day"].to_numpy(dtype=float)
         self._mtok = out_tok * DAYS_PER_MONTH / 1e6
         self._rates = {g: owned_rate(catalog, sc, g) for g in self.owned}
+        # The owned nodes' power where they are priced at their TCO (elsewhere their price includes it).
+        self._owned_energy = round(sum(round(n * energy_usd_per_node_hour(catalog, sc, g) * HOURS_PER_MONTH, 2)
+                                       for g, n in self.owned.items()), 2) \
+            if sc.pricing_option is PricingOption.OWNED and sc.node_usd_per_hour is None else 0.0
 
     def _all_key(self) -> bytes:
         return np.arange(len(self.w)).tobytes()
@@ -314,8 +331,9 @@ class Chains:
             f = ev.fleet
             n_new = max(f.nodes_needed - owned_here, 0)
             rate = ev.rate.full_usd_per_node_hour
+            energy = energy_usd_per_node_hour(self.catalog, self.sc, gpu) if option is PricingOption.OWNED else 0.0
             new = (NewNodes(gpu, option.value, n_new, rate, round(n_new * rate * HOURS_PER_MONTH, 2), ev.rate.label,
-                            ev.rate.source, ev.rate.as_of),)
+                            ev.rate.source, ev.rate.as_of, round(n_new * energy * HOURS_PER_MONTH, 2)),)
             api += f.api_monthly_usd
             licence += f.licence_monthly_usd
             hosting = np.array([ev.routes[v].hosting if v >= 0 else "" for v in ev.verdict])
@@ -354,9 +372,10 @@ class Chains:
         new_usd = round(sum(n.usd_per_month for n in new), 2)
         api, licence = round(float(api), 2), round(float(licence), 2)
         notes = tuple(notes) + tuple(words for g, (r, words) in self._rates.items() if r == 0.0)
+        energy = round(self._owned_energy + sum(n.energy_usd_per_month for n in new), 2)
         return MixPlan(label, kind, gpu, option, dict(self.owned), new, deployments, owned_usd, new_usd, api,
                        licence, round(owned_usd + new_usd + api + licence, 2), on_nodes, by_api, unserved, mtok,
-                       notes)
+                       notes, energy)
 
 
 def _gpus_held(d: Deployment) -> int:
@@ -470,6 +489,7 @@ def frame(ev, *, every: bool = False) -> pd.DataFrame | None:
             "nodes_owned": sum(p.owned_nodes_by_gpu.values()), "nodes_new": p.new_node_count,
             "owned_usd": p.owned_usd, "new_nodes_usd": p.new_nodes_usd, "api_usd": p.api_usd,
             "licence_usd": p.licence_usd, "total_usd": p.total_usd, "usd_per_mtok_out": p.usd_per_mtok_out,
+            "energy_usd": p.energy_usd,
             "on_nodes": p.served_on_nodes, "by_api": p.served_by_api, "unserved": p.unserved,
             "price_source": "; ".join(f"{n.price} ({n.as_of})" for n in new),
             **_range_columns(bo.estimate_range(p)),

@@ -98,6 +98,7 @@ else:
     st.table(views.table_text(bought, {
         "row": ("Row", "text"), "buy": ("New nodes", "text"), "owned_usd": ("Owned $/month", "usd"),
         "new_nodes_usd": ("New $/month", "usd"),
+        "energy_usd": ("of which energy", "usd"),
         "api_usd": ("API $/month", "usd"), "total_usd": ("Bill $/month", "usd"),
         "estimate_range": ("Estimate range", "text"),
         "usd_per_mtok_out": ("$ per M output tokens", "usd_2"), "on_nodes": ("On nodes", "int"),
@@ -109,7 +110,7 @@ else:
             "api_usd": ("API $/month", "usd"), "total_usd": ("Bill $/month", "usd"),
             "unserved": ("Unserved", "int"), "price_source": ("Price (dated)", "text")}), hide_index=True)
     st.caption("Estimates: buy = TCO from the dated seed estimate (capex over depreciation, cost of capital, power "
-               "× PUE × $/kWh, support); reserved and on-demand from dated price rows (Pricing page). The plan "
+               "× PUE × $/kWh, support; the power is shown as *of which energy*, at the node's average draw); reserved and on-demand from dated price rows (Pricing page). The plan "
                "fills the owned nodes first, then plans the rest on the candidate GPU (core/decision/mix.py).")
 
 if bought is not None:
