@@ -441,3 +441,18 @@ class Scenario(BaseModel):
         default=None, min_length=24, max_length=24,
         description="With a measured profile: utilization by hour of day (0-1), read from imported telemetry.")
     measured_label: str | None = Field(default=None, description="Where and when the measured profile was taken.")
+    # What to buy next (issue 33): None keeps the one-kind fleet of `gpu` x `fleet_nodes`, bought more of at
+    # `pricing_option`. Set, the plan keeps each owned node on its own GPU and compares candidate new nodes.
+    owned_nodes_by_gpu: dict[str, Annotated[int, Field(ge=0, le=10_000)]] | None = Field(
+        default=None, description="Owned nodes per GPU type, each keeping its GPU (default: fleet_nodes of gpu).")
+    buy_gpus: tuple[str, ...] | None = Field(
+        default=None, min_length=1, max_length=8,
+        description="Candidate GPU types for new nodes (default: the owned GPU).")
+    buy_pricing: tuple[PricingOption, ...] | None = Field(
+        default=None, min_length=1, max_length=4,
+        description="Purchase options compared for new nodes (default: all four: owned = buy, 1-y, 3-y, on-demand).")
+
+    @property
+    def mixed(self) -> bool:
+        """Whether the scenario asks what to buy next (owned nodes by GPU or candidate GPUs named)."""
+        return self.owned_nodes_by_gpu is not None or self.buy_gpus is not None or self.buy_pricing is not None

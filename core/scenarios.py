@@ -82,6 +82,33 @@ def parse_share(text: str | float, *, what: str = "share") -> float:
     return round(share, 12)
 
 
+def parse_owned(values: str | Iterable[str]) -> dict[str, int]:
+    """Owned nodes per GPU as typed: "H100 SXM:1", repeated or "H100 SXM:1,H200 SXM:2" -> {"H100 SXM": 1, ...}.
+
+    A GPU named twice adds up; a count that is not a whole number of 0 or more is one InputError."""
+    out: dict[str, int] = {}
+    for value in [values] if isinstance(values, str) else values:
+        for part in str(value).split(","):
+            if not part.strip():
+                continue
+            gpu, sep, count = part.rpartition(":")
+            if not sep or not gpu.strip() or not count.strip().isdigit():
+                raise InputError(f"owned nodes: {clip(part.strip())!r} is not GPU:N (e.g. \"H100 SXM:1\")")
+            out[gpu.strip()] = out.get(gpu.strip(), 0) + int(count)
+    if not out:
+        raise InputError("owned nodes: name at least one GPU:N (e.g. \"H100 SXM:1\")")
+    return out
+
+
+def parse_gpu_list(text: str | Iterable[str], *, what: str = "candidate GPUs") -> tuple[str, ...]:
+    """"H100 SXM,H200 SXM, B200" (or a list) -> the names in order, each once; none at all is an InputError."""
+    parts = str(text).split(",") if isinstance(text, str) else [str(t) for t in text]
+    names = tuple(dict.fromkeys(p.strip() for p in parts if p.strip()))
+    if not names:
+        raise InputError(f"{what}: name at least one GPU (e.g. \"H100 SXM,H200 SXM\")")
+    return names
+
+
 def owned_input_defaults(catalog, gpu: str) -> dict[str, float]:
     """The owned-hardware inputs prefilled from the seed estimate for this GPU, in sidebar units."""
     seed = owned_hardware_defaults(catalog, gpu)
@@ -96,10 +123,11 @@ def scenario_from_inputs(values: Mapping[str, Any]) -> Scenario:
     if all(name in values for name in OWNED_INPUT_FIELDS):
         owned = {f: (share_from_percent(values[name]) if f in _PERCENT_FIELDS else float(values[name]))
                  for name, f in OWNED_INPUT_FIELDS.items()}
+    mix = _mix_inputs(v)
     return make_scenario(
         owned_inputs=owned,
-        gpu=str(v["gpu"]),
-        fleet_nodes=int(v["fleet_nodes"]),
+        gpu=str(mix.pop("gpu", v["gpu"])),
+        fleet_nodes=int(mix.pop("fleet_nodes", v["fleet_nodes"])),
         pricing_option=str(v["pricing"]),
         cost_basis=str(v["cost_basis"]),
         node_usd_per_hour=float(v["node_usd_per_hour"]) or None,
@@ -107,7 +135,21 @@ def scenario_from_inputs(values: Mapping[str, Any]) -> Scenario:
         sla_scale=float(v["sla_scale"]),
         max_fallback_share=share_from_percent(v["max_fallback_pct"]),
         traffic_profile=str(v["traffic_profile"]),
+        **mix,
     )
+
+
+def _mix_inputs(v: Mapping[str, Any]) -> dict[str, Any]:
+    """The what-to-buy texts as Scenario fields ("" leaves them unset); owned nodes by GPU make their largest type
+    the one-kind GPU and count too, as `--owned` does."""
+    out: dict[str, Any] = {}
+    if str(v.get("owned_by_gpu") or "").strip():
+        owned = parse_owned(str(v["owned_by_gpu"]))
+        main = max(owned, key=lambda g: owned[g])
+        out.update(owned_nodes_by_gpu=owned, gpu=main, fleet_nodes=owned[main])
+    if str(v.get("buy_gpus") or "").strip():
+        out["buy_gpus"] = parse_gpu_list(str(v["buy_gpus"]))
+    return out
 
 
 def inputs_from_scenario(sc: Scenario) -> dict[str, object]:
@@ -123,6 +165,10 @@ def inputs_from_scenario(sc: Scenario) -> dict[str, object]:
         "max_fallback_pct": percent_from_share(sc.max_fallback_share),
         "traffic_profile": sc.traffic_profile.value,
     }
+    if sc.owned_nodes_by_gpu is not None:  # the what-to-buy texts only when set ("" in DEFAULT_INPUTS)
+        out["owned_by_gpu"] = ",".join(f"{g}:{n}" for g, n in sc.owned_nodes_by_gpu.items())
+    if sc.buy_gpus is not None:
+        out["buy_gpus"] = ",".join(sc.buy_gpus)
     if sc.owned_hardware is not None:
         hw = sc.owned_hardware
         for name, f in OWNED_INPUT_FIELDS.items():
@@ -134,13 +180,13 @@ def inputs_from_scenario(sc: Scenario) -> dict[str, object]:
 # The sidebar's inputs and their starting values, in the units a person types: shares are percent
 # (20 means 20 %), a node price of 0 means "use the dated snapshot". Read from the Scenario model's field
 # defaults, the one source (issue 10). Any: each key holds its own type.
-DEFAULT_INPUTS: dict[str, Any] = inputs_from_scenario(Scenario())
+DEFAULT_INPUTS: dict[str, Any] = {**inputs_from_scenario(Scenario()), "owned_by_gpu": "", "buy_gpus": ""}
 
 
 def settings_the_sidebar_lacks(sc: Scenario) -> list[str]:
     """Settings of a saved scenario the sidebar has no widget for, where they differ from the default."""
     base = Scenario()
-    fields = ("gpus_per_node", "node_provider", "near_tie_share", "sla_percentile")
+    fields = ("gpus_per_node", "node_provider", "near_tie_share", "sla_percentile", "buy_pricing")
     return [f"{f} = {getattr(sc, f)!r}" for f in fields if getattr(sc, f) != getattr(base, f)]
 
 

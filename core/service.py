@@ -364,3 +364,10 @@ def idle_by_node(store: Store, ev: Evaluation, date_from: dt.date | None = None,
     from core.telemetry.by_node import idle_by_node as by_node
 
     return by_node(store, ev.rate, date_from, date_to)
+
+def buy_options_frame(ev: Evaluation, *, every: bool = False) -> pd.DataFrame | None:
+    """What to buy next side by side (core.decision.mix.frame; every: each GPU and option); None when the
+    scenario names neither owned nodes by GPU nor candidates."""
+    from core.decision import mix
+
+    return mix.frame(ev, every=every)

@@ -390,6 +390,14 @@ def scenario_sidebar() -> None:
                  format_func=TRAFFIC_LABELS.get,
                  help="The hour-by-hour shape of interactive traffic: an assumed office-hours profile, or the "
                       "profile of the GPU telemetry you imported (Telemetry page).")
+        with st.expander("What to buy next", expanded=bool(st.session_state.get("sc_buy_gpus"))):
+            st.text_input("Owned nodes by GPU (GPU:N, comma-separated)", value=d["sc_owned_by_gpu"],
+                          key="sc_owned_by_gpu", bind=URL_BIND, placeholder="H100 SXM:1",
+                          help="Owned nodes keep their GPU. Empty: the GPU and node count above.")
+            st.text_input("Candidate GPUs for new nodes (comma-separated)", value=d["sc_buy_gpus"],
+                          key="sc_buy_gpus", bind=URL_BIND, placeholder="H100 SXM,H200 SXM,B200",
+                          help="Fleet sizing compares buying each (buy, 3-year, 1-year, on-demand) side by side. "
+                               "Empty: new nodes of the GPU above at the pricing above.")
         _link_notes()
         _price_warning(cat, price_slot)
 

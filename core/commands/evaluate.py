@@ -48,6 +48,13 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
                    help=flag_help(Scenario, "max_fallback_share", "typed as 20%, 20 or 0.2", percent=True))
     p.add_argument("--traffic-profile", choices=["office_hours", "measured"],
                    help="interactive traffic over the day: assumed office hours (default) or measured telemetry")
+    mix = p.add_argument_group("what to buy next (owned nodes keep their GPU; new nodes compared per GPU and option)")
+    mix.add_argument("--owned", action="append", metavar="GPU:N",
+                     help=flag_help(Scenario, "owned_nodes_by_gpu", 'typed "H100 SXM:1", repeated or "GPU:N,GPU:N"'))
+    mix.add_argument("--buy", metavar="GPU,GPU",
+                     help=flag_help(Scenario, "buy_gpus", 'typed "H100 SXM,H200 SXM,B200"'))
+    mix.add_argument("--buy-pricing", metavar="OPTION,OPTION",
+                     help=flag_help(Scenario, "buy_pricing", "any of " + ", ".join(o.value for o in PricingOption)))
     owned = p.add_argument_group("owned hardware (with --pricing owned; unset figures keep the seed estimate)")
     for name, how in OWNED_FLAGS.items():
         owned.add_argument(f"--{name.replace('_', '-')}", type=share_flag if name in SHARE_FLAGS else float,
@@ -99,6 +106,7 @@ def scenario_and_workloads(args: argparse.Namespace, store):
         node_usd_per_hour=args.node_usd_per_hour, api_price_scale=args.api_price_scale, sla_scale=args.sla_scale,
         max_fallback_share=args.max_fallback_share, traffic_profile=getattr(args, "traffic_profile", None),
     )
+    flags.update(_mix_flags(args))
     if saved is not None:  # the saved inputs, each flag given on top
         flags = {**saved.model_dump(exclude={"owned_hardware"}),
                  **({} if owned_inputs else {"owned_hardware": saved.owned_hardware}),
@@ -106,6 +114,27 @@ def scenario_and_workloads(args: argparse.Namespace, store):
     scenario = make_scenario(owned_inputs=owned_inputs, **flags)
     workloads = read_workloads_file(args.workloads, args.sheet) if args.workloads else None
     return scenario, workloads
+
+
+def _mix_flags(args: argparse.Namespace) -> dict:
+    """--owned / --buy / --buy-pricing as Scenario fields. --owned without --gpu / --fleet-nodes makes its largest
+    GPU type the one-kind shorthand too, so the plan's one-kind figures describe nodes the bank owns."""
+    from core.scenarios import parse_gpu_list, parse_owned
+
+    out: dict = {}
+    if getattr(args, "owned", None):
+        owned = parse_owned(args.owned)
+        out["owned_nodes_by_gpu"] = owned
+        main = max(owned, key=lambda g: owned[g])
+        if args.gpu is None:
+            out["gpu"] = main
+        if args.fleet_nodes is None:
+            out["fleet_nodes"] = owned.get(args.gpu or main, 0)
+    if getattr(args, "buy", None):
+        out["buy_gpus"] = parse_gpu_list(args.buy)
+    if getattr(args, "buy_pricing", None):
+        out["buy_pricing"] = parse_gpu_list(args.buy_pricing, what="purchase options")
+    return out
 
 
 def _saved_scenario(args: argparse.Namespace, store):
@@ -309,4 +338,23 @@ def format_table(ev, purchase_settings=None) -> str:
             parts.append(f"break-even {money(fee)} per GPU-month")
         tail = f" ({'; '.join(parts)})" if parts else " (would not save money)"
         lines.append(f"Licensed, fee not entered: {lic.label}{tail}")
+    if ev.scenario.mixed:
+        lines += _buy_lines(ev)
     return "\n".join(lines)
+
+
+def _buy_lines(ev) -> list[str]:
+    """What to buy next, one line per row side by side (core.decision.mix), the cheapest first named."""
+    from core.decision import mix
+    from core.presentation.format import money
+
+    frame = mix.frame(ev)
+    assert frame is not None  # a mixed scenario
+    best = frame[frame["row"] == "best mix"].iloc[0]
+    lines = [f"What to buy next: {best['buy']}, {money(best['total_usd'])}/month in all (owned nodes kept on "
+             "their GPU)"]
+    for r in frame.itertuples(index=False):
+        lines.append(f"  {r.row}: {r.label}: new {r.buy}; {money(r.total_usd)}/month; on nodes {r.on_nodes}, "
+                     f"by API {r.by_api}, unserved {r.unserved}" + (f"; range {r.estimate_range}" if r.estimate_range
+                                                                   else ""))
+    return lines

@@ -101,7 +101,13 @@ def fleet_json(ev: Evaluation, purchase_settings=None) -> dict:
 
     rg = ev.answers.known("ranges")
     p = purchase(ev, purchase_settings)
-    return record_fleet_json(ev.fleet, None if rg is None else rg.performance, None if p is None else purchase_json(p))
+    out = record_fleet_json(ev.fleet, None if rg is None else rg.performance, None if p is None else purchase_json(p))
+    if ev.scenario.mixed:  # what to buy next (issue 33): the one-kind plan's pools name their GPU, the mix beside
+        from core.decision import mix
+
+        out["deployments"] = [{**d, "gpu": ev.gpu_name} for d in out["deployments"]]
+        out.update(mix.fleet_keys(ev))
+    return out
 
 
 def to_dict(ev: Evaluation, detail: str = "routes", purchase_settings=None) -> dict:
@@ -256,6 +262,11 @@ def _route_fields(ev: Evaluation, i: int, r: int) -> dict:
     }
 
 
+def _unset_mix_fields(sc) -> set[str]:
+    """What-to-buy fields left unset: not in the contract (a one-kind scenario's JSON is as before)."""
+    return {f for f in ("owned_nodes_by_gpu", "buy_gpus", "buy_pricing") if getattr(sc, f) is None}
+
+
 def scenario_dict(ev: Evaluation) -> dict:
     """Every input used, with the date and source of each price."""
     apis = [{"route_id": r.route_id, "usd_per_mtok_in": r.api.usd_per_mtok_in,
@@ -268,7 +279,7 @@ def scenario_dict(ev: Evaluation) -> dict:
                "performance": performance_label(ev.efficiency_labels.get(r.stack.stack_id, {}))}
               for r in ev.routes if r.stack is not None]
     return {
-        **ev.scenario.model_dump(mode="json"),
+        **ev.scenario.model_dump(mode="json", exclude=_unset_mix_fields(ev.scenario)),
         "node_price": {"usd_per_node_hour": ev.rate.usd_per_node_hour,
                        "full_usd_per_node_hour": ev.rate.full_usd_per_node_hour,
                        "label": ev.rate.label, "as_of": ev.rate.as_of, "source": ev.rate.source,

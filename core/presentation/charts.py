@@ -286,3 +286,26 @@ def simulation_check_chart(rows: pd.DataFrame) -> go.Figure:
     fig.update_yaxes(title_text=None, automargin=True, autorange="reversed")
     return _style(fig, "Analytic vs simulated p95 per workload, against its target",
                   height=max(280, 120 + 38 * len(d)), legend_below=True)
+
+
+def buy_options_chart(options: pd.DataFrame) -> go.Figure:
+    """What to buy next (service.buy_options_frame): $ a month per row, owned nodes, new nodes and APIs stacked,
+    the total and what it buys written beside each bar."""
+    d = options.iloc[::-1]
+    labels = [("★ " if r == "best mix" else "") + (lab if r != "best mix" else f"best: {lab}")
+              + (f" ({u} unserved)" if u else "") for r, lab, u in zip(d["row"], d["label"], d["unserved"], strict=True)]
+    fig = go.Figure()
+    for col, name, color in (("owned_usd", "Owned nodes", OWNED_COLOR), ("new_nodes_usd", "New nodes", BATCH_COLOR),
+                             ("api_usd", "Public APIs", API_COLOR)):
+        last = col == "api_usd"
+        fig.add_trace(go.Bar(
+            x=d[col] + (d["licence_usd"] if last else 0.0), y=labels, name=name, orientation="h", marker_color=color,
+            text=[f"{money(t, decimals=0)} · {n} new node{'s' if n != 1 else ''}"
+                  for t, n in zip(d["total_usd"], d["nodes_new"], strict=True)]
+            if last else None, textposition="outside" if last else None, cliponaxis=False,
+            hovertemplate="%{y}<br>" + name + ": $" + hover("x", "usd") + " a month<extra></extra>"))
+    fig.update_layout(barmode="stack", legend={"traceorder": "normal"})
+    fig.update_xaxes(title_text="$ a month", tickprefix="$", rangemode="tozero",
+                     range=[0, float(d["total_usd"].max() or 1.0) * 1.35])
+    fig.update_yaxes(title_text=None, automargin=True)
+    return _style(fig, "What to buy next: $ a month of each choice", height=max(260, 110 + 45 * len(d)))

@@ -71,6 +71,52 @@ c4.metric("Cash bill a month", money(f.total_monthly_usd),
           help="max(owned, needed) nodes × the full node price × 730 h + API spend + licences; "
                "the same under either cost basis.")
 
+
+@st.cache_data(show_spinner="Planning each candidate GPU and purchase option…", max_entries=16)
+def buy_options(scenario_json: str, data_version: int, inventory: str, _ev: Evaluation):
+    """service.buy_options_frame and its chart, cached on the scenario's value (each candidate is a plan)."""
+    frame = service.buy_options_frame(_ev)
+    return frame, None if frame is None else charts.buy_options_chart(frame), service.buy_options_frame(
+        _ev, every=True)
+
+
+st.subheader("What to buy next")
+bought, bought_chart, every_option = buy_options(ev.scenario.model_dump_json(), state.data_version(), views.fingerprint(ev), ev)
+if bought is None:
+    st.caption("Name owned nodes by GPU and candidate GPUs under **What to buy next** in the sidebar to compare "
+               "new nodes of each GPU and purchase option (buy, 3-year, 1-year, on-demand) side by side.")
+else:
+    best = bought[bought["row"] == "best mix"].iloc[0]
+    versus = f.total_monthly_usd - float(best["total_usd"])
+    st.markdown(f"**Buy {md(best['buy'])}**: {money(best['total_usd'])} a month in all, owned nodes kept on "
+                f"their GPU"
+                + (f", {money(versus)} a month less than the one-kind plan above ({integer(f.new_nodes)} more "
+                   f"{md(f.gpu)} at the sidebar's pricing, {money(f.total_monthly_usd)})" if versus > 0.005 else "")
+                + ". Each row is the cheapest plan with new nodes of one GPU type; *buy nothing* sends what may "
+                  "leave to APIs and leaves the rest unserved.")
+    st.plotly_chart(bought_chart, key="fleet_buy_options")
+    st.table(views.table_text(bought, {
+        "row": ("Row", "text"), "buy": ("New nodes", "text"), "owned_usd": ("Owned $/month", "usd"),
+        "new_nodes_usd": ("New $/month", "usd"),
+        "energy_usd": ("of which energy", "usd"),
+        "api_usd": ("API $/month", "usd"), "total_usd": ("Bill $/month", "usd"),
+        "estimate_range": ("Estimate range", "text"),
+        "usd_per_mtok_out": ("$ per M output tokens", "usd_2"), "on_nodes": ("On nodes", "int"),
+        "by_api": ("By API", "int"), "unserved": ("Unserved", "int"), "price_source": ("Price (dated)", "text")}),
+        hide_index=True)
+    with st.expander("Every candidate GPU and purchase option"):
+        st.table(views.table_text(every_option, {
+            "label": ("GPU, option", "text"), "buy": ("New nodes", "text"), "new_nodes_usd": ("New $/month", "usd"),
+            "api_usd": ("API $/month", "usd"), "total_usd": ("Bill $/month", "usd"),
+            "unserved": ("Unserved", "int"), "price_source": ("Price (dated)", "text")}), hide_index=True)
+    st.caption("Estimates: buy = TCO from the dated seed estimate (capex over depreciation, cost of capital, power "
+               "× PUE × $/kWh, support; the power is shown as *of which energy*, at the node's average draw); reserved and on-demand from dated price rows (Pricing page). The plan "
+               "fills the owned nodes first, then plans the rest on the candidate GPU (core/decision/mix.py).")
+
+if bought is not None:
+    st.caption(f"The figures at the top and below are the one-kind plan (more {md(f.gpu)} nodes at the sidebar's "
+               "pricing), the row of that GPU and option under every candidate above.")
+
 if f.nodes_needed > f.owned_nodes:
     st.subheader("Why nodes are bought")
     st.caption("For the workloads that hold the most GPUs on the new nodes: what relaxing each one's target, or "

@@ -877,8 +877,35 @@ def build_summary(ev: Evaluation, *, generated: dt.datetime | None = None,
         workload_count=len(vf),
         showback=team_showback(ev, by="team"),
         purchase=_purchase(ev),
-        extras=_purchase_extras(ev),
+        extras={**_purchase_extras(ev), **_buy_extras(ev)},
     )
+
+
+BUY_KEYS = ["row", "buy", "total_usd", "estimate_range", "usd_per_mtok_out", "on_nodes", "by_api", "unserved"]
+
+
+def _buy_extras(ev: Evaluation) -> dict:
+    """The what-to-buy section (a scenario naming owned nodes by GPU or candidates): {"buy": (sentence, table)}."""
+    from core.decision import mix
+
+    frame = mix.frame(ev)
+    if frame is None:
+        return {}
+    rows = [{**r, "row": r["row"] if r["row"] != "best for this GPU" else f"best with {r['gpu']}"}
+            for r in frame.to_dict("records")]
+    best = next(r for r in rows if r["row"] == "best mix")
+    cols = [Column("row", "Choice", "text"), Column("buy", "New nodes (GPU, option, count)", "text", width=40),
+            Column("total_usd", "Bill $/month", "usd"),
+            Column("estimate_range", "Estimate range (bill, new nodes)", "text", width=30, wrap=True),
+            Column("usd_per_mtok_out", "$ per M output tokens", "usd_2"),
+            Column("on_nodes", "On nodes", "int"), Column("by_api", "By API", "int"),
+            Column("unserved", "Unserved", "int")]
+    note = ("Owned nodes keep their GPU and are filled first; each row then plans the rest on new nodes of one GPU "
+            "type at its best purchase option (buy = TCO estimate; reserved and on-demand from dated price rows). "
+            "Buy nothing sends what may leave to APIs and leaves the rest unserved.")
+    sentence = (f"Buy {best['buy']}: ${best['total_usd']:,.2f} a month in all, owned nodes kept on their GPU; "
+                + "; ".join(f"{r['row']} ${r['total_usd']:,.2f}" for r in rows if r["row"] != "best mix") + ".")
+    return {"buy": (sentence, Table("BuyOptions", "What to buy next", cols, rows, note))}
 
 
 def headline_table(summary: ProcurementSummary) -> Table:

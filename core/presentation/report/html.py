@@ -87,6 +87,17 @@ def _cell(table: Table, row: dict, key: str) -> str:
     return f"<td>{esc(fmt(value, kind))}</td>"
 
 
+def _buy_section(s: ProcurementSummary) -> list[str]:
+    """What to buy next: the choice in one sentence (GPU type, option, count) and the choices side by side."""
+    if "buy" not in s.extras:
+        return []
+    sentence, table = s.extras["buy"]
+    from core.presentation.report.content import BUY_KEYS
+
+    return ["<h2>What to buy next</h2>", f"<p>{esc(sentence)}</p>",
+            render_table(table, BUY_KEYS, [15, 24, 10, 19, 9, 8, 7, 8], caption_note=True)]
+
+
 def render_table(table: Table, keys: list[str], widths: list[int], *, caption_note: bool = False,
                  rows: list[dict] | None = None) -> str:
     """An HTML table of the chosen columns; widths are percentages (fixed layout: long text wraps, never overflows)."""
@@ -249,6 +260,7 @@ def build_html_text(s: ProcurementSummary) -> str:
         "<h2>Fleet options compared</h2>",
         render_table(s.options, ["option", "monthly_usd", "vs_recommended_usd", "owned_nodes", "served", "unserved"],
                      [24, 10, 13, 8, 10, 35], caption_note=True, rows=_short_unserved(s.options.rows)),
+        *_buy_section(s),
         "<h2>Routing table</h2>",
         _routing(s),
         "<h2>Sensitivity to prices you don't control</h2>",

@@ -50,6 +50,17 @@ def render_table(table: Table, keys: list[str], rows: list[dict] | None = None) 
     return "\n".join(lines)
 
 
+def _buy_section(s: ProcurementSummary) -> list[str]:
+    """What to buy next: the choice in one sentence (GPU type, option, count) and the choices side by side."""
+    if "buy" not in s.extras:
+        return []
+    sentence, table = s.extras["buy"]
+    from core.presentation.report.content import BUY_KEYS
+
+    return ["## What to buy next", "", md_text(sentence), "", render_table(table, BUY_KEYS), "",
+            f"_{md_text(table.note)}_", ""]
+
+
 def build_markdown_text(s: ProcurementSummary) -> str:
     """The whole brief as Markdown text."""
     out = [
@@ -78,6 +89,7 @@ def build_markdown_text(s: ProcurementSummary) -> str:
         "",
         f"_{md_text(s.options.note)}_",
         "",
+        *_buy_section(s),
         "## Routing table",
         "",
     ]
