@@ -197,6 +197,7 @@ def format_table(ev) -> str:
     """A plain-text routing table and the fleet plan's cash bill."""
     from core.decision import contract
     from core.presentation.format import integer, money, percent
+    from core.presentation.served import served_words, unserved_priced_words
 
     vf = contract.verdicts_frame(ev)
     f = ev.fleet
@@ -218,10 +219,12 @@ def format_table(ev) -> str:
         f"of the {f.nodes_in_plan} in the plan; idle {money(f.idle_usd_per_month)}/month",
         f"Cash bill per month: owned nodes {money(f.owned_monthly_usd)} + new nodes "
         f"{money(f.extra_nodes_monthly_usd)} + APIs {money(f.api_monthly_usd)} + licences "
-        f"{money(f.licence_monthly_usd)} = {money(f.total_monthly_usd)}",
+        f"{money(f.licence_monthly_usd)} = {money(f.total_monthly_usd)} ({served_words(f.workloads_served, f.workloads_total)})",
         f"Attributed to workloads {money(f.attributed_usd_per_month)} + not attributed (idle, rounding) "
         f"{money(f.unallocated_usd_per_month)}",
     ]
+    if (unserved := unserved_priced_words(ev)) is not None:
+        lines.append(unserved)
     from core.decision.sensitivity import estimate_range_words
 
     if (estimate := estimate_range_words(ev)) is not None:

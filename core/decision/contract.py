@@ -94,7 +94,21 @@ def routes_frame(ev: Evaluation, i: int) -> pd.DataFrame:
 def fleet_json(ev: Evaluation) -> dict:
     """The contract's `fleet` object: the fleet record, and its performance range where computed."""
     rg = ev.answers.known("ranges")
-    return record_fleet_json(ev.fleet, None if rg is None else rg.performance)
+    out = record_fleet_json(ev.fleet, None if rg is None else rg.performance)
+    out["unserved_work"] = unserved_json(ev)
+    return out
+
+
+def unserved_json(ev: Evaluation) -> dict:
+    """`fleet.unserved_work`: the unserved workloads, each with its cheapest route after the smallest change that
+    gives it one (a standalone estimate; route null: none found), their total, and the bill with it."""
+    from core.decision.unserved import plan_unserved
+
+    left = plan_unserved(ev)
+    return {"priced_monthly_usd": _num(left.priced_usd_per_month), "unpriced": left.unpriced,
+            "total_monthly_usd_with_unserved": _num(ev.fleet.total_monthly_usd + left.priced_usd_per_month),
+            "workloads": [{"workload_id": r.workload_id, "route_id": r.route_id, "route": r.route,
+                           "change": r.change, "monthly_usd": _num(r.monthly_usd)} for r in left.routes]}
 
 
 def to_dict(ev: Evaluation, detail: str = "routes") -> dict:

@@ -187,6 +187,13 @@ class FleetOption:
     workloads_served: int
     workloads_unserved: int
     unserved: str  # up to ten ids, then "and N more"
+    workloads_total: int = 0
+    # The unserved work priced (core.decision.unserved): each workload's cheapest route after the smallest change
+    # that gives it one, a standalone estimate; the bill with it is the like-for-like figure across options.
+    unserved_priced_usd: float = 0.0
+    unserved_unpriced: int = 0  # unserved workloads no change tried gives a route (not in the priced figure)
+    unserved_routes: str = ""  # the priced routes in words, a few workloads
+    monthly_usd_with_unserved: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +205,8 @@ class FleetPlan:
     gpus_per_node: int
     owned_nodes: int
     nodes_needed: int
+    workloads_served: int  # workloads the plan gives a route (a bill is read beside it: unserved work costs $0)
+    workloads_total: int
     nodes_in_plan: int
     nodes_needed_interactive: int
     nodes_needed_offline_extra: int
@@ -235,6 +244,11 @@ class FleetPlan:
     @property
     def measured(self) -> MeasuredUtilization | None:
         return None if self.source is None else self.source.measured
+
+    @property
+    def workloads_unserved(self) -> int:
+        """Workloads the plan leaves without a route (their work is not in the bill)."""
+        return self.workloads_total - self.workloads_served
 
     @property
     def new_nodes(self) -> int:

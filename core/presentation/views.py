@@ -19,6 +19,7 @@ from core.presentation.format import (
     percent,
     plain,
 )
+from core.presentation.served import served_words
 
 ARCHITECTURE_ORDER = ("autoregressive", "speculative", "moe", "diffusion")
 ARCHITECTURE_LABELS = {"autoregressive": "Autoregressive", "speculative": "Speculative", "moe": "MoE",
@@ -180,7 +181,8 @@ def overview_summary(ev: Evaluation) -> list[str]:
     if none:
         out.append(f"{_plural(len(none), 'workload')} {'has' if len(none) == 1 else 'have'} no feasible route: "
                    f"{', '.join(none[:5])}{'…' if len(none) > 5 else ''} (see Routing).")
-    out.append(f"The plan's cash bill is {money(f.total_monthly_usd)} a month: owned nodes "
+    out.append(f"The plan's cash bill is {money(f.total_monthly_usd)} a month (it "
+               f"{served_words(f.workloads_served, f.workloads_total)}): owned nodes "
                f"{money(f.owned_monthly_usd)}, new nodes {money(f.extra_nodes_monthly_usd)}, public APIs "
                f"{money(f.api_monthly_usd)}; {money(f.unallocated_usd_per_month)} of it is charged to no "
                "workload (spare GPUs and hours, whole-node rounding).")

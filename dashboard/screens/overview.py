@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from core.presentation import charts, views
+from core.presentation import charts, served, views
 from core.service import estimate_range_words
 from core.telemetry.profile import measured_vs_plan
 from dashboard import state
@@ -35,7 +35,10 @@ c5.metric("Nodes needed", integer(needed),
 if (estimate_range := estimate_range_words(ev)) is not None:
     st.caption(md(estimate_range))
 
-with st.expander(f"Cash bill: {money(k['total_monthly_usd'])} a month — line by line"):
+if (unserved := served.unserved_priced_words(ev)) is not None:
+    st.warning(md(unserved))
+
+with st.expander(f"Cash bill: {served.plan_bill_words(ev)} — line by line"):
     st.dataframe(views.cash_bill(ev), hide_index=True, key="overview_bill",
                  column_config={"line": text_col("Line"), "what": text_col("What", width="large"),
                                 "usd_per_month": money_col("$/month")})
