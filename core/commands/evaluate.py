@@ -208,11 +208,10 @@ def format_table(ev) -> str:
         f"{'workload':<22} {'verdict':<44} {'$/request':>10} {'$/M out':>9} {'$/month':>10} {'p95 ms':>9} {'nodes':>5}",
     ]
     for r in vf.itertuples():
-        lines.append(
-            f"{str(r.workload_id)[:22]:<22} {str(r.route)[:44]:<44} {money(r.usd_per_request):>10} "
-            f"{money(r.usd_per_mtok_out):>9} {money(r.monthly_usd):>10} {integer(r.p95_latency_ms):>9} "
-            f"{integer(r.nodes):>5}"
-        )
+        figures = (f"{money(r.usd_per_request):>10} {money(r.usd_per_mtok_out):>9} {money(r.monthly_usd):>10} "
+                   f"{integer(r.p95_latency_ms):>9} {integer(r.nodes):>5}") if r.requests_per_day > 0 or not r.route_id \
+            else f"{'no traffic':>47}"
+        lines.append(f"{str(r.workload_id)[:22]:<22} {str(r.route)[:44]:<44} {figures}")
     lines += [
         "",
         f"Owned nodes {f.owned_nodes}, needed {f.nodes_needed}; utilization {percent(f.utilization)} "

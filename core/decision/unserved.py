@@ -5,8 +5,8 @@ A plan that serves less looks cheaper: its unserved work costs $0. A bill is onl
 beside the work each leaves out, priced. The price here is a standalone estimate (the workload on its own on that
 route: replicas x GPUs per replica at the node's full rate, or its API spend), not a pooled plan.
 
-Why the target is relaxed first and in absolute steps: the relaxed target is a multiple of the fastest the
-workload could be served on any route alone (not of its current target), so a workload unserved at two SLA scales
+Why the target is relaxed first and in absolute steps: the relaxed targets are multiples of what each route
+gives the workload alone (not of its current target), so a workload unserved at two SLA scales
 is priced the same at both, and one served at a looser scale costs no more there than the price its unserved self
 carried at the tighter one (a route's standalone cost only falls as its target loosens). The bill with unserved
 work priced then does not fall as targets tighten, which the cash bill alone does.
@@ -23,9 +23,9 @@ from core.decision.fleet import route_permitted
 from core.format import duration_ms, money
 from core.models import TASK_CLASSES, Weights
 
-# The relaxed target: the first of these multiples of the fastest p95 any route gives the workload alone that
-# leaves it a route (1.0: that p95 itself, rarely enough: a queue needs some room).
-TARGET_STEPS = (1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0)
+# The relaxed targets tried: each route's p95 alone (one request per replica) times these (1.0 is rarely enough:
+# a queue needs some room), smallest first.
+TARGET_STEPS = (1.05, 1.25, 1.5, 2.0)
 # The rules tried, smallest change first: as they stand, then licensed weights at a fee entered, then an API
 # allowed for data that may not leave, then both.
 RULES = ((False, False), (True, False), (False, True), (True, True))
@@ -103,7 +103,12 @@ def priced(ev: eng.Evaluation, unserved: np.ndarray) -> UnservedWork:
 
 
 def _ladder(ev: eng.Evaluation) -> dict[str, UnservedRoute]:
-    """Each workload no permitted route serves, priced at the first rule set and target step that gives it a route."""
+    """Each workload no permitted route serves, priced at the first rule set, then the smallest relaxed target,
+    that gives it a route.
+
+    The targets tried are absolute: each route's p95 alone (one request per replica) times TARGET_STEPS, above
+    the workload's target, smallest first. They do not depend on the current target, so a workload unserved at
+    two SLA scales is priced the same at both (see the module docstring)."""
     permitted = np.array([route_permitted(r) for r in ev.routes], dtype=bool)
     rows = np.flatnonzero(~(ev.a["feasible"] & permitted[None, :]).any(axis=1))
     if rows.size == 0 or not ev.routes:
@@ -116,19 +121,33 @@ def _ladder(ev: eng.Evaluation) -> dict[str, UnservedRoute]:
         if not left.any():
             break
         sub, now = rows[left], slo[left]
-        feasible, monthly, code, alone = _score(ev, sub, now, licences=licences, policy=policy)
+        feasible, monthly, _, alone = _score(ev, sub, now, licences=licences, policy=policy)
         if licences or policy:
             _take(ev, found, sub, feasible, monthly, licences, policy, None, now, now)
-        # The fastest a route missing only the target serves each workload alone: the target steps start there.
-        base = np.nanmin(np.where(code == eng.LATENCY, alone, np.inf), axis=1)
-        for step in TARGET_STEPS:
-            keep = np.array([ids[i] not in found for i in sub]) & np.isfinite(base) & np.isfinite(now)
+        ladder = _targets(alone, now)
+        for k in range(ladder.shape[1]):
+            keep = np.array([ids[i] not in found for i in sub]) & np.isfinite(ladder[:, k])
             if not keep.any():
-                break
-            target = np.fmax(now[keep], base[keep] * step)
+                continue
+            target = ladder[keep, k]
             feasible, monthly, _, _ = _score(ev, sub[keep], target, licences=licences, policy=policy)
-            _take(ev, found, sub[keep], feasible, monthly, licences, policy, step, target, now[keep])
+            _take(ev, found, sub[keep], feasible, monthly, licences, policy, k, target, now[keep])
     return found
+
+
+def _targets(alone: np.ndarray, now: np.ndarray) -> np.ndarray:
+    """Per row, the relaxed targets to try in order: every route's p95 alone x TARGET_STEPS above the current
+    target, distinct, ascending (NaN-padded; none for batch work, which has no target)."""
+    cand = (np.where(np.isfinite(alone), alone, np.nan)[:, :, None] * np.array(TARGET_STEPS)[None, None, :])
+    cand = cand.reshape(len(now), -1)
+    cand = np.where(np.isfinite(now)[:, None] & (cand > now[:, None]), cand, np.nan)
+    cand = np.sort(np.round(cand, 1), axis=1)  # NaN last; 0.1 ms apart counts as one target
+    width = int(np.isfinite(cand).sum(axis=1).max()) if cand.size else 0
+    out = np.full((len(now), width), np.nan)
+    for j, row in enumerate(cand):
+        u = np.unique(row[np.isfinite(row)])
+        out[j, :len(u)] = u
+    return out
 
 
 def _take(ev, found, sub, feasible, monthly, licences, policy, step, target, now, change: str | None = None) -> None:

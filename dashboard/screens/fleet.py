@@ -90,7 +90,7 @@ st.subheader("Deployments")
 st.caption("One deployment per owned route: its workloads share one pooled queue and its replicas; "
            "replicas are packed onto whole nodes.")
 st.table(views.table_text(views.deployments(ev), {
-    "route": ("Route", "text"), "gpus_per_replica": ("GPUs per replica", "int"), "replicas": ("Replicas", "int"),
+    "route": ("Route", "text"), "gpus_per_replica": ("GPUs per replica", "int"), "replicas": ("Replicas", "text"),
     "concurrency_cap": ("Concurrency cap", "int"), "gpus": ("GPUs", "int"), "nodes": ("Nodes (alone)", "int"),
     "offline_gpu_hours_per_day": ("Batch GPU-h a day", "num_1"), "workloads": ("Workloads", "text")}),
     hide_index=True)

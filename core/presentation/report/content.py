@@ -22,7 +22,7 @@ from core.models import DEFAULT_MIN_QUALITY, HOURS_PER_MONTH, TASK_CLASSES, Pric
 from core.presentation.pricing_views import node_rate_label
 from core.presentation.report.numbers import fmt
 from core.presentation.served import served_words, unserved_figures, with_unserved_note
-from core.presentation.views import NO_ROUTE, licensed_words
+from core.presentation.views import NO_ROUTE, licensed_words, routing_table
 from core.scenarios import BASIS_LABELS, PRICING_LABELS
 
 TITLE = "GPU Hangover — procurement summary"
@@ -411,7 +411,7 @@ def _first_reason(reasons: list[str]) -> str:
 def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
     w = ev.workloads
     rows = []
-    for i, r in enumerate(vf.to_dict("records")):
+    for i, r in enumerate(routing_table(vf).to_dict("records")):  # no traffic: said, not "0 nodes"
         src = w.iloc[i]
         reasons = explain.reasons(ev, i)
         rows.append({
@@ -774,10 +774,10 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
     if pr is not None:  # the bill at both ends of the performance estimates, with what each end serves otherwise
         from core.decision.sensitivity import end_caveats
 
-        for which, word, speed in (("high", "pessimistic", "slow"), ("low", "optimistic", "fast")):
+        for which, speed in (("pessimistic", "slow"), ("optimistic", "fast")):
             nodes = pr.nodes_at(which)
             figs.append(Figure(
-                f"range_{which}_monthly_usd", f"Cash bill at the {word} end of the performance estimates, $/month",
+                f"range_{which}_monthly_usd", f"Cash bill at the {which} end of the performance estimates, $/month",
                 pr.bill_at(which), "usd",
                 "; ".join([f"{_plural(nodes, 'node')} needed; every owned route at the {speed} end of its "
                            "efficiency range (estimate)"] + [f"this bill {c}" for c in end_caveats(pr, which)])))
