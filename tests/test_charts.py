@@ -200,7 +200,7 @@ def test_fleet_options_stack_owned_and_api_cost_and_flag_unserved_work():
     assert _list(owned.y) == ["All on public APIs (5 unserved)", "Recommended mix"]
     assert _list(owned.x) == [0.0, 48209.0] and _list(api.x) == [964.0, 964.0]
     assert _list(unserved.x) == [120000.0, 0.0]
-    assert _list(unserved.text) == ["$964 cash · $120,964 with unserved", "$49,173 cash"]
+    assert _list(unserved.text) == ["$964 → $120,964 with unserved", "$49,173"]
     assert fig.layout.xaxis.range[1] > 120964.0
     assert fig.layout.title.text.startswith("$ a month")
 

@@ -58,8 +58,12 @@ def test_the_sample_plan_serves_5_of_7_and_prices_the_other_two(sample):
     assert js["unserved_work"]["total_monthly_usd_with_unserved"] == pytest.approx(363_226.33, abs=0.01)
     assert [w["workload_id"] for w in js["unserved_work"]["workloads"]] == ["onboarding-rt", "agent-steps"]
     assert served.plan_bill_words(sample) == "$73,971 a month — serves 5 of 7 workloads; 2 unserved"
-    words = served.unserved_priced_words(sample)
-    assert "LLaDA2.0-flash" in words and "$96,418/month" in words and "$363,226 a month" in words
+    words = served.unserved_priced_words(sample).splitlines()
+    assert words[0].startswith("The plan serves 5 of 7 workloads; 2 unserved: the $73,971 bill leaves their work out.")
+    assert "the bill with them would be $363,226 a month:" in words[0]
+    assert words[1] == ("- onboarding-rt: LLaDA2.0-flash (diffusion MoE 100B / 6.1B active), $96,418/month "
+                        "(target 1.6 s, now 1.0 s)")
+    assert len(words) == 3
 
 
 def test_served_words_say_what_a_bill_leaves_out():

@@ -39,7 +39,7 @@ def test_overview_shows_the_bill_with_what_it_serves_and_the_unserved_work_price
     $192,837 (tests/test_served.py has the arithmetic); with them, $363,226."""
     at = _show(app, "screens/overview.py")
     (warning,) = [_plain(w.value) for w in at.warning]
-    assert warning.startswith("Unserved work is not in the $73,971 bill")
+    assert warning.startswith("The plan serves 5 of 7 workloads; 2 unserved: the $73,971 bill leaves their work out.")
     assert "onboarding-rt" in warning and "agent-steps" in warning and "$363,226 a month" in warning
     assert any(_plain(e.label).startswith("Cash bill: $73,971 a month — serves 5 of 7 workloads; 2 unserved")
                for e in at.expander)
@@ -57,7 +57,7 @@ def test_fleet_sizing_shows_served_beside_the_bill_options_and_sweep(app, monkey
     at = _show(at, "screens/fleet.py")
     m = {x.label: x.value for x in at.metric}
     assert m["Workloads served"] == "5 of 7" and m["Cash bill a month"] == "$73,971"
-    assert any(_plain(w.value).startswith("Unserved work is not in the $73,971 bill") for w in at.warning)
+    assert any(_plain(w.value).startswith("The plan serves 5 of 7 workloads") for w in at.warning)
     tables = [t.value for t in at.table]
     sweep = next(t for t in tables if "Targets ×" in t.columns).set_index("Targets ×")
     assert sweep.loc["1", "Serves"] == "5 of 7" and sweep.loc["1", "With unserved work priced"] == "$363,226"

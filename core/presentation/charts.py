@@ -253,14 +253,14 @@ def fleet_options_chart(options: pd.DataFrame) -> go.Figure:
         x=with_unserved - d["monthly_usd"].to_numpy(dtype=float), y=labels, orientation="h",
         name="Unserved work, priced if relaxed or allowed (estimate)", marker_color=palette.WHITE,
         marker_line_color=palette.ALERT, marker_pattern_shape="/", marker_pattern_fgcolor=palette.ALERT,
-        text=[f"{money(t, decimals=0)} cash" + (f" · {money(p, decimals=0)} with unserved" if p > t + 0.5 else "")
+        text=[money(t, decimals=0) + (f" → {money(p, decimals=0)} with unserved" if p > t + 0.5 else "")
               for t, p in zip(d["monthly_usd"], with_unserved, strict=True)],
         textposition="outside", cliponaxis=False,
         hovertemplate="%{y}<br>unserved work priced: $" + hover("x", "usd") + " a month<extra></extra>",
     ))
     fig.update_layout(barmode="stack", legend={"traceorder": "normal"})
     fig.update_xaxes(title_text="$ a month", tickprefix="$", rangemode="tozero",
-                     range=[0, float(np.nanmax(with_unserved) or 1.0) * 1.45])
+                     range=[0, float(np.nanmax(with_unserved) or 1.0) * 1.6])
     fig.update_yaxes(title_text=None, automargin=True)
     return _style(fig, "$ a month: owned nodes + public APIs (the cash bill), then unserved work priced",
                   height=max(260, 110 + 45 * len(d)), legend_below=True)

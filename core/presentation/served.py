@@ -32,19 +32,30 @@ def plan_bill_words(ev: Evaluation) -> str:
     return bill_words(f.total_monthly_usd, f.workloads_served, f.workloads_total)
 
 
-def unserved_priced_words(ev: Evaluation) -> str | None:
-    """The plan's unserved work priced and the bill with it, in one paragraph (None: everything is served)."""
+def unserved_priced_parts(ev: Evaluation, shown: int = 5) -> tuple[str, list[str]] | None:
+    """(lead sentence, one line per unserved workload priced): the plan's served count, the bill with its unserved
+    work priced, and each workload's cheapest route after the smallest change. None when every workload is served."""
     f = ev.fleet
     left = plan_unserved(ev)
     if not left.count:
         return None
-    text = (f"Unserved work is not in the {money(f.total_monthly_usd)} bill. Its cheapest route after the smallest "
-            f"change that gives it one (standalone estimates): {left.words(shown=5)}.")
+    lead = (f"The plan {served_words(f.workloads_served, f.workloads_total)}: the {money(f.total_monthly_usd)} "
+            "bill leaves their work out.")
     if left.priced_usd_per_month > 0:
-        text += (f" With it priced the bill would be {money(f.total_monthly_usd + left.priced_usd_per_month)} a month"
-                 + (f" ({integer(left.unpriced)} still unpriced: no route at any change tried)" if left.unpriced
-                    else "") + ".")
-    return text
+        lead += (f" At the cheapest route after the smallest change that gives each one (standalone estimates), "
+                 f"the bill with them would be {money(f.total_monthly_usd + left.priced_usd_per_month)} a month"
+                 + (f"; {integer(left.unpriced)} still unpriced (no route at any change tried)" if left.unpriced
+                    else "") + ":")
+    items = [r.words() for r in left.routes[:shown]]
+    if left.count > shown:
+        items.append(f"and {integer(left.count - shown)} more (Fleet sizing)")
+    return lead, items
+
+
+def unserved_priced_words(ev: Evaluation, shown: int = 5) -> str | None:
+    """unserved_priced_parts as text: the lead, then one '- ' line per workload (None: every workload served)."""
+    parts = unserved_priced_parts(ev, shown)
+    return None if parts is None else "\n".join([parts[0], *(f"- {i}" for i in parts[1])])
 
 
 def with_unserved_total(ev: Evaluation) -> float:
@@ -80,15 +91,14 @@ def with_unserved_note(option: dict) -> str:
 
 
 def unserved_figures(ev: Evaluation) -> list[tuple[str, str, float, str, str]]:
-    """The report's headline figures (key, label, value, kind, note) for the plan's unserved work priced and the
-    bill with it; none when every workload is served."""
+    """The report's headline figure (key, label, value, kind, note) for the bill with the plan's unserved work
+    priced; none when every workload is served. One row, short: the one-pager fits two A4 pages."""
     left = plan_unserved(ev)
     if not left.count:
         return []
     total = float(ev.fleet.total_monthly_usd) + left.priced_usd_per_month
     unpriced = f"; {integer(left.unpriced)} with no route at any change tried" if left.unpriced else ""
-    return [("unserved_priced_usd", "Unserved work priced, $/month (estimate; not in the cash bill)",
-             left.priced_usd_per_month, "usd", "each unserved workload at its cheapest route after the smallest "
-             f"change that gives it one (standalone): {left.words(shown=4)}{unpriced}"),
-            ("total_with_unserved_usd", "Cash bill with unserved work priced, $/month (estimate)", total, "usd",
-             "the figure to compare across targets and options: the cash bill alone falls as work goes unserved")]
+    return [("total_with_unserved_usd", "Cash bill with unserved work priced, $/month (estimate)", total, "usd",
+             f"the cash bill and {money(left.priced_usd_per_month)} for {integer(left.count)} unserved workload"
+             f"{'s' if left.count != 1 else ''} at their cheapest route after the smallest change (standalone; the "
+             f"brief's and workbook's Options table name each route){unpriced}")]

@@ -74,8 +74,8 @@ c5.metric("Workloads served", served.served_short(f.workloads_served, f.workload
           delta=f"{integer(f.workloads_unserved)} unserved" if f.workloads_unserved else None, delta_color="inverse",
           help="Workloads the plan gives a route; the others have none under the scenario's targets, policies and "
                "licences, and cost nothing in the bill.")
-if (unserved := served.unserved_priced_words(ev)) is not None:
-    st.warning(md(unserved))
+if (unserved := served.unserved_priced_parts(ev)) is not None:
+    st.warning("\n".join([md(unserved[0]), *(f"- {md(item)}" for item in unserved[1])]))
 
 if f.nodes_needed > f.owned_nodes:
     st.subheader("Why nodes are bought")

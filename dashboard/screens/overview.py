@@ -35,8 +35,8 @@ c5.metric("Nodes needed", integer(needed),
 if (estimate_range := estimate_range_words(ev)) is not None:
     st.caption(md(estimate_range))
 
-if (unserved := served.unserved_priced_words(ev)) is not None:
-    st.warning(md(unserved))
+if (unserved := served.unserved_priced_parts(ev)) is not None:
+    st.warning("\n".join([md(unserved[0]), *(f"- {md(item)}" for item in unserved[1])]))
 
 with st.expander(f"Cash bill: {served.plan_bill_words(ev)} — line by line"):
     st.dataframe(views.cash_bill(ev), hide_index=True, key="overview_bill",
