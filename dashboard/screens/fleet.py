@@ -71,7 +71,8 @@ c4.metric("Cash bill a month", money(f.total_monthly_usd),
           help="max(owned, needed) nodes × the full node price × 730 h + API spend + licences; "
                "the same under either cost basis. Unserved work is not in it.")
 c5.metric("Workloads served", served.served_short(f.workloads_served, f.workloads_total),
-          delta=f"{integer(f.workloads_unserved)} unserved" if f.workloads_unserved else None, delta_color="inverse",
+          delta=f"{integer(f.workloads_unserved)} unserved" if f.workloads_unserved else None, delta_color="red",
+          delta_arrow="off",
           help="Workloads the plan gives a route; the others have none under the scenario's targets, policies and "
                "licences, and cost nothing in the bill.")
 if (unserved := served.unserved_priced_parts(ev)) is not None:
