@@ -71,7 +71,7 @@ def main() -> None:
                 return int(purchase.nodes_for(inp, np.full((1, R), u), np.ones(1))[0])
 
             print(f"{'':>10} plan {ev.fleet.nodes_needed}, central draw {at(0.0)}; all pessimistic: draw {at(-1.0)}, "
-                  f"end plan {pr.nodes_needed_high}; all optimistic: draw {at(1.0)}, end plan {pr.nodes_needed_low}")
+                  f"end plan {pr.nodes_needed_pessimistic}; all optimistic: draw {at(1.0)}, end plan {pr.nodes_needed_optimistic}")
 
 
 if __name__ == "__main__":

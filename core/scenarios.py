@@ -390,6 +390,8 @@ NOT_IN_INVENTORY = "(not in this inventory)"
 # (key, label, format kind as core.presentation.report.numbers names it): the rows of the figures table.
 FIGURE_ROWS: tuple[tuple[str, str, str], ...] = (
     ("cash_bill_usd_per_month", "Cash bill per month", "usd"),
+    ("served", "Workloads served", "text"),
+    ("bill_with_unserved_usd_per_month", "Cash bill with unserved work priced (estimate)", "usd"),
     ("nodes_needed", "Nodes needed", "int"),
     ("owned_nodes", "Nodes owned", "int"),
     ("idle_usd_per_month", "Idle cost per month", "usd"),
@@ -413,6 +415,16 @@ class ScenarioFigures:
     utilization: float
     api_usd_per_month: float
     verdicts_changed: int  # workloads whose route differs from the first scenario's
+    workloads_served: int = 0
+    workloads_total: int = 0
+    # The unserved work at its cheapest route after the smallest change (core.decision.unserved), added to the
+    # cash bill: the figure two scenarios compare like for like when one serves less.
+    bill_with_unserved_usd_per_month: float = 0.0
+
+    @property
+    def served(self) -> str:
+        """'5 of 7'."""
+        return f"{self.workloads_served:,} of {self.workloads_total:,}"
 
 
 @dataclass(frozen=True)
@@ -448,6 +460,16 @@ class Comparison:
                             for i, s in enumerate(self.scenarios)}})
         return pd.DataFrame(rows)
 
+    def bill_lines(self) -> list[str]:
+        """Each scenario's bill against the first's, with what each serves in the same line: a scenario that
+        serves less is never called cheaper without it ('Tighter: $25,528 a month, $48,443 (65%) less than Base
+        — but serves 3 of 7 workloads against 5; with unserved work priced, $...')."""
+        first = self.scenarios[0]
+        out = []
+        for s in self.scenarios[1:]:
+            out.append(bill_line(s, first))
+        return out
+
     def verdicts_table(self, *, only_changed: bool = False) -> pd.DataFrame:
         """workload_id, name, the route in each scenario (columns named after them), changed."""
         v = self.verdicts[self.verdicts["changed"]] if only_changed else self.verdicts
@@ -460,18 +482,45 @@ class Comparison:
         return out.reset_index(drop=True)
 
 
+def bill_line(s: ScenarioFigures, first: ScenarioFigures) -> str:
+    """One scenario's cash bill against the first's, the served counts and the priced comparison in one line."""
+    from core.format import money, percent
+
+    diff = s.cash_bill_usd_per_month - first.cash_bill_usd_per_month
+    rel = abs(diff) / first.cash_bill_usd_per_month if first.cash_bill_usd_per_month else None
+    how = "the same as" if abs(diff) < 0.5 else ("less than" if diff < 0 else "more than")
+    line = f"{s.name}: {money(s.cash_bill_usd_per_month)} a month"
+    if how != "the same as":
+        line += f", {money(abs(diff))}" + (f" ({percent(rel)})" if rel is not None else "")
+    line += f" {how} {first.name}"
+    served_both = f"serves {s.served} workloads, {first.name} {first.served}"
+    if s.workloads_served == first.workloads_served and s.workloads_total == first.workloads_total:
+        return f"{line}; both serve {s.served} workloads."
+    priced = s.bill_with_unserved_usd_per_month - first.bill_with_unserved_usd_per_month
+    word = "less" if priced < -0.5 else ("more" if priced > 0.5 else "the same")
+    tail = (f"with unserved work priced, {money(abs(priced))} {word}" if word != "the same"
+            else "with unserved work priced, the same")
+    lead = " — but it " if (diff < 0) == (s.workloads_served < first.workloads_served) else " — it "
+    return f"{line}{lead}{served_both}; {tail} ({money(s.bill_with_unserved_usd_per_month)} against " \
+           f"{money(first.bill_with_unserved_usd_per_month)}, estimates)."
+
+
 def compare_evaluations(named: Sequence[tuple[str, Evaluation]], *, settings: Sequence[str] | None = None,
-                        table: Callable[[Evaluation], pd.DataFrame] | None = None) -> Comparison:
+                        table: Callable[[Evaluation], pd.DataFrame] | None = None,
+                        unserved_usd: Callable[[Evaluation], float] | None = None) -> Comparison:
     """Set evaluations side by side (pure: no store). `named` is (name, Evaluation) in the order to show.
 
     Uses only the evaluation contract: the fleet record's total_monthly_usd (the cash
     bill), nodes_needed, owned_nodes, idle_usd_per_month, utilization,
     api_monthly_usd and inventory; the routing table's (`table`, by default
-    contract.verdicts_frame) workload_id, route_id, route, hosting, monthly_usd.
+    contract.verdicts_frame) workload_id, route_id, route, hosting, monthly_usd; the fleet's served counts, and
+    its unserved work priced (`unserved_usd`, by default core.decision.unserved.plan_unserved's total).
     """
     from core.decision.contract import verdicts_frame
+    from core.decision.unserved import plan_unserved
 
     read_table = table or verdicts_frame
+    priced = unserved_usd or (lambda ev: plan_unserved(ev).priced_usd_per_month)
     if not MIN_COMPARED <= len(named) <= MAX_COMPARED:
         raise InputError(f"compare {MIN_COMPARED} to {MAX_COMPARED} scenarios (got {len(named)})")
     parts: list[pd.DataFrame] = []
@@ -524,6 +573,8 @@ def compare_evaluations(named: Sequence[tuple[str, Evaluation]], *, settings: Se
             utilization=float(f.utilization),
             api_usd_per_month=float(f.api_monthly_usd),
             verdicts_changed=int(differs.sum()) if i else 0,
+            workloads_served=int(f.workloads_served), workloads_total=int(f.workloads_total),
+            bill_with_unserved_usd_per_month=float(f.total_monthly_usd) + priced(ev),
         ))
     return Comparison(scenarios=tuple(figures), verdicts=merged)
 

@@ -181,19 +181,27 @@ def test_sla_sweep_adds_the_sidebar_scale_as_a_tick_when_outside_the_sweep():
 
 
 def test_fleet_options_stack_owned_and_api_cost_and_flag_unserved_work():
+    """The cash bill stacked (owned + APIs), then the unserved work priced as a third, hatched segment.
+
+    All on public APIs: cash $964, its 5 unserved workloads priced at $120,000 -> $120,964 with them; the bar's
+    label says both, so the option is not read as $48,209 cheaper than the recommended mix ($49,173, all served).
+    """
     options = pd.DataFrame({
         "option": ["Recommended mix", "All on public APIs"],
         "monthly_usd": [49173.0, 964.0], "owned_monthly_usd": [48209.0, 0.0], "api_monthly_usd": [964.0, 964.0],
         "owned_nodes": [2, 0], "workloads_served": [7, 2], "workloads_unserved": [0, 5], "unserved": ["", "a, b"],
+        "monthly_usd_with_unserved": [49173.0, 120964.0],
     })
     fig = charts.fleet_options_chart(options)
     assert fig.layout.barmode == "stack"
-    owned, api = fig.data
+    owned, api, unserved = fig.data
     assert (owned.name, api.name) == ("Owned nodes", "Public APIs")
+    assert unserved.name.startswith("Unserved work, priced")
     assert _list(owned.y) == ["All on public APIs (5 unserved)", "Recommended mix"]
     assert _list(owned.x) == [0.0, 48209.0] and _list(api.x) == [964.0, 964.0]
-    assert _list(api.text) == ["$964", "$49,173"]
-    assert fig.layout.xaxis.range[1] > 49173.0
+    assert _list(unserved.x) == [120000.0, 0.0]
+    assert _list(unserved.text) == ["$964 → $120,964 with unserved", "$49,173"]
+    assert fig.layout.xaxis.range[1] > 120964.0
     assert fig.layout.title.text.startswith("$ a month")
 
 

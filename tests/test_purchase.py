@@ -194,8 +194,8 @@ def test_sample_grid_lands_on_the_plan_and_near_the_end_plans(sample_ev):
     pr = ranges(ev).performance
     pess = int(P.nodes_for(inp, -np.ones((1, R)), np.ones(1))[0])
     opt = int(P.nodes_for(inp, np.ones((1, R)), np.ones(1))[0])
-    assert abs(pess - pr.nodes_needed_high) <= 1, (pess, pr)
-    assert abs(opt - pr.nodes_needed_low) <= 1, (opt, pr)
+    assert abs(pess - pr.nodes_needed_pessimistic) <= 1, (pess, pr)
+    assert abs(opt - pr.nodes_needed_optimistic) <= 1, (opt, pr)
     assert opt <= ev.fleet.nodes_needed <= pess
 
 

@@ -140,7 +140,7 @@ def test_saved_on_the_latest_inventory_version_and_provenance(store):
 # ---------------------------------------------------------------- comparison
 
 
-def _fake(total, nodes, owned, idle, util, api, routes, scenario=None):
+def _fake(total, nodes, owned, idle, util, api, routes, scenario=None, served=None):
     """An evaluation as the comparison reads it: ev.fleet, contract.verdicts_frame(ev), ev.scenario."""
     ids = list(routes)
     vf = pd.DataFrame({
@@ -149,8 +149,14 @@ def _fake(total, nodes, owned, idle, util, api, routes, scenario=None):
         "hosting": [routes[i][1] for i in ids], "monthly_usd": [routes[i][2] for i in ids],
     })
     fleet = SimpleNamespace(total_monthly_usd=total, nodes_needed=nodes, owned_nodes=owned, idle_usd_per_month=idle,
-                            utilization=util, api_monthly_usd=api, inventory="version 2")
+                            utilization=util, api_monthly_usd=api, inventory="version 2",
+                            workloads_served=len(ids) if served is None else served, workloads_total=len(ids))
     return SimpleNamespace(fleet=fleet, verdicts_frame=lambda: vf, scenario=scenario or Scenario())
+
+
+def _unserved(ev):
+    """The fake's unserved work priced: $30,000 a month per workload it leaves unserved."""
+    return 30_000.0 * (ev.fleet.workloads_total - ev.fleet.workloads_served)
 
 
 def _table(ev):
@@ -167,7 +173,7 @@ def test_compare_evaluations_marks_each_changed_verdict():
                                                   "w3": ("ar", "owned", 70.0)})
     b = _fake(12_500.0, 3, 3, 900.0, 0.3, 400.0, {"w1": ("ar", "owned", 55.0), "w2": ("api-x", "api", 300.0),
                                                   "w4": ("ar", "owned", 10.0)})
-    cmp = S.compare_evaluations([("A", a), ("B", b)], table=_table)
+    cmp = S.compare_evaluations([("A", a), ("B", b)], table=_table, unserved_usd=_unserved)
     assert cmp.names == ["A", "B"]
     assert cmp.changed_count == 3
     v = cmp.verdicts.set_index("workload_id")
@@ -188,7 +194,7 @@ def test_compare_evaluations_marks_each_changed_verdict():
     assert len(table) == 3
 
     with pytest.raises(InputError, match="compare 2 to 4"):
-        S.compare_evaluations([("A", a)], table=_table)
+        S.compare_evaluations([("A", a)], table=_table, unserved_usd=_unserved)
 
 
 @pytest.mark.slow
@@ -226,7 +232,7 @@ def test_compare_saved_scenarios_shows_their_difference(store):
 
 def test_write_comparison_refuses_other_formats(tmp_path):
     a = _fake(1.0, 1, 1, 0.0, 0.5, 0.0, {"w1": ("ar", "owned", 1.0)})
-    cmp = S.compare_evaluations([("A", a), ("B", a)], table=_table)
+    cmp = S.compare_evaluations([("A", a), ("B", a)], table=_table, unserved_usd=_unserved)
     with pytest.raises(InputError, match="use a .xlsx or .md"):
         write_comparison(cmp, tmp_path / "x.pdf")
     assert not (tmp_path / "x.pdf").exists()
@@ -398,3 +404,23 @@ def test_url_notes_quote_a_long_value_clipped():
     notes = S.url_notes({"sc_fleet_nodes": "9" * 5000, "sc_" + "k" * 300: "v"}, {"sc_fleet_nodes": "1"})
     assert len(notes) == 2 and all(len(n) < 300 for n in notes), notes
     assert "(5,000 characters)" in notes[0] and "(303 characters)" in notes[1]
+
+
+def test_a_scenario_serving_less_is_never_called_cheaper_without_saying_so():
+    """A serves its 3 workloads for $10,000 a month; B serves 1 of them for $4,000: $6,000 (60 %) less, but with its
+    2 unserved workloads priced at $30,000 each (the fake's price) B is 4,000 + 60,000 = $64,000, $54,000 more
+    than A's $10,000. The line says all of it; the figures table and the JSON carry the served counts."""
+    routes = {"w1": ("ar", "owned", 50.0), "w2": ("ar", "owned", 60.0), "w3": ("ar", "owned", 70.0)}
+    a = _fake(10_000.0, 1, 1, 0.0, 0.5, 0.0, routes)
+    b = _fake(4_000.0, 1, 1, 0.0, 0.2, 0.0, routes, served=1)
+    cmp = S.compare_evaluations([("A", a), ("B", b)], table=_table, unserved_usd=_unserved)
+    assert cmp.bill_lines() == [
+        "B: $4,000 a month, $6,000 (60%) less than A — but it serves 1 of 3 workloads, A 3 of 3; with unserved work "
+        "priced, $54,000 more ($64,000 against $10,000, estimates)."]
+    fig = cmp.figures_frame().set_index("key")
+    assert fig.loc["served", "B"] == "1 of 3" and fig.loc["bill_with_unserved_usd_per_month", "B"] == 64_000.0
+    d = comparison_dict(cmp)
+    assert [s["workloads_served"] for s in d["scenarios"]] == [3, 1]
+    assert d["bill_lines"] == cmp.bill_lines()
+    same = S.compare_evaluations([("A", a), ("C", a)], table=_table, unserved_usd=_unserved)
+    assert same.bill_lines() == ["C: $10,000 a month the same as A; both serve 3 of 3 workloads."]

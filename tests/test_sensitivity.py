@@ -129,10 +129,10 @@ def test_pessimistic_end_never_needs_fewer_nodes_when_the_same_work_is_served(ca
         ev = evaluate(catalog, one, Scenario(fleet_nodes=0))
         sensitivity.ranges(ev)
     pr, f = sensitivity.ranges(ev).performance, ev.fleet
-    assert pr.unserved_low == pr.unserved_central == pr.unserved_high == 0
-    assert pr.nodes_needed_low <= f.nodes_needed <= pr.nodes_needed_high
-    assert pr.total_monthly_usd_low <= f.total_monthly_usd + 0.01 <= pr.total_monthly_usd_high + 0.02
-    assert pr.total_monthly_usd_high > pr.total_monthly_usd_low
+    assert pr.unserved_optimistic == pr.unserved_central == pr.unserved_pessimistic == 0
+    assert pr.nodes_needed_optimistic <= f.nodes_needed <= pr.nodes_needed_pessimistic
+    assert pr.total_monthly_usd_optimistic <= f.total_monthly_usd + 0.01 <= pr.total_monthly_usd_pessimistic + 0.02
+    assert pr.total_monthly_usd_pessimistic > pr.total_monthly_usd_optimistic
     line = sensitivity.estimate_range_words(ev)
     assert line.startswith("Estimate range") and "optimistic end" in line and "pessimistic end" in line
 
@@ -145,7 +145,7 @@ def test_json_contract_carries_the_range(sample_ev):
     assert [w["verdict_range"] for w in full["workloads"]] == [w["verdict_range"] for w in d["workloads"]]
     assert any(w["verdict_range"]["sensitive"] for w in d["workloads"])
     pr = d["fleet"]["performance_range"]
-    assert {"nodes_needed_low", "nodes_needed_high", "total_monthly_usd_low", "total_monthly_usd_high"} <= set(pr)
+    assert {"nodes_needed_optimistic", "nodes_needed_pessimistic", "total_monthly_usd_optimistic", "total_monthly_usd_pessimistic"} <= set(pr)
 
 
 def test_large_inventories_skip_ranges_unless_forced(sample_ev, monkeypatch):
@@ -294,16 +294,16 @@ def test_an_end_that_cannot_serve_a_workload_says_what_its_bill_leaves_out(catal
     pr = sensitivity.ranges(ev).performance
     central_share = round(float(ev.a["monthly_usd"][0, c]), 2)
     assert central_share > 0
-    assert (pr.dropped_high, pr.dropped_high_usd) == (1, central_share)
-    assert (pr.dropped_low, pr.dropped_low_usd) == (0, 0.0)
-    assert pr.total_monthly_usd_high < ev.fleet.total_monthly_usd  # what the words must explain
+    assert (pr.dropped_pessimistic, pr.dropped_pessimistic_usd) == (1, central_share)
+    assert (pr.dropped_optimistic, pr.dropped_optimistic_usd) == (0, 0.0)
+    assert pr.total_monthly_usd_pessimistic < ev.fleet.total_monthly_usd  # what the words must explain
     line = sensitivity.estimate_range_words(ev)
     from core.presentation.format import money
 
     assert (f"The pessimistic end's bill leaves out 1 workload the central plan serves, which has no route there "
             f"({money(central_share)} a month of the central bill).") in line
     assert "optimistic end's bill leaves out" not in line and "bill includes" not in line
-    assert pr.added_low == pr.added_high == 0
+    assert pr.added_optimistic == pr.added_pessimistic == 0
 
 
 @pytest.mark.slow
@@ -314,7 +314,8 @@ def test_the_procurement_summary_carries_both_ends_and_what_they_leave_out(sampl
 
     summary = build_summary(sample_ev)
     pr = sensitivity.ranges(sample_ev).performance
-    for which, word in (("high", "pessimistic"), ("low", "optimistic")):
+    for which in ("pessimistic", "optimistic"):
+        word = which
         fig = summary.figure(f"range_{which}_monthly_usd")
         assert fig.value == pr.bill_at(which) and f"{word} end" in fig.label
         n = pr.nodes_at(which)
@@ -322,4 +323,4 @@ def test_the_procurement_summary_carries_both_ends_and_what_they_leave_out(sampl
         for clause in sensitivity.end_caveats(pr, which):
             assert f"this bill {clause}" in fig.note
     # The sample's pessimistic end serves a workload fewer (what made its bill look cheap).
-    assert pr.dropped_high >= 1 and "leaves out" in summary.figure("range_high_monthly_usd").note
+    assert pr.dropped_pessimistic >= 1 and "leaves out" in summary.figure("range_pessimistic_monthly_usd").note

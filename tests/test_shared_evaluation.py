@@ -91,7 +91,7 @@ def test_two_threads_reading_the_ranges_plan_the_ends_once(catalog, bank, monkey
     assert sorted(ends) == ["high", "low"]  # two end plans in all (without the lock: four)
     assert first is not None and first is second
     assert sensitivity.ranges(ev) is first and sorted(ends) == ["high", "low"]  # kept: a third read plans nothing
-    assert contract.fleet_json(ev)["performance_range"]["nodes_needed_low"] == first.performance.nodes_needed_low
+    assert contract.fleet_json(ev)["performance_range"]["nodes_needed_optimistic"] == first.performance.nodes_needed_optimistic
 
 
 def test_two_threads_reading_the_fleet_options_plan_them_once(catalog, bank, monkeypatch):

@@ -293,6 +293,7 @@ def format_table(ev, purchase_settings=None) -> str:
     """A plain-text routing table and the fleet plan's cash bill."""
     from core.decision import contract
     from core.presentation.format import integer, money, percent
+    from core.presentation.served import served_words, unserved_priced_words
 
     vf = contract.verdicts_frame(ev)
     f = ev.fleet
@@ -303,21 +304,22 @@ def format_table(ev, purchase_settings=None) -> str:
         f"{'workload':<22} {'verdict':<44} {'$/request':>10} {'$/M out':>9} {'$/month':>10} {'p95 ms':>9} {'nodes':>5}",
     ]
     for r in vf.itertuples():
-        lines.append(
-            f"{str(r.workload_id)[:22]:<22} {str(r.route)[:44]:<44} {money(r.usd_per_request):>10} "
-            f"{money(r.usd_per_mtok_out):>9} {money(r.monthly_usd):>10} {integer(r.p95_latency_ms):>9} "
-            f"{integer(r.nodes):>5}"
-        )
+        figures = (f"{money(r.usd_per_request):>10} {money(r.usd_per_mtok_out):>9} {money(r.monthly_usd):>10} "
+                   f"{integer(r.p95_latency_ms):>9} {integer(r.nodes):>5}") if r.requests_per_day > 0 or not r.route_id \
+            else f"{'no traffic':>47}"
+        lines.append(f"{str(r.workload_id)[:22]:<22} {str(r.route)[:44]:<44} {figures}")
     lines += [
         "",
         f"Owned nodes {f.owned_nodes}, needed {f.nodes_needed}; utilization {percent(f.utilization)} "
         f"of the {f.nodes_in_plan} in the plan; idle {money(f.idle_usd_per_month)}/month",
         f"Cash bill per month: owned nodes {money(f.owned_monthly_usd)} + new nodes "
         f"{money(f.extra_nodes_monthly_usd)} + APIs {money(f.api_monthly_usd)} + licences "
-        f"{money(f.licence_monthly_usd)} = {money(f.total_monthly_usd)}",
+        f"{money(f.licence_monthly_usd)} = {money(f.total_monthly_usd)} ({served_words(f.workloads_served, f.workloads_total)})",
         f"Attributed to workloads {money(f.attributed_usd_per_month)} + not attributed (idle, rounding) "
         f"{money(f.unallocated_usd_per_month)}",
     ]
+    if (unserved := unserved_priced_words(ev)) is not None:
+        lines.append(unserved)
     from core.decision.sensitivity import estimate_range_words
 
     if (estimate := estimate_range_words(ev)) is not None:

@@ -62,6 +62,7 @@ def option_records(ev: Evaluation) -> tuple[FleetOption, ...]:
 def _plan_options(ev: Evaluation) -> tuple[FleetOption, ...]:
     from core.decision.fleet import restrict
     from core.decision.plan import Planner
+    from core.decision.unserved import priced
 
     rows = []
     ids = ev.workloads["workload_id"].to_numpy()
@@ -75,6 +76,7 @@ def _plan_options(ev: Evaluation) -> tuple[FleetOption, ...]:
             plan = Planner(restrict(inp, _allowed(ev, kinds)), None if planner is None else planner._gpu_hours_month,
                            cache=None if planner is None else planner._cache).optimise()
         has = plan.assignment >= 0
+        left = priced(ev, ~has)
         bill = cash_bill(ev.scenario.fleet_nodes, plan.nodes_needed, inp.full_usd_per_node_hour, plan.api_monthly,
                          plan.licence_monthly)
         rows.append(FleetOption(
@@ -89,6 +91,11 @@ def _plan_options(ev: Evaluation) -> tuple[FleetOption, ...]:
             workloads_unserved=int((~has).sum()),
             unserved=", ".join(ids[~has][:10].astype(str)) + (f" and {int((~has).sum()) - 10} more"
                                                                 if (~has).sum() > 10 else ""),
+            workloads_total=int(len(has)),
+            unserved_priced_usd=left.priced_usd_per_month,
+            unserved_unpriced=left.unpriced,
+            unserved_routes=left.words(),
+            monthly_usd_with_unserved=bill.total + left.priced_usd_per_month,
         ))
     return tuple(rows)
 
@@ -144,9 +151,12 @@ def sla_sweep_rows(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario
     """One scale of sla_sweep: one row per fleet option, from a full evaluation with every latency target × scale."""
     ev = evaluate(catalog, workloads, scenario.model_copy(update={"sla_scale": float(scale)}))
     opts = fleet_options(ev).set_index("option")
+    keep = ("workloads_served", "workloads_total", "workloads_unserved", "unserved_priced_usd", "unserved_unpriced",
+            "monthly_usd_with_unserved", "unserved_routes")
     return [{"sla_scale": float(scale), "option": name, "owned_nodes": int(opts.loc[name, "owned_nodes"]),
              "monthly_usd": float(opts.loc[name, "monthly_usd"]),
-             "workloads_unserved": int(opts.loc[name, "workloads_unserved"])} for name in FLEET_OPTIONS]
+             **{k: opts.loc[name, k].item() if hasattr(opts.loc[name, k], "item") else opts.loc[name, k]
+                for k in keep}} for name in FLEET_OPTIONS]
 
 
 def sla_sweep(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario,

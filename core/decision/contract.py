@@ -107,7 +107,20 @@ def fleet_json(ev: Evaluation, purchase_settings=None) -> dict:
 
         out["deployments"] = [{**d, "gpu": ev.gpu_name} for d in out["deployments"]]
         out.update(mix.fleet_keys(ev))
+    out["unserved_work"] = unserved_json(ev)
     return out
+
+
+def unserved_json(ev: Evaluation) -> dict:
+    """`fleet.unserved_work`: the unserved workloads, each with its cheapest route after the smallest change that
+    gives it one (a standalone estimate; route null: none found), their total, and the bill with it."""
+    from core.decision.unserved import plan_unserved
+
+    left = plan_unserved(ev)
+    return {"priced_monthly_usd": _num(left.priced_usd_per_month), "unpriced": left.unpriced,
+            "total_monthly_usd_with_unserved": _num(ev.fleet.total_monthly_usd + left.priced_usd_per_month),
+            "workloads": [{"workload_id": r.workload_id, "route_id": r.route_id, "route": r.route,
+                           "change": r.change, "monthly_usd": _num(r.monthly_usd)} for r in left.routes]}
 
 
 def to_dict(ev: Evaluation, detail: str = "routes", purchase_settings=None) -> dict:

@@ -97,6 +97,10 @@ def reasons(ev: Evaluation, i: int) -> list[str]:
             out.append(f"{ev.routes[r].label}: {why_not(ev, i, int(r))}")
         return out + _range_reasons(ev, i)
     route = ev.routes[v]
+    if not w["requests_per_day"] > 0:  # nothing to size: no replica, no cost, no comparison worth reading
+        return [f"No traffic: the inventory gives it 0 requests a day, so it holds no replica and costs nothing; "
+                f"when traffic comes it would run on {route.label}"
+                + (" (owned)." if route.hosting == "owned" else " (public API).")] + _range_reasons(ev, i)
     a = {k: arr[i, v] for k, arr in ev.a.items() if arr.ndim == 2}
     a["usd_per_mtok_out"] = ev.values("usd_per_mtok_out", i, v)
     target = (f"the {integer(ev.slo_ms[i])} ms p95 target" if pd.notna(slo)

@@ -617,7 +617,8 @@ def _fleet_record(ev: Evaluation, planner: Planner, best: PlanCost, vr: np.ndarr
          else "no feasible route" for i in vr]).value_counts().items()}
     return FleetPlan(
         gpu=ev.gpu_name, traffic_shape=traffic_shape(sc)[1], gpus_per_node=gpn, owned_nodes=sc.fleet_nodes,
-        nodes_needed=int(best.nodes_needed), nodes_in_plan=int(total_nodes),
+        nodes_needed=int(best.nodes_needed), workloads_served=int(has.sum()), workloads_total=int(len(v)),
+        nodes_in_plan=int(total_nodes),
         nodes_needed_interactive=int(best.nodes_interactive),
         nodes_needed_offline_extra=int(best.nodes_offline_extra),
         nodes_by_route=nodes_by_route, gpus_by_route=gpus_by_route, utilization=utilization,

@@ -152,10 +152,10 @@ class BuyOptions:
         if ends is None:
             return None
         fast, slow = ends
-        return {"total_monthly_usd_low": fast.total_usd, "total_monthly_usd_high": slow.total_usd,
-                "nodes_new_low": fast.new_node_count, "nodes_new_high": slow.new_node_count,
-                "unserved_low": fast.unserved, "unserved_high": slow.unserved,
-                "basis": "low: every owned route at the optimistic end of its efficiency range, high: at the "
+        return {"total_monthly_usd_optimistic": fast.total_usd, "total_monthly_usd_pessimistic": slow.total_usd,
+                "nodes_new_optimistic": fast.new_node_count, "nodes_new_pessimistic": slow.new_node_count,
+                "unserved_optimistic": fast.unserved, "unserved_pessimistic": slow.unserved,
+                "basis": "optimistic: every owned route at the optimistic end of its efficiency range; pessimistic: at the "
                          "pessimistic end; the same chain re-planned at each (estimates)"}
 
     def as_json(self) -> list[dict]:
@@ -500,9 +500,9 @@ def frame(ev, *, every: bool = False) -> pd.DataFrame | None:
 def _range_columns(rg: dict | None) -> dict:
     """A row's estimate range as table columns (NaN where not computed) and in words."""
     if rg is None:
-        return {"total_usd_low": np.nan, "total_usd_high": np.nan, "estimate_range": ""}
-    lo, hi = rg["total_monthly_usd_low"], rg["total_monthly_usd_high"]
-    nodes = (f"{rg['nodes_new_low']}" if rg["nodes_new_low"] == rg["nodes_new_high"]
-             else f"{rg['nodes_new_low']}-{rg['nodes_new_high']}")
-    return {"total_usd_low": lo, "total_usd_high": hi,
+        return {"total_usd_optimistic": np.nan, "total_usd_pessimistic": np.nan, "estimate_range": ""}
+    lo, hi = rg["total_monthly_usd_optimistic"], rg["total_monthly_usd_pessimistic"]
+    nodes = (f"{rg['nodes_new_optimistic']}" if rg["nodes_new_optimistic"] == rg["nodes_new_pessimistic"]
+             else f"{rg['nodes_new_optimistic']}-{rg['nodes_new_pessimistic']}")
+    return {"total_usd_optimistic": lo, "total_usd_pessimistic": hi,
             "estimate_range": f"${lo:,.0f} - ${hi:,.0f} ({nodes} new node{'s' if nodes != '1' else ''})"}

@@ -106,46 +106,51 @@ class Source:
 class PerformanceRange:
     """The whole fleet at each end of the performance estimates (core/decision/sensitivity.py).
 
-    `*_low` is the optimistic end (every owned route at its fast end), `*_high` the pessimistic end.
-    `dropped_*`: workloads the central plan serves that have no route at that end, and (`_usd`) their share of
-    the central bill, which that end's bill leaves out; `added_*`: workloads only that end serves.
+    `*_optimistic` is the end where every owned route runs at the fast end of its efficiency range (fewest nodes),
+    `*_pessimistic` the slow end. `dropped_*`: workloads the central plan serves that have no route at that end,
+    and (`_usd`) their share of the central bill, which that end's bill leaves out; `added_*`: workloads only that
+    end serves.
     """
 
-    nodes_needed_low: int
-    nodes_needed_high: int
-    total_monthly_usd_low: float
-    total_monthly_usd_high: float
-    unserved_low: int
+    nodes_needed_optimistic: int
+    nodes_needed_pessimistic: int
+    total_monthly_usd_optimistic: float
+    total_monthly_usd_pessimistic: float
+    unserved_optimistic: int
     unserved_central: int
-    unserved_high: int
-    dropped_low: int
-    dropped_low_usd: float
-    dropped_high: int
-    dropped_high_usd: float
-    added_low: int
-    added_high: int
+    unserved_pessimistic: int
+    dropped_optimistic: int
+    dropped_optimistic_usd: float
+    dropped_pessimistic: int
+    dropped_pessimistic_usd: float
+    added_optimistic: int
+    added_pessimistic: int
     basis: str
 
     def nodes_at(self, end: str) -> int:
-        """Nodes needed at one end ("low": optimistic, "high": pessimistic)."""
-        return self.nodes_needed_low if _end(end) == "low" else self.nodes_needed_high
+        """Nodes needed at one end ("optimistic" or "pessimistic")."""
+        return self.nodes_needed_optimistic if _optimistic(end) else self.nodes_needed_pessimistic
 
     def bill_at(self, end: str) -> float:
-        return self.total_monthly_usd_low if _end(end) == "low" else self.total_monthly_usd_high
+        return self.total_monthly_usd_optimistic if _optimistic(end) else self.total_monthly_usd_pessimistic
 
     def dropped_at(self, end: str) -> tuple[int, float]:
         """(workloads, $ a month of the central bill) the central plan serves and this end does not."""
-        return (self.dropped_low, self.dropped_low_usd) if _end(end) == "low" else \
-            (self.dropped_high, self.dropped_high_usd)
+        return (self.dropped_optimistic, self.dropped_optimistic_usd) if _optimistic(end) else \
+            (self.dropped_pessimistic, self.dropped_pessimistic_usd)
 
     def added_at(self, end: str) -> int:
-        return self.added_low if _end(end) == "low" else self.added_high
+        return self.added_optimistic if _optimistic(end) else self.added_pessimistic
 
 
-def _end(end: str) -> str:
-    if end not in ("low", "high"):
-        raise ValueError(f"an end of the performance range is 'low' or 'high', not {end!r}")
-    return end
+# The ends by name; "low" and "high" (the nodes' low and high estimate) are read as before the keys were renamed.
+_ENDS = {"optimistic": True, "low": True, "pessimistic": False, "high": False}
+
+
+def _optimistic(end: str) -> bool:
+    if end not in _ENDS:
+        raise ValueError(f"an end of the performance range is 'optimistic' or 'pessimistic', not {end!r}")
+    return _ENDS[end]
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +192,13 @@ class FleetOption:
     workloads_served: int
     workloads_unserved: int
     unserved: str  # up to ten ids, then "and N more"
+    workloads_total: int = 0
+    # The unserved work priced (core.decision.unserved): each workload's cheapest route after the smallest change
+    # that gives it one, a standalone estimate; the bill with it is the like-for-like figure across options.
+    unserved_priced_usd: float = 0.0
+    unserved_unpriced: int = 0  # unserved workloads no change tried gives a route (not in the priced figure)
+    unserved_routes: str = ""  # the priced routes in words, a few workloads
+    monthly_usd_with_unserved: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +210,8 @@ class FleetPlan:
     gpus_per_node: int
     owned_nodes: int
     nodes_needed: int
+    workloads_served: int  # workloads the plan gives a route (a bill is read beside it: unserved work costs $0)
+    workloads_total: int
     nodes_in_plan: int
     nodes_needed_interactive: int
     nodes_needed_offline_extra: int
@@ -235,6 +249,11 @@ class FleetPlan:
     @property
     def measured(self) -> MeasuredUtilization | None:
         return None if self.source is None else self.source.measured
+
+    @property
+    def workloads_unserved(self) -> int:
+        """Workloads the plan leaves without a route (their work is not in the bill)."""
+        return self.workloads_total - self.workloads_served
 
     @property
     def new_nodes(self) -> int:

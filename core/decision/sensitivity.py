@@ -154,8 +154,8 @@ def verdict_ranges(catalog, workloads: pd.DataFrame, scenario, base_ev, *, ends=
 def performance_range(base_ev, low_ev: EndView, high_ev: EndView) -> PerformanceRange:
     """The whole fleet at each efficiency end: nodes needed and the monthly cash bill.
 
-    `*_low` is the figure at the optimistic efficiency end (the low end of the
-    estimate), `*_high` at the pessimistic end. Each end may serve a different
+    `*_optimistic` is the figure at the optimistic efficiency end (the low end of
+    the estimate), `*_pessimistic` at the pessimistic end. Each end may serve a different
     set of workloads (a slower route can miss a latency target a faster one
     meets), so the count left without a route is given at each end: a
     pessimistic end serving fewer workloads can need fewer nodes. `dropped_*` counts the
@@ -174,27 +174,27 @@ def performance_range(base_ev, low_ev: EndView, high_ev: EndView) -> Performance
         usd = float(np.nansum(base_ev.a["monthly_usd"][rows, base_ev.verdict[rows]])) if rows.size else 0.0
         return int(rows.size), round(usd, 2)
 
-    dropped_low, dropped_low_usd = dropped(high_ev)
-    dropped_high, dropped_high_usd = dropped(low_ev)
+    dropped_optimistic, dropped_optimistic_usd = dropped(high_ev)
+    dropped_pessimistic, dropped_pessimistic_usd = dropped(low_ev)
 
     def added(end) -> int:
         return int(((base_ev.verdict < 0) & (end.verdict >= 0)).sum())
 
     return PerformanceRange(
-        nodes_needed_low=int(high_ev.nodes_needed),
-        nodes_needed_high=int(low_ev.nodes_needed),
-        total_monthly_usd_low=float(high_ev.total_monthly_usd),
-        total_monthly_usd_high=float(low_ev.total_monthly_usd),
-        unserved_low=unserved(high_ev),
+        nodes_needed_optimistic=int(high_ev.nodes_needed),
+        nodes_needed_pessimistic=int(low_ev.nodes_needed),
+        total_monthly_usd_optimistic=float(high_ev.total_monthly_usd),
+        total_monthly_usd_pessimistic=float(low_ev.total_monthly_usd),
+        unserved_optimistic=unserved(high_ev),
         unserved_central=unserved(base_ev),
-        unserved_high=unserved(low_ev),
-        dropped_low=dropped_low,
-        dropped_low_usd=dropped_low_usd,
-        dropped_high=dropped_high,
-        dropped_high_usd=dropped_high_usd,
-        added_low=added(high_ev),
-        added_high=added(low_ev),
-        basis="low: every owned route at the optimistic end of its efficiency range; high: at the pessimistic "
+        unserved_pessimistic=unserved(low_ev),
+        dropped_optimistic=dropped_optimistic,
+        dropped_optimistic_usd=dropped_optimistic_usd,
+        dropped_pessimistic=dropped_pessimistic,
+        dropped_pessimistic_usd=dropped_pessimistic_usd,
+        added_optimistic=added(high_ev),
+        added_pessimistic=added(low_ev),
+        basis="optimistic: every owned route at the fast end of its efficiency range; pessimistic: at the slow "
               "end (estimates; core/decision/sensitivity.py)",
     )
 
@@ -261,19 +261,19 @@ def estimate_range_words(ev) -> str | None:
 
     flips = int(rg.sensitive.sum())
     line = (f"Estimate range across the performance estimates: "
-            f"{end(pr.nodes_needed_low, pr.total_monthly_usd_low)} at the optimistic end, "
-            f"{end(pr.nodes_needed_high, pr.total_monthly_usd_high)} at the pessimistic end")
-    if not pr.unserved_low == pr.unserved_central == pr.unserved_high:
-        line += (f" (workloads without a route: {pr.unserved_low} optimistic, {pr.unserved_central} central, "
-                 f"{pr.unserved_high} pessimistic)")
+            f"{end(pr.nodes_needed_optimistic, pr.total_monthly_usd_optimistic)} at the optimistic end, "
+            f"{end(pr.nodes_needed_pessimistic, pr.total_monthly_usd_pessimistic)} at the pessimistic end")
+    if not pr.unserved_optimistic == pr.unserved_central == pr.unserved_pessimistic:
+        line += (f" (workloads without a route: {pr.unserved_optimistic} optimistic, {pr.unserved_central} central, "
+                 f"{pr.unserved_pessimistic} pessimistic)")
     line += f"; {flips} verdict{'s' if flips != 1 else ''} flip{'' if flips != 1 else 's'} inside it (Routing)."
-    for which, word in (("high", "pessimistic"), ("low", "optimistic")):
-        line += "".join(f" The {word} end's bill {part}." for part in end_caveats(pr, which))
+    for word in ("pessimistic", "optimistic"):
+        line += "".join(f" The {word} end's bill {part}." for part in end_caveats(pr, word))
     return line
 
 
 def end_caveats(pr: PerformanceRange, which: str) -> list[str]:
-    """What one end's bill ("low": optimistic, "high": pessimistic) leaves out or adds against the central plan,
+    """What one end's bill ("optimistic" or "pessimistic") leaves out or adds against the central plan,
     as clauses ("leaves out 1 workload the central plan serves, ..."); none when both serve the same workloads.
     An end that cannot serve work the central plan serves bills less for it: said beside its figure."""
     from core.format import integer, money

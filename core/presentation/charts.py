@@ -208,10 +208,11 @@ def sla_sweep_chart(sweep: pd.DataFrame, *, current_scale: float) -> go.Figure:
             x=d["sla_scale"], y=d["owned_nodes"], name=option, mode="lines+markers",
             line={"color": OPTION_COLORS[k % len(OPTION_COLORS)], "width": 2},
             marker={"size": 9, "symbol": ["circle-open" if u else "circle" for u in unserved]},
-            customdata=np.stack([d["monthly_usd"], unserved], axis=-1),
+            customdata=np.stack([d["monthly_usd"], unserved, _priced(d)], axis=-1),
             hovertemplate=(f"<b>{option}</b><br>SLA × " + hover("x", "num_g") + ": %{y} node(s)<br>$"
                            + hover("customdata[0]", "usd") + " a month"
-                           "<br>%{customdata[1]} workload(s) unserved<extra></extra>"),
+                           "<br>%{customdata[1]} workload(s) unserved; with them priced $"
+                           + hover("customdata[2]", "usd") + " a month<extra></extra>"),
         ))
     scales = sorted(set(sweep["sla_scale"]) | {float(current_scale)})
     fig.add_vline(x=current_scale, line_dash="dot", line_color=palette.INK)
@@ -226,8 +227,15 @@ def sla_sweep_chart(sweep: pd.DataFrame, *, current_scale: float) -> go.Figure:
                   height=460, legend_below=True)
 
 
+def _priced(d: pd.DataFrame) -> np.ndarray:
+    """The bill with unserved work priced (the cash bill where a frame predates that column)."""
+    col = d["monthly_usd_with_unserved"] if "monthly_usd_with_unserved" in d else d["monthly_usd"]
+    return col.to_numpy(dtype=float)
+
+
 def fleet_options_chart(options: pd.DataFrame) -> go.Figure:
-    """Monthly cost of each fleet option (analysis.fleet_options), owned nodes and APIs stacked."""
+    """Monthly cost of each fleet option (analysis.fleet_options): owned nodes and APIs stacked (the cash bill),
+    then its unserved work priced (hatched, an estimate), so an option that serves less does not look cheaper."""
     d = options.iloc[::-1]
     labels = [o + (f" ({u} unserved)" if u else "") for o, u in zip(d["option"], d["workloads_unserved"], strict=True)]
     fig = go.Figure()
@@ -238,14 +246,24 @@ def fleet_options_chart(options: pd.DataFrame) -> go.Figure:
     ))
     fig.add_trace(go.Bar(
         x=d["api_monthly_usd"], y=labels, name="Public APIs", orientation="h", marker_color=API_COLOR,
-        text=[money(t, decimals=0) for t in d["monthly_usd"]], textposition="outside", cliponaxis=False,
         hovertemplate="%{y}<br>APIs: $" + hover("x", "usd") + " a month<extra></extra>",
+    ))
+    with_unserved = _priced(d)
+    fig.add_trace(go.Bar(
+        x=with_unserved - d["monthly_usd"].to_numpy(dtype=float), y=labels, orientation="h",
+        name="Unserved work, priced if relaxed or allowed (estimate)", marker_color=palette.WHITE,
+        marker_line_color=palette.ALERT, marker_pattern_shape="/", marker_pattern_fgcolor=palette.ALERT,
+        text=[money(t, decimals=0) + (f" → {money(p, decimals=0)} with unserved" if p > t + 0.5 else "")
+              for t, p in zip(d["monthly_usd"], with_unserved, strict=True)],
+        textposition="outside", cliponaxis=False,
+        hovertemplate="%{y}<br>unserved work priced: $" + hover("x", "usd") + " a month<extra></extra>",
     ))
     fig.update_layout(barmode="stack", legend={"traceorder": "normal"})
     fig.update_xaxes(title_text="$ a month", tickprefix="$", rangemode="tozero",
-                     range=[0, float(d["monthly_usd"].max() or 1.0) * 1.18])
+                     range=[0, float(np.nanmax(with_unserved) or 1.0) * 1.6])
     fig.update_yaxes(title_text=None, automargin=True)
-    return _style(fig, "$ a month: owned nodes + public APIs", height=max(260, 110 + 45 * len(d)))
+    return _style(fig, "$ a month: owned nodes + public APIs (the cash bill), then unserved work priced",
+                  height=max(260, 110 + 45 * len(d)), legend_below=True)
 
 
 def simulation_check_chart(rows: pd.DataFrame) -> go.Figure:

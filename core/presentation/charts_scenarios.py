@@ -29,7 +29,8 @@ def scenario_comparison_chart(cmp: Comparison) -> go.Figure:
     fig.add_trace(go.Bar(name="Nodes and licences", x=names, y=nodes, marker_color=OWNED_COLOR,
                          hovertemplate="%{x}<br>nodes and licences $" + hover("y", "usd") + "/month<extra></extra>"))
     fig.add_trace(go.Bar(name="API spend", x=names, y=api, marker_color=API_COLOR,
-                         text=[f"{fmt(b, 'usd')}/month" for b in bill], textposition="outside",
+                         text=[f"{fmt(b, 'usd')}/month · serves {s.served}" for b, s in
+                               zip(bill, cmp.scenarios, strict=True)], textposition="outside",
                          hovertemplate="%{x}<br>APIs $" + hover("y", "usd") + "/month<extra></extra>"))
     fig.add_trace(go.Scatter(name="Idle cost", x=names, y=idle, mode="markers",
                              marker={"symbol": "diamond", "size": 13, "color": IDLE_COLOR,

@@ -19,6 +19,7 @@ from core.presentation.format import (
     percent,
     plain,
 )
+from core.presentation.served import served_words
 
 ARCHITECTURE_ORDER = ("autoregressive", "speculative", "moe", "diffusion")
 ARCHITECTURE_LABELS = {"autoregressive": "Autoregressive", "speculative": "Speculative", "moe": "MoE",
@@ -180,7 +181,8 @@ def overview_summary(ev: Evaluation) -> list[str]:
     if none:
         out.append(f"{_plural(len(none), 'workload')} {'has' if len(none) == 1 else 'have'} no feasible route: "
                    f"{', '.join(none[:5])}{'…' if len(none) > 5 else ''} (see Routing).")
-    out.append(f"The plan's cash bill is {money(f.total_monthly_usd)} a month: owned nodes "
+    out.append(f"The plan's cash bill is {money(f.total_monthly_usd)} a month (it "
+               f"{served_words(f.workloads_served, f.workloads_total)}): owned nodes "
                f"{money(f.owned_monthly_usd)}, new nodes {money(f.extra_nodes_monthly_usd)}, public APIs "
                f"{money(f.api_monthly_usd)}; {money(f.unallocated_usd_per_month)} of it is charged to no "
                "workload (spare GPUs and hours, whole-node rounding).")
@@ -347,8 +349,10 @@ def node_drivers(ev: Evaluation) -> pd.DataFrame:
 def deployments(ev: Evaluation) -> pd.DataFrame:
     """The owned deployments of the plan: who shares each, its replicas, GPUs and whole nodes."""
     # A stack may run a pool per concurrency tier (core.decision.plan.CAP_BANDS): the tier names which.
+    # A pool of zero-traffic workloads holds nothing: it reads "no traffic", not "0 replicas".
     rows = [{"route": d.label + (f" ({d.tier})" if d.tier else ""),
-             "gpus_per_replica": d.gpus_per_replica, "replicas": d.replicas,
+             "gpus_per_replica": d.gpus_per_replica,
+             "replicas": NO_TRAFFIC if _idle(d) else integer(d.replicas),
              "concurrency_cap": d.concurrency_cap, "gpus": d.gpus, "nodes": d.nodes,
              "offline_gpu_hours_per_day": d.offline_gpu_hours_per_day,
              "workloads": ", ".join(d.workloads[:8]) + (f" and {len(d.workloads) - 8} more"
@@ -356,6 +360,25 @@ def deployments(ev: Evaluation) -> pd.DataFrame:
             for d in ev.fleet.deployments]
     return pd.DataFrame(rows, columns=["route", "gpus_per_replica", "replicas", "concurrency_cap", "gpus", "nodes",
                                        "offline_gpu_hours_per_day", "workloads"])
+
+
+NO_TRAFFIC = "no traffic"
+
+
+def _idle(d) -> bool:
+    """A deployment with no work at all (its workloads have no traffic)."""
+    return d.replicas == 0 and d.offline_gpu_hours_per_day == 0 and d.gpus == 0
+
+
+def routing_table(vf: pd.DataFrame) -> pd.DataFrame:
+    """The routing table as the Routing page shows it: a workload with no traffic says so beside its verdict and
+    shows no nodes (not '0')."""
+    out = vf.copy()
+    idle = ~(out["requests_per_day"].to_numpy(dtype=float) > 0)
+    if idle.any():
+        out.loc[idle, "route"] = out.loc[idle, "route"].astype(str) + f" — {NO_TRAFFIC}"
+        out.loc[idle, ["nodes", "p95_latency_ms"]] = np.nan
+    return out
 
 
 def licensed_words(ev: Evaluation) -> list[str]:

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from core import service
-from core.presentation import charts, views
+from core.presentation import charts, served, views
 from core.service import Evaluation
 from dashboard import state
 from dashboard.format import (
@@ -61,7 +61,7 @@ if ev is None:
     st.stop()
 f = ev.fleet
 
-c1, c2, c3, c4 = st.columns(4)
+c1, c2, c3, c4, c5 = st.columns(5)
 c1.metric("Nodes needed", integer(f.nodes_needed), help="Recommended mix: every latency target held at peak.")
 c2.metric("Owned nodes", integer(f.owned_nodes))
 c3.metric("For interactive work", integer(f.nodes_needed_interactive),
@@ -69,7 +69,14 @@ c3.metric("For interactive work", integer(f.nodes_needed_interactive),
                "hour, on its deployment's pooled queue (replicas × concurrency cap).")
 c4.metric("Cash bill a month", money(f.total_monthly_usd),
           help="max(owned, needed) nodes × the full node price × 730 h + API spend + licences; "
-               "the same under either cost basis.")
+               "the same under either cost basis. Unserved work is not in it.")
+c5.metric("Workloads served", served.served_short(f.workloads_served, f.workloads_total),
+          delta=f"{integer(f.workloads_unserved)} unserved" if f.workloads_unserved else None, delta_color="red",
+          delta_arrow="off",
+          help="Workloads the plan gives a route; the others have none under the scenario's targets, policies and "
+               "licences, and cost nothing in the bill.")
+if (unserved := served.unserved_priced_parts(ev)) is not None:
+    st.warning("\n".join([md(unserved[0]), *(f"- {md(item)}" for item in unserved[1])]))
 
 
 @st.cache_data(show_spinner="Planning each candidate GPU and purchase option…", max_entries=16)
@@ -130,7 +137,7 @@ st.subheader("Deployments")
 st.caption("One deployment per owned route: its workloads share one pooled queue and its replicas; "
            "replicas are packed onto whole nodes.")
 st.table(views.table_text(views.deployments(ev), {
-    "route": ("Route", "text"), "gpus_per_replica": ("GPUs per replica", "int"), "replicas": ("Replicas", "int"),
+    "route": ("Route", "text"), "gpus_per_replica": ("GPUs per replica", "int"), "replicas": ("Replicas", "text"),
     "concurrency_cap": ("Concurrency cap", "int"), "gpus": ("GPUs", "int"), "nodes": ("Nodes (alone)", "int"),
     "offline_gpu_hours_per_day": ("Batch GPU-h a day", "num_1"), "workloads": ("Workloads", "text")}),
     hide_index=True)
@@ -198,14 +205,25 @@ st.subheader("Nodes needed as the latency targets tighten")
 st.select_slider("SLA scales to sweep (× every latency target)", options=SWEEP_SCALES,
                  value=(SWEEP_SCALES[0], SWEEP_SCALES[-1]), key="fleet_sla_scales", format_func=lambda s: f"× {plain(s)}")
 st.plotly_chart(fig["sweep_chart"], key="fleet_sweep")
+st.caption("The recommended mix at each scale: a tighter target can leave work without a route, which drops it "
+           "from the cash bill; the last column prices that work at its cheapest route after the smallest change "
+           "(a standalone estimate), so the bills compare like for like.")
+st.table(views.table_text(served.sweep_table(sweep), {
+    "sla_scale": ("Targets ×", "num_g"), "owned_nodes": ("Nodes", "int"), "monthly_usd": ("Cash bill a month", "usd"),
+    "serves": ("Serves", "text"), "unserved_work": ("Unserved work: cheapest route if relaxed or allowed", "text"),
+    "monthly_usd_with_unserved": ("With unserved work priced", "usd")}), hide_index=True)
 
 st.subheader("Monthly cost of each fleet option")
 options = fig["options"]
 st.plotly_chart(fig["options_chart"], key="fleet_options")
-st.table(views.table_text(options, {
-    "option": ("Option", "text"), "monthly_usd": ("$ a month", "usd"), "owned_nodes": ("Nodes", "int"),
-    "workloads_unserved": ("Unserved", "int"), "unserved": ("Cannot serve", "text")}), hide_index=True)
-st.caption("An option that cannot serve a workload is cheaper only on paper: it leaves that work undone.")
+st.table(views.table_text(served.options_table(options), {
+    "option": ("Option", "text"), "monthly_usd": ("Cash bill a month", "usd"), "owned_nodes": ("Nodes", "int"),
+    "serves": ("Serves", "text"), "unserved_work": ("Unserved work: cheapest route if relaxed or allowed", "text"),
+    "monthly_usd_with_unserved": ("With unserved work priced", "usd")}), hide_index=True)
+st.caption("An option that cannot serve a workload is cheaper only on paper: it leaves that work undone. The last "
+           "column adds that work at its cheapest route after the smallest change (a route outside the option, a "
+           "relaxed target, a licence fee entered, data allowed to an API; standalone estimates), so options compare "
+           "like for like.")
 
 st.subheader("Check by simulation")
 st.caption("Replays the peak hour of every owned deployment that serves interactive work in a discrete-event "

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from core.presentation import charts, views
+from core.presentation import charts, served, views
 from core.service import estimate_range_words, owned_vs_api, purchase_lines, staged_purchase
 from core.telemetry.profile import measured_vs_plan
 from dashboard import state
@@ -35,6 +35,9 @@ c5.metric("Nodes needed", integer(needed),
 if (estimate_range := estimate_range_words(ev)) is not None:
     st.caption(md(estimate_range))
 
+if (unserved := served.unserved_priced_parts(ev)) is not None:
+    st.warning("\n".join([md(unserved[0]), *(f"- {md(item)}" for item in unserved[1])]))
+
 # Staged purchase under the ranges (issue 32): what to buy now, and what to hold until a route is measured.
 if (staged := staged_purchase(ev)) is not None:
     st.subheader("What to buy")
@@ -60,7 +63,8 @@ if (staged := staged_purchase(ev)) is not None:
                                         "api": text_col("Best allowed API")})
     st.caption(md(staged.basis + "."))
 
-with st.expander(f"Cash bill: {money(k['total_monthly_usd'])} a month — line by line"):
+
+with st.expander(f"Cash bill: {served.plan_bill_words(ev)} — line by line"):
     st.dataframe(views.cash_bill(ev), hide_index=True, key="overview_bill",
                  column_config={"line": text_col("Line"), "what": text_col("What", width="large"),
                                 "usd_per_month": money_col("$/month")})

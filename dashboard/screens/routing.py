@@ -12,7 +12,7 @@ ev = state.evaluation()
 if ev is None:
     st.stop()
 
-vf = service.verdicts_frame(ev)
+vf = views.routing_table(service.verdicts_frame(ev))
 st.caption("Each workload goes to the cheapest route that meets its data policy, latency target or batch window, "
            f"and quality floor. {md(views.inventory_words(ev.fleet.inventory or 'given').capitalize())}. "
            "Select a row to see why.")

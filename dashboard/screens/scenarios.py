@@ -141,6 +141,8 @@ except HangoverError as exc:
     st.stop()
 
 st.table(figures_display(cmp), hide_index=True)  # static: the settings rows wrap instead of being cut off
+for line in cmp.bill_lines():  # a scenario that serves less is never shown cheaper without saying so
+    st.markdown(f"- {md(line)}")
 st.plotly_chart(scenario_comparison_chart(cmp), key="sc_compare_chart")
 n_changed = cmp.changed_count
 st.markdown(f"**{n_changed} of {len(cmp.verdicts):,} workloads** are not routed the same way in every scenario"

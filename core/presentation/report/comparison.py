@@ -45,7 +45,9 @@ def figures_table(cmp: Comparison) -> Table:
             row[f"s{i}"], row[f"s{i}:kind"] = getattr(s, attr), "text"
         rows.append(row)
     return Table("ScenarioFigures", "Scenarios side by side", cols, rows,
-                 note=f"Cash bill = what is paid a month (owned and new nodes, API spend, licences); "
+                 note=f"Cash bill = what is paid a month (owned and new nodes, API spend, licences); unserved work "
+                      "is not in it, so a scenario that serves less reads cheaper: the bill with unserved work priced "
+                      "adds it at its cheapest route after the smallest change (estimate); "
                       f"'routed differently' counts workloads whose verdict differs from {cmp.names[0]!r}.")
 
 
@@ -139,6 +141,8 @@ def build_comparison_markdown(cmp: Comparison, *, generated: dt.datetime | None 
         "",
         render_table(figures, [c.key for c in figures.columns]),
         "",
+        *[f"- {line}" for line in cmp.bill_lines()],
+        "",
         f"### Verdicts that change ({cmp.changed_count} of {len(cmp.verdicts)} workloads)",
         "",
     ]
@@ -160,6 +164,8 @@ def comparison_text(cmp: Comparison, *, max_rows: int = 40) -> str:
         lines.append(f"{label:<{label_w}}  " + "  ".join(
             f"{fmt(getattr(s, key), kind):>{width}}" for s in cmp.scenarios))
     lines.append("")
+    lines += cmp.bill_lines()
+    lines.append("")
     for s in cmp.scenarios:
         lines.append(f"{s.name}: {s.settings}; inventory {s.inventory}")
     lines += ["", f"Verdicts that change: {cmp.changed_count} of {len(cmp.verdicts)} workloads"]
@@ -179,6 +185,8 @@ def comparison_dict(cmp: Comparison) -> dict:
         "cash_bill_usd_per_month": s.cash_bill_usd_per_month, "nodes_needed": s.nodes_needed,
         "owned_nodes": s.owned_nodes, "idle_usd_per_month": s.idle_usd_per_month, "utilization": s.utilization,
         "api_usd_per_month": s.api_usd_per_month, "verdicts_changed_from_first": s.verdicts_changed,
+        "workloads_served": s.workloads_served, "workloads_total": s.workloads_total,
+        "bill_with_unserved_usd_per_month": s.bill_with_unserved_usd_per_month,
     } for s in cmp.scenarios]
     workloads = []
     for r in cmp.verdicts.to_dict("records"):
@@ -191,7 +199,8 @@ def comparison_dict(cmp: Comparison) -> dict:
                            "monthly_usd": None if m != m else float(m)}
         workloads.append({"workload_id": r["workload_id"], "name": r["name"], "changed": bool(r["changed"]),
                           "scenarios": per})
-    return {"scenarios": scenarios, "changed_count": cmp.changed_count, "workloads": workloads}
+    return {"scenarios": scenarios, "bill_lines": cmp.bill_lines(), "changed_count": cmp.changed_count,
+            "workloads": workloads}
 
 
 COMPARISON_FORMATS = {".xlsx": "xlsx", ".md": "markdown"}

@@ -23,7 +23,8 @@ from core.decision.showback import showback as team_showback
 from core.models import DEFAULT_MIN_QUALITY, HOURS_PER_MONTH, TASK_CLASSES, PricingOption
 from core.presentation.pricing_views import node_rate_label
 from core.presentation.report.numbers import fmt
-from core.presentation.views import NO_ROUTE, licensed_words
+from core.presentation.served import served_words, unserved_figures, with_unserved_note
+from core.presentation.views import NO_ROUTE, licensed_words, routing_table
 from core.scenarios import BASIS_LABELS, PRICING_LABELS
 
 TITLE = "GPU Hangover — procurement summary"
@@ -329,7 +330,9 @@ def _options(ev: Evaluation) -> tuple[Table, dict[str, dict]]:
         rows.append({"option": r.option, "monthly_usd": float(r.monthly_usd),
                      "owned_nodes": int(r.owned_nodes), "owned_monthly_usd": float(r.owned_monthly_usd),
                      "api_monthly_usd": float(r.api_monthly_usd), "served": f"{r.workloads_served} of {n}",
-                     "workloads_unserved": int(r.workloads_unserved), "unserved": r.unserved or ""})
+                     "workloads_unserved": int(r.workloads_unserved), "unserved": r.unserved or "",
+                     "monthly_usd_with_unserved": float(r.monthly_usd_with_unserved),
+                     "unserved_work": r.unserved_routes or ""})
     base = next((row["monthly_usd"] for row in rows if row["option"] == "Recommended mix"), np.nan)
     for row in rows:
         row["vs_recommended_usd"] = row["monthly_usd"] - base
@@ -343,10 +346,14 @@ def _options(ev: Evaluation) -> tuple[Table, dict[str, dict]]:
         Column("owned_monthly_usd", "Owned nodes $/month", "usd"),
         Column("api_monthly_usd", "APIs $/month", "usd"),
         Column("served", "Workloads served", "text"),
+        Column("monthly_usd_with_unserved", "With unserved work priced $/month", "usd"),
+        Column("unserved_work", "Unserved work: cheapest route if relaxed or allowed", "text", width=60, wrap=True),
     ]
     note = ("Each option is planned on its own routes and priced as a cash bill: the nodes it holds (at least "
             "those owned) at the full node price, new nodes bought whole, API spend and licence fees. An option "
-            "that leaves workloads unserved is cheaper only because it drops them.")
+            "that leaves workloads unserved is cheaper only because it drops them: 'With unserved work priced' adds "
+            "that work at its cheapest route after the smallest change (a route outside the option, a relaxed "
+            "target, a licence fee entered, data allowed to an API; standalone estimates).")
     return Table("Options", "Fleet options compared", cols, rows, note), {r["option"]: r for r in rows}
 
 
@@ -408,7 +415,7 @@ def _first_reason(reasons: list[str]) -> str:
 def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
     w = ev.workloads
     rows = []
-    for i, r in enumerate(vf.to_dict("records")):
+    for i, r in enumerate(routing_table(vf).to_dict("records")):  # no traffic: said, not "0 nodes"
         src = w.iloc[i]
         reasons = explain.reasons(ev, i)
         rows.append({
@@ -751,9 +758,11 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
         Figure("idle_usd_per_month", "Idle capacity, $/month", float(f.idle_usd_per_month), "usd",
                "GPU-hours of every node in the plan × full $/GPU-hour × (1 − utilization)"),
         Figure("total_monthly_usd", "Cash bill, $/month (recommended plan)", float(f.total_monthly_usd), "usd",
+               f"{served_words(f.workloads_served, f.workloads_total)}; "
                f"owned nodes {fmt(f.owned_monthly_usd, 'usd')} + new nodes "
                f"{fmt(f.extra_nodes_monthly_usd, 'usd')} + APIs {fmt(f.api_monthly_usd, 'usd')}"
                f" + licences {fmt(f.licence_monthly_usd, 'usd')}; the same under either cost basis"),
+        *(Figure(*t) for t in unserved_figures(ev)),
         Figure("unallocated_usd_per_month", "Not attributed to a workload, $/month",
                float(f.unallocated_usd_per_month), "usd",
                "idle GPUs, idle hours and whole-node rounding; workloads' shares + this = the cash bill"),
@@ -773,10 +782,10 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
     if pr is not None:  # the bill at both ends of the performance estimates, with what each end serves otherwise
         from core.decision.sensitivity import end_caveats
 
-        for which, word, speed in (("high", "pessimistic", "slow"), ("low", "optimistic", "fast")):
+        for which, speed in (("pessimistic", "slow"), ("optimistic", "fast")):
             nodes = pr.nodes_at(which)
             figs.append(Figure(
-                f"range_{which}_monthly_usd", f"Cash bill at the {word} end of the performance estimates, $/month",
+                f"range_{which}_monthly_usd", f"Cash bill at the {which} end of the performance estimates, $/month",
                 pr.bill_at(which), "usd",
                 "; ".join([f"{_plural(nodes, 'node')} needed; every owned route at the {speed} end of its "
                            "efficiency range (estimate)"] + [f"this bill {c}" for c in end_caveats(pr, which)])))
@@ -784,13 +793,13 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
     if alt:
         figs.append(Figure("all_api_monthly_usd", "Alternative: all on public APIs, $/month", alt["monthly_usd"],
                            "usd", f"serves {alt['served']} workloads"
-                           + (f"; cannot serve {_few(alt)}" if alt["unserved"] else "")))
+                           + (f"; cannot serve {_few(alt)}" if alt["unserved"] else "") + with_unserved_note(alt)))
     alt = options.get("Owned, autoregressive only")
     if alt:
         figs.append(Figure("all_owned_ar_monthly_usd", "Alternative: owned autoregressive only, $/month",
                            alt["monthly_usd"], "usd",
                            f"{_plural(alt['owned_nodes'], 'node')}; serves {alt['served']} workloads"
-                           + (f"; cannot serve {_few(alt)}" if alt["unserved"] else "")))
+                           + (f"; cannot serve {_few(alt)}" if alt["unserved"] else "") + with_unserved_note(alt)))
     as_of = rate.as_of or "the report date (your override)"
     figs.append(Figure("node_usd_per_hour", "Node price used, $/node-hour", rate.usd_per_node_hour, "usd_2",
                        f"{_rate_label(rate)}, as of {as_of}, {rate.confidence}; source: {rate.source}"))

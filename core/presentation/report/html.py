@@ -258,8 +258,10 @@ def build_html_text(s: ProcurementSummary) -> str:
         f'<div class="charts"><div class="chart">{cost_chart}</div><div class="chart">{util_chart}</div></div>',
         f'<p class="note">Cost by route: {esc(s.cost_by_route.note)} Utilization: {esc(s.hourly.note)}</p>',
         "<h2>Fleet options compared</h2>",
-        render_table(s.options, ["option", "monthly_usd", "vs_recommended_usd", "owned_nodes", "served", "unserved"],
-                     [24, 10, 13, 8, 10, 35], caption_note=True, rows=_short_unserved(s.options.rows)),
+        # The one-pager names the unserved workloads; their priced routes are in the brief and the workbook.
+        render_table(s.options, ["option", "monthly_usd", "vs_recommended_usd", "owned_nodes", "served",
+                                 "monthly_usd_with_unserved", "unserved"],
+                     [21, 9, 11, 7, 8, 12, 32], caption_note=True, rows=_short_unserved(s.options.rows)),
         *_buy_section(s),
         "<h2>Routing table</h2>",
         _routing(s),
