@@ -441,3 +441,6 @@ class Scenario(BaseModel):
         default=None, min_length=24, max_length=24,
         description="With a measured profile: utilization by hour of day (0-1), read from imported telemetry.")
     measured_label: str | None = Field(default=None, description="Where and when the measured profile was taken.")
+    peer_ranges: bool = Field(
+        default=False,
+        description="Widen each owned route's speed range to include NVIDIA AIConfigurator's cached estimate where it has one.")
