@@ -27,6 +27,9 @@ class Catalog:
     # Which end of each route's efficiency range `efficiency` returns: "central" (the default, what every
     # verdict uses), or "low" / "high" for the verdict-sensitivity runs (core/decision/sensitivity.py).
     efficiency_end: str = "central"
+    # Widen each route's range to include NVIDIA AIConfigurator's cached answer where it has one
+    # (Scenario.peer_ranges; off by default; reads the cache only, never the package).
+    peer_ranges: bool = False
 
     @classmethod
     def from_store(cls, store) -> Catalog:
@@ -62,14 +65,15 @@ class Catalog:
             self._eff_cache[key] = _calibrate(stack, gpu, gpus, self.benchmarks)
         return self._eff_cache[key]
 
-    def at_efficiency_end(self, end: str) -> Catalog:
+    def at_efficiency_end(self, end: str, *, peer_ranges: bool | None = None) -> Catalog:
         """The same data with `efficiency` returning every route's "low" (slower) or "high" end, or "central".
 
-        The copy shares the calibration cache (bounds and fits are the same whichever end is read).
+        The copy shares the calibration cache (bounds and fits are the same whichever end is read;
+        bounds widened to the peer are kept under their own key). `peer_ranges` None keeps this one's.
         """
         if end not in ("low", "central", "high"):
             raise InputError(f"efficiency end must be low, central or high; got {end!r}")
-        return replace(self, efficiency_end=end)
+        return replace(self, efficiency_end=end, peer_ranges=self.peer_ranges if peer_ranges is None else peer_ranges)
 
     def efficiency_bounds(self, stack: ServingStack, gpu: GpuSpec, gpus: int) -> EfficiencyBounds:
         """(low, central, high) Efficiency for a route (low = slower), with `.driver`: the assumption that dominates.
@@ -77,13 +81,21 @@ class Catalog:
         Unpacks as three: `low, central, high = catalog.efficiency_bounds(...)`.
         Calibrated routes take their range from the fit's error at their own points;
         estimated routes from the stated uncertainty of each assumption (docs/performance-model.md).
+        With `peer_ranges`, both ends stretch to include the peer's cached answers (peer.widened_bounds).
         """
         key = ("bounds", stack.stack_id, gpu.name, gpus)
         if key not in self._eff_cache:
             from core.performance.calibration import efficiency_bounds
 
             self._eff_cache[key] = efficiency_bounds(stack, gpu, gpus, self.benchmarks)
-        return self._eff_cache[key]
+        if not self.peer_ranges:
+            return self._eff_cache[key]
+        wide = ("peer bounds", *key[1:])
+        if wide not in self._eff_cache:
+            from core.performance.peer import widened_bounds
+
+            self._eff_cache[wide] = widened_bounds(self._eff_cache[key], stack, gpu, gpus)
+        return self._eff_cache[wide]
 
 
 def _calibrate(stack: ServingStack, gpu: GpuSpec, gpus: int, benchmarks) -> tuple[Efficiency, str]:

@@ -452,6 +452,10 @@ class Scenario(BaseModel):
         default=None, min_length=1, max_length=4,
         description="Purchase options compared for new nodes (default: all four: owned = buy, 1-y, 3-y, on-demand).")
 
+    peer_ranges: bool = Field(
+        default=False,
+        description="Widen each owned route's speed range to include NVIDIA AIConfigurator's cached estimate where it has one.")
+
     @property
     def mixed(self) -> bool:
         """Whether the scenario asks what to buy next (owned nodes by GPU or candidate GPUs named)."""

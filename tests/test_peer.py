@@ -253,3 +253,52 @@ def test_the_cli_table_says_whether_the_range_contains_the_peer(seed_catalog):
     assert view.range_line == ("the roofline's range of total tok/s contains AIConfigurator at 1 of 2 loads; to "
                                "contain it everywhere, the high end x1.15 (the verdict ranges do not read this)")
     assert text_lines(view)[-1] == f"  {view.range_line}"
+
+
+# -- ranges widened to the peer (cache only) ---------------------------------------------------
+
+
+def test_ranges_widen_to_a_cached_peer_answer_without_the_package(seed_catalog, monkeypatch):
+    """A fake cache says Llama-3.1-8B BF16 on one H100 runs at 0.7x the range's slow end at 1, 8 and 64 streams
+    (1000/256 tokens) and at 1.1x its fast end at batch 1 (4000/512). peer.widening gives slow = min(0.7) = 0.70
+    and fast = max(1.1) = 1.10; the widened ends (physics.scaled_speed by those) then contain every cached figure,
+    the central estimate does not move, and nothing imports or asks the package. Off by default."""
+    from dataclasses import asdict
+
+    from core.catalog import Catalog
+    from core.performance import physics
+
+    monkeypatch.setitem(sys.modules, "aiconfigurator", None)  # as where the extra is not installed
+    stack, gpu = _stack(seed_catalog, "llama8b-bf16"), seed_catalog.gpu("H100 SXM")
+    plain = seed_catalog.efficiency_bounds(stack, gpu, 1)
+
+    def per_stream(eff, c, n_in, n_out):
+        return float(physics.estimate(stack, gpu, 1, c, n_in, n_out, eff)["output_tokens_per_s_per_stream"])
+
+    cached = {(c, 1000, 256): 0.7 * per_stream(plain.low, c, 1000, 256) for c in (1, 8, 64)}
+    cached[(1, 4000, 512)] = 1.1 * per_stream(plain.high, 1, 4000, 512)
+    base, _ = peer.coverage(stack, gpu.name)
+    entries = {}
+    for (c, n_in, n_out), v in cached.items():
+        cfg = PeerConfig(base.model_path, base.system, base.backend, 1, n_in, n_out)
+        point = PeerPoint(c, v, 50.0, 1000.0 / v, v * c, "db-test")
+        entries[peer._key(peer._cached_version(), cfg, c)] = {"ok": asdict(point)}
+    peer._file_put(entries)
+
+    fresh = Catalog(gpus=seed_catalog.gpus, stacks=seed_catalog.stacks, apis=seed_catalog.apis,
+                    node_prices=seed_catalog.node_prices, owned_hardware=seed_catalog.owned_hardware,
+                    benchmarks=seed_catalog.benchmarks)
+    assert fresh.efficiency_bounds(stack, gpu, 1) == plain  # off by default
+    wide = fresh.at_efficiency_end("central", peer_ranges=True).efficiency_bounds(stack, gpu, 1)
+    assert wide.central == plain.central and "widened to include aiconfigurator" in wide.basis
+    assert "x0.70 slow end, x1.10 fast end" in wide.basis
+    for (c, n_in, n_out), v in cached.items():
+        assert per_stream(wide.low, c, n_in, n_out) <= v * 1.01 and per_stream(wide.high, c, n_in, n_out) >= v * 0.99
+    # The ends the sensitivity runs read follow the flag.
+    low_end, _ = fresh.at_efficiency_end("low", peer_ranges=True).efficiency(stack, gpu, 1)
+    assert low_end == wide.low
+    # A route the cache has nothing for keeps its own range.
+    other = _stack(seed_catalog, "llama70b-bf16")
+    assert fresh.at_efficiency_end("central", peer_ranges=True).efficiency_bounds(other, gpu, 2) == \
+        seed_catalog.efficiency_bounds(other, gpu, 2)
+    assert peer._load.cache_info().misses == 0  # the package was never looked for

@@ -48,6 +48,8 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
                    help=flag_help(Scenario, "max_fallback_share", "typed as 20%, 20 or 0.2", percent=True))
     p.add_argument("--traffic-profile", choices=["office_hours", "measured"],
                    help="interactive traffic over the day: assumed office hours (default) or measured telemetry")
+    p.add_argument("--peer-ranges", action="store_true",
+                   help=flag_help(Scenario, "peer_ranges", "reads answers cached by `perf --peer` or bench/compare_peer.py"))
     mix = p.add_argument_group("what to buy next (owned nodes keep their GPU; new nodes compared per GPU and option)")
     mix.add_argument("--owned", action="append", metavar="GPU:N",
                      help=flag_help(Scenario, "owned_nodes_by_gpu", 'typed "H100 SXM:1", repeated or "GPU:N,GPU:N"'))
@@ -105,6 +107,7 @@ def scenario_and_workloads(args: argparse.Namespace, store):
         gpu=args.gpu, fleet_nodes=args.fleet_nodes, pricing_option=args.pricing, cost_basis=args.cost_basis,
         node_usd_per_hour=args.node_usd_per_hour, api_price_scale=args.api_price_scale, sla_scale=args.sla_scale,
         max_fallback_share=args.max_fallback_share, traffic_profile=getattr(args, "traffic_profile", None),
+        peer_ranges=True if getattr(args, "peer_ranges", False) else None,
     )
     flags.update(_mix_flags(args))
     if saved is not None:  # the saved inputs, each flag given on top

@@ -66,7 +66,8 @@ class EndView:
 
 def _end(catalog, workloads: pd.DataFrame, scenario, rate, which: str) -> EndView:
     """The engine re-run with every owned route at one efficiency end, without the break-even re-plan."""
-    return EndView.of(_evaluate(catalog.at_efficiency_end(which), workloads, scenario, rate, break_even=False))
+    end = catalog.at_efficiency_end(which, peer_ranges=bool(getattr(scenario, "peer_ranges", False)))
+    return EndView.of(_evaluate(end, workloads, scenario, rate, break_even=False))
 
 
 def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev) -> tuple[EndView, EndView]:

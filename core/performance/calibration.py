@@ -9,10 +9,13 @@ Two steps, kept apart so each number can say where it came from:
    two points move as few factors as they must. The fit error it reports is the
    calibrated model's own error at those points.
 2. `performance_curve`: the calibrated roofline, multiplied by a correction
-   interpolated in log-concurrency between the measured points (constant beyond
-   the last one), so the curve passes exactly through what was measured and the
-   physics fills the gaps. Each row says whether it is measured, a vendor claim
-   or an estimate.
+   interpolated in log-concurrency between the measured points (fading back to 1
+   within a factor of four below the lowest, constant beyond the highest), so the curve passes exactly
+   through what was measured and the physics fills the gaps. Each row says
+   whether it is measured, a vendor claim or an estimate.
+
+Calibration stays local (core/performance/locality.py): the fit also holds the
+operating points no measured point covers within the uncalibrated range.
 
 The decision engine calls `calibrated_efficiency` once per route and then
 `physics.estimate` vectorised with that Efficiency; `measured_corrections`
@@ -31,7 +34,7 @@ import pandas as pd
 
 from core.errors import InputError
 from core.models import Architecture, Benchmark, GpuSpec, Provenance, ServingStack
-from core.performance import physics
+from core.performance import locality, physics
 from core.performance.physics import DEFAULT_EFFICIENCY, Efficiency
 
 # Measured field -> estimate key it is compared with. TTFT p95 is used only when
@@ -340,12 +343,25 @@ def _fit_cached(stack: ServingStack, gpu: GpuSpec, gpus: int, used: tuple[Benchm
     lo = np.log([_BOUNDS[k][0] for k in ("mem", "compute", "prefill_compute", "overhead")])
     hi = np.log([_BOUNDS[k][1] for k in ("mem", "compute", "prefill_compute", "overhead")])
 
+    # Regimes no point covers are held within the uncalibrated range (core/performance/locality.py).
+    refs = locality.reference_points(stack, gpu, gpus, used)
+    estimated = _estimated_bounds(stack, gpu, gpus, DEFAULT_EFFICIENCY.for_stack(stack))
+    ref_range = locality.range_at(stack, gpu, gpus, refs, estimated.low, estimated.high)
+    weight = locality.HINGE_WEIGHT * math.sqrt(len(obs))
+    n = len(used)
+    all_b, all_in, all_out = (np.concatenate([v, r]) for v, r in zip((b, n_in, n_out), refs, strict=True))
+
+    def evaluate(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        est = _predict(stack, gpu, gpus, all_b, all_in, all_out, _with_factors(base, x, base))
+        at_points = np.array([est[k][i] for k, i in zip(keys, idx, strict=True)])
+        return at_points, locality.hinge({m: est[m][n:] for m in ref_range}, ref_range, weight)
+
     def predicted(x: np.ndarray) -> np.ndarray:
-        est = _predict(stack, gpu, gpus, b, n_in, n_out, _with_factors(base, x, base))
-        return np.array([est[k][i] for k, i in zip(keys, idx, strict=True)])
+        return evaluate(x)[0]
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        return np.concatenate([np.log(predicted(x) / measured), _PRIOR_WEIGHT * (x - x0)])
+        at_points, outside = evaluate(x)
+        return np.concatenate([np.log(at_points / measured), outside, _PRIOR_WEIGHT * (x - x0)])
 
     # Two starts (defaults, and a fast/lean corner) guard against the max() kinks of the roofline.
     # A second start (a fast, lean corner) guards against the roofline's max() kinks; it runs
@@ -491,7 +507,7 @@ def calibrated_efficiency(store_or_benchmarks, stack: ServingStack, gpu: GpuSpec
 
 
 def _interp_factors(anchors: Sequence[Anchor], log_b: np.ndarray) -> dict[str, np.ndarray]:
-    """Log-linear interpolation of each factor between anchors (constant beyond the ends)."""
+    """Log-linear interpolation of each factor between anchors, fading to 1 below the lowest (locality.fade)."""
     xs = np.log([a.concurrency for a in anchors])
     order = np.argsort(xs, kind="stable")
     xs = xs[order]
@@ -501,7 +517,7 @@ def _interp_factors(anchors: Sequence[Anchor], log_b: np.ndarray) -> dict[str, n
         ys = np.log([anchors[i].factors[m] for i in order])
         # Several points at one concurrency (re-runs, near lengths): their geometric mean.
         uy = np.bincount(inv, weights=ys) / np.bincount(inv)
-        out[m] = np.exp(np.interp(log_b, ux, uy))
+        out[m] = np.exp(locality.fade(log_b, ux, uy))
     return out
 
 
@@ -601,6 +617,20 @@ def _rss_power(effects: list[tuple[str, float, float]], k: int) -> float:
     return float(np.sqrt(np.sum(d**2)) / np.sum(d)) if d.sum() > 0 else 1.0
 
 
+@lru_cache(maxsize=512)
+def _estimated_bounds(stack: ServingStack, gpu: GpuSpec, gpus: int, central: Efficiency) -> EfficiencyBounds:
+    """The range of a route without points: every assumption towards its ends, combined root-sum-square."""
+    assumptions = physics.applicable_assumptions(stack, gpus)
+    effects = _effects(stack, gpu, gpus, central)
+    return EfficiencyBounds(
+        low=physics.shifted(central, stack, assumptions, "slow", _rss_power(effects, 1)),
+        central=central,
+        high=physics.shifted(central, stack, assumptions, "fast", _rss_power(effects, 2)),
+        driver=max(effects, key=lambda e: e[1] + e[2])[0] if effects else "",
+        basis="estimated: the stated range of each assumption, combined as independent (root-sum-square)",
+    )
+
+
 def efficiency_bounds(stack: ServingStack, gpu: GpuSpec, gpus: int, benchmarks: Iterable[Benchmark] = ()) -> EfficiencyBounds:
     """(low, central, high) Efficiency for a route.
 
@@ -618,15 +648,7 @@ def efficiency_bounds(stack: ServingStack, gpu: GpuSpec, gpus: int, benchmarks: 
     cal = calibrate(stack, gpu, gpus, benchmarks)
     central = cal.efficiency.for_stack(stack)
     if cal.fit is None:
-        assumptions = physics.applicable_assumptions(stack, gpus)
-        effects = _effects(stack, gpu, gpus, central)
-        return EfficiencyBounds(
-            low=physics.shifted(central, stack, assumptions, "slow", _rss_power(effects, 1)),
-            central=central,
-            high=physics.shifted(central, stack, assumptions, "fast", _rss_power(effects, 2)),
-            driver=max(effects, key=lambda e: e[1] + e[2])[0] if effects else "",
-            basis="estimated: the stated range of each assumption, combined as independent (root-sum-square)",
-        )
+        return _estimated_bounds(stack, gpu, gpus, central)
     fit = cal.fit
     floor = MEASURED_FLOOR if fit.n_measured else VENDOR_CLAIM_FLOOR
     u = float(min(max(fit.max_abs_error, floor), 0.5))

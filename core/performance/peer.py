@@ -27,9 +27,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from core.models import Architecture, ServingStack
+from core.models import Architecture, GpuSpec, ServingStack
+
+if TYPE_CHECKING:
+    from core.performance.calibration import EfficiencyBounds
 
 PACKAGE = "aiconfigurator"
 PINNED_VERSION = "0.12.0"  # the version the mapping below and bench/compare_peer.py were checked against
@@ -398,3 +401,74 @@ def widening(low: Sequence[float], high: Sequence[float], theirs: Sequence[float
         slow = min(slow, x / lo)
         fast = max(fast, x / hi)
     return slow, fast
+
+
+# Operating points a route's range is widened at: the comparison grid's loads and lengths (bench/compare_peer.py),
+# so a cache filled by `compare_peer.py` or `hangover perf --peer` answers them.
+WIDEN_CONCURRENCY = (1, 2, 4, 8, 16, 32, 64, 128)
+WIDEN_TOKENS = ((1000, 256), (4000, 512))
+
+
+@lru_cache(maxsize=1)
+def _cached_version() -> str:
+    """The installed package's version without importing it (its metadata only), else the pinned one."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
+        return PINNED_VERSION
+
+
+def cached_points(stack: ServingStack, gpu_name: str, gpus: int, input_tokens: int, output_tokens: int,
+                  concurrencies: Iterable[int], *, expert_parallel: bool = False) -> list[PeerPoint]:
+    """The peer's answers already in the cache for these points (never asks it, never imports the package)."""
+    base, _ = coverage(stack, gpu_name)
+    if base is None:
+        return []
+    config = PeerConfig(base.model_path, base.system, base.backend, int(gpus), int(input_tokens), int(output_tokens),
+                        moe=base.moe, expert_parallel=expert_parallel and base.moe)
+    out = []
+    for c in concurrencies:
+        hit = _file_get(_key(_cached_version(), config, int(c)))
+        if hit is not None and "ok" in hit:
+            out.append(PeerPoint(**hit["ok"]))
+    return out
+
+
+def widened_bounds(bounds: EfficiencyBounds, stack: ServingStack, gpu: GpuSpec, gpus: int) -> EfficiencyBounds:
+    """An EfficiencyBounds whose ends are stretched (physics.scaled_speed) to include the peer's cached per-stream
+    speed at the comparison grid's points; the same bounds where the cache holds no answer for the route.
+
+    Reads the cache only: an evaluation is never slowed by the peer and never needs the package.
+    """
+    from dataclasses import replace
+
+    import numpy as np
+
+    from core.performance import physics
+
+    ep = physics.expert_parallel(stack, gpus)
+    low, high, theirs = [], [], []
+    for n_in, n_out in WIDEN_TOKENS:
+        points = cached_points(stack, gpu.name, gpus, n_in, n_out, WIDEN_CONCURRENCY, expert_parallel=ep)
+        cap = float(physics.max_concurrency(stack, gpu, gpus, n_in + n_out))
+        points = [p for p in points if p.concurrency <= cap]
+        if not points:
+            continue
+        b = np.array([float(p.concurrency) for p in points])
+        low += list(physics.estimate(stack, gpu, gpus, b, n_in, n_out, bounds.low)["output_tokens_per_s_per_stream"])
+        high += list(physics.estimate(stack, gpu, gpus, b, n_in, n_out, bounds.high)["output_tokens_per_s_per_stream"])
+        theirs += [p.per_stream_tok_s for p in points]
+    if not theirs:
+        return bounds
+    slow, fast = widening(low, high, theirs)
+    if slow == 1.0 and fast == 1.0:
+        return bounds
+    said = f"{PACKAGE} {_cached_version()}, {len(theirs)} cached points"
+    return replace(
+        bounds,
+        low=physics.scaled_speed(bounds.low, stack, slow) if slow < 1.0 else bounds.low,
+        high=physics.scaled_speed(bounds.high, stack, fast) if fast > 1.0 else bounds.high,
+        basis=f"{bounds.basis}; widened to include {said} (x{slow:.2f} slow end, x{fast:.2f} fast end)",
+    )
