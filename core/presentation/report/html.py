@@ -27,7 +27,12 @@ MAX_CHANGES = 7
 KEY_CHANGES = ("Buy nodes", "Release nodes", "Licence", "No route")
 # The headline figures shown large at the top (the rest are in the table under them).
 KEY_FIGURES = {"total_monthly_usd": "Cash bill a month", "nodes_needed": "Nodes needed",
-               "utilization": "Average utilization", "idle_usd_per_month": "Idle capacity a month"}
+               "utilization": "Average utilization (estimate)", "idle_usd_per_month": "Idle capacity a month (estimate)"}
+
+# Headline rows the one-pager leaves to the figures above it, the options table and the header line (the brief
+# and the workbook keep them): it prints on two A4 pages.
+ONE_PAGER_LEAVES_OUT = ("utilization", "idle_usd_per_month", "all_api_monthly_usd", "all_owned_ar_monthly_usd",
+                        "workloads")
 
 # Page width is the printable width of A4 (210 mm - 2 x 12 mm); Letter is wider, so both print uncut.
 ROOT_CSS = (f":root {{ --ink: {palette.INK}; --muted: {palette.MUTED}; --line: {palette.LINE}; "
@@ -251,7 +256,8 @@ def build_html_text(s: ProcurementSummary) -> str:
         _kpis(s),
         *_purchase(s),
         "<h2>Headline</h2>",
-        render_table(head, ["figure", "value", "note"], [29, 10, 61]),
+        render_table(head, ["figure", "value", "note"], [29, 10, 61],
+                     rows=[r for r in head.rows if r["key"] not in ONE_PAGER_LEAVES_OUT]),
         "<h2>Recommended changes</h2>",
         f'<ol class="changes">{items}</ol>',
         f'<p class="note">{esc(CHANGES_NOTE)}</p>',
