@@ -141,7 +141,8 @@ def _fleet_tables_wrap_their_text_and_show_no_infinity(at) -> None:
     tables = [t.value for t in at.table]
     headers = [list(t.columns) for t in tables]
     assert ["Workload", "Runs on", "Target", "If", "Saves a month"] in headers
-    assert ["Option", "$ a month", "Nodes", "Unserved", "Cannot serve"] in headers
+    # st.table renders Markdown, so text reaches it escaped ("$" would open LaTeX): "\\$ a month" shows "$ a month".
+    assert ["Option", "\\$ a month", "Nodes", "Unserved", "Cannot serve"] in headers
     side = next(t for t in tables if "Why not" in t.columns)
     assert (side["Why not"].str.len() > 40).any()  # whole sentences, not a cut-off cell
     for t in tables:

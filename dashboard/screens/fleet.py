@@ -10,6 +10,7 @@ from dashboard.format import (
     count_col,
     integer,
     md,
+    md_table,
     money,
     money_col,
     ms_col,
@@ -76,20 +77,20 @@ if f.nodes_needed > f.owned_nodes:
     st.caption("For the workloads that hold the most GPUs on the new nodes: what relaxing each one's target, or "
                "moving it to its best API where policy allows, would save a month (exact re-pricing of the plan).")
     # Static tables (here and below, while short): they wrap long route names and reasons instead of cutting them.
-    st.table(views.table_text(views.node_drivers(ev), {
+    md_table(views.table_text(views.node_drivers(ev), {
         "workload_id": ("Workload", "text"), "route": ("Runs on", "text"), "target": ("Target", "text"),
         "change": ("If", "text"), "saves_usd_per_month": ("Saves a month", "usd")}), hide_index=True)
 
 st.subheader("Deployments")
 st.caption("One deployment per owned route: its workloads share one pooled queue and its replicas; "
            "replicas are packed onto whole nodes.")
-st.table(views.table_text(views.deployments(ev), {
+md_table(views.table_text(views.deployments(ev), {
     "route": ("Route", "text"), "gpus_per_replica": ("GPUs per replica", "int"), "replicas": ("Replicas", "int"),
     "concurrency_cap": ("Concurrency cap", "int"), "gpus": ("GPUs", "int"), "nodes": ("Nodes (alone)", "int"),
     "offline_gpu_hours_per_day": ("Batch GPU-h a day", "num_1"), "workloads": ("Workloads", "text")}),
     hide_index=True)
 for line in views.licensed_words(ev):
-    st.info(line)
+    st.info(md(line))
 
 # Keyed on the result's content too: resource caches are shared by sessions whose data versions differ.
 key = (ev.scenario.model_dump_json(), state.data_version(), views.fingerprint(ev))
@@ -128,7 +129,7 @@ else:
                    "the table below lists every one.")
     with st.expander("Best route of each architecture: nodes, concurrency within the SLA, p95, and why not"):
         if len(side) <= views.STATIC_TABLE_ROWS:  # static: the "why not" sentences wrap instead of being cut off
-            st.table(views.table_text(side, {
+            md_table(views.table_text(side, {
                 "workload_id": ("Workload", "text"), "architecture": ("Architecture", "arch"),
                 "route": ("Best route", "text"), "nodes": ("Nodes", "int"),
                 "max_concurrency_within_sla": ("Slots within the SLA", "int"), "p95_latency_ms": ("p95", "ms"),
@@ -156,7 +157,7 @@ st.plotly_chart(fig["sweep_chart"], key="fleet_sweep")
 st.subheader("Monthly cost of each fleet option")
 options = fig["options"]
 st.plotly_chart(fig["options_chart"], key="fleet_options")
-st.table(views.table_text(options, {
+md_table(views.table_text(options, {
     "option": ("Option", "text"), "monthly_usd": ("$ a month", "usd"), "owned_nodes": ("Nodes", "int"),
     "workloads_unserved": ("Unserved", "int"), "unserved": ("Cannot serve", "text")}), hide_index=True)
 st.caption("An option that cannot serve a workload is cheaper only on paper: it leaves that work undone.")

@@ -95,7 +95,7 @@ except HangoverError as exc:
     st.stop()
 p = summary.profile
 
-st.subheader(p.label[0].upper() + p.label[1:])
+st.subheader(md(p.label[0].upper() + p.label[1:]))
 k1, k2, k3, k4 = st.columns(4)
 k1.metric("Measured utilization", percent(p.utilization),
           help=md(f"Mean over {integer(p.gpu_hours)} GPU-hours of {p.metric_label}. SM activity is preferred where "
