@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "core.commands.telemetry",
     "core.commands.scenario",
     "core.commands.simulate",
+    "core.commands.users",
 ]
 
 

@@ -256,3 +256,11 @@ def reasons(ev: Evaluation, i: int) -> list[str]:
     from core.decision.explain import reasons as words
 
     return words(ev, i)
+
+
+def audit_trail(store: Store, limit: int | None = None) -> pd.DataFrame:
+    """Every write to the store, newest first (core.store.users.audit_frame): written_at (UTC), who, role, action,
+    detail."""
+    from core.store.users import audit_frame
+
+    return audit_frame(store, limit)
