@@ -44,6 +44,15 @@ class Actor:
 
 
 _ACTOR: contextvars.ContextVar[Actor | None] = contextvars.ContextVar("hangover_actor", default=None)
+# Set once by a dashboard process with sign-in on: a write with no actor (a thread that did not inherit the run's
+# context, a run that skipped sign-in) is then refused rather than taken for local mode. The CLI never sets it.
+_SIGN_IN_REQUIRED = False
+
+
+def require_sign_in() -> None:
+    """From now on in this process, a write without a signed-in actor is refused (fail closed)."""
+    global _SIGN_IN_REQUIRED
+    _SIGN_IN_REQUIRED = True
 
 
 def current() -> Actor | None:
@@ -81,6 +90,8 @@ def check_write(action: str) -> None:
     """AccessDenied when the signed-in user may not do `action`; nothing in local mode."""
     actor = current()
     if actor is None:
+        if _SIGN_IN_REQUIRED:
+            raise AccessDenied(f"{action} needs a signed-in editor: this dashboard requires sign-in")
         return
     admin_only = action.startswith("users")
     if actor.role == Role.VIEWER or (admin_only and actor.role != Role.ADMIN):

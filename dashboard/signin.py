@@ -21,6 +21,7 @@ def sign_in() -> None:
     if mode == "off":
         access.set_actor(None)
         return
+    access.require_sign_in()  # a write that somehow runs without this run's actor is refused, not taken as local
     access.set_actor(None)  # nothing of a previous run's user carries over while this one is resolved
     if mode == "header":
         raw = st.context.headers.get(header)

@@ -132,6 +132,18 @@ def test_a_store_from_before_the_users_table_migrates_and_keeps_its_scenarios(tm
         new.close()
 
 
+def test_with_sign_in_required_a_write_without_an_actor_is_refused(store, monkeypatch):
+    """Fail closed: in a dashboard process with sign-in on, a write from a thread without the run's actor (or any
+    path that skipped sign-in) is refused instead of passing as local mode."""
+    monkeypatch.setattr(access, "_SIGN_IN_REQUIRED", False)
+    access.require_sign_in()
+    with pytest.raises(AccessDenied, match=r"^save scenario needs a signed-in editor"):
+        S.save_scenario(store, "Sneaky", S.scenario_from_inputs({}))
+    with acting_as(EDITOR):
+        S.save_scenario(store, "Fine", S.scenario_from_inputs({}))
+    assert [s.name for s in S.list_scenarios(store)] == ["Fine"]
+
+
 def test_auth_settings_are_off_unless_set():
     assert access.auth_settings({}) == ("off", "X-Forwarded-Email")
     assert access.auth_settings({"HANGOVER_AUTH": "Header", "HANGOVER_AUTH_HEADER": "X-User"}) == ("header", "X-User")
@@ -151,6 +163,7 @@ def header_app(app_db, monkeypatch):
     import streamlit.runtime.context as ctx
 
     monkeypatch.setenv("HANGOVER_AUTH", "header")
+    monkeypatch.setattr(access, "_SIGN_IN_REQUIRED", False)  # the app sets it; restored after the test
     sent: dict[str, str] = {}
     # AppTest has no proxy in front of it: the request headers are the ones this test says were sent.
     monkeypatch.setattr(ctx, "_get_client_context", lambda: SimpleNamespace(headers=list(sent.items())))
