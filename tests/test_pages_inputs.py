@@ -264,7 +264,7 @@ def test_saving_a_node_price_override_changes_the_shown_price(app):
     assert row["as_of"] is not None and row["stale"] == ""
     assert nodes.loc[aws_1y(nodes), "usd_per_node_hour"] == 33.02
     # The scenario (AWS, 1-year plan, H100) now uses the user's price.
-    assert "at $29.50/node-hour" in texts(at.caption)
+    assert "at \\$29.50/node-hour" in texts(at.caption)  # the break-even note is escaped: "\\$" shows "$"
 
 
 def test_an_override_without_a_source_is_refused(app):
