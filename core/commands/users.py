@@ -7,6 +7,7 @@ from pathlib import Path
 
 from core import access
 from core.errors import InputError
+from core.format import integer
 from core.store import Store, default_db_path
 from core.store import users as ustore
 from core.textsafety import csv_bytes
@@ -72,9 +73,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     df = ustore.audit_frame(_open(args), args.limit)
     if args.out:
         Path(args.out).write_bytes(csv_bytes(df))
-        print(f"wrote {args.out} ({len(df):,} audit rows)")
+        print(f"wrote {args.out} ({integer(len(df))} audit rows)")
         return 0
     for r in df.itertuples(index=False):
         print(f"{r.written_at:%Y-%m-%d %H:%M:%S} {r.who:<30} {r.role:<7} {r.action:<28} {r.detail}")
-    print(f"{len(df):,} row(s); times UTC")
+    print(f"{integer(len(df))} row(s); times UTC")
     return 0

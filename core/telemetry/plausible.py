@@ -49,12 +49,12 @@ class Plausible:
 
     def bound_text(self, metric: str) -> str:
         """'2 x TDP = 1,400 W (H100 SXM, catalog)': the bound in words, for messages."""
-        from core.format import integer
+        from core.format import integer, plain
 
         high = self.high(metric)
         if high is None:
             return "no bound"
-        what = "the GPU's memory" if metric == "memory_used_mib" else f"{POWER_OVER_TDP:g} x TDP"
+        what = "the GPU's memory" if metric == "memory_used_mib" else f"{plain(POWER_OVER_TDP)} x TDP"
         unit = "MiB" if metric == "memory_used_mib" else "W"
         return f"{what} = {integer(high)} {unit} ({self.basis})"
 
@@ -63,7 +63,10 @@ FORMAT_ONLY = Plausible(FORMAT_GPUS_PER_NODE, None, None, "no GPU catalog in the
 
 
 def _fmt(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) < 1e15 else f"{value:.3g}"
+    from core.format import integer, plain
+
+    # integer() works in Decimal and cannot take 1e308 (core.format._fixed raises): huge values in general form.
+    return integer(value) if abs(value) < 1e15 else plain(value)
 
 
 def from_store(store, gpu: str | None = None) -> Plausible:
