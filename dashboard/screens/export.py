@@ -62,7 +62,7 @@ else:
         st.caption("The scenario changed since the last build: build again to download.")
 
 st.subheader("Audit trail")
-st.caption("Every write to the store, newest first: who (the signed-in user, or local:<OS user> without sign-in), "
+st.caption("Every write to the store, newest first: who (the signed-in user, or local: and the OS user without sign-in), "
            "when (UTC), what. The CSV holds all of it; `hangover users audit --out audit.csv` writes the same.")
 trail = audit_trail(state.store())
 st.dataframe(trail.head(200), hide_index=True, width="stretch", key="export_audit_table",
