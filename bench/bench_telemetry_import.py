@@ -45,10 +45,10 @@ def write_nvidia_smi_csv(path: Path, rows: int, *, interval_s: int = 60) -> None
     con = duckdb.connect()
     try:
         con.execute(f"""
-            COPY (SELECT strftime(TIMESTAMP '2026-11-02 00:00:00' + to_seconds((i // {GPUS}) * {interval_s}),
+            COPY (SELECT strftime(TIMESTAMP '2024-01-01 00:00:00' + to_seconds((i // {GPUS}) * {interval_s}),
                                   '%Y/%m/%d %H:%M:%S') || '.' || lpad(CAST((i * 37) % 1000 AS VARCHAR), 3, '0')
                          || ', ' || CAST(i % {GPUS} AS VARCHAR)
-                         || ', ' || CAST(CASE WHEN hour(TIMESTAMP '2026-11-02' + to_seconds((i // {GPUS}) * {interval_s}))
+                         || ', ' || CAST(CASE WHEN hour(TIMESTAMP '2024-01-01' + to_seconds((i // {GPUS}) * {interval_s}))
                                                    BETWEEN 9 AND 17 THEN 60 ELSE 5 END + i % {GPUS} AS VARCHAR) || ' %'
                          || ', ' || CAST(20000 + (i * 31) % 60000 AS VARCHAR) || ' MiB'
                          || ', ' || printf('%.2f', 90.0 + (i % 600) + 0.25) || ' W'

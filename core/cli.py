@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "core.commands.simulate",
     "core.commands.showback",
     "core.commands.actuals",
+    "core.commands.users",
 ]
 
 

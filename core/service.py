@@ -371,3 +371,11 @@ def buy_options_frame(ev: Evaluation, *, every: bool = False) -> pd.DataFrame | 
     from core.decision import mix
 
     return mix.frame(ev, every=every)
+
+
+def audit_trail(store: Store, limit: int | None = None) -> pd.DataFrame:
+    """Every write to the store, newest first (core.store.users.audit_frame): written_at (UTC), who, role, action,
+    detail."""
+    from core.store.users import audit_frame
+
+    return audit_frame(store, limit)

@@ -98,6 +98,18 @@ def escape_markdown(text: object) -> str:
     return "  \n".join(out)
 
 
+def escape_markdown_frame(frame) -> pd.DataFrame:
+    """A copy of a frame (or records) for st.table, whose cells and headers Streamlit renders as Markdown: every
+    text cell and every column name through escape_markdown (numbers and missing values stay as they are)."""
+    out = frame.copy() if isinstance(frame, pd.DataFrame) else pd.DataFrame(frame)
+    for c in out.columns:
+        col = out[c]
+        if pd.api.types.is_object_dtype(col) or pd.api.types.is_string_dtype(col):
+            out[c] = col.map(lambda v: escape_markdown(v) if isinstance(v, str) else v).astype(object)
+    out.columns = [escape_markdown(c) if isinstance(c, str) else c for c in out.columns]
+    return out
+
+
 def escape_plotly(value):
     """User text for Plotly text, hover and labels: '<', '>' and '&' as entities, so '<a href>' stays text.
 

@@ -7,6 +7,7 @@ import streamlit as st
 from core.errorlog import page_error_line
 from core.errors import HangoverError
 from dashboard.format import md
+from dashboard.signin import sign_in
 from dashboard.state import alias_pages, init_state, release_other_pages_state, scenario_sidebar
 
 st.set_page_config(page_title="GPU Hangover", page_icon="🍸", layout="wide")
@@ -28,7 +29,7 @@ def _guarded(step, what: str) -> bool:
         return False
 
 
-if not _guarded(init_state, "the dashboard"):
+if not _guarded(init_state, "the dashboard") or not _guarded(sign_in, "sign-in"):
     st.stop()
 
 # (section, script, title, icon, URL path). Overview is the default page: Streamlit serves it at "/".

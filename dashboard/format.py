@@ -14,10 +14,10 @@ from core.presentation.format import (
     signed_money,
     thousands,
 )
-from core.textsafety import escape_markdown
+from core.textsafety import escape_markdown, escape_markdown_frame
 
 __all__ = [
-    "badge", "count_col", "md", "duration_ms", "integer", "money", "money_col", "ms_col", "number_col", "percent",
+    "badge", "count_col", "md", "md_table", "duration_ms", "integer", "money", "money_col", "ms_col", "number_col", "percent",
     "plain", "share_bar_col", "signed_money", "text_col", "thousands",
 ]
 
@@ -33,6 +33,11 @@ _BADGES = {
     "unverified": ("orange", "unverified"),
     "user": ("gray", "your figure"),
 }
+
+
+def md_table(frame, **kwargs) -> None:
+    """st.table with every text cell and header made literal: st.table renders its cells as Markdown."""
+    st.table(escape_markdown_frame(frame), **kwargs)
 
 
 def md(text: object) -> str:

@@ -234,14 +234,15 @@ def test_export_offers_the_routing_csv(app):
 def test_export_builds_the_procurement_summary_on_demand(app):
     pytest.importorskip("core.presentation.report", reason="the procurement summary (core/report) is not in this build")
     at = show(app, "screens/export.py")
-    assert [b.label for b in at.get("download_button")] == ["Download routing table (CSV)"]  # nothing built yet
+    assert [b.label for b in at.get("download_button")] == ["Download routing table (CSV)", "Audit trail (CSV)"]  # nothing built yet
     at.button(key="export_build").click().run()
     assert not at.exception and not at.error
     labels = [b.label for b in at.get("download_button")]
-    assert labels == ["Download routing table (CSV)", "Workbook (XLSX)", "One-pager (HTML)", "One-pager (Markdown)"]
+    assert labels == ["Download routing table (CSV)", "Workbook (XLSX)", "One-pager (HTML)", "One-pager (Markdown)",
+                      "Audit trail (CSV)"]
     # A changed scenario makes the built files stale: they are withdrawn until built again.
     at.number_input(key="sc_fleet_nodes").set_value(3).run()
-    assert [b.label for b in at.get("download_button")] == ["Download routing table (CSV)"]
+    assert [b.label for b in at.get("download_button")] == ["Download routing table (CSV)", "Audit trail (CSV)"]
     assert any("build again" in c.value for c in at.caption)
 
 

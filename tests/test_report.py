@@ -433,7 +433,7 @@ def test_markdown_headline_numbers_are_identical_to_the_workbook(sample):
     for label, text in headline:
         assert f"| {md_text(label)} | {text} |" in md, label
     # Hand-checked: one owned node at $33.02/hour for 730 hours a month.
-    assert "| Owned nodes, $/month | $24,105 |" in md
+    assert "| Owned nodes, \\$/month | $24,105 |" in md  # the label's "$" escaped (GitHub reads $...$ as math)
 
 
 def test_markdown_states_date_inventory_and_dated_prices(sample):
@@ -448,7 +448,8 @@ def test_markdown_states_date_inventory_and_dated_prices(sample):
 
 def test_markdown_neutralises_and_escapes_user_text(hostile):
     md = hostile[4]
-    assert "| '" + HOSTILE_NAME + " |" in md
+    assert "| " + md_text(HOSTILE_NAME) + " |" in md and md_text(HOSTILE_NAME).startswith("'=HYPERLINK")
+    assert "http://" not in md_text(HOSTILE_NAME)  # a GFM autolink no more
     rows = [line for line in md.splitlines() if line.startswith("| internal-chat |") or line.startswith("| Workload |")]
     assert len({line.count(" | ") for line in rows}) == 1  # no stray column
     assert md_text("a|b <i>[x](y)</i>") == r"a\|b \<i\>\[x\](y)\</i\>"
@@ -582,7 +583,7 @@ def test_report_command_on_a_workloads_file_labels_it(tmp_path, capsys):
     out = tmp_path / "r.md"
     assert main(["--db", str(tmp_path / "h.duckdb"), "report", "--out", str(out), "--workloads", str(src)]) == 0
     text = out.read_text(encoding="utf-8")
-    assert "inventory: file inv.csv" in text and "'" + HOSTILE_NAME in text
+    assert "inventory: file inv.csv" in text and md_text(HOSTILE_NAME) in text
 
 
 @pytest.mark.slow

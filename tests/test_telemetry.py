@@ -250,7 +250,7 @@ def test_a_failure_inside_the_transaction_leaves_no_files(store, tmp_path, monke
         return real(store_, **kw)
 
     monkeypatch.setattr(tstore, "commit_import", failing)
-    text = nvidia_smi_week(gpus=2, every_min=60).replace("2026/11/08", "2026/12/08")  # two months: two files
+    text = nvidia_smi_week(gpus=2, every_min=60).replace("2026/11/08", "2026/10/08")  # two months: two files
     with pytest.raises(RuntimeError, match="disk full"):
         import_telemetry(store, write(tmp_path, "gpu.csv", text), node="n")
     nothing_written(store)
@@ -380,15 +380,16 @@ def test_a_prometheus_timestamp_outside_the_window_is_refused_naming_the_field(s
     nothing_written(store)
 
 
-@pytest.mark.parametrize("index", ["-3", "1e300", "64", "1.5"])
+@pytest.mark.parametrize("index", ["-3", "1e300", "64", "8", "1.5"])
 def test_an_impossible_gpu_index_is_refused_naming_the_field(store, tmp_path, index):
-    """GPU index -3 or 1e300 (issue 34: counted as extra GPUs, inflating idle $): refused in DCGM text (with its
-    line) and in Prometheus JSON (with its series), nothing imported."""
+    """GPU index -3 or 1e300 (issue 34: counted as extra GPUs, inflating idle $), or 8 where the catalog's nodes
+    hold at most 8 GPUs: refused in DCGM text (with its line) and in Prometheus JSON (with its series), nothing
+    imported."""
     text = dcgm_day().splitlines()
     i = next(n for n, line in enumerate(text) if line.startswith("DCGM_FI_PROF_SM_ACTIVE"))
     text[i] = text[i].replace('gpu="0"', f'gpu="{index}"', 1).replace('gpu="1"', f'gpu="{index}"', 1)
     with pytest.raises(InputError, match=rf"^s.prom line {i + 1}: DCGM_FI_PROF_SM_ACTIVE: gpu label '{re.escape(index)}' "
-                                         r"is not a GPU index \(a whole number 0 to 63\)"):
+                                         r"is not a GPU index \(a whole number 0 to 7: 8 GPUs per node"):
         import_telemetry(store, write(tmp_path, "s.prom", "\n".join(text)))
     doc = json.loads(prometheus_range(gpus=1, minutes=3))
     doc["data"]["result"][0]["metric"]["gpu"] = index

@@ -17,8 +17,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--address", default="127.0.0.1",
         help="address to listen on (default 127.0.0.1: this machine only). Use 0.0.0.0 only behind a reverse "
-        "proxy that signs users in: the dashboard itself has no sign-in",
+        "proxy, with --auth so users sign in (README: sharing the dashboard)",
     )
+    p.add_argument("--auth", choices=("off", "header", "oidc"), default=None,
+                   help="sign-in: off (default: local single-user mode, every write allowed), header (the user "
+                        "named by a header your SSO proxy sets; see --auth-header) or oidc (Streamlit's st.login, "
+                        "configured in .streamlit/secrets.toml). Sets HANGOVER_AUTH")
+    p.add_argument("--auth-header", default=None,
+                   help="the header naming the signed-in user with --auth header (default X-Forwarded-Email). "
+                        "Only safe when the proxy strips it from clients' requests and nothing else reaches the port")
     p.add_argument("--headless", action="store_true", help="do not open a browser window")
     p.set_defaults(func=cmd_dashboard)
 
@@ -39,6 +46,10 @@ def cmd_dashboard(args: argparse.Namespace) -> int:
     db = Path(args.db or default_db_path())
     Store(db)  # create and seed now, so errors show here rather than in the browser
     env = dict(os.environ, HANGOVER_DB=str(db.resolve()))
+    if args.auth:
+        env["HANGOVER_AUTH"] = args.auth
+    if args.auth_header:
+        env["HANGOVER_AUTH_HEADER"] = args.auth_header
     os.chdir(APP.parents[1])  # Streamlit reads .streamlit/config.toml (the theme) from the working folder
     cmd = streamlit_command(args)
     os.execve(sys.executable, cmd, env)

@@ -37,6 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--tz", help="time zone to show DCGM/Prometheus times in, e.g. Europe/London (default UTC; "
                                   "nvidia-smi already writes the node's local time)")
     imp.add_argument("--at", help="time of a DCGM scrape saved without timestamps, e.g. 2026-11-02T09:00")
+    imp.add_argument("--gpu", help="the catalog GPU the node holds, e.g. 'H100 SXM': readings above its memory or "
+                                   "twice its TDP, or an index past its GPUs per node, are refused (default: the "
+                                   "widest bounds of any GPU in the catalog)")
     imp.set_defaults(func=cmd_import)
 
     lst = tsub.add_parser("list", help="imported telemetry files: nodes, GPUs, samples, dates, metrics")
@@ -71,7 +74,7 @@ def _date(text: str | None, flag: str) -> dt.date | None:
 
 def cmd_import(args: argparse.Namespace) -> int:
     """Import one file; print what was added (or that it was already there)."""
-    result = import_telemetry(_open(args), args.file, node=args.node, tz=args.tz, at=parse_at(args.at))
+    result = import_telemetry(_open(args), args.file, node=args.node, tz=args.tz, at=parse_at(args.at), gpu=args.gpu)
     print(result.message)
     return 0
 

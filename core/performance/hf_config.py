@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -82,17 +83,49 @@ def _load(data: bytes | str | dict, where: str) -> dict:
     return cfg
 
 
+# The largest value of each size any model this plans for could have, with room to spare (the largest public
+# configs: hidden 16,384 and 126 layers for Llama 3.1 405B, vocabulary 262,144 for Gemma 3, 256 experts for
+# DeepSeek-V3). Beyond these a config is broken or hostile (issue 34: `"hidden_size": Infinity`).
+_MAXIMUM: dict[str, int] = {
+    "hidden_size": 1 << 17, "num_hidden_layers": 1 << 12, "num_attention_heads": 1 << 12,
+    "num_key_value_heads": 1 << 12, "head_dim": 1 << 12, "vocab_size": 1 << 22, "intermediate_size": 1 << 20,
+    "moe_intermediate_size": 1 << 20, "shared_expert_intermediate_size": 1 << 20, "num_local_experts": 1 << 14,
+    "num_experts": 1 << 14, "n_routed_experts": 1 << 14,
+    "num_experts_per_tok": 1 << 14, "n_shared_experts": 1 << 10, "kv_lora_rank": 1 << 16, "q_lora_rank": 1 << 16,
+    "qk_rope_head_dim": 1 << 12, "qk_nope_head_dim": 1 << 12, "v_head_dim": 1 << 12,
+}
+_DEFAULT_MAXIMUM = 1 << 20
+MAX_PARAMS = 100e12  # 100 T parameters: a hundred times the largest public model
+
+
+def _shown(v: object) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _int(cfg: dict, key: str, where: str, default: int | None = None, *, minimum: int = 1) -> int:
     if key not in cfg or cfg[key] is None:
         if default is None:
             raise InputError(f"{where}: missing key {key!r} (a decoder config.json has it)")
         return default
     v = cfg[key]
-    if isinstance(v, bool) or not isinstance(v, int | float) or v != int(v):
-        raise InputError(f"{where}: {key!r} must be a whole number; got {v!r}")
+    # Python's json reads Infinity and NaN; int() of them raises, so finiteness is checked first.
+    if isinstance(v, bool) or not isinstance(v, int | float) or (isinstance(v, float) and not math.isfinite(v)) \
+            or v != int(v):
+        raise InputError(f"{where}: {key!r} must be a whole number; got {_shown(v)}")
     if v < minimum:
-        raise InputError(f"{where}: {key!r} must be at least {minimum}; got {v!r}")
+        raise InputError(f"{where}: {key!r} must be at least {minimum}; got {_shown(v)}")
+    if v > (maximum := _MAXIMUM.get(key, _DEFAULT_MAXIMUM)):
+        raise InputError(f"{where}: {key!r} is {_shown(v)}, beyond any model this plans for (at most {maximum:,})")
     return int(v)
+
+
+def _layer_list(cfg: dict, key: str, where: str) -> set[int]:
+    """A list of layer numbers (mlp_only_layers), or InputError naming the key."""
+    raw = cfg.get(key) or []
+    if not isinstance(raw, list) or len(raw) > _MAXIMUM["num_hidden_layers"]:
+        raise InputError(f"{where}: {key!r} must be a list of layer numbers; got {_shown(raw)}")
+    return {_int({key: i}, key, where, minimum=0) for i in raw}
 
 
 def read_config(data: bytes | str | dict, where: str = "config.json") -> ModelShape:
@@ -110,8 +143,8 @@ def read_config(data: bytes | str | dict, where: str = "config.json") -> ModelSh
     tied = bool(cfg.get("tie_word_embeddings", False))
 
     # Routed experts: Mixtral num_local_experts; Qwen MoE num_experts; DeepSeek n_routed_experts.
-    n_exp = cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts")
-    n_exp = _int({"experts": n_exp}, "experts", where) if n_exp else None
+    exp_key = next((key for key in ("num_local_experts", "num_experts", "n_routed_experts") if cfg.get(key)), None)
+    n_exp = _int(cfg, exp_key, where) if exp_key else None
     k = _int(cfg, "num_experts_per_tok", where, default=2 if n_exp else 1) if n_exp else None
     if n_exp and k is not None and k > n_exp:  # k is set exactly when n_exp is
         raise InputError(f"{where}: 'num_experts_per_tok' ({k}) cannot exceed the number of experts ({n_exp})")
@@ -153,7 +186,7 @@ def read_config(data: bytes | str | dict, where: str = "config.json") -> ModelSh
         first_dense = _int(cfg, "first_k_dense_replace", where, default=0, minimum=0)
         step = _int(cfg, "decoder_sparse_step", where, default=1) if "decoder_sparse_step" in cfg else 1
         freq = _int(cfg, "moe_layer_freq", where, default=1) if "moe_layer_freq" in cfg else 1
-        dense_only = {int(i) for i in cfg.get("mlp_only_layers") or []}
+        dense_only = _layer_list(cfg, "mlp_only_layers", where)
         moe_layers = sum(
             1 for i in range(layers)
             if i >= first_dense and (i + 1) % step == 0 and (i - first_dense) % freq == 0 and i not in dense_only
@@ -169,6 +202,10 @@ def read_config(data: bytes | str | dict, where: str = "config.json") -> ModelSh
     active = total - unused
     if total <= 0:
         raise InputError(f"{where}: the sizes give no parameters")
+    if total > MAX_PARAMS:
+        raise InputError(f"{where}: hidden_size, num_hidden_layers, intermediate_size, vocab_size and the experts "
+                         f"give {total / 1e12:,.0f} T parameters, beyond any model this plans for "
+                         f"(at most {MAX_PARAMS / 1e12:,.0f} T)")
     return ModelShape(
         model_type=model_type or "unknown",
         params_total_b=total / 1e9,

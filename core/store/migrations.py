@@ -209,6 +209,27 @@ def m009_attention_width(cur: duckdb.DuckDBPyConnection) -> None:
     cur.execute("ALTER TABLE serving_stacks ADD COLUMN IF NOT EXISTS attention_width INTEGER")
 
 
+def m010_users_and_audit(cur: duckdb.DuckDBPyConnection) -> None:
+    """Roles of signed-in users and the audit trail of every write (issue 34): who, when, what."""
+    cur.execute("""
+        CREATE TABLE IF NOT EXISTS users (
+            name VARCHAR PRIMARY KEY,                       -- lower-cased sign-in name (e-mail or login)
+            role VARCHAR NOT NULL,                          -- viewer, editor or admin (core.access.Role)
+            added_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+            added_by VARCHAR NOT NULL DEFAULT ''
+        )""")
+    cur.execute("CREATE SEQUENCE IF NOT EXISTS audit_seq")
+    cur.execute("""
+        CREATE TABLE IF NOT EXISTS audit_log (
+            audit_id BIGINT PRIMARY KEY DEFAULT nextval('audit_seq'),
+            written_at TIMESTAMP NOT NULL,                  -- UTC, like every timestamp the store writes
+            who VARCHAR NOT NULL,                           -- the signed-in user, or local:<OS user>
+            role VARCHAR NOT NULL,                          -- their role then ('local' without sign-in)
+            action VARCHAR NOT NULL,                        -- e.g. 'save scenario', 'import inventory'
+            detail VARCHAR NOT NULL DEFAULT ''
+        )""")
+
+
 Migration = Callable[[duckdb.DuckDBPyConnection], None]
 
 # Append only: never reorder or edit a released migration (simonw/llm's habit).
@@ -222,6 +243,7 @@ MIGRATIONS: list[Migration] = [
     m007_scenarios,
     m008_workload_output_p95,
     m009_attention_width,
+    m010_users_and_audit,
 ]
 
 

@@ -46,7 +46,7 @@ def insert_scenario(store: Store, *, name: str, scenario_json: str, inventory_ve
         )
         return bool(row)
 
-    return store.write(work)
+    return store.write(work, detail=name)
 
 
 def scenario_rows(store: Store) -> pd.DataFrame:
@@ -80,7 +80,7 @@ def rename_scenario_row(store: Store, old: str, new: str) -> str:
                     [_key(new), new, now, _key(old)])
         return rows[0][0]
 
-    return store.write(work)
+    return store.write(work, detail=f"{old} -> {new}")
 
 
 def delete_scenario_row(store: Store, name: str) -> str:
@@ -93,7 +93,7 @@ def delete_scenario_row(store: Store, name: str) -> str:
         cur.execute("DELETE FROM saved_scenarios WHERE name_key = ?", [_key(name)])
         return rows[0][0]
 
-    return store.write(work)
+    return store.write(work, detail=name)
 
 
 def latest_inventory_version(store: Store) -> tuple[int | None, str, dt.datetime | None, str]:

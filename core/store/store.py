@@ -298,18 +298,40 @@ class Store:
                 raise
             cur.execute("COMMIT")
 
-    def write(self, work, *, attempts: int = 5):
-        """Run `work(cursor)` in a transaction after the integrity check, retrying DuckDB's write conflicts."""
+    def write(self, work, *, attempts: int = 5, action: str | None = None, detail: str = ""):
+        """Run `work(cursor)` in a transaction after the integrity check, retrying DuckDB's write conflicts.
+
+        Every write is checked against the signed-in user's role first (core.access: a viewer's write is refused
+        before it starts) and recorded in the audit trail inside the same transaction: who, when, `action`
+        (default: named after the function that asked), `detail`.
+        """
+        from core import access
+
+        what = action or _action_of(work)
+        if what != "seed reference data":  # the catalog a new store is filled with is nobody's edit
+            access.check_write(what)
         for attempt in range(attempts):
             try:
                 with self._write_lock, self.transaction() as cur:
                     self._verify()
-                    return work(cur)
+                    out = work(cur)
+                    self._audit(cur, what, detail)
+                    return out
             except StoreConflict:
                 if attempt == attempts - 1:
                     raise
                 time.sleep(0.01 * (2**attempt))
         return None  # pragma: no cover
+
+    def _audit(self, cur: duckdb.DuckDBPyConnection, action: str, detail: str) -> None:
+        from core import access
+        from core.store.users import record
+
+        # A store held at an older migration (tests, `migrate_upto`) has no audit table yet.
+        if not cur.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'audit_log'").fetchall()[0][0]:
+            return
+        actor = access.current()
+        record(cur, who=access.who(), role=actor.role.value if actor else "local", action=action, detail=detail)
 
     # -- reads ---------------------------------------------------------------
     def frame(self, sql: str, params: Sequence[object] = ()) -> pd.DataFrame:
@@ -403,7 +425,7 @@ class Store:
         def work(cur: duckdb.DuckDBPyConnection) -> int:
             return insert_rows(cur, table, rows, origin=origin, import_id=import_id)
 
-        return self.write(work)
+        return self.write(work, action=f"enter {table.replace('_', ' ')}")
 
     def seed(self, *, only_if_empty: bool = False) -> dict[str, int]:
         """Load `data/*.csv` (validated) and replace the seed rows; user rows are never touched.
@@ -425,7 +447,22 @@ class Store:
                 counts[table] = insert_rows(cur, table, seeds[table], origin="seed")
             return counts
 
-        return self.write(work)
+        return self.write(work, action="seed reference data")
+
+
+# What each writer's function does, in the words of the audit trail (others read as their function's name).
+_ACTIONS = {
+    "_commit": "import inventory", "restore_version": "restore inventory version", "commit_import": "import telemetry",
+    "insert_scenario": "save scenario", "rename_scenario_row": "rename scenario",
+    "delete_scenario_row": "delete scenario", "insert_user_stack": "add stack", "remove_user_stack": "remove stack",
+    "insert_import": "import benchmarks", "remove_import": "remove benchmarks",
+}
+
+
+def _action_of(work) -> str:
+    """'save scenario' for the `work` closure of insert_scenario: the audit's name for a write."""
+    outer = getattr(work, "__qualname__", "write").split(".<locals>")[0].rsplit(".", 1)[-1]
+    return _ACTIONS.get(outer, outer.replace("_", " "))
 
 
 def _check_table(name: str) -> None:

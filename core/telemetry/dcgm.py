@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from core.errors import InputError
 from core.format import integer
+from core.telemetry.plausible import FORMAT_ONLY, Plausible
 from core.telemetry.samples import (
     METRICS,
     ParsedTelemetry,
@@ -84,17 +85,10 @@ def gpu_from_labels(labels: dict[str, str]) -> str | None:
     return next((labels[k] for k in GPU_LABELS if labels.get(k)), None)
 
 
-# No node holds more GPUs than this; the catalog's own GPUs per node (at most 8 today) is not known while a
-# file is read, so a format-level bound refuses -3 or 1e300 (issue 34: counted as extra GPUs).
-MAX_GPU_INDEX = 63
-
-
-def index_problem(labels: dict[str, str]) -> str | None:
-    """None when the `gpu` label is absent or a whole number 0..MAX_GPU_INDEX; else why not, naming the field."""
+def index_problem(labels: dict[str, str], bounds: Plausible = FORMAT_ONLY) -> str | None:
+    """None when the `gpu` label is absent or a GPU index the node can have; else why not, naming the field."""
     raw = labels.get("gpu")
-    if not raw or (raw.isdigit() and len(raw) <= 2 and int(raw) <= MAX_GPU_INDEX):
-        return None
-    return f"gpu label {raw[:40]!r} is not a GPU index (a whole number 0 to {MAX_GPU_INDEX})"
+    return bounds.index_problem(raw, "gpu label") if raw else None
 
 
 def _epoch_ms(at: dt.datetime, tz: str | None) -> int:
@@ -106,9 +100,14 @@ def _epoch_ms(at: dt.datetime, tz: str | None) -> int:
 
 
 def parse(text: str, file_name: str, *, node: str | None = None, tz: str | None = None,
-          at: dt.datetime | None = None) -> ParsedTelemetry:
-    """Every sample of the metrics read here, pivoted to one row per (time, node, GPU); InputError naming bad lines."""
+          at: dt.datetime | None = None, bounds: Plausible = FORMAT_ONLY) -> ParsedTelemetry:
+    """Every sample of the metrics read here, pivoted to one row per (time, node, GPU); InputError naming bad lines.
+
+    A second reading of one metric of one GPU at one instant is refused with both lines (issue 34: they were
+    averaged without a word); so is a reading outside the catalog's bounds (`bounds`).
+    """
     problems: list[str] = []
+    seen: dict[tuple, int] = {}  # (ts, node, gpu, DCGM field) -> line
     n_bad = 0
     at_ms = _epoch_ms(at, tz) if at is not None else None
     ts_col, node_col, gpu_col, metric_col, value_col = [], [], [], [], []
@@ -124,8 +123,11 @@ def parse(text: str, file_name: str, *, node: str | None = None, tz: str | None 
             else:
                 continue  # a metric this import does not read
         else:
-            why, row = _parse_line(stripped, name, node, at_ms)
-            if row is not None:
+            why, row = _parse_line(stripped, name, node, at_ms, bounds)
+            if row is not None and (first := seen.setdefault((*row[:3], name), n)) != n:
+                why = (f"{name}: a second reading of GPU {row[2]} on {row[1]} at {row[0]} ms (the first is on line "
+                       f"{first}); fields gpu and timestamp repeat")
+            elif row is not None:
                 ts_col.append(row[0])
                 node_col.append(row[1])
                 gpu_col.append(row[2])
@@ -155,7 +157,7 @@ def _short(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _parse_line(line: str, name: str, node: str | None, at_ms: int | None):
+def _parse_line(line: str, name: str, node: str | None, at_ms: int | None, bounds: Plausible):
     """(why, None) for a bad line, (None, (ts_ms, node, gpu, metric, value)) for a good one."""
     m = _LINE.match(line)
     if not m:
@@ -166,7 +168,7 @@ def _parse_line(line: str, name: str, node: str | None, at_ms: int | None):
     gpu = gpu_from_labels(labels)
     if gpu is None:
         return f"{name}: no gpu, UUID or device label says which GPU", None
-    if (bad_index := index_problem(labels)) is not None:
+    if (bad_index := index_problem(labels, bounds)) is not None:
         return f"{name}: {bad_index}", None
     where = node or node_from_labels(labels)
     if where is None:
@@ -182,6 +184,8 @@ def _parse_line(line: str, name: str, node: str | None, at_ms: int | None):
     if not math.isfinite(value) or value < 0 or (metric in SHARE_METRICS and value > 1.0 + 1e-9):
         bound = "0 to 100" if divide_by == 100 else ("0 to 1" if metric in SHARE_METRICS else "at least 0")
         return f"{name}: value {m['value']!r} is out of range ({bound})", None
+    if (implausible := bounds.value_problem(metric, value)) is not None:
+        return f"{name}: value {implausible}", None
     if m["ts"] is not None:
         ts = int(m["ts"])
         if (bad := ts_problem(ts)) is not None:
@@ -201,7 +205,8 @@ def pivot(ts_ms: list[int], node: list[str], gpu: list[str], metric: list[str], 
     long = pd.DataFrame({"ts": ts_ms, "node": node, "gpu": gpu, "metric": metric, "value": value})
     for name in set(long["node"]):
         check_node(name)
-    # The last reading wins where a scrape repeats a series at the same instant.
+    # The parsers refuse a repeated (time, node, GPU, field); "last" only picks between twin fields of one
+    # metric (GPU_UTIL and GR_ENGINE_ACTIVE).
     wide = long.pivot_table(index=["ts", "node", "gpu"], columns="metric", values="value", aggfunc="last")
     wide = wide.reset_index().sort_values(["ts", "node", "gpu"], kind="stable")
     cols = {"ts": to_wall_clock(wide["ts"].to_numpy(), tz), "node": pa.array(wide["node"], pa.string()),

@@ -18,7 +18,7 @@ import duckdb
 from core.errors import InputError, StoreError
 from core.format import integer
 from core.store import telemetry as tstore
-from core.telemetry import dcgm, nvidia_smi, prometheus
+from core.telemetry import dcgm, nvidia_smi, plausible, prometheus
 from core.telemetry.formats import detect_format
 from core.telemetry.samples import METRIC_SHORT, check_node
 
@@ -53,21 +53,22 @@ def file_sha256(path: Path) -> str:
 
 
 def import_telemetry(store, source: bytes | str | Path, file_name: str | None = None, *, node: str | None = None,
-                     tz: str | None = None, at: dt.datetime | None = None) -> TelemetryImport:
+                     tz: str | None = None, at: dt.datetime | None = None, gpu: str | None = None) -> TelemetryImport:
     """Import an nvidia-smi CSV, a DCGM exporter scrape or a Prometheus query JSON (detected from the content).
 
     source: the file's path, or its bytes (an upload). node: the node's name;
     required for nvidia-smi logs, else it overrides the Hostname/instance
     labels. tz: IANA time zone that epoch timestamps (DCGM, Prometheus) are
     shown in (default UTC; nvidia-smi already writes the node's local time).
-    at: the time of a DCGM scrape saved without timestamps.
+    at: the time of a DCGM scrape saved without timestamps. gpu: the catalog GPU
+    the node holds, for its own plausibility bounds (else the catalog's widest).
     """
     with store.held():  # the duplicate check, the commit and the read-back share one open of the file
-        return _import(store, source, file_name, node=node, tz=tz, at=at)
+        return _import(store, source, file_name, node=node, tz=tz, at=at, gpu=gpu)
 
 
 def _import(store, source: bytes | str | Path, file_name: str | None, *, node: str | None, tz: str | None,
-            at: dt.datetime | None) -> TelemetryImport:
+            at: dt.datetime | None, gpu: str | None = None) -> TelemetryImport:
     # A path's file, or an upload's bytes (b"" for a path: never read then).
     path = None if isinstance(source, bytes | bytearray) else Path(source).expanduser()
     upload = source if isinstance(source, bytes | bytearray) else b""
@@ -91,6 +92,7 @@ def _import(store, source: bytes | str | Path, file_name: str | None, *, node: s
         return _duplicate(import_id, name, detect_format(head, name), old)
     node = check_node(node) if node else None
     fmt = detect_format(head, name)
+    bounds = plausible.from_store(store, gpu)
     tstore.check_writable(store)
     staging = tstore.staging_dir(store, f"{import_id}-{uuid.uuid4().hex[:8]}")
     try:
@@ -98,7 +100,7 @@ def _import(store, source: bytes | str | Path, file_name: str | None, *, node: s
         if fmt == nvidia_smi.FORMAT:
             if node is None:
                 raise InputError(f"{name}: an nvidia-smi log does not say which node wrote it; name it with --node")
-            parsed = nvidia_smi.plan(head, name)
+            parsed = nvidia_smi.plan(head, name, bounds)
             csv_path = path
             if csv_path is None:  # an upload: DuckDB's reader wants a file
                 csv_path = staging / "upload.csv"
@@ -106,8 +108,8 @@ def _import(store, source: bytes | str | Path, file_name: str | None, *, node: s
             staged = _stage_csv(csv_path, parsed.csv, node, staging / "parquet", name)
         else:
             text = _decode(path.read_bytes() if path else bytes(upload), name)
-            parsed = (prometheus.parse(text, name, node=node, tz=tz) if fmt == prometheus.FORMAT
-                      else dcgm.parse(text, name, node=node, tz=tz, at=at))
+            parsed = (prometheus.parse(text, name, node=node, tz=tz, bounds=bounds) if fmt == prometheus.FORMAT
+                      else dcgm.parse(text, name, node=node, tz=tz, at=at, bounds=bounds))
             staged = tstore.stage_table(parsed.table, staging / "parquet")
         if staged.rows == 0:
             raise InputError(f"{name} has a header but no samples")
@@ -135,6 +137,14 @@ def _stage_csv(csv_path: Path, plan, node: str, out: Path, name: str) -> tstore.
             return tstore.stage_nvidia_smi(csv_path, plan, node, out, strict=False)
     except duckdb.IOException as exc:
         raise StoreError(f"cannot write the telemetry folder {out.parent}: {str(exc).strip().splitlines()[0]}") from None
+    except tstore.Repeated as exc:
+        tstore.discard(out)
+        with open(csv_path, encoding="utf-8-sig", errors="replace", newline="") as f:
+            where = nvidia_smi.repeated_lines(f, plan, exc.gpu, exc.ts)
+        raise InputError(
+            f"{name} line {where}: {integer(exc.count)} reading(s) repeat a GPU and time already in the file "
+            f"(index {exc.gpu} at {exc.ts:%Y/%m/%d %H:%M:%S} here); fields index and timestamp repeat "
+            "(a log appended to itself?)") from None
     except (duckdb.Error, tstore.OutOfRange) as exc:
         tstore.discard(out)
         with open(csv_path, "rb") as f:

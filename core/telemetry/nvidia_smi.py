@@ -22,7 +22,8 @@ from collections.abc import Iterable
 
 from core.errors import InputError
 from core.format import integer, plain
-from core.telemetry.samples import CsvColumn, CsvPlan, ParsedTelemetry
+from core.telemetry.plausible import FORMAT_ONLY, Plausible
+from core.telemetry.samples import CsvColumn, CsvPlan, ParsedTelemetry, ts_window_naive
 
 FORMAT = "nvidia-smi CSV"
 TIME_BASIS = "node local time (as nvidia-smi writes it)"
@@ -74,8 +75,11 @@ def detect(head: str) -> bool:
     return bool(_TS.match(line.split(",")[0].strip()))
 
 
-def plan(head: str, file_name: str) -> ParsedTelemetry:
-    """Read the header and the first rows; return the plan the store's bulk reader runs, or InputError."""
+def plan(head: str, file_name: str, bounds: Plausible = FORMAT_ONLY) -> ParsedTelemetry:
+    """Read the header and the first rows; return the plan the store's bulk reader runs, or InputError.
+
+    `bounds` (the GPU catalog's) caps memory.used, power.draw and the GPU index.
+    """
     header_line, line = _first_line(head)
     cells = _split_header(line)
     if cells is None:
@@ -105,12 +109,14 @@ def plan(head: str, file_name: str) -> ParsedTelemetry:
         seen.add(spec[0])
         metric, divide_by, low, high = spec
         has_units = bool(unit) and any(_value(r[pos]).endswith(unit) for r in rows)
+        high = bounds.high(metric) if high is None else high  # as written = stored for W and MiB (divide_by 1)
         columns.append(CsvColumn(pos, cell, metric, unit if has_units else "", divide_by, low, high))
     ts_pos = names.index("timestamp")
     csv = CsvPlan(
         n_columns=len(cells), header_line=header_line, header_first_cell=cells[0][0],
         ts_position=ts_pos, gpu_position=names.index(gpu_field),
         columns=tuple(columns), ignored=tuple(ignored), ts_format=_ts_format([r[ts_pos] for r in rows]),
+        gpu_is_index=gpu_field == "index", bounds=bounds,
     )
     notes = (f"columns not used: {', '.join(ignored)}",) if ignored else ()
     return ParsedTelemetry(FORMAT, TIME_BASIS, csv=csv, notes=notes)
@@ -147,11 +153,17 @@ def check_line(cells: list[str], csv: CsvPlan) -> str | None:
     if not _TS.match(ts):
         return f"timestamp {ts!r} is not like 2026/11/02 09:00:00.123"
     try:
-        dt.datetime.strptime(ts[:19], "%Y/%m/%d %H:%M:%S")
+        when = dt.datetime.strptime(ts[:19], "%Y/%m/%d %H:%M:%S")
     except ValueError:
         return f"timestamp {ts!r} is not a real date and time"
-    if not cells[csv.gpu_position].strip():
+    first, last = ts_window_naive()
+    if not first <= when <= last:
+        return f"timestamp {ts!r} is outside 2000-01-01 .. now + 1 day"
+    gpu = cells[csv.gpu_position].strip()
+    if not gpu:
         return "no GPU index"
+    if csv.gpu_is_index and (bad := csv.bounds.index_problem(gpu, "index")) is not None:
+        return bad
     for col in csv.columns:
         raw = cells[col.position].strip()
         if raw.startswith("["):  # [N/A], [Not Supported]: a missing value
@@ -164,6 +176,8 @@ def check_line(cells: list[str], csv: CsvPlan) -> str | None:
         if not _NUMBER.match(text):
             return f"{col.header} {raw!r} is not a number"
         v = float(text)
+        if v >= col.low and (implausible := csv.bounds.value_problem(col.metric, v / col.divide_by)):
+            return f"{col.header} {raw!r}: {implausible}"
         if v < col.low or (col.high is not None and v > col.high):
             bound = f"{plain(col.low)} to {plain(col.high)}" if col.high is not None else f"at least {plain(col.low)}"
             return f"{col.header} {raw!r} is out of range ({bound})"
@@ -194,3 +208,25 @@ def diagnose(lines: Iterable[str], csv: CsvPlan, file_name: str, *, ends_with_ne
     if count > len(problems):
         out.append(f"… and {integer(count - len(problems))} more bad line(s)")
     return out
+
+
+def repeated_lines(lines: Iterable[str], csv: CsvPlan, gpu: str, when: dt.datetime) -> str:
+    """'12 and 40': the lines holding the reading of `gpu` at `when` (a repeat the bulk reader found)."""
+    prefix = f"{when:%Y/%m/%d %H:%M:%S}"
+    found = []
+    for n, line in enumerate(lines, start=1):
+        if prefix not in line or n <= csv.header_line:
+            continue
+        cells = line.rstrip("\r\n").split(",")
+        if len(cells) != csv.n_columns or cells[csv.gpu_position].strip() != gpu:
+            continue
+        ts = cells[csv.ts_position].strip()
+        try:
+            at = dt.datetime.strptime(ts, "%Y/%m/%d %H:%M:%S.%f" if "." in ts else "%Y/%m/%d %H:%M:%S")
+        except ValueError:
+            continue
+        if at == when:
+            found.append(str(n))
+            if len(found) == 2:
+                break
+    return " and ".join(found) or "?"

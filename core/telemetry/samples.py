@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from core.errors import InputError
+from core.telemetry.plausible import FORMAT_ONLY, Plausible
 
 # Columns of a raw sample (one GPU at one instant), in the order the Parquet files keep them.
 # Utilization-type metrics are shares 0-1; power in watts; memory in MiB.
@@ -87,6 +88,8 @@ class CsvPlan:
     columns: tuple[CsvColumn, ...]
     ignored: tuple[str, ...] = ()  # header cells not read (name, pci.bus_id, clocks, ...)
     ts_format: str | None = None  # the one strptime format every sniffed timestamp had exactly, else None
+    gpu_is_index: bool = False  # the GPU column is `index` (bounded by GPUs per node), not a UUID or bus id
+    bounds: Plausible = FORMAT_ONLY  # the catalog's plausibility bounds (index, memory, power)
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,15 @@ class ParsedTelemetry:
 # node clock running ahead, or a time zone, is forgiven; a year-9999 or epoch-1e17 stamp is not).
 TS_MIN_MS = 946_684_800_000  # 2000-01-01T00:00:00Z
 TS_AHEAD_MS = 86_400_000
+
+
+def ts_window_naive() -> tuple[dt.datetime, dt.datetime]:
+    """The plausible window as naive wall-clock times (nvidia-smi logs): 2000-01-01 .. now (UTC) + 1 day.
+
+    A node's local clock is at most 14 h ahead of UTC, inside the day's grace.
+    """
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    return dt.datetime(2000, 1, 1), now + dt.timedelta(milliseconds=TS_AHEAD_MS)
 
 
 def ts_problem(epoch_ms: int) -> str | None:

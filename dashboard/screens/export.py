@@ -4,6 +4,8 @@ import streamlit as st
 
 from core.presentation import views
 from core.scenarios import download_stem
+from core.service import audit_trail
+from core.textsafety import csv_bytes
 from dashboard import state
 from dashboard.format import md
 
@@ -58,3 +60,12 @@ else:
                            key="export_md")
     elif files:
         st.caption("The scenario changed since the last build: build again to download.")
+
+st.subheader("Audit trail")
+st.caption("Every write to the store, newest first: who (the signed-in user, or local: and the OS user without sign-in), "
+           "when (UTC), what. The CSV holds all of it; `hangover users audit --out audit.csv` writes the same.")
+trail = audit_trail(state.store())
+st.dataframe(trail.head(200), hide_index=True, width="stretch", key="export_audit_table",
+             column_config={"written_at": st.column_config.DatetimeColumn("When (UTC)", format="YYYY-MM-DD HH:mm:ss")})
+st.download_button("Audit trail (CSV)", data=csv_bytes(trail), file_name="audit-trail.csv", mime="text/csv",
+                   key="export_audit")

@@ -10,6 +10,7 @@ from dashboard.format import (
     count_col,
     integer,
     md,
+    md_table,
     money,
     money_col,
     ms_col,
@@ -102,7 +103,7 @@ else:
                 + ". Each row is the cheapest plan with new nodes of one GPU type; *buy nothing* sends what may "
                   "leave to APIs and leaves the rest unserved.")
     st.plotly_chart(bought_chart, key="fleet_buy_options")
-    st.table(views.table_text(bought, {
+    md_table(views.table_text(bought, {
         "row": ("Row", "text"), "buy": ("New nodes", "text"), "owned_usd": ("Owned $/month", "usd"),
         "new_nodes_usd": ("New $/month", "usd"),
         "energy_usd": ("of which energy", "usd"),
@@ -112,7 +113,7 @@ else:
         "by_api": ("By API", "int"), "unserved": ("Unserved", "int"), "price_source": ("Price (dated)", "text")}),
         hide_index=True)
     with st.expander("Every candidate GPU and purchase option"):
-        st.table(views.table_text(every_option, {
+        md_table(views.table_text(every_option, {
             "label": ("GPU, option", "text"), "buy": ("New nodes", "text"), "new_nodes_usd": ("New $/month", "usd"),
             "api_usd": ("API $/month", "usd"), "total_usd": ("Bill $/month", "usd"),
             "unserved": ("Unserved", "int"), "price_source": ("Price (dated)", "text")}), hide_index=True)
@@ -129,20 +130,20 @@ if f.nodes_needed > f.owned_nodes:
     st.caption("For the workloads that hold the most GPUs on the new nodes: what relaxing each one's target, or "
                "moving it to its best API where policy allows, would save a month (exact re-pricing of the plan).")
     # Static tables (here and below, while short): they wrap long route names and reasons instead of cutting them.
-    st.table(views.table_text(views.node_drivers(ev), {
+    md_table(views.table_text(views.node_drivers(ev), {
         "workload_id": ("Workload", "text"), "route": ("Runs on", "text"), "target": ("Target", "text"),
         "change": ("If", "text"), "saves_usd_per_month": ("Saves a month", "usd")}), hide_index=True)
 
 st.subheader("Deployments")
 st.caption("One deployment per owned route: its workloads share one pooled queue and its replicas; "
            "replicas are packed onto whole nodes.")
-st.table(views.table_text(views.deployments(ev), {
+md_table(views.table_text(views.deployments(ev), {
     "route": ("Route", "text"), "gpus_per_replica": ("GPUs per replica", "int"), "replicas": ("Replicas", "text"),
     "concurrency_cap": ("Concurrency cap", "int"), "gpus": ("GPUs", "int"), "nodes": ("Nodes (alone)", "int"),
     "offline_gpu_hours_per_day": ("Batch GPU-h a day", "num_1"), "workloads": ("Workloads", "text")}),
     hide_index=True)
 for line in views.licensed_words(ev):
-    st.info(line)
+    st.info(md(line))
 
 # Keyed on the result's content too: resource caches are shared by sessions whose data versions differ.
 key = (ev.scenario.model_dump_json(), state.data_version(), views.fingerprint(ev))
@@ -181,7 +182,7 @@ else:
                    "the table below lists every one.")
     with st.expander("Best route of each architecture: nodes, concurrency within the SLA, p95, and why not"):
         if len(side) <= views.STATIC_TABLE_ROWS:  # static: the "why not" sentences wrap instead of being cut off
-            st.table(views.table_text(side, {
+            md_table(views.table_text(side, {
                 "workload_id": ("Workload", "text"), "architecture": ("Architecture", "arch"),
                 "route": ("Best route", "text"), "nodes": ("Nodes", "int"),
                 "max_concurrency_within_sla": ("Slots within the SLA", "int"), "p95_latency_ms": ("p95", "ms"),
@@ -208,7 +209,7 @@ st.plotly_chart(fig["sweep_chart"], key="fleet_sweep")
 st.caption("The recommended mix at each scale: a tighter target can leave work without a route, which drops it "
            "from the cash bill; the last column prices that work at its cheapest route after the smallest change "
            "(a standalone estimate), so the bills compare like for like.")
-st.table(views.table_text(served.sweep_table(sweep), {
+md_table(views.table_text(served.sweep_table(sweep), {
     "sla_scale": ("Targets ×", "num_g"), "owned_nodes": ("Nodes", "int"), "monthly_usd": ("Cash bill a month", "usd"),
     "serves": ("Serves", "text"), "unserved_work": ("Unserved work: cheapest route if relaxed or allowed", "text"),
     "monthly_usd_with_unserved": ("With unserved work priced", "usd")}), hide_index=True)
@@ -216,7 +217,7 @@ st.table(views.table_text(served.sweep_table(sweep), {
 st.subheader("Monthly cost of each fleet option")
 options = fig["options"]
 st.plotly_chart(fig["options_chart"], key="fleet_options")
-st.table(views.table_text(served.options_table(options), {
+md_table(views.table_text(served.options_table(options), {
     "option": ("Option", "text"), "monthly_usd": ("Cash bill a month", "usd"), "owned_nodes": ("Nodes", "int"),
     "serves": ("Serves", "text"), "unserved_work": ("Unserved work: cheapest route if relaxed or allowed", "text"),
     "monthly_usd_with_unserved": ("With unserved work priced", "usd")}), hide_index=True)

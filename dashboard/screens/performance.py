@@ -62,7 +62,7 @@ key = data_key(cat.gpus, cat.stacks, cat.benchmarks)
 gpu_name = st.session_state["sc_gpu"]
 
 st.title("Performance")
-st.caption(f"GPU: **{gpu_name}** (change it in the sidebar). Figures are roofline **estimates** unless marked "
+st.caption(f"GPU: **{md(gpu_name)}** (change it in the sidebar). Figures are roofline **estimates** unless marked "
            "*measured* or *vendor claim*; where benchmarks exist for a stack on this GPU, the estimate is calibrated "
            "to them and the curve passes through them.")
 if saved := st.session_state.pop("perf_flash", None):
@@ -80,9 +80,9 @@ try:
         "read moves a stack right; text diffusion refines a block of tokens per pass and starts far right even at "
         "batch 1. Points are estimated achieved FLOP/s (decode, 1,000 input / 256 output tokens) on the GPU count "
         "with the most tokens/s per GPU; the roof is the most the chip allows at that intensity. "
-        f"Datasheet: {gpu.source} ({gpu.as_of:%Y-%m-%d}, {gpu.confidence.value}).")
+        f"Datasheet: {md(gpu.source)} ({gpu.as_of:%Y-%m-%d}, {gpu.confidence.value}).")
     if skipped:
-        st.caption(f"Not shown (do not fit on 8 × {gpu_name}): {', '.join(skipped)}.")
+        st.caption(md(f"Not shown (do not fit on 8 × {gpu_name}): {', '.join(skipped)}."))
 except HangoverError as exc:
     st.error(md(str(exc)))
 
@@ -111,7 +111,7 @@ try:
     left, right = st.columns(2)
     left.plotly_chart(lat_fig, width="stretch", key="perf_latency")
     right.plotly_chart(thr_fig, width="stretch", key="perf_throughput")
-    st.caption(note)
+    st.caption(md(note))
     with st.expander("The curve as a table (each row with its provenance)"):
         st.dataframe(
             curve, hide_index=True, width="stretch", key="perf_curve_table",

@@ -197,7 +197,7 @@ try:
     key = data_key(cat.gpus, cat.stacks, cat.benchmarks, cat.node_prices, cat.apis, cat.owned_hardware)
     be, be_fig = _break_even(sc.model_dump_json(), key, ref_stack, float(n_in), float(n_out), today.isoformat(), cat)
     st.plotly_chart(be_fig, width="stretch", key="price_be_chart")
-    st.caption(be.explanation + " All throughput figures are estimates unless the provenance says measured.")
+    st.caption(md(be.explanation) + " All throughput figures are estimates unless the provenance says measured.")
     st.dataframe(
         be.table, hide_index=True, width="stretch", height="content", key="price_be_table",
         # Fits the main column at 1280 px (issue 14: the verdict was cut off); each API's date and staleness are

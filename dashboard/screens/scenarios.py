@@ -23,7 +23,7 @@ from core.scenarios import (
 )
 from core.scenarios import scenario_words as words
 from dashboard import state
-from dashboard.format import md, text_col
+from dashboard.format import md, md_table, text_col
 
 
 @st.cache_data(show_spinner="Evaluating each scenario…", max_entries=8)
@@ -100,7 +100,7 @@ if not saved:
     st.info("No scenario is saved yet. Set the sidebar, give the scenario a name above and save it.")
     st.stop()
 
-st.table(saved_rows(saved), hide_index=True)  # a few rows: a static table wraps long settings
+md_table(saved_rows(saved), hide_index=True)  # a few rows: a static table wraps long settings
 names = [s.name for s in saved]
 c1, c2, c3 = st.columns([2, 2, 1], vertical_alignment="bottom")
 chosen = c1.selectbox("Saved scenario", names, key="sc_manage_name")
@@ -140,7 +140,7 @@ except HangoverError as exc:
     st.error(md(str(exc)))
     st.stop()
 
-st.table(figures_display(cmp), hide_index=True)  # static: the settings rows wrap instead of being cut off
+md_table(figures_display(cmp), hide_index=True)  # static: the settings rows wrap instead of being cut off
 for line in cmp.bill_lines():  # a scenario that serves less is never shown cheaper without saying so
     st.markdown(f"- {md(line)}")
 st.plotly_chart(scenario_comparison_chart(cmp), key="sc_compare_chart")

@@ -51,7 +51,11 @@ if flash := st.session_state.pop("tel_flash", None):
 with st.expander("Import a telemetry file", expanded=False):
     up = st.file_uploader("nvidia-smi CSV, DCGM scrape or Prometheus JSON", type=["csv", "txt", "prom", "json", "log"],
                           key="tel_upload")
-    c1, c2 = st.columns(2)
+    c1, c2, c3 = st.columns(3)
+    any_gpu = "Any GPU in the catalog"
+    gpu_in = c3.selectbox("GPU in the node", [any_gpu, *sorted(g.name for g in state.catalog(state.data_version()).gpus)],
+                          key="tel_gpu", help="Readings above its memory or twice its TDP, or a GPU index past its "
+                                              "GPUs per node, are refused; by default the widest bounds in the catalog.")
     node_in = c1.text_input("Node name", key="tel_node",
                             help="Needed for nvidia-smi logs (they do not name the host); for DCGM and Prometheus "
                                  "files it replaces the Hostname label.")
@@ -60,7 +64,7 @@ with st.expander("Import a telemetry file", expanded=False):
     if st.button("Import", key="tel_import", type="primary", disabled=up is None):
         try:
             result = import_telemetry(state.store(), up.getvalue(), up.name, node=node_in.strip() or None,
-                                      tz=tz_in.strip() or None)
+                                      tz=tz_in.strip() or None, gpu=None if gpu_in == any_gpu else gpu_in)
             if result.duplicate:
                 st.info(md(result.message))
             else:
@@ -91,7 +95,7 @@ except HangoverError as exc:
     st.stop()
 p = summary.profile
 
-st.subheader(p.label[0].upper() + p.label[1:])
+st.subheader(md(p.label[0].upper() + p.label[1:]))
 k1, k2, k3, k4 = st.columns(4)
 k1.metric("Measured utilization", percent(p.utilization),
           help=md(f"Mean over {integer(p.gpu_hours)} GPU-hours of {p.metric_label}. SM activity is preferred where "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from core.presentation.report.content import (
     ProcurementSummary,
     Table,
@@ -13,22 +11,19 @@ from core.presentation.report.content import (
     stacks_table,
 )
 from core.presentation.report.numbers import NUMERIC_KINDS, fmt
-from core.textsafety import neutralise
+from core.textsafety import escape_markdown, neutralise
 
 MAX_ROUTING_ROWS = 30
-# Characters Markdown would read as markup: table pipes, raw HTML, links, emphasis, code.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
 
 
 def md_text(value) -> str:
     """User or catalog text for Markdown: formula-like text gets its quote (OWASP), markup is escaped, one line.
 
-    core.textsafety covers the spreadsheet side; Markdown's own markup (a
-    name holding `|` would split a table row, `<a>` or `[x](y)` would become
-    a link) is escaped here.
+    The one Markdown rule of the dashboard (core.textsafety.escape_markdown): a name holding `|` would split a
+    table row; `<a>`, `[x](y)`, a bare https:// or www. address (GFM autolinks) or `$x$` (GitHub math) would
+    become markup.
     """
-    text = neutralise(" ".join(str(value).split()))
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    return escape_markdown(neutralise(" ".join(str(value).split())))
 
 
 def _cell(table: Table, row: dict, key: str) -> str:
