@@ -37,9 +37,9 @@ def test_the_sample_plan_serves_5_of_7_and_prices_the_other_two(sample):
     target (each route's p95 alone x 1.05, 1.25, 1.5, 2, smallest first):
     - onboarding-rt: LLaDA2.0-flash alone 1,565.0 ms x 1.05 = 1,643 ms ('1.6 s'); 32 GPUs = 4 node-months =
       4 x 24,104.60 = $96,418.40;
-    - agent-steps: Qwen3-235B-A22B alone 3,230.0 ms; the first target it meets is 3,087.5 x 1.05 = 3,241.9 ms
-      ('3.2 s'), so close to its floor that it takes 64 GPUs = 8 x 24,104.60 = $192,836.80.
-    With them: 73,971.13 + 96,418.40 + 192,836.80 = $363,226.33.
+    - agent-steps: Qwen3-235B-A22B alone 3,473.2 ms x 1.05 = 3,646.9 ms ('3.6 s'): 32 GPUs = 4 node-months =
+      $96,418.40.
+    With them: 73,971.13 + 96,418.40 + 96,418.40 = $266,807.93.
     """
     f = sample.fleet
     assert (f.workloads_served, f.workloads_total, f.workloads_unserved) == (5, 7, 2)
@@ -50,17 +50,17 @@ def test_the_sample_plan_serves_5_of_7_and_prices_the_other_two(sample):
     assert left["onboarding-rt"].monthly_usd == pytest.approx(4 * NODE_MONTH, abs=0.01)
     assert left["onboarding-rt"].change == "target 1.6 s, now 1.0 s"
     assert left["agent-steps"].route_id == "owned:qwen3-235b-a22b-fp8"
-    assert left["agent-steps"].monthly_usd == pytest.approx(8 * NODE_MONTH, abs=0.01)
-    assert left["agent-steps"].change == "target 3.2 s, now 2.0 s"
+    assert left["agent-steps"].monthly_usd == pytest.approx(4 * NODE_MONTH, abs=0.01)
+    assert left["agent-steps"].change == "target 3.6 s, now 2.0 s"
     js = contract.fleet_json(sample)
     assert (js["workloads_served"], js["workloads_total"]) == (5, 7)
-    assert js["unserved_work"]["priced_monthly_usd"] == pytest.approx(12 * NODE_MONTH, abs=0.01)
-    assert js["unserved_work"]["total_monthly_usd_with_unserved"] == pytest.approx(363_226.33, abs=0.01)
+    assert js["unserved_work"]["priced_monthly_usd"] == pytest.approx(8 * NODE_MONTH, abs=0.01)
+    assert js["unserved_work"]["total_monthly_usd_with_unserved"] == pytest.approx(266_807.93, abs=0.01)
     assert [w["workload_id"] for w in js["unserved_work"]["workloads"]] == ["onboarding-rt", "agent-steps"]
     assert served.plan_bill_words(sample) == "$73,971 a month — serves 5 of 7 workloads; 2 unserved"
     words = served.unserved_priced_words(sample).splitlines()
     assert words[0].startswith("The plan serves 5 of 7 workloads; 2 unserved: the $73,971 bill leaves their work out.")
-    assert "the bill with them would be $363,226 a month:" in words[0]
+    assert "the bill with them would be $266,808 a month:" in words[0]
     assert words[1] == ("- onboarding-rt: LLaDA2.0-flash (diffusion MoE 100B / 6.1B active), $96,418/month "
                         "(target 1.6 s, now 1.0 s)")
     assert len(words) == 3
@@ -106,8 +106,8 @@ def test_fleet_options_carry_served_counts_and_the_bill_with_unserved_work(sampl
 def test_the_bill_with_unserved_work_priced_never_falls_as_targets_tighten(seed_catalog, bank):
     """The defect of issue 32: on the sample the cash bill falls as targets tighten (x0.5: $25,528 serving 3 of 7;
     x1: $73,971 serving 5; x2: $97,842 serving all 7). With the unserved work priced it rises as they tighten:
-    x2: 97,841.90 + 0; x1: 73,971.13 + 289,255.20 = 363,226.33; x0.5: 25,528.10 + 457,987.40 (four workloads:
-    96,418.40 + 48,209.20 + 120,523.00 + 192,836.80) = 483,515.50."""
+    x2: 97,841.90 + 0; x1: 73,971.13 + 192,836.80 = 266,807.93; x0.5: 25,528.10 + the four workloads it leaves
+    out, priced."""
     evs = {s: evaluate(seed_catalog, bank, Scenario(sla_scale=s)) for s in (0.5, 1.0, 2.0)}
     cash = {s: ev.fleet.total_monthly_usd for s, ev in evs.items()}
     priced = {s: served.with_unserved_total(ev) for s, ev in evs.items()}

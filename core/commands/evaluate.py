@@ -170,7 +170,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="table (default), json (the contract), csv or parquet (the routing table)")
     p.add_argument("--detail", choices=["routes", "verdicts"], default=None,
                    help="json: every route per workload with the reasons in words (the default up to "
-                        f"{ROUTES_DETAIL_MAX_WORKLOADS:,} workloads) or verdicts only (the default above)")
+                        "10,000 workloads) or verdicts only (the default above)")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of standard output (needed for parquet)")
     p.add_argument("--ranges", action="store_true",
                    help="compute each verdict at both ends of the performance ranges even above 1,000 workloads "
@@ -246,8 +246,11 @@ def _default_detail(n: int) -> str:
     """routes up to ROUTES_DETAIL_MAX_WORKLOADS workloads; above, verdicts, said on standard error."""
     if n <= ROUTES_DETAIL_MAX_WORKLOADS:
         return "routes"
-    print(f"{n:,} workloads: the JSON holds each workload's verdict only (every route with its reasons would be "
-          f"~{n * ROUTES_DETAIL_BYTES_PER_WORKLOAD / 1e6:,.0f} MB); --detail routes writes them all.", file=sys.stderr)
+    from core.format import integer
+
+    print(f"{integer(n)} workloads: the JSON holds each workload's verdict only (every route with its reasons would "
+          f"be ~{integer(n * ROUTES_DETAIL_BYTES_PER_WORKLOAD / 1e6)} MB); --detail routes writes them all.",
+          file=sys.stderr)
     return "verdicts"
 
 

@@ -40,6 +40,7 @@ from core.catalog import Catalog
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH, node_rate
 from core.decision.records import Deployment
 from core.errors import InputError
+from core.format import money
 from core.models import CostBasis, PricingOption, Scenario
 
 # New nodes of a fill stage: out of reach, so the plan fills the owned nodes and sends the rest to APIs.
@@ -505,4 +506,4 @@ def _range_columns(rg: dict | None) -> dict:
     nodes = (f"{rg['nodes_new_optimistic']}" if rg["nodes_new_optimistic"] == rg["nodes_new_pessimistic"]
              else f"{rg['nodes_new_optimistic']}-{rg['nodes_new_pessimistic']}")
     return {"total_usd_optimistic": lo, "total_usd_pessimistic": hi,
-            "estimate_range": f"${lo:,.0f} - ${hi:,.0f} ({nodes} new node{'s' if nodes != '1' else ''})"}
+            "estimate_range": f"{money(lo, decimals=0)} - {money(hi, decimals=0)} ({nodes} new node{'s' if nodes != '1' else ''})"}

@@ -66,6 +66,6 @@ def buy_extras(ev: Evaluation) -> dict:
     note = ("Owned nodes keep their GPU and are filled first; each row then plans the rest on new nodes of one GPU "
             "type at its best purchase option (buy = TCO estimate; reserved and on-demand from dated price rows). "
             "Buy nothing sends what may leave to APIs and leaves the rest unserved.")
-    sentence = (f"Buy {best['buy']}: ${best['total_usd']:,.2f} a month in all, owned nodes kept on their GPU; "
-                + "; ".join(f"{r['row']} ${r['total_usd']:,.2f}" for r in rows if r["row"] != "best mix") + ".")
+    sentence = (f"Buy {best['buy']}: {fmt(best['total_usd'], 'usd_2')} a month in all, owned nodes kept on their GPU; "
+                + "; ".join(f"{r['row']} {fmt(r['total_usd'], 'usd_2')}" for r in rows if r["row"] != "best mix") + ".")
     return {"buy": (sentence, Table("BuyOptions", "What to buy next", cols, rows, note))}
