@@ -92,9 +92,9 @@ def routes_frame(ev: Evaluation, i: int) -> pd.DataFrame:
 
 
 def fleet_json(ev: Evaluation) -> dict:
-    """The contract's `fleet` object: the fleet record, and its performance range where computed."""
+    """The contract's `fleet` object: the fleet record, its performance range and smallest change where computed."""
     rg = ev.answers.known("ranges")
-    return record_fleet_json(ev.fleet, None if rg is None else rg.performance)
+    return record_fleet_json(ev.fleet, None if rg is None else rg.performance, ev.answers.known("smallest_change"))
 
 
 def to_dict(ev: Evaluation, detail: str = "routes") -> dict:
