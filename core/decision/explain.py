@@ -184,8 +184,10 @@ def smallest_change_words(fleet, answer) -> list[str]:
         bill = (f"{money(-change)} a month less" if change < 0 else f"{money(change)} a month more"
                 if change > 0 else "the same")
         fee = " before the licence fee" if any(c.kind == "licence" for c in stay.changes) else ""
+        more = (f"; it also serves {', '.join(stay.serves_unserved)}, which the plan leaves without a route"
+                if stay.serves_unserved else "")
         out.append(f"To stay on {owned}: {'; '.join(parts)}. The bill becomes {money(stay.total_monthly_usd)} "
-                   f"a month ({bill}{fee}); every change re-planned.")
+                   f"a month ({bill}{fee}{more}); every change re-planned.")
     else:
         out.append(f"No set of the relaxations tried avoids a new node (the targets of the workloads that force "
                    f"nodes, their data allowed to leave, licences for the licensed stacks): the fewest reached is "

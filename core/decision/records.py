@@ -99,6 +99,7 @@ class StayOnOwned:
     bill_change_usd_per_month: float  # that bill less the plan's bill (negative: cheaper)
     complete: bool  # False: the search stopped at its re-plan budget (SearchSettings.smallest_change_replans)
     replans: int
+    serves_unserved: tuple[str, ...] = ()  # workloads the plan leaves without a route that the changes serve
 
 
 @dataclass(frozen=True, slots=True)

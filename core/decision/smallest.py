@@ -177,7 +177,7 @@ def smallest_target(rp: Replanner, ev: Evaluation, driver: NodeDriver) -> Relaxa
         # The re-plan is not monotone in the target: 1 % tighter also lowers it; search below that.
         hi, hit, lo = TIGHTER * hi, tighter, slo
     return Relaxation(f"target {integer(slo)} ms -> {integer(math.ceil(hi))} ms (the smallest that lowers the "
-                      f"node count)", "smallest_target", float(rp.base.total_monthly_usd - hit.total_monthly_usd),
+                      f"node count)", "smallest_target", round(rp.base.total_monthly_usd - hit.total_monthly_usd, 2),
                       int(hit.nodes_needed), latency_slo_ms=float(hi))
 
 
@@ -250,7 +250,8 @@ def stay_on_owned(rp: Replanner, ev: Evaluation, targets: dict[str, Relaxation])
     return StayOnOwned(exists=exists, owned_nodes=owned, nodes_needed=int(cur.nodes_needed), changes=changes,
                        total_monthly_usd=round(cur.total_monthly_usd, 2),
                        bill_change_usd_per_month=round(cur.total_monthly_usd - rp.base.total_monthly_usd, 2),
-                       complete=complete, replans=rp.used)
+                       complete=complete, replans=rp.used,
+                       serves_unserved=tuple(w for w, r in cur.route_of.items() if r and not rp.base.route_of[w]))
 
 
 def _owned_change(ev: Evaluation, c: Change, got: Replanned) -> OwnedChange:
