@@ -66,7 +66,8 @@ def test_smallest_targets_and_stay_on_owned_on_the_sample(sample_answer):
     - a smallest target drops one node: 3 -> 2, and the bill falls by one node-month at the full price,
       $33.02 x 730 h = $24,104.60 (only the node count moves: the same workloads on the same routes);
       it lies above the target and at most x2 (the x2 relaxation already drops the node): code-completion
-      500 < 579 <= 1,000 ms, lc-clearing 3,000 < 3,342 <= 6,000 ms;
+      500 < 577 <= 1,000 ms, lc-clearing 3,000 < 3,332 <= 6,000 ms (where the re-priced plan steps, a whole ms;
+      re-planned there and 1 % tighter: 571.23 ms and 3,298.68 ms keep 3 nodes);
     - to stay on the one owned node: the licensed Mercury-class coder entered (fee unknown, zero in the re-plan)
       takes the work of two nodes: bill $25,528.10 = $73,971.13 - $48,443.03; it also serves onboarding-rt,
       which the plan leaves without a route. Spread over the 3 GPUs it runs on, the answer costs no more than
@@ -79,8 +80,8 @@ def test_smallest_targets_and_stay_on_owned_on_the_sample(sample_answer):
         assert rel.nodes_needed == 2
         assert rel.saves_usd_per_month == pytest.approx(NODE_MONTH, abs=0.01)  # 24,104.60
         assert slo < rel.latency_slo_ms <= 2 * slo
-    assert cc.latency_slo_ms == pytest.approx(579.0)
-    assert lc.latency_slo_ms == pytest.approx(3342.0)
+    assert cc.latency_slo_ms == pytest.approx(577.0)
+    assert lc.latency_slo_ms == pytest.approx(3332.0)
     stay = answer.stay_on_owned
     assert stay.exists and stay.complete and stay.nodes_needed == 1
     assert [c.kind for c in stay.changes] == ["licence"]
@@ -116,13 +117,13 @@ def test_the_contract_and_the_words_carry_the_answer(sample_answer):
     kinds = {d["workload_id"]: [r["kind"] for r in d["relaxations"]] for d in fleet["node_drivers"]}
     assert kinds["code-completion"][-1] == "smallest_target" and "smallest_target" not in kinds["kyc-overnight"]
     rel = fleet["node_drivers"][0]["relaxations"][-1]
-    assert rel["latency_slo_ms"] == 579.0 and "target_x2" in kinds["code-completion"]
+    assert rel["latency_slo_ms"] == 577.0 and "target_x2" in kinds["code-completion"]
     assert all("latency_slo_ms" not in r for d in fleet["node_drivers"] for r in d["relaxations"]
                if r["kind"] != "smallest_target")
     assert fleet["stay_on_owned"]["exists"] is True
     words = smallest_change_words(ev.fleet, answer)
-    assert words[0].startswith("code-completion: a target of 579 ms instead of 500 ms (+16%)")
-    assert "573 ms does not lower the node count" in words[0]
+    assert words[0].startswith("code-completion: a target of 577 ms instead of 500 ms (+15%)")
+    assert "571 ms does not lower the node count" in words[0]
     assert words[-1].startswith("To stay on the 1 node you own: licence Mercury-class")
     assert "$25,528 a month ($48,443 a month less before the licence fee" in words[-1]
 
@@ -144,9 +145,9 @@ def test_above_the_size_it_is_searched_only_on_demand(seed_catalog, bank, monkey
 
 
 def _inventory(seed: int) -> pd.DataFrame:
-    """5-8 busy workloads (about 4 in 5 interactive), from one seed: enough traffic that one node is short."""
+    """4-6 busy workloads (about 4 in 5 interactive), from one seed: enough traffic that one node is short."""
     rng = np.random.default_rng(seed)
-    n = int(rng.integers(5, 9))
+    n = int(rng.integers(4, 7))
     interactive = rng.random(n) < 0.8
     return pd.DataFrame({
         "workload_id": [f"s{seed % 1000:03d}-{i}" for i in range(n)],
@@ -169,8 +170,8 @@ def _inventory(seed: int) -> pd.DataFrame:
 def test_smallest_target_property_on_generated_inventories(seed_catalog, monkeypatch, seed):
     """On generated inventories (1 owned node, a smaller search budget: the property must hold whatever the
     budget), each smallest_target found, applied from scratch, changes the node count; 1 % tighter does not."""
-    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.PLAN.but(smallest_change_replans=16,
-                                                                    smallest_target_replans=8))
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.PLAN.but(smallest_change_replans=12,
+                                                                    smallest_target_replans=6))
     inv = _inventory(seed)
     scenario = Scenario(fleet_nodes=1)
     ev = evaluate(seed_catalog, inv, scenario)

@@ -8,9 +8,12 @@ to leave (`data_policy` external_ok), a licensed stack's fee entered (at zero in
 unknown, so the answer names the GPUs it would be paid on and the break-even fee). A change counts only where
 the re-plan serves at least as many workloads as the plan.
 
-smallest_target: for a driver with target t, the candidate upper bounds are 2 t and each route's p95 alone
-above t (where the workload starts to fit another route; the engine's `best_p95_ms`), up to
-SearchSettings.smallest_target_max_factor x t, tried in increasing order until one lowers the node count;
+smallest_target: for a driver with target t, the first candidate is where the node count steps when the plan as
+it stands is re-priced with a looser target (bisection to a whole ms on the exact pricing, milliseconds a
+step); re-planned there and 1 % tighter, it is the answer when the first lowers the node count and the second
+does not (two re-plans). Otherwise the candidate upper bounds are 2 t and each route's p95 alone above t
+(where the workload starts to fit another route; the engine's `best_p95_ms`), up to
+SearchSettings.smallest_target_max_factor x t, re-planned in increasing order until one lowers the node count;
 then bisection between the last that did not and the first that did, to 1 %; then the target 1 % tighter than
 the answer is re-planned too, and the answer is kept only where it does not lower the node count. The re-plan
 is a search, not a monotone function of the target, so the check is made, not assumed.
@@ -147,7 +150,18 @@ def smallest_target(rp: Replanner, ev: Evaluation, driver: NodeDriver) -> Relaxa
     # Where the workload starts to meet its target alone on another route (rounded up a whole ms), and x2.
     cands = sorted({2.0 * slo} | {float(math.ceil(p + 1e-6)) for p in alone[np.isfinite(alone)] if slo < p <= top})
     lo, hi, hit = slo, None, None
-    for c in cands:
+    seed = _priced_breakpoint(ev, i, slo, 2.0 * slo, n0)
+    if seed is not None:
+        got = at(seed)
+        if got is None:
+            return None
+        if _lowers(rp, got, n0):
+            # Taken as found to 1 %: the check below re-plans 1 % tighter (and bisects below it if that lowers too).
+            hi, hit, lo = seed, got, TIGHTER * seed
+        else:
+            lo = seed
+            cands = [c for c in cands if c > seed]
+    for c in cands if hi is None else []:
         got = at(c)
         if got is None:
             return None
@@ -179,6 +193,39 @@ def smallest_target(rp: Replanner, ev: Evaluation, driver: NodeDriver) -> Relaxa
     return Relaxation(f"target {integer(slo)} ms -> {integer(math.ceil(hi))} ms (the smallest that lowers the "
                       f"node count)", "smallest_target", round(rp.base.total_monthly_usd - hit.total_monthly_usd, 2),
                       int(hit.nodes_needed), latency_slo_ms=float(hi))
+
+
+def _priced_breakpoint(ev: Evaluation, i: int, slo: float, top: float, n0: int) -> float | None:
+    """Where the node count steps on the plan as it stands, re-priced (not re-planned: the workload stays on its
+    stack and GPU count, any tier of it, as the target_x2 relaxation prices it): the whole ms target between slo and
+    top that first needs fewer than n0 nodes, by bisection (~10 pricings of one pool, milliseconds each); None
+    where even top does not. A candidate only: smallest_target re-plans it."""
+    planner, best = ev.planner, ev.plan
+    if planner is None or best is None:
+        return None
+    v = best.assignment
+    group = planner._col_group[int(v[i])]
+    tiers = [c for c, k in planner._col_group.items() if k == group and (c == v[i] or planner.inp.allowed[i, c])]
+
+    def nodes(t: float) -> int:
+        got = []
+        for c in tiers:
+            moved = v.copy()
+            moved[i] = c
+            got.append(planner.price(moved, slo_override=(i, t)))
+        ok = [g for g in got if g.feasible]
+        return int(min(ok, key=lambda g: g.key).nodes_needed) if ok else n0
+
+    lo, hi = float(math.floor(slo)), float(math.ceil(top))
+    if nodes(hi) >= n0:
+        return None
+    while hi - lo > 1.0:
+        mid = float(math.floor((lo + hi) / 2.0))
+        if nodes(mid) < n0:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def _options(ev: Evaluation, targets: dict[str, Relaxation]) -> list[Change]:
