@@ -201,6 +201,16 @@ def owned_vs_api(p) -> pd.DataFrame:
     return owned_vs_api_frame(p)
 
 
+def smallest_change(ev: Evaluation, *, force: bool = False):
+    """The smallest change that avoids a purchase, and its words (None: above the automatic size and not forced;
+    core.decision.smallest)."""
+    from core.decision.explain import smallest_change_words
+    from core.decision.smallest import smallest_change as answer
+
+    got = answer(ev, force=force)
+    return None if got is None else (got, smallest_change_words(ev.fleet, got))
+
+
 def sla_sweep_rows(ev: Evaluation, scale: float) -> list[dict]:
     """One SLA scale of the sweep: each fleet option re-planned with every latency target × scale."""
     from core.decision.analysis import sla_sweep_rows as rows

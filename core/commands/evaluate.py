@@ -176,6 +176,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="compute each verdict at both ends of the performance ranges even above 1,000 workloads "
                         "(automatic up to 5,000; triples the engine time)")
     add_purchase_arguments(p)
+    p.add_argument("--smallest-change", action="store_true",
+                   help="search the smallest change that avoids new nodes (smallest_target, stay_on_owned) even "
+                        "above 40 workloads (automatic up to 40; up to 40 re-plans)")
     p.set_defaults(func=cmd_evaluate)
 
 
@@ -234,6 +237,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         vf = contract.verdicts_frame(ev)
         data = routing_csv(vf) if args.format == "csv" else routing_parquet(vf)
         return _emit(data, args.out)
+    from core.decision.smallest import smallest_change
+
+    # The JSON and the table show it: automatic up to SearchSettings.smallest_change_max_workloads workloads.
+    smallest_change(ev, force=getattr(args, "smallest_change", False))
     if args.format == "json":
         detail = args.detail or _default_detail(len(ev.workloads))
         chunks = contract.iter_json(ev, detail, indent=2 if detail == "routes" else None,
@@ -339,6 +346,10 @@ def format_table(ev, purchase_settings=None) -> str:
         if best:
             lines.append(f"Node driver: {d.workload_id}: {best.change} saves "
                          f"{money(best.saves_usd_per_month)}/month")
+    if (answer := ev.answers.known("smallest_change")) is not None:
+        from core.decision.explain import smallest_change_words
+
+        lines += [f"Smallest change: {line}" for line in smallest_change_words(f, answer)]
     for lic in f.licensed_routes:
         fee = lic.break_even_usd_per_gpu_month
         parts = [f"the only route for {', '.join(lic.serves_unserved)}"] if lic.serves_unserved else []

@@ -36,6 +36,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.workloads:
         # The report prints its inventory label; "given" would not tell a reader which file it was.
         ev = ev.with_source(f"file {Path(args.workloads).name}", ev.fleet.measured)
+    from core.decision.smallest import smallest_change
+
+    smallest_change(ev)  # the node drivers' section words it (automatic up to 40 workloads)
     f = ev.fleet
     summary = build_summary(ev, generated=report_clock())  # once: it re-plans the fleet options
     for out, kind in zip(outs, kinds, strict=True):

@@ -95,13 +95,14 @@ def routes_frame(ev: Evaluation, i: int) -> pd.DataFrame:
 
 
 def fleet_json(ev: Evaluation, purchase_settings=None) -> dict:
-    """The contract's `fleet` object: the fleet record, its performance range where computed, and the staged
-    purchase (core.decision.purchase: default settings unless given)."""
+    """The contract's `fleet` object: the fleet record, its performance range and smallest change where computed,
+    and the staged purchase (core.decision.purchase: default settings unless given)."""
     from core.decision.purchase import purchase, purchase_json
 
     rg = ev.answers.known("ranges")
     p = purchase(ev, purchase_settings)
-    out = record_fleet_json(ev.fleet, None if rg is None else rg.performance, None if p is None else purchase_json(p))
+    out = record_fleet_json(ev.fleet, None if rg is None else rg.performance, None if p is None else purchase_json(p),
+                           ev.answers.known("smallest_change"))
     if ev.scenario.mixed:  # what to buy next (issue 33): the one-kind plan's pools name their GPU, the mix beside
         from core.decision import mix
 

@@ -161,3 +161,52 @@ def range_row(ev: Evaluation, i: int) -> dict | None:
     """Row i of `ranges()` as a dict (read from its columns: iloc per workload is slow at scale)."""
     rg = ranges(ev)
     return None if rg is None else rg.row(i)
+
+
+def smallest_change_words(fleet, answer) -> list[str]:
+    """The smallest change in sentences (core.decision.smallest): per node driver the smallest target that lowers
+    the node count, then what it takes to stay on the nodes owned, or that none of the relaxations tried does."""
+    out = []
+    needed = int(fleet.nodes_needed)
+    for d in fleet.node_drivers:
+        rel = answer.targets.get(d.workload_id)
+        if rel is None or rel.latency_slo_ms is None or d.latency_slo_ms is None:
+            continue
+        new, old = float(rel.latency_slo_ms), float(d.latency_slo_ms)
+        out.append(f"{d.workload_id}: a target of {integer(np.ceil(new))} ms instead of {integer(old)} ms "
+                   f"(+{percent(new / old - 1.0)}) is the smallest that needs {integer(rel.nodes_needed)} "
+                   f"node{'s' if rel.nodes_needed != 1 else ''} instead of {integer(needed)}; the bill falls by "
+                   f"{money(rel.saves_usd_per_month)} a month (re-planned; {integer(np.floor(new * 0.99))} ms does "
+                   "not lower the node count).")
+    stay = answer.stay_on_owned
+    if stay is None:
+        return out
+    owned = f"the {integer(stay.owned_nodes)} node{'s' if stay.owned_nodes != 1 else ''} you own"
+    if stay.exists:
+        parts = [_owned_change_words(c) for c in stay.changes]
+        change = stay.bill_change_usd_per_month
+        bill = (f"{money(-change)} a month less" if change < 0 else f"{money(change)} a month more"
+                if change > 0 else "the same")
+        fee = " before the licence fee" if any(c.kind == "licence" for c in stay.changes) else ""
+        more = (f"; it also serves {', '.join(stay.serves_unserved)}, which the plan leaves without a route"
+                if stay.serves_unserved else "")
+        out.append(f"To stay on {owned}: {'; '.join(parts)}. The bill becomes {money(stay.total_monthly_usd)} "
+                   f"a month ({bill}{fee}{more}); every change re-planned.")
+    else:
+        out.append(f"No set of the relaxations tried avoids a new node (the targets of the workloads that force "
+                   f"nodes, their data allowed to leave, licences for the licensed stacks): the fewest reached is "
+                   f"{integer(stay.nodes_needed)} against {owned}"
+                   + ("; the search stopped at its re-plan budget." if not stay.complete else "."))
+    return out
+
+
+def _owned_change_words(c) -> str:
+    """One change of the stay-on-owned answer, as a clause."""
+    if c.kind == "target":
+        return (f"relax {c.workload_id}'s target from {integer(c.latency_slo_ms_from)} ms to "
+                f"{integer(np.ceil(c.latency_slo_ms))} ms (+{percent(c.latency_slo_ms / c.latency_slo_ms_from - 1.0)})")
+    if c.kind == "policy":
+        return c.change.replace("data allowed to leave (external_ok)", "allow its data to leave your hardware")
+    fee = (f"; this answer costs no more than the plan up to a fee of {money(c.break_even_usd_per_gpu_month)} "
+           "per GPU-month" if c.break_even_usd_per_gpu_month else "")
+    return c.change.replace(" (the fee is on top of the bill change)", "") + fee

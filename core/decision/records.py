@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -45,10 +45,11 @@ class Relaxation:
     """One change that would shrink the purchase, and what it saves (None: not allowed)."""
 
     change: str
-    kind: str  # "target_x2" | "to_api"
+    kind: str  # "target_x2" | "to_api" | "smallest_target"
     saves_usd_per_month: float | None
     nodes_needed: int | None
     route_id: str | None = None  # the API moved to (kind "to_api", where one is allowed)
+    latency_slo_ms: float | None = None  # kind "smallest_target": the new target, as planned (core.decision.smallest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,47 @@ class NodeDriver:
         """The relaxation that saves most (None when none saves anything)."""
         return max((r for r in self.relaxations if r.saves_usd_per_month),
                    key=lambda r: r.saves_usd_per_month or 0.0, default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class OwnedChange:
+    """One relaxation of the answer "to stay on the nodes you own" (core.decision.smallest)."""
+
+    kind: str  # "target" | "policy" | "licence"
+    change: str  # in words
+    workload_id: str | None  # the workload relaxed (target, policy)
+    route_id: str | None  # the licensed stack (licence); the route the workload moves to (policy)
+    latency_slo_ms_from: float | None  # target: as planned now
+    latency_slo_ms: float | None  # target: as relaxed
+    licence_gpus: int | None  # licence: GPUs the plan runs the stack on (its fee is on top of the bill change)
+    # licence: the fee per GPU-month up to which the answer's bill stays at or under the plan's (None: never)
+    break_even_usd_per_gpu_month: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class StayOnOwned:
+    """The cheapest set of relaxations found that needs no node beyond those owned, each step verified by
+    re-planning; `exists` False: none of the relaxations tried, alone or together, avoids a new node."""
+
+    exists: bool
+    owned_nodes: int
+    nodes_needed: int  # with the changes (where none exists: the fewest reached)
+    changes: tuple[OwnedChange, ...]
+    total_monthly_usd: float  # the bill with the changes (licence fees not entered excluded)
+    bill_change_usd_per_month: float  # that bill less the plan's bill (negative: cheaper)
+    complete: bool  # False: the search stopped at its re-plan budget (SearchSettings.smallest_change_replans)
+    replans: int
+    serves_unserved: tuple[str, ...] = ()  # workloads the plan leaves without a route that the changes serve
+
+
+@dataclass(frozen=True, slots=True)
+class SmallestChange:
+    """The smallest change answer: each node driver's smallest_target relaxation (by workload) and the joint
+    answer to stay on the nodes owned (None when the plan needs no new node)."""
+
+    targets: Mapping[str, Relaxation]
+    stay_on_owned: StayOnOwned | None
+    replans: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,9 +307,13 @@ class FleetPlan:
 # JSON: the `fleet` object of `hangover evaluate --format json`
 # ---------------------------------------------------------------------------------------------------------------
 
-def fleet_json(plan: FleetPlan, performance: PerformanceRange | None = None, purchase: dict | None = None) -> dict:
+def fleet_json(plan: FleetPlan, performance: PerformanceRange | None = None, purchase: dict | None = None,
+               smallest: SmallestChange | None = None) -> dict:
     """The contract's `fleet` object: every field in order, nested records as objects, tuples as lists; then the
-    inventory and measured telemetry when named, the performance range and the staged purchase when computed."""
+    inventory and measured telemetry when named, the performance range, the staged purchase and the smallest
+    change when computed (its smallest_target relaxations among each node driver's, and `stay_on_owned`)."""
+    if smallest is not None:
+        plan = with_smallest(plan, smallest)
     out = {f.name: _json(getattr(plan, f.name)) for f in fields(plan) if f.name != "source"}
     if plan.source is not None:
         out["inventory"] = plan.source.inventory
@@ -276,7 +322,18 @@ def fleet_json(plan: FleetPlan, performance: PerformanceRange | None = None, pur
         out["performance_range"] = _json(performance)
     if purchase is not None:
         out["purchase"] = purchase
+    if smallest is not None:
+        out["stay_on_owned"] = _json(smallest.stay_on_owned)
     return jsonable(out)
+
+
+def with_smallest(plan: FleetPlan, smallest: SmallestChange | None) -> FleetPlan:
+    """The fleet record with each node driver's smallest_target relaxation after its others (unchanged: None)."""
+    if smallest is None or not smallest.targets:
+        return plan
+    drivers = tuple(replace(d, relaxations=d.relaxations + (smallest.targets[d.workload_id],))
+                    if d.workload_id in smallest.targets else d for d in plan.node_drivers)
+    return replace(plan, node_drivers=drivers)
 
 
 def record_json(rec: Any) -> dict:
@@ -288,7 +345,7 @@ def record_json(rec: Any) -> dict:
         if isinstance(rec, NodeDriver) and f.name in ("latency_slo_ms", "batch_window_hours") \
                 and (f.name == "latency_slo_ms") != (rec.latency_slo_ms is not None):
             continue
-        if isinstance(rec, Relaxation) and f.name == "route_id":
+        if isinstance(rec, Relaxation) and (f.name == "route_id" or (f.name == "latency_slo_ms" and v is None)):
             continue
         out[f.name] = _json(v)
         if isinstance(rec, Relaxation) and f.name == "kind" and rec.route_id is not None:

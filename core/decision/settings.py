@@ -126,6 +126,15 @@ class SearchSettings:
     ranges_max_workloads: int = _knob(
         1_000, "Up to this many workloads the performance ranges are planned automatically "
                "(read by sensitivity).")
+    smallest_change_max_workloads: int = _knob(
+        40, "Up to this many workloads the smallest change (smallest_target, stay_on_owned) is searched "
+            "automatically; above, only on demand (read by smallest; each re-plan is a whole plan).")
+    smallest_change_replans: int = _knob(
+        40, "Re-plans the smallest change may spend in all (its targets' searches and the stay-on-owned search).")
+    smallest_target_replans: int = _knob(
+        11, "Re-plans one workload's smallest_target search may spend (upper bound, bisection to 1 %, check).")
+    smallest_target_max_factor: float = _knob(
+        4.0, "The smallest_target search looks up to this multiple of the workload's target (read by smallest).")
     background_rows: int = _knob(
         20_000, "From this many workloads the break-even re-plan runs beside the attribution "
                 "(read by fleet).")
@@ -139,7 +148,8 @@ class SearchSettings:
                      "single_move_patience", "max_passes", "speculate_moves", "evict_pricings", "multi_starts",
                      "exclude_stacks", "max_repair_rounds", "gauss_legendre_nodes", "chain_points",
                      "block_terms", "block_sum", "candidates_per_row", "sections", "min_requests",
-                     "max_requests"):
+                     "max_requests", "smallest_change_max_workloads", "smallest_change_replans",
+                     "smallest_target_replans"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SearchSettings.{name} must not be negative, not {getattr(self, name)}")
         if self.speculate_moves < 1 or self.max_passes < 1 or self.max_repair_rounds < 1:

@@ -9,6 +9,7 @@ import pandas as pd
 
 from core.decision import contract
 from core.decision.engine import Evaluation
+from core.decision.records import with_smallest
 from core.presentation.format import (
     duration_ms,
     fmt,
@@ -335,7 +336,8 @@ def cash_bill(ev: Evaluation) -> pd.DataFrame:
 def node_drivers(ev: Evaluation) -> pd.DataFrame:
     """Why each node beyond those owned is bought: the workload and target, and what relaxing it saves a month."""
     rows = []
-    for d in ev.fleet.node_drivers:
+    # With each driver's smallest_target relaxation where the smallest change was searched (it is not searched here).
+    for d in with_smallest(ev.fleet, ev.answers.known("smallest_change")).node_drivers:
         target = (f"{integer(d.latency_slo_ms)} ms p95" if d.latency_slo_ms is not None
                   else f"{number(d.batch_window_hours, decimals=1)} h window")
         for change, saves in [(r.change, r.saves_usd_per_month) for r in d.relaxations] or [("—", None)]:

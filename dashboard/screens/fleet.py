@@ -127,12 +127,25 @@ if bought is not None:
 
 if f.nodes_needed > f.owned_nodes:
     st.subheader("Why nodes are bought")
+    # Re-plans (bounded): automatic for small inventories, on demand above; kept with the evaluation.
+    with st.spinner("Re-planning to find the smallest change that avoids new nodes…"):
+        smallest = service.smallest_change(ev, force=st.session_state.get("fleet_smallest_forced") == id(ev))
     st.caption("For the workloads that hold the most GPUs on the new nodes: what relaxing each one's target, or "
-               "moving it to its best API where policy allows, would save a month (exact re-pricing of the plan).")
+               "moving it to its best API where policy allows, would save a month (exact re-pricing of the plan), "
+               "and the smallest target that lowers the node count (re-planned).")
     # Static tables (here and below, while short): they wrap long route names and reasons instead of cutting them.
     md_table(views.table_text(views.node_drivers(ev), {
         "workload_id": ("Workload", "text"), "route": ("Runs on", "text"), "target": ("Target", "text"),
         "change": ("If", "text"), "saves_usd_per_month": ("Saves a month", "usd")}), hide_index=True)
+    st.markdown("**The smallest change that avoids them**")
+    if smallest is None:
+        st.caption("Searched automatically for small inventories only: each step is a whole re-plan.")
+        if st.button("Find the smallest change", key="fleet_smallest"):
+            st.session_state["fleet_smallest_forced"] = id(ev)
+            st.rerun()
+    else:
+        for line in smallest[1]:
+            st.markdown(f"- {md(line)}")
 
 st.subheader("Deployments")
 st.caption("One deployment per owned route: its workloads share one pooled queue and its replicas; "

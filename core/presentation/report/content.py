@@ -214,6 +214,10 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
             f"you own {owned}; about {fmt(f.extra_nodes_monthly_usd, 'usd')}/month at "
             f"{fmt(ev.rate.full_usd_per_node_hour, 'usd_2')}/node-hour." + _driver_words(f.node_drivers),
             float(f.extra_nodes_monthly_usd)))
+        # The smallest change (core.decision.smallest), where it was searched (`hangover report` asks for it).
+        answer = ev.answers.known("smallest_change")
+        out += [Change("Smallest change", line) for line in
+                (explain.smallest_change_words(f, answer) if answer is not None else [])]
     elif needed < owned:
         n = owned - needed
         saving = n * ev.rate.full_usd_per_node_hour * HOURS_PER_MONTH
