@@ -23,6 +23,7 @@ from core.decision.plan import (
     service_p95_alone_ms,
 )
 from core.decision.records import Deployment, FleetPlan, LicensedRoute, NodeDriver, Relaxation
+from core.decision.why import deployment_why, nodes_forced
 from core.format import integer
 from core.models import CostBasis, Weights
 from core.performance import physics
@@ -529,6 +530,7 @@ def _pools(ev: Evaluation, planner: Planner, best: PlanCost, esc: np.ndarray, f:
             gpus=int(max(inter_gpus, off_min)),
             nodes=int(np.ceil(max(inter_gpus, off_min) / gpn - 1e-9)),
             licence_usd_per_month=float(route.licence_usd_per_gpu_month * (inter_gpus + lic_gpus_off)),
+            why=deployment_why(inp, route, d) if d is not None else None,
         )
         deployments.append(dep)
         gpus_by_route[route.route_id] = gpus_by_route.get(route.route_id, 0.0) + inter_gpus + off_hours / 24.0
@@ -693,6 +695,6 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[NodeD
             workload_id=str(inp.workload_ids[i]), route_id=ev.routes[er].route_id, route=ev.routes[er].label,
             gpus_per_replica=int(inp.owned[next(k for k, o in enumerate(inp.owned) if o.index == v[i])].tp_options[0]),
             latency_slo_ms=slo_i, batch_window_hours=window, gpu_hours_per_month=float(weight[i]),
-            relaxations=tuple(relax)))
+            relaxations=tuple(relax), nodes_forced=nodes_forced(planner, best, i)))
     out.sort(key=lambda d: -max([x.saves_usd_per_month or 0.0 for x in d.relaxations] or [0.0]))
     return out

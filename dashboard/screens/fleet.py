@@ -78,7 +78,9 @@ if f.nodes_needed > f.owned_nodes:
     # Static tables (here and below, while short): they wrap long route names and reasons instead of cutting them.
     st.table(views.table_text(views.node_drivers(ev), {
         "workload_id": ("Workload", "text"), "route": ("Runs on", "text"), "target": ("Target", "text"),
-        "change": ("If", "text"), "saves_usd_per_month": ("Saves a month", "usd")}), hide_index=True)
+        "nodes_forced": ("Nodes it forces", "int"), "change": ("If", "text"),
+        "saves_usd_per_month": ("Saves a month", "usd")}), hide_index=True)
+    st.caption("Nodes it forces: how many nodes fewer the plan needs without that workload (exact re-pricing).")
 
 st.subheader("Deployments")
 st.caption("One deployment per owned route: its workloads share one pooled queue and its replicas; "
@@ -88,6 +90,10 @@ st.table(views.table_text(views.deployments(ev), {
     "concurrency_cap": ("Concurrency cap", "int"), "gpus": ("GPUs", "int"), "nodes": ("Nodes (alone)", "int"),
     "offline_gpu_hours_per_day": ("Batch GPU-h a day", "num_1"), "workloads": ("Workloads", "text")}),
     hide_index=True)
+why = views.deployment_why(ev)
+if why:
+    st.markdown("**Why each interactive pool has its replicas**")
+    st.markdown("\n".join(f"- {md(line)}" for line in why))
 for line in views.licensed_words(ev):
     st.info(line)
 
