@@ -179,7 +179,13 @@ def deployment_why_words(dep: Deployment) -> str:
     extra = dep.replicas - y.replicas_for_load
     if extra > 0:
         body += f"; the other {integer(extra)} keep the queue short enough at the peak for that target"
-    return head + body + "."
+    body += "."
+    if dep.replicas_added_by_simulation:
+        body += (f" {_plural(dep.replicas_added_by_simulation, 'replica')} of these "
+                 f"{'were' if dep.replicas_added_by_simulation != 1 else 'was'} added by the plan's simulation "
+                 "check: as sized on the latency model, a member held under its target share in the simulated "
+                 "peak hour.")
+    return head + body
 
 
 def forced_words(ev: Evaluation, i: int) -> str:

@@ -60,6 +60,7 @@ class Deployment:
     nodes: int
     licence_usd_per_month: float
     why: DeploymentWhy | None = None  # interactive pools with traffic (core.decision.why)
+    replicas_added_by_simulation: int = 0  # replicas the plan's simulation check added (core.decision.closeloop)
 
 
 @dataclass(frozen=True, slots=True)
