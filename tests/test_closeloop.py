@@ -85,3 +85,21 @@ def test_request_budget_bounds_the_check(catalog, bank):
     off = close_by_simulation(ev.planner, ev.plan, settings_mod.DEFAULT.but(close_loop_requests=0))
     assert (off.checked, off.requests) == (0, 0) and off.plan is ev.plan
     assert np.array_equal(off.plan.assignment, ev.plan.assignment)
+
+
+@pytest.mark.slow
+def test_a_sub_second_member_stays_off_the_throughput_tier(catalog, monkeypatch):
+    """tests/data/plan/twenty_workloads_drop_a_node.csv, 1 owned node: w0000010 (993 ms) runs alone in Qwen3-235B's
+    throughput tier (cap 64, 1 replica of 4 GPUs) with the rule off (sub_second_ms 0); with the rule it is in no
+    throughput-tier pool, and the plan still needs 1 node."""
+    import pandas as pd
+
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_workloads_drop_a_node.csv")
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(sub_second_ms=0.0))
+    off = evaluate(catalog, inv, Scenario(fleet_nodes=1))
+    tiers_off = {(d.tier, d.concurrency_cap) for d in off.fleet.deployments if "w0000010" in d.workloads}
+    assert tiers_off == {("throughput tier", 64)}
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT)
+    on = evaluate(catalog, inv, Scenario(fleet_nodes=1))
+    _no_sub_second_member_in_a_throughput_tier(on)
+    assert on.fleet.nodes_needed == 1

@@ -478,7 +478,7 @@ def _twenty():
     return pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_workloads_drop_a_node.csv")
 
 
-def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(catalog):
+def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(catalog, monkeypatch):
     """20 workloads, 1 owned node (8 H100, $33.02/hour). The plan: Qwen3-30B x1 pool (2 GPUs) and Qwen3-235B x4
     (4): 6 GPUs, 1 node: $24,104.60 + $5,149.52 of API = $29,254.12, 18 served (two no route can serve).
 
@@ -487,7 +487,14 @@ def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(ca
     at a node fewer empties the Llama-8B pool into the Qwen3-30B pools (their slack holds it) and an API:
     1 node, $24,104.60 + $5,149.52 of API = $29,254.12, the plan's bill: $24,104.60 saved in one move. (Before
     expert bytes streamed at the GPU's bandwidth share, the move left $5,154.11 of API, $4.59 for the
-    search's other moves.)"""
+    search's other moves.)
+
+    Planned with the sub-second tier rule off (SearchSettings.sub_second_ms 0): the case is the node-fewer move
+    on these columns; with the rule w0000010 (993 ms) may not use Qwen3-235B's throughput tier, the columns
+    differ and the plan is 1 node, 8 GPUs, $29,474.62 (tests/test_closeloop.py checks the rule)."""
+    from core.decision import settings as settings_mod
+
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(sub_second_ms=0.0))
     inv = _twenty()
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     f = ev.fleet
