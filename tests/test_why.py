@@ -148,3 +148,25 @@ def app_pages(monkeypatch, tmp_path):
     yield open_page
     st.cache_resource.clear()
     st.cache_data.clear()
+
+
+def test_words_of_the_issue_payments_pool():
+    """The issue's payments agent: 5 replicas x cap 128 = 640 slots for 5.2 req/s, ~12.1 in flight; its 800 ms
+    target against 690 ms alone (690 / 800 = 86 %) lets a replica hold 3: ceil(12.1 / 3) = 5 replicas, the pool's 5.
+    At 2 a replica the load would need ceil(12.1 / 2) = 7, more than the 5 it runs: the words say why."""
+    from core.decision.records import Deployment, DeploymentWhy
+
+    def pool(per_replica: int, for_load: int, added: int = 0) -> Deployment:
+        why = DeploymentWhy("payments-agent", 800.0, 690.0, per_replica, 640, 5.2, 12.1, for_load)
+        return Deployment("owned:l70", "Llama 3.3 70B (FP8)", "autoregressive", ("payments-agent",), (), 8,
+                          "throughput tier", 128, 5, 40, 0.0, 0, 40, 5, 0.0, why, added)
+
+    text = explain.deployment_why_words(pool(3, math.ceil(12.1 / 3)))
+    assert text == ("Llama 3.3 70B (FP8) (throughput tier): 5 replicas × up to 128 requests = 640 slots for 5.20 "
+                    "requests/s at peak, about 12.1 in flight. Its binding member, payments-agent, takes 690 ms alone "
+                    "(p95; 86% of its 800 ms target), so each replica may hold only 3 requests at once and still meet "
+                    "it: 12.1 in flight at 3 each need 5 replicas (rounded up) before any margin for queueing.")
+    more = explain.deployment_why_words(pool(2, math.ceil(12.1 / 2), added=1))
+    assert "at 2 each need 7 replicas" in more and "it runs 5, as most requests finish well inside the p95" in more
+    assert more.endswith("1 replica of these was added by the plan's simulation check: as sized on the latency "
+                         "model, a member held under its target share in the simulated peak hour.")

@@ -179,6 +179,11 @@ def deployment_why_words(dep: Deployment) -> str:
     extra = dep.replicas - y.replicas_for_load
     if extra > 0:
         body += f"; the other {integer(extra)} keep the queue short enough at the peak for that target"
+    elif extra < 0:
+        # The per-replica figure reads the p95 alone; most requests finish well inside it, so a replica
+        # running a few more of them at once still holds the target's share (the sizing's exact model).
+        body += (f"; it runs {integer(dep.replicas)}, as most requests finish well inside the p95 and a replica "
+                 "can run a few more of them at once")
     body += "."
     if dep.replicas_added_by_simulation:
         body += (f" {_plural(dep.replicas_added_by_simulation, 'replica')} of these "
