@@ -21,6 +21,10 @@ from core.decision.settings import DEFAULT
 from core.models import HOURS_PER_MONTH, Scenario
 from core.store.seed import sample_workloads_path
 
+# The search alone: no simulation check of the plan, no sub-second tier rule (both move the final plan; tests that
+# pin one search move on a frozen inventory plan with this, tests/test_closeloop.py checks those two).
+SEARCH_ONLY = DEFAULT.but(close_loop_requests=0, sub_second_ms=0.0)
+
 NODE_MONTH = 33.02 * HOURS_PER_MONTH  # AWS p5.48xlarge, 1-year savings plan, per node-month (seed)
 
 
@@ -478,7 +482,7 @@ def _twenty():
     return pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_workloads_drop_a_node.csv")
 
 
-def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(catalog):
+def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(catalog, monkeypatch):
     """20 workloads, 1 owned node (8 H100, $33.02/hour). The plan: Qwen3-30B x1 pool (2 GPUs) and Qwen3-235B x4
     (4): 6 GPUs, 1 node: $24,104.60 + $5,149.52 of API = $29,254.12, 18 served (two no route can serve).
 
@@ -487,7 +491,14 @@ def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(ca
     at a node fewer empties the Llama-8B pool into the Qwen3-30B pools (their slack holds it) and an API:
     1 node, $24,104.60 + $5,149.52 of API = $29,254.12, the plan's bill: $24,104.60 saved in one move. (Before
     expert bytes streamed at the GPU's bandwidth share, the move left $5,154.11 of API, $4.59 for the
-    search's other moves.)"""
+    search's other moves.)
+
+    Planned with the sub-second tier rule off (SearchSettings.sub_second_ms 0): the case is the node-fewer move
+    on these columns; with the rule w0000010 (993 ms) may not use Qwen3-235B's throughput tier, the columns
+    differ and the plan is 1 node, 8 GPUs, $29,474.62 (tests/test_closeloop.py checks the rule)."""
+    from core.decision import settings as settings_mod
+
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(sub_second_ms=0.0))
     inv = _twenty()
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     f = ev.fleet
@@ -645,6 +656,7 @@ def test_merging_two_running_pools_saves_money(catalog, monkeypatch):
     workloads above, seed 1, the merge saved a node before expert bytes streamed at the GPU's bandwidth
     share; it now plans the same 1 node without it, and no instance where it saves a node is frozen.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "forty_workloads_merge_pools.csv")
+    monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY)
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     f = ev.fleet
     assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (3, 21)
@@ -726,6 +738,7 @@ def test_a_restart_from_dearer_apis_saves_money(catalog, monkeypatch):
     its target. (Before expert bytes streamed at the GPU's bandwidth share the restart saved a whole node
     here, 4 against 5; no instance showing that under today's physics is frozen.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_one_workloads_dearer_apis.csv")
+    monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY)
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     f = ev.fleet
     assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (2, 15)
@@ -734,7 +747,7 @@ def test_a_restart_from_dearer_apis_saves_money(catalog, monkeypatch):
     assert (ev.verdict >= 0).sum() == 99
     _assert_owned_within_targets(ev, inv)
 
-    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_api_rows=0))
+    monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY.but(dearer_api_rows=0))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     # Without the restart the search has ended at $53,276.63 in one process and $53,525.85 (14 GPUs, a LLaDA2-flash
     # x4 pool) in another: which plan it reaches depends on state this test does not control (an open defect,
@@ -752,6 +765,7 @@ def test_the_second_dearer_api_restart_is_never_dearer(catalog, monkeypatch):
     or lower the bill. (Before expert bytes streamed at the GPU's bandwidth share it saved two nodes here, 3
     against 5; under today's physics this instance no longer shows it, and none that does is frozen.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_seventeen_workloads_dearer_apis.csv")
+    monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY)
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     f = ev.fleet
     assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (2, 16)
@@ -759,7 +773,7 @@ def test_the_second_dearer_api_restart_is_never_dearer(catalog, monkeypatch):
     assert (ev.verdict >= 0).sum() == 107
     _assert_owned_within_targets(ev, inv)
 
-    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_apis=(1.5,)))
+    monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY.but(dearer_apis=(1.5,)))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     assert f.total_monthly_usd <= one.fleet.total_monthly_usd + 0.01
     assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (2, 48696.98)

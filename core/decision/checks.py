@@ -51,35 +51,42 @@ def deployment_loads(ev: Evaluation) -> list[DeploymentLoad]:
             route_count[rid] = route_count.get(rid, 0) + 1
             g_count[(rid, d.gpus_per_replica)] = g_count.get((rid, d.gpus_per_replica), 0) + 1
     for pos, d in sorted(plan.sizes.items()):
-        if not d.feasible or d.replicas < 1 or len(d.rows) == 0:
-            continue
-        parts = planner.deployment_model(d)
-        inp = planner.inp
-        loads = []
-        for k, row in enumerate(d.rows):
-            wid = str(inp.workload_ids[row])
-            primary = k < parts["n_primary"]
-            loads.append(WorkloadLoad(
-                workload_id=wid if primary else f"{wid} (escalated)",
-                arrival_rate_per_s=float(parts["arrival_rate_per_s"][k]),
-                prefill_ms=float(parts["prefill_ms"][k]),
-                output_mean_tokens=float(parts["output_mean_tokens"][k]),
-                slo_ms=float(parts["slo_ms"][k]),
-                output_p95_tokens=None if not math.isfinite(parts["output_p95_tokens"][k])
-                else float(parts["output_p95_tokens"][k]),
-                escalated_share=float(parts["escalated_share"][k]),
-                escalated_extra_ms=float(parts["escalated_extra_ms"][k]),
-            ))
-        if not any(w.arrival_rate_per_s > 0 for w in loads):
-            continue
-        out.append(DeploymentLoad(
-            replicas=int(d.replicas), concurrency_cap=int(d.concurrency),
-            step_ms=tuple(parts["step_ms"][: d.concurrency]), workloads=tuple(loads),
-            steps_per_token=float(parts["steps_per_token"]), block_tokens=int(parts.get("block_tokens", 1)),
-            sla_tail=float(parts["sla_tail"]),
-            deployment_id=_deployment_id(inp.owned[pos], d.gpus_per_replica, route_count, g_count),
-        ))
+        load = pool_load(planner, pos, d, _deployment_id(planner.inp.owned[pos], d.gpus_per_replica, route_count,
+                                                         g_count))
+        if load is not None:
+            out.append(load)
     return out
+
+
+def pool_load(planner, pos: int, d, deployment_id: str = "") -> DeploymentLoad | None:
+    """One sized interactive pool (plan position `pos`) as the simulation's input; None when it runs no replica
+    or carries no traffic. Its primary members keep their ids; requests escalated here are "<id> (escalated)"."""
+    if not d.feasible or d.replicas < 1 or len(d.rows) == 0:
+        return None
+    parts = planner.deployment_model(d)
+    inp = planner.inp
+    loads = []
+    for k, row in enumerate(d.rows):
+        wid = str(inp.workload_ids[row])
+        primary = k < parts["n_primary"]
+        loads.append(WorkloadLoad(
+            workload_id=wid if primary else f"{wid} (escalated)",
+            arrival_rate_per_s=float(parts["arrival_rate_per_s"][k]),
+            prefill_ms=float(parts["prefill_ms"][k]),
+            output_mean_tokens=float(parts["output_mean_tokens"][k]),
+            slo_ms=float(parts["slo_ms"][k]),
+            output_p95_tokens=None if not math.isfinite(parts["output_p95_tokens"][k])
+            else float(parts["output_p95_tokens"][k]),
+            escalated_share=float(parts["escalated_share"][k]),
+            escalated_extra_ms=float(parts["escalated_extra_ms"][k]),
+        ))
+    if not any(w.arrival_rate_per_s > 0 for w in loads):
+        return None
+    return DeploymentLoad(
+        replicas=int(d.replicas), concurrency_cap=int(d.concurrency),
+        step_ms=tuple(parts["step_ms"][: d.concurrency]), workloads=tuple(loads),
+        steps_per_token=float(parts["steps_per_token"]), block_tokens=int(parts.get("block_tokens", 1)),
+        sla_tail=float(parts["sla_tail"]), deployment_id=deployment_id)
 
 
 def _deployment_id(route, g: int, route_count: dict, g_count: dict) -> str:

@@ -11,6 +11,7 @@ import pandas as pd
 
 from core.decision.engine import DATA_POLICY, LATENCY, NO_FIT, QUALITY, WINDOW, Evaluation
 from core.decision.fleet import route_permitted
+from core.decision.records import Deployment
 from core.decision.sensitivity import ranges, sentence
 from core.format import duration_ms, integer, money, number, percent, plain
 
@@ -124,6 +125,11 @@ def reasons(ev: Evaluation, i: int) -> list[str]:
                 f"{integer(w['requests_per_day'])} requests take {number(a['gpu_hours_per_day'], decimals=1)} GPU-hours, inside "
                 f"{target}, in hours the interactive work leaves idle where they fit."
             )
+        if pd.notna(slo) and dep is not None and dep.why is not None:
+            out.append(deployment_why_words(dep))
+        forced = forced_words(ev, i)
+        if forced:
+            out.append(forced)
         basis = ("its share of the deployment's reserved GPUs at the peak" if pd.notna(slo) else
                  "the GPU-hours it uses beyond what interactive reservations leave idle (those cost nothing more)")
         out.append(f"Attributed {_money(a['monthly_usd'])} a month ({_money(a['usd_per_request'])} per request): "
@@ -148,6 +154,62 @@ def reasons(ev: Evaluation, i: int) -> list[str]:
         if ties:
             out.append(f"Within {percent(ev.scenario.near_tie_share)} of it on its own: " + ", ".join(ties) + ".")
     return out + _range_reasons(ev, i)
+
+
+def deployment_why_words(dep: Deployment) -> str:
+    """Why an interactive pool has its replicas, in one quotable paragraph ("" when it has no why-figures).
+
+    E.g. "3 replicas × up to 4 requests = 12 slots for 9.43 requests/s at peak, about 2.1 in flight. Its binding
+    member, lc-clearing, takes 2.6 s alone (p95; 86% of its 3.0 s target), so each replica may hold only 1 request
+    at once and still meet it: 2.1 in flight at 1 each need 3 replicas (rounded up) before any margin for
+    queueing."
+    """
+    y = dep.why
+    if y is None:
+        return ""
+    b = y.requests_per_replica_within_target
+    cap = dep.concurrency_cap or b
+    only = "only " if b < cap else ""
+    head = (f"{dep.label}{f' ({dep.tier})' if dep.tier else ''}: {_plural(dep.replicas, 'replica')} × up to "
+            f"{_plural(cap, 'request')} = {integer(y.slots)} slots for "
+            f"{number(y.peak_requests_per_s, decimals=2)} requests/s at peak, about "
+            f"{number(y.requests_in_flight_at_peak, decimals=1)} in flight.")
+    share = y.p95_alone_ms / y.latency_slo_ms if y.latency_slo_ms > 0 else float("nan")
+    body = (f" Its binding member, {y.binding_workload}, takes {_seconds(y.p95_alone_ms)} alone (p95; "
+            f"{percent(share)} of its {_seconds(y.latency_slo_ms)} target), so each replica may hold {only}"
+            f"{_plural(b, 'request')} at once and still meet it: "
+            f"{number(y.requests_in_flight_at_peak, decimals=1)} in flight at {integer(b)} each need "
+            f"{_plural(y.replicas_for_load, 'replica')} (rounded up) before any margin for queueing")
+    extra = dep.replicas - y.replicas_for_load
+    if extra > 0:
+        body += f"; the other {integer(extra)} keep the queue short enough at the peak for that target"
+    elif extra < 0:
+        # The per-replica figure reads the p95 alone; most requests finish well inside it, so a replica
+        # running a few more of them at once still holds the target's share (the sizing's exact model).
+        body += (f"; it runs {integer(dep.replicas)}, as most requests finish well inside the p95 and a replica "
+                 "can run a few more of them at once")
+    body += "."
+    if dep.replicas_added_by_simulation:
+        body += (f" {_plural(dep.replicas_added_by_simulation, 'replica')} of these "
+                 f"{'were' if dep.replicas_added_by_simulation != 1 else 'was'} added by the plan's simulation "
+                 "check: as sized on the latency model, a member held under its target share in the simulated "
+                 "peak hour.")
+    return head + body
+
+
+def forced_words(ev: Evaluation, i: int) -> str:
+    """How many nodes the plan needs only because of workload i ("" when not priced: not a node driver)."""
+    wid = str(ev.workloads["workload_id"].iloc[i])
+    for d in ev.fleet.node_drivers:
+        if d.workload_id == wid and d.nodes_forced is not None:
+            if d.nodes_forced == 0:
+                return "Without it the plan would need no node fewer: it runs on capacity bought anyway."
+            return f"Without it the plan would need {_plural(d.nodes_forced, 'node')} fewer (exact re-pricing)."
+    return ""
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{integer(n)} {word}{'' if n == 1 else 's'}"
 
 
 def _range_reasons(ev: Evaluation, i: int) -> list[str]:

@@ -11,6 +11,7 @@ import pandas as pd
 from core import background
 from core.decision import latency
 from core.decision import settings as settings_mod
+from core.decision.closeloop import close_by_simulation
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH, cash_bill
 from core.decision.plan import (
     CAP_BANDS,
@@ -23,6 +24,7 @@ from core.decision.plan import (
     service_p95_alone_ms,
 )
 from core.decision.records import Deployment, FleetPlan, LicensedRoute, NodeDriver, Relaxation
+from core.decision.why import deployment_why, nodes_forced
 from core.format import integer
 from core.models import CostBasis, Weights
 from core.performance import physics
@@ -129,13 +131,15 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
                                               n_out_p95, slo, grid, out_mu, out_sigma, fb_all, fb_extra,
                                               q_ratio[latency.block_tokens_of(route.owned_stack)])
 
-    cols, owned_spec = _plan_columns(ev, phys, tp_options)
+    # A sub-second member sets its pool's tier: never the throughput tier where a lower one holds it (settings).
+    sub = interactive & (np.asarray(slo, dtype=float) < settings_mod.current().sub_second_ms)
+    cols, owned_spec = _plan_columns(ev, phys, tp_options, sub)
     col_route = np.array([c[0] for c in cols], dtype=int)
     col_g = np.array([c[1] for c in cols], dtype=int)
     C = len(cols)
     allowed = allowed_r[:, col_route] if C else np.zeros((W, 0), bool)
 
-    owned = _owned_routes(ev, owned_spec, phys, allowed, interactive, best_g, zero_fee_for, gpu)
+    owned = _owned_routes(ev, owned_spec, phys, allowed, interactive, best_g, zero_fee_for, gpu, sub)
 
     api_monthly_r = np.where(api_cols[None, :], base * per_month[:, None], np.inf)  # (W, engine routes)
     fb = a["fallback_route"].astype(int)
@@ -162,10 +166,12 @@ def build_inputs(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interacti
         output_p95_tokens=n_out_p95, fallback_extra_ms=fb_extra, output_q_ratio=q_ratio)
 
 
-def _plan_columns(ev: Evaluation, phys: dict[tuple[int, int], dict], tp_options: tuple[int, ...]
-                  ) -> tuple[list[tuple[int, int]], list[tuple[int, int, int, int]]]:
+def _plan_columns(ev: Evaluation, phys: dict[tuple[int, int], dict], tp_options: tuple[int, ...],
+                  sub: np.ndarray) -> tuple[list[tuple[int, int]], list[tuple[int, int, int, int]]]:
     """The plan's columns: (engine route, GPUs per replica; 0 for an API) each, and for the owned ones
-    (plan column, engine route, g, tier): one per concurrency tier a workload needs, and the edge pool."""
+    (plan column, engine route, g, tier): one per concurrency tier a workload needs, and the edge pool; the
+    middle tier also where a sub-second member (`sub`) meets its target there, since it may not run at
+    throughput caps."""
     cols: list[tuple[int, int]] = []
     owned_spec: list[tuple[int, int, int, int]] = []
     top = len(CAP_BANDS) - 1
@@ -180,7 +186,8 @@ def _plan_columns(ev: Evaluation, phys: dict[tuple[int, int], dict], tp_options:
             # A lower tier only where some interactive workload can run there and nowhere higher: a tier
             # nobody needs would only multiply the search's columns.
             tiers = [t for t in range(len(CAP_BANDS))
-                     if t == top or (ph["tier_ok"][t] & ~ph["tier_ok"][t + 1:].any(axis=0)).any()]
+                     if t == top or (ph["tier_ok"][t] & ~ph["tier_ok"][t + 1:].any(axis=0)).any()
+                     or (t == top - 1 and (sub & ph["tier_ok"][t]).any())]
             if 0 in tiers:
                 # Beside a latency tier, a second low-batch pool: the search moves there the few members whose
                 # target sits at the edge of what the hardware does alone (see Planner._evict).
@@ -193,8 +200,9 @@ def _plan_columns(ev: Evaluation, phys: dict[tuple[int, int], dict], tp_options:
 
 def _owned_routes(ev: Evaluation, owned_spec: list[tuple[int, int, int, int]], phys: dict[tuple[int, int], dict],
                   allowed: np.ndarray, interactive: np.ndarray, best_g: np.ndarray, zero_fee_for: set[str],
-                  gpu) -> list[OwnedRoute]:
-    """The plan's owned columns as OwnedRoute records; who may use each is narrowed in `allowed` (in place)."""
+                  gpu, sub: np.ndarray) -> list[OwnedRoute]:
+    """The plan's owned columns as OwnedRoute records; who may use each is narrowed in `allowed` (in place):
+    sub-second members (`sub`) stay off the throughput tier of a stack and GPU count that has a lower tier."""
     top = len(CAP_BANDS) - 1
     owned: list[OwnedRoute] = []
     tiers_of: dict[tuple[int, int], int] = {}
@@ -206,7 +214,8 @@ def _owned_routes(ev: Evaluation, owned_spec: list[tuple[int, int, int, int]], p
         # lightly loaded pool runs far below it, so the tier a workload suits is the search's call (its linear
         # view prices each tier at the batch of the tier's caps; the exact pricing decides). Offline work uses
         # the top tier at the g the engine sized.
-        allowed[:, c] &= np.where(interactive, ph["alone_ok"], (best_g[:, r] == g) & (t == top))
+        barred = sub if t == top and tiers_of[(r, g)] > 1 else np.zeros_like(sub)
+        allowed[:, c] &= np.where(interactive, ph["alone_ok"] & ~barred, (best_g[:, r] == g) & (t == top))
         fee = 0.0 if route.route_id in zero_fee_for else (route.owned_stack.licence_usd_per_gpu_month or 0.0)
         lo, hi = CAP_BANDS[0] if t == EDGE_TIER else CAP_BANDS[t]
         owned.append(OwnedRoute(c, r, route.route_id, route.label, route.architecture, (g,), float(fee), ph["svc"],
@@ -318,12 +327,14 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     barred = np.array([ev.routes[r].route_id in unknown_fee for r in every.col_route], dtype=bool)
     inp = replace(every, allowed=every.allowed & ~barred[None, :])
     planner = Planner(inp)
-    best = planner.optimise()
+    # The plan checked by its own simulation before it is final (core.decision.closeloop).
+    closed = close_by_simulation(planner, planner.optimise())
+    best = closed.plan
     # The break-even re-plan reads the plan and writes only its own result: at scale it runs on the other core
     # while the plan is attributed (docs/design/fleet_plan.md "The break-even beside the attribution").
     licensed = (background.in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
                                           len(inp.workload_ids) >= settings_mod.PLAN.background_rows) if break_even else list)
-    verdict, fleet = _apply(ev, planner, best, rpd, n_out)
+    verdict, fleet = _apply(ev, planner, best, rpd, n_out, closed.added)
     fleet = replace(fleet, licensed_routes=tuple(licensed()))
     # The search's (W x plan columns) linear terms and move targets are not needed to price other plans
     # (options, drivers, reports): let go of them (~1.8 KB per workload held by a shared evaluation).
@@ -425,7 +436,8 @@ def _route_gpus(inp: PlanInputs, plan: PlanCost, positions: list[int]) -> int:
     return total
 
 
-def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out) -> tuple[np.ndarray, FleetPlan]:
+def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out,
+           added: dict[int, int] | None = None) -> tuple[np.ndarray, FleetPlan]:
     """(each workload's engine route, the fleet record) of the chosen plan; the plan's operating points and the
     attributed costs are written into the evaluation's route arrays (while it is being built)."""
     inp, sc = planner.inp, ev.scenario
@@ -456,7 +468,8 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out) -> tupl
     esc = has & (f > 0) & (fb >= 0)
     attributed += np.where(esc & ~fb_owned, f * inp.fallback_api_monthly, 0.0)
 
-    deployments, batch, nodes_by_route, gpus_by_route = _pools(ev, planner, best, esc, f, gpu_rate, attributed)
+    deployments, batch, nodes_by_route, gpus_by_route = _pools(ev, planner, best, esc, f, gpu_rate, attributed,
+                                                               added or {})
     _charge_offline(attributed, batch, sum(d.interactive_gpus for d in deployments), total_nodes * gpn, gpu_rate)
     # Money in cents: every share rounded so that the shares a report prints add up to the rounded sum
     # (rounded one by one, 7 shares plus the rest missed the bill by a cent on 1 in 4 generated inventories).
@@ -467,7 +480,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out) -> tupl
 
 
 def _pools(ev: Evaluation, planner: Planner, best: PlanCost, esc: np.ndarray, f: np.ndarray, gpu_rate: float,
-           attributed: np.ndarray) -> tuple[list[Deployment], list[tuple[np.ndarray, np.ndarray]],
+           attributed: np.ndarray, added: dict[int, int]) -> tuple[list[Deployment], list[tuple[np.ndarray, np.ndarray]],
                                             dict[str, int], dict[str, float]]:
     """The plan's owned pools as Deployment records (with the operating points written into the route arrays and
     each pool's cost added to its members' attributed share), the offline rows and GPU-hours of each, and the
@@ -529,6 +542,8 @@ def _pools(ev: Evaluation, planner: Planner, best: PlanCost, esc: np.ndarray, f:
             gpus=int(max(inter_gpus, off_min)),
             nodes=int(np.ceil(max(inter_gpus, off_min) / gpn - 1e-9)),
             licence_usd_per_month=float(route.licence_usd_per_gpu_month * (inter_gpus + lic_gpus_off)),
+            why=deployment_why(inp, route, d) if d is not None else None,
+            replicas_added_by_simulation=int(added.get(pos, 0)),
         )
         deployments.append(dep)
         gpus_by_route[route.route_id] = gpus_by_route.get(route.route_id, 0.0) + inter_gpus + off_hours / 24.0
@@ -694,6 +709,6 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[NodeD
             workload_id=str(inp.workload_ids[i]), route_id=ev.routes[er].route_id, route=ev.routes[er].label,
             gpus_per_replica=int(inp.owned[next(k for k, o in enumerate(inp.owned) if o.index == v[i])].tp_options[0]),
             latency_slo_ms=slo_i, batch_window_hours=window, gpu_hours_per_month=float(weight[i]),
-            relaxations=tuple(relax)))
+            relaxations=tuple(relax), nodes_forced=nodes_forced(planner, best, i)))
     out.sort(key=lambda d: -max([x.saves_usd_per_month or 0.0 for x in d.relaxations] or [0.0]))
     return out

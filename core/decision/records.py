@@ -20,6 +20,27 @@ import pandas as pd
 
 
 @dataclass(frozen=True, slots=True)
+class DeploymentWhy:
+    """Why an interactive pool has the replicas it has (core.decision.why): what its binding member's target lets
+    each replica hold, what one request takes alone, and the traffic at the peak hour.
+
+    `binding_workload` is the member whose target allows the fewest requests per replica (ties: the tighter
+    target); `requests_per_replica_within_target` the largest concurrency (of the plan's grid, up to the cap)
+    at which its service p95 alone still meets its target, queueing aside; `replicas_for_load` the replicas
+    the requests in flight need at that many each (ceil(in flight / that)), before any margin for queueing.
+    """
+
+    binding_workload: str
+    latency_slo_ms: float
+    p95_alone_ms: float
+    requests_per_replica_within_target: int
+    slots: int  # replicas x concurrency cap
+    peak_requests_per_s: float  # every request the pool serves at the peak hour (escalated-in ones too)
+    requests_in_flight_at_peak: float  # peak rate x mean service (Little's law)
+    replicas_for_load: int
+
+
+@dataclass(frozen=True, slots=True)
 class Deployment:
     """One owned pool of the plan: a stack at a GPU count (and concurrency tier), the workloads it serves, its size."""
 
@@ -38,6 +59,8 @@ class Deployment:
     gpus: int
     nodes: int
     licence_usd_per_month: float
+    why: DeploymentWhy | None = None  # interactive pools with traffic (core.decision.why)
+    replicas_added_by_simulation: int = 0  # replicas the plan's simulation check added (core.decision.closeloop)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +87,7 @@ class NodeDriver:
     batch_window_hours: float | None  # batch work: its window
     gpu_hours_per_month: float
     relaxations: tuple[Relaxation, ...]
+    nodes_forced: int | None = None  # nodes the plan needs fewer without this workload (None: not priced)
 
     def best_relaxation(self) -> Relaxation | None:
         """The relaxation that saves most (None when none saves anything)."""

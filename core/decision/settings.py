@@ -117,6 +117,19 @@ class SearchSettings:
     min_requests: int = _knob(20_000, "Simulation: requests simulated at least (a quiet deployment's p95 within ~2 %).")
     max_requests: int = _knob(200_000, "Simulation: requests simulated at most.")
     target_ci: float = _knob(0.02, "Simulation: the p95's 95 % interval is to be within +- this share of it.")
+    # -- the plan checked by simulation (core.decision.closeloop) --------------------------------
+    close_loop_requests: int = _knob(
+        3_000_000, "Simulated requests the plan's check may spend in all (each interactive pool simulated at its "
+                   "peak hour, seed 0, again after each replica added; ~6 µs of CPU a request): past it the "
+                   "remaining pools keep their analytic sizing. A count, not a clock, so the plan does not depend "
+                   "on the machine. 0 turns the check off.")
+    close_loop_max_added: int = _knob(
+        4, "Replicas the simulation check may add to one pool at most.")
+    sub_second_ms: float = _knob(
+        1000.0, "Interactive members with a p95 target under this (ms) may not run in a stack's throughput tier "
+                "(caps of 64 and up) where a lower tier of it holds them: at such caps a few ms of batching noise "
+                "is a share of the target the analytic model does not see (a 400 ms member at cap 256 held 94.6 % "
+                "in simulation).")
     # -- inventory-size cut-offs held by other modules (listed with their defaults) --------------
     max_plan_rows: int = _knob(
         100_000, "Largest inventory planned without HANGOVER_MAX_PLAN_ROWS raised (engine.DEFAULT_MAX_PLAN_ROWS).")
@@ -149,7 +162,7 @@ class SearchSettings:
                      "exclude_stacks", "max_repair_rounds", "gauss_legendre_nodes", "chain_points",
                      "block_terms", "block_sum", "candidates_per_row", "sections", "min_requests",
                      "max_requests", "smallest_change_max_workloads", "smallest_change_replans",
-                     "smallest_target_replans"):
+                     "smallest_target_replans", "close_loop_requests", "close_loop_max_added"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SearchSettings.{name} must not be negative, not {getattr(self, name)}")
         if self.speculate_moves < 1 or self.max_passes < 1 or self.max_repair_rounds < 1:

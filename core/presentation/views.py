@@ -344,8 +344,16 @@ def node_drivers(ev: Evaluation) -> pd.DataFrame:
             # The engine names the data policy by its id; a person reads what it means.
             change = change.replace("(owned_only data)", "(its data may not leave your hardware)")
             rows.append({"workload_id": d.workload_id, "route": d.route, "target": target,
-                         "change": change, "saves_usd_per_month": saves})
-    return pd.DataFrame(rows, columns=["workload_id", "route", "target", "change", "saves_usd_per_month"])
+                         "nodes_forced": d.nodes_forced, "change": change, "saves_usd_per_month": saves})
+    return pd.DataFrame(rows, columns=["workload_id", "route", "target", "nodes_forced", "change",
+                                       "saves_usd_per_month"])
+
+
+def deployment_why(ev: Evaluation) -> list[str]:
+    """Per interactive pool with traffic: why it has its replicas, in words (core.decision.explain)."""
+    from core.decision.explain import deployment_why_words
+
+    return [deployment_why_words(d) for d in ev.fleet.deployments if d.why is not None]
 
 
 def deployments(ev: Evaluation) -> pd.DataFrame:

@@ -136,7 +136,9 @@ if f.nodes_needed > f.owned_nodes:
     # Static tables (here and below, while short): they wrap long route names and reasons instead of cutting them.
     md_table(views.table_text(views.node_drivers(ev), {
         "workload_id": ("Workload", "text"), "route": ("Runs on", "text"), "target": ("Target", "text"),
-        "change": ("If", "text"), "saves_usd_per_month": ("Saves a month", "usd")}), hide_index=True)
+        "nodes_forced": ("Nodes it forces", "int"), "change": ("If", "text"),
+        "saves_usd_per_month": ("Saves a month", "usd")}), hide_index=True)
+    st.caption("Nodes it forces: how many nodes fewer the plan needs without that workload (exact re-pricing).")
     st.markdown("**The smallest change that avoids them**")
     if smallest is None:
         st.caption("Searched automatically for small inventories only: each step is a whole re-plan.")
@@ -155,6 +157,10 @@ md_table(views.table_text(views.deployments(ev), {
     "concurrency_cap": ("Concurrency cap", "int"), "gpus": ("GPUs", "int"), "nodes": ("Nodes (alone)", "int"),
     "offline_gpu_hours_per_day": ("Batch GPU-h a day", "num_1"), "workloads": ("Workloads", "text")}),
     hide_index=True)
+why = views.deployment_why(ev)
+if why:
+    st.markdown("**Why each interactive pool has its replicas**")
+    st.markdown("\n".join(f"- {md(line)}" for line in why))
 for line in views.licensed_words(ev):
     st.info(md(line))
 
@@ -243,7 +249,9 @@ st.subheader("Check by simulation")
 st.caption("Replays the peak hour of every owned deployment that serves interactive work in a discrete-event "
            "simulation of continuous batching (Poisson arrivals, admission up to the concurrency cap, the step "
            "time at the running batch, other requests' prefills), with the planned replicas and with one fewer. "
-           "Estimates: it checks the queueing arithmetic the plan sized on, not the physics.")
+           "Estimates: it checks the queueing arithmetic the plan sized on, not the physics. The plan itself was "
+           "checked this way before it was final: a pool gained a replica where a member fell under its target "
+           "share (the deployments' reasons above say where).")
 if st.button("Check by simulation", key="fleet_simulate"):
     bar = st.progress(0.0, text="Simulating…")
     result = service.check_plan(ev, seed=0, progress=lambda done, total, dep: bar.progress(

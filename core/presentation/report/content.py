@@ -242,18 +242,26 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
 
 
 def _driver_words(drivers: tuple[NodeDriver, ...]) -> str:
-    """What forces the purchase, and what relaxing each cause would save (fleet.node_drivers)."""
+    """What forces the purchase, and what relaxing each cause would save (fleet.node_drivers): only workloads
+    without which the plan needs fewer nodes (a batch job filling hours bought anyway forces nothing)."""
     parts = []
-    for d in drivers[:3]:
+    for d in [x for x in drivers if x.nodes_forced is None or x.nodes_forced > 0][:3]:
         best = d.best_relaxation()
         target = (f"its {fmt(d.latency_slo_ms, 'int')} ms target" if d.latency_slo_ms is not None
                   else f"its {fmt(d.batch_window_hours, 'num_1')} h window")
         if best is not None and (best.saves_usd_per_month or 0.0) > 0.5:
-            parts.append(f"{d.workload_id} ({target}): {best.change} saves "
+            parts.append(f"{d.workload_id} ({target}{_forced(d)}): {best.change} saves "
                          f"{fmt(best.saves_usd_per_month, 'usd')}/month")
         else:
-            parts.append(f"{d.workload_id} ({target})")
+            parts.append(f"{d.workload_id} ({target}{_forced(d)})")
     return (" What forces it: " + "; ".join(parts) + ".") if parts else ""
+
+
+def _forced(d: NodeDriver) -> str:
+    """", 2 nodes without it" for a driver whose nodes forced are priced ("" otherwise)."""
+    if not d.nodes_forced:
+        return ""
+    return f"; {fmt(d.nodes_forced, 'int')} node{'s' if d.nodes_forced != 1 else ''} fewer without it"
 
 
 def _moves(ev: Evaluation) -> list[Change]:

@@ -1,0 +1,105 @@
+"""The plan checked by its own simulation (core.decision.closeloop) and the sub-second tier rule (fleet)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.decision import settings as settings_mod
+from core.decision.checks import check_plan
+from core.decision.engine import evaluate
+from core.models import Scenario
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from gen import synthetic_inventory  # noqa: E402
+
+
+def _every_member_holds(ev) -> list[tuple[str, float]]:
+    """(workload, share within target) of every interactive owned member the simulation puts under 95 %."""
+    chk = check_plan(ev)
+    return [(w["workload_id"], w["share_within_slo"]) for w in chk.workloads()
+            if w["share_within_slo"] is not None and w["share_within_slo"] < ev.scenario.sla_percentile]
+
+
+def _no_sub_second_member_in_a_throughput_tier(ev) -> None:
+    slo = dict(zip(ev.workloads["workload_id"], ev.slo_ms, strict=True))
+    for d in ev.fleet.deployments:
+        if d.tier == "throughput tier":
+            assert all(not slo[w] < 1000.0 for w in d.workloads), (d.route_id, d.concurrency_cap, d.workloads)
+
+
+@pytest.mark.slow
+def test_sample_after_the_loop_every_interactive_member_holds_95_percent(catalog, bank):
+    """Sample: the LLaDA2.0-flash pool (3 x cap 4) holds lc-clearing and code-completion at >= 95 % as sized:
+    the check adds nothing, and the plan stays 3 nodes, $73,971.13."""
+    ev = evaluate(catalog, bank, Scenario())
+    assert _every_member_holds(ev) == []
+    assert all(d.replicas_added_by_simulation == 0 for d in ev.fleet.deployments)
+    assert ev.fleet.nodes_needed == 3 and ev.fleet.total_monthly_usd == pytest.approx(73971.13, abs=0.01)
+    _no_sub_second_member_in_a_throughput_tier(ev)
+
+
+@pytest.mark.slow
+def test_generated_inventory_after_the_loop_every_interactive_member_holds_95_percent(catalog):
+    """100 generated workloads (bench/gen.py seed 100, 1 owned node): as the search sizes it, two members sit at
+    94.9 % within target in the simulation (w0000077 on LLaDA 8B, w0000078 on LLaDA2.0-flash); the loop adds a
+    replica to each of those pools, and then every interactive member holds >= 95 %."""
+    ev = evaluate(catalog, synthetic_inventory(100, seed=100), Scenario(fleet_nodes=1))
+    assert _every_member_holds(ev) == []
+    raised = {d.route_id: d.replicas_added_by_simulation for d in ev.fleet.deployments
+              if d.replicas_added_by_simulation}
+    assert raised == {"owned:llada-8b": 1, "owned:llada2-flash": 1}
+    from core.decision.explain import deployment_why_words
+
+    (flash,) = [d for d in ev.fleet.deployments if d.route_id == "owned:llada2-flash"]
+    assert "1 replica of these was added by the plan's simulation check" in deployment_why_words(flash)
+    _no_sub_second_member_in_a_throughput_tier(ev)
+
+
+@pytest.mark.slow
+def test_without_the_loop_the_generated_inventory_falls_short(catalog, monkeypatch):
+    """The same inventory with the check off (close_loop_requests 0): some member holds under 95 %, and the plan
+    has fewer nodes than with it (so the test above can fail)."""
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(close_loop_requests=0))
+    ev = evaluate(catalog, synthetic_inventory(100, seed=100), Scenario(fleet_nodes=1))
+    short = dict(_every_member_holds(ev))
+    assert {"w0000077", "w0000078"} <= set(short) and all(s < 0.95 for s in short.values())
+    assert all(d.replicas_added_by_simulation == 0 for d in ev.fleet.deployments)
+
+
+@pytest.mark.slow
+def test_request_budget_bounds_the_check(catalog, bank):
+    """A budget of 1 request: the sample's one interactive pool is simulated once (the run spends its least,
+    20,000 requests, and no replica is needed); a budget of 0 simulates nothing and returns the plan as given."""
+    from core.decision.closeloop import close_by_simulation
+
+    ev = evaluate(catalog, bank, Scenario())
+    small = settings_mod.DEFAULT.but(close_loop_requests=1)
+    closed = close_by_simulation(ev.planner, ev.plan, small)
+    assert closed.checked == 1 and closed.unchecked == 0 and closed.added == {}
+    assert closed.requests >= 20_000  # the simulation's least run (SearchSettings.min_requests)
+    assert closed.plan.nodes_needed == ev.fleet.nodes_needed
+    off = close_by_simulation(ev.planner, ev.plan, settings_mod.DEFAULT.but(close_loop_requests=0))
+    assert (off.checked, off.requests) == (0, 0) and off.plan is ev.plan
+    assert np.array_equal(off.plan.assignment, ev.plan.assignment)
+
+
+@pytest.mark.slow
+def test_a_sub_second_member_stays_off_the_throughput_tier(catalog, monkeypatch):
+    """tests/data/plan/twenty_workloads_drop_a_node.csv, 1 owned node: w0000010 (993 ms) runs alone in Qwen3-235B's
+    throughput tier (cap 64, 1 replica of 4 GPUs) with the rule off (sub_second_ms 0); with the rule it is in no
+    throughput-tier pool, and the plan still needs 1 node."""
+    import pandas as pd
+
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_workloads_drop_a_node.csv")
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(sub_second_ms=0.0))
+    off = evaluate(catalog, inv, Scenario(fleet_nodes=1))
+    tiers_off = {(d.tier, d.concurrency_cap) for d in off.fleet.deployments if "w0000010" in d.workloads}
+    assert tiers_off == {("throughput tier", 64)}
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT)
+    on = evaluate(catalog, inv, Scenario(fleet_nodes=1))
+    _no_sub_second_member_in_a_throughput_tier(on)
+    assert on.fleet.nodes_needed == 1

@@ -1,0 +1,172 @@
+"""Why each node: a pool's why-figures and words (core.decision.why, explain), the nodes a workload forces, and the
+report naming as forcing only what forces."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from core.decision import explain
+from core.decision.engine import evaluate
+from core.decision.latency import block_tokens_of, service_p95_alone_ms
+from core.models import Scenario
+from core.presentation.report.content import _driver_words
+
+
+@pytest.fixture(scope="module")
+def sample(catalog, bank):
+    return evaluate(catalog, bank, Scenario())
+
+
+def _pool(ev, route_id):
+    (dep,) = [d for d in ev.fleet.deployments if d.route_id == route_id]
+    return dep
+
+
+def test_sample_pool_why_figures_by_hand(sample):
+    """The sample's LLaDA2.0-flash pool (lc-clearing 3,000 ms, code-completion 500 ms; 3 replicas, cap 4).
+
+    Peak rate = requests_per_day x peak_factor / 86,400 per member:
+      lc-clearing      6,000 x 2.5 / 86,400 = 0.173611 req/s
+      code-completion 200,000 x 4.0 / 86,400 = 9.259259 req/s      sum 9.432870 req/s.
+    Slots = 3 replicas x cap 4 = 12. In flight = sum of rate x mean service (Little's law), from the sizing.
+    lc-clearing's service p95 alone is 2.6 s of its 3.0 s target at batch 1 and over it at batch 2, so each
+    replica may hold 1 of its requests: ceil(2.06 in flight / 1) = 3 replicas, the plan's 3.
+    """
+    dep = _pool(sample, "owned:llada2-flash")
+    y = dep.why
+    assert y is not None and dep.replicas == 3 and dep.concurrency_cap == 4
+    assert y.peak_requests_per_s == pytest.approx(6000 * 2.5 / 86400 + 200000 * 4.0 / 86400, rel=1e-12)
+    assert y.slots == 12
+    (d,) = [s for s in sample.plan.sizes.values() if s.feasible and s.replicas == 3]
+    lam = sample.plan_inputs.lam_peak[d.rows] * d.shares
+    assert y.requests_in_flight_at_peak == pytest.approx(float((lam * d.service_s).sum()), rel=1e-12)
+    assert 2.0 < y.requests_in_flight_at_peak < 2.2
+    assert y.binding_workload == "lc-clearing" and y.latency_slo_ms == 3000.0
+    assert y.requests_per_replica_within_target == 1
+    assert y.replicas_for_load == math.ceil(y.requests_in_flight_at_peak / 1) == 3
+    # p95 alone, recomputed from the route's service curve: within target at batch 1, over it at batch 2.
+    inp = sample.plan_inputs
+    row = np.array([list(inp.workload_ids).index("lc-clearing")])
+    (route,) = [o for o in inp.owned if o.index == int(sample.plan.assignment[row[0]])]
+    p95 = service_p95_alone_ms(np.asarray(route.service_s[row], dtype=float), route.prefill_ms[row],
+                               inp.output_tokens[row], inp.output_p95_tokens[row],
+                               block_tokens_of(route.stack))[0, 0]
+    assert y.p95_alone_ms == pytest.approx(p95[0], rel=1e-9)
+    assert p95[0] <= 3000.0 < p95[1]
+
+
+def test_sample_pool_why_words(sample):
+    """The words carry the figures: 3 replicas x 4 = 12 slots, 9.43 req/s, 2.1 in flight, 1 each -> 3 replicas."""
+    text = explain.deployment_why_words(_pool(sample, "owned:llada2-flash"))
+    for part in ("3 replicas × up to 4 requests = 12 slots", "9.43 requests/s at peak", "about 2.1 in flight",
+                 "lc-clearing, takes 2.6 s alone", "86% of its 3.0 s target", "may hold only 1 request at once",
+                 "at 1 each need 3 replicas"):
+        assert part in text, (part, text)
+    # A batch-only deployment has no why-figures and no words.
+    assert _pool(sample, "owned:qwen3-30b-a3b-fp8").why is None
+    assert explain.deployment_why_words(_pool(sample, "owned:qwen3-30b-a3b-fp8")) == ""
+
+
+def test_nodes_forced_is_the_plan_priced_without_the_workload(sample):
+    """Sample: 3 nodes. Without code-completion lc-clearing runs alone (1 replica of 8 GPUs: 1 node): 2 fewer;
+    without lc-clearing code-completion needs 2 nodes: 1 fewer; kyc-overnight fills hours bought anyway: 0."""
+    forced = {d.workload_id: d.nodes_forced for d in sample.fleet.node_drivers}
+    assert forced == {"code-completion": 2, "lc-clearing": 1, "kyc-overnight": 0}
+    ids = list(sample.plan_inputs.workload_ids)
+    for wid, n in forced.items():
+        moved = sample.plan.assignment.copy()
+        moved[ids.index(wid)] = -1
+        assert sample.planner.price(moved).nodes_needed == sample.fleet.nodes_needed - n
+
+
+def test_batch_work_forcing_no_node_is_not_named_as_forcing(sample):
+    """The report's "What forces it" names code-completion and lc-clearing, never kyc-overnight (0 nodes, $0)."""
+    kyc = [d for d in sample.fleet.node_drivers if d.workload_id == "kyc-overnight"]
+    assert kyc and kyc[0].nodes_forced == 0 and kyc[0].batch_window_hours == 8.0
+    words = _driver_words(sample.fleet.node_drivers)
+    assert "kyc-overnight" not in words and "window" not in words
+    assert "code-completion (its 500 ms target; 2 nodes fewer without it)" in words
+    assert "lc-clearing (its 3,000 ms target; 1 node fewer without it)" in words
+    assert explain.forced_words(sample, ids_index(sample, "kyc-overnight")).startswith(
+        "Without it the plan would need no node fewer")
+
+
+def ids_index(ev, wid: str) -> int:
+    return list(ev.workloads["workload_id"]).index(wid)
+
+
+@pytest.mark.slow
+def test_fleet_page_says_why_each_pool_and_what_each_workload_forces(app_pages):
+    """Fleet sizing (AppTest, bundled sample): the pool's why sentence, and the drivers table's nodes forced."""
+    at = app_pages("screens/fleet.py")
+    text = [m.value for m in at.markdown]
+    assert any("Why each interactive pool" in t for t in text)
+    assert any("12 slots for 9.43 requests/s at peak" in t and "at 1 each need 3 replicas" in t for t in text)
+    drivers = [t.value for t in at.table if "Nodes it forces" in t.value.columns]
+    assert drivers, "the node drivers table has a 'Nodes it forces' column"
+    forced = dict(zip(drivers[0]["Workload"], drivers[0]["Nodes it forces"], strict=False))
+    assert forced["code-completion"] == "2" and forced["lc-clearing"] == "1" and forced["kyc-overnight"] == "0"
+
+
+@pytest.mark.slow
+def test_routing_page_says_why_for_a_pooled_workload(app_pages):
+    """Routing (AppTest): code-completion's reasons carry its pool's why and the 2 nodes it forces."""
+    at = app_pages("screens/routing.py", select="code-completion")
+    text = "\n".join(m.value for m in at.markdown)
+    assert "Why: " in "\n".join(h.value for h in at.subheader)
+    assert "at 1 each need 3 replicas" in text
+    assert "Without it the plan would need 2 nodes fewer" in text
+
+
+@pytest.fixture
+def app_pages(monkeypatch, tmp_path):
+    """Open one page of the app on a fresh store (the bundled sample); select= picks a routing table row."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_pages_answer import APP
+
+    monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "fresh.duckdb"))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+    def open_page(page: str, select: str | None = None) -> AppTest:
+        at = AppTest.from_file(str(APP), default_timeout=120)
+        at.run()
+        at.switch_page(page).run()
+        assert not at.exception, at.exception
+        if select is not None:
+            ids = list(at.dataframe[0].value["workload_id"])
+            at.session_state["routing_table"] = {"selection": {"rows": [ids.index(select)], "columns": []}}
+            at.run()
+            assert not at.exception, at.exception
+        return at
+
+    yield open_page
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+def test_words_of_the_issue_payments_pool():
+    """The issue's payments agent: 5 replicas x cap 128 = 640 slots for 5.2 req/s, ~12.1 in flight; its 800 ms
+    target against 690 ms alone (690 / 800 = 86 %) lets a replica hold 3: ceil(12.1 / 3) = 5 replicas, the pool's 5.
+    At 2 a replica the load would need ceil(12.1 / 2) = 7, more than the 5 it runs: the words say why."""
+    from core.decision.records import Deployment, DeploymentWhy
+
+    def pool(per_replica: int, for_load: int, added: int = 0) -> Deployment:
+        why = DeploymentWhy("payments-agent", 800.0, 690.0, per_replica, 640, 5.2, 12.1, for_load)
+        return Deployment("owned:l70", "Llama 3.3 70B (FP8)", "autoregressive", ("payments-agent",), (), 8,
+                          "throughput tier", 128, 5, 40, 0.0, 0, 40, 5, 0.0, why, added)
+
+    text = explain.deployment_why_words(pool(3, math.ceil(12.1 / 3)))
+    assert text == ("Llama 3.3 70B (FP8) (throughput tier): 5 replicas × up to 128 requests = 640 slots for 5.20 "
+                    "requests/s at peak, about 12.1 in flight. Its binding member, payments-agent, takes 690 ms alone "
+                    "(p95; 86% of its 800 ms target), so each replica may hold only 3 requests at once and still meet "
+                    "it: 12.1 in flight at 3 each need 5 replicas (rounded up) before any margin for queueing.")
+    more = explain.deployment_why_words(pool(2, math.ceil(12.1 / 2), added=1))
+    assert "at 2 each need 7 replicas" in more and "it runs 5, as most requests finish well inside the p95" in more
+    assert more.endswith("1 replica of these was added by the plan's simulation check: as sized on the latency "
+                         "model, a member held under its target share in the simulated peak hour.")
