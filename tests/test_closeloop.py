@@ -17,11 +17,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from gen import synthetic_inventory  # noqa: E402
 
 
-def _every_member_holds(ev) -> list[tuple[str, float]]:
-    """(workload, share within target) of every interactive owned member the simulation puts under 95 %."""
+def _every_member_holds(ev, z: float = 0.0) -> list[tuple[str, float]]:
+    """(workload, share within target) of every interactive owned member the simulation puts under 95 % by more
+    than z binomial standard errors of its share (z 0: under 95 % at all)."""
     chk = check_plan(ev)
-    return [(w["workload_id"], w["share_within_slo"]) for w in chk.workloads()
-            if w["share_within_slo"] is not None and w["share_within_slo"] < ev.scenario.sla_percentile]
+    p = ev.scenario.sla_percentile
+    return [(w["workload_id"], w["share_within_slo"]) for w in chk.workloads(detail=True)
+            if w["share_within_slo"] is not None
+            and w["share_within_slo"] < p - z * np.sqrt(p * (1 - p) / max(w["requests"], 1))]
 
 
 def _no_sub_second_member_in_a_throughput_tier(ev) -> None:
@@ -43,31 +46,33 @@ def test_sample_after_the_loop_every_interactive_member_holds_95_percent(catalog
 
 
 @pytest.mark.slow
-def test_generated_inventory_after_the_loop_every_interactive_member_holds_95_percent(catalog):
-    """100 generated workloads (bench/gen.py seed 100, 1 owned node): as the search sizes it, two members sit at
-    94.9 % within target in the simulation (w0000077 on LLaDA 8B, w0000078 on LLaDA2.0-flash); the loop adds a
-    replica to each of those pools, and then every interactive member holds >= 95 %."""
+def test_generated_inventory_every_member_holds_its_share_within_the_runs_error(catalog):
+    """100 generated workloads (bench/gen.py seed 100, 1 owned node): as the search sizes it, every interactive
+    member holds 95 % within target in the simulation, or sits below it by less than two binomial standard errors
+    of its simulated share (w0000077 on LLaDA 8B: 94.9 % of 1,873 requests, sqrt(0.95 x 0.05 / 1,873) = 0.50
+    points): the check buys no replica for noise, and the plan stays 3 nodes."""
     ev = evaluate(catalog, synthetic_inventory(100, seed=100), Scenario(fleet_nodes=1))
-    assert _every_member_holds(ev) == []
-    raised = {d.route_id: d.replicas_added_by_simulation for d in ev.fleet.deployments
-              if d.replicas_added_by_simulation}
-    assert raised == {"owned:llada-8b": 1, "owned:llada2-flash": 1}
-    from core.decision.explain import deployment_why_words
-
-    (flash,) = [d for d in ev.fleet.deployments if d.route_id == "owned:llada2-flash"]
-    assert "1 replica of these was added by the plan's simulation check" in deployment_why_words(flash)
+    assert _every_member_holds(ev, z=2.0) == []
+    assert all(d.replicas_added_by_simulation == 0 for d in ev.fleet.deployments)
+    assert ev.fleet.nodes_needed == 3
     _no_sub_second_member_in_a_throughput_tier(ev)
 
 
 @pytest.mark.slow
-def test_without_the_loop_the_generated_inventory_falls_short(catalog, monkeypatch):
-    """The same inventory with the check off (close_loop_requests 0): some member holds under 95 %, and the plan
-    has fewer nodes than with it (so the test above can fail)."""
-    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(close_loop_requests=0))
-    ev = evaluate(catalog, synthetic_inventory(100, seed=100), Scenario(fleet_nodes=1))
-    short = dict(_every_member_holds(ev))
-    assert {"w0000077", "w0000078"} <= set(short) and all(s < 0.95 for s in short.values())
-    assert all(d.replicas_added_by_simulation == 0 for d in ev.fleet.deployments)
+def test_a_check_blind_to_the_runs_error_buys_replicas_for_noise(catalog, monkeypatch):
+    """The same inventory with close_loop_z 0 (any share under 95 % is a miss): the members a hair under their
+    share gain a replica each, and the plan more nodes, for misses the run cannot tell from noise. So the
+    test above can fail, and the loop does add replicas where it is told a member misses."""
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(close_loop_z=0.0))
+    blind = evaluate(catalog, synthetic_inventory(100, seed=100), Scenario(fleet_nodes=1))
+    raised = {d.route_id: d.replicas_added_by_simulation for d in blind.fleet.deployments
+              if d.replicas_added_by_simulation}
+    assert raised and blind.fleet.nodes_needed > 3
+    assert _every_member_holds(blind) == []
+    from core.decision.explain import deployment_why_words
+
+    (d, *_) = [d for d in blind.fleet.deployments if d.replicas_added_by_simulation]
+    assert "of these was added by the plan's simulation check" in deployment_why_words(d)
 
 
 @pytest.mark.slow

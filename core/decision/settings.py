@@ -123,6 +123,10 @@ class SearchSettings:
                    "peak hour, seed 0, again after each replica added; ~6 µs of CPU a request): past it the "
                    "remaining pools keep their analytic sizing. A count, not a clock, so the plan does not depend "
                    "on the machine. 0 turns the check off.")
+    close_loop_z: float = _knob(
+        2.0, "A member falls under its target share in the simulation check only where it is below it by more than "
+             "this many binomial standard errors of its simulated share (sqrt(p (1 - p) / requests)): a miss the run "
+             "cannot tell from noise buys no replica.")
     close_loop_max_added: int = _knob(
         4, "Replicas the simulation check may add to one pool at most.")
     sub_second_ms: float = _knob(
@@ -162,7 +166,7 @@ class SearchSettings:
                      "exclude_stacks", "max_repair_rounds", "gauss_legendre_nodes", "chain_points",
                      "block_terms", "block_sum", "candidates_per_row", "sections", "min_requests",
                      "max_requests", "smallest_change_max_workloads", "smallest_change_replans",
-                     "smallest_target_replans", "close_loop_requests", "close_loop_max_added"):
+                     "smallest_target_replans", "close_loop_requests", "close_loop_max_added", "close_loop_z"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SearchSettings.{name} must not be negative, not {getattr(self, name)}")
         if self.speculate_moves < 1 or self.max_passes < 1 or self.max_repair_rounds < 1:
