@@ -345,7 +345,7 @@ class _Columns:
 
 
 def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
-              break_even: bool = True, ends_ahead=None) -> Evaluation:
+              break_even: bool = True, ends_ahead=None, checked: bool = True) -> Evaluation:
     """Score every workload on every route (column by column), fold in quality escalation, then plan."""
     gpu = catalog.gpu(scenario.gpu)
     gpn = scenario.gpus_per_node
@@ -399,7 +399,8 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
                         verdict=np.full(W, -1), value_usd_per_mtok=value, fleet=cast(FleetPlan, None),
                         catalog=catalog, efficiency_labels=eff_labels)
     planned = planning.plan_evaluation(scored, gpu, c.lam_peak, c.rpd, c.n_in, c.n_out, c.slo, c.interactive, c.pf,
-                                       grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even)
+                                       grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even,
+                                       checked=checked)
     ev = replace(scored, verdict=planned.verdict, fleet=planned.fleet, plan=planned.plan,
                  plan_inputs=planned.plan_inputs, planner=planned.planner, answers=Answers(ends_ahead))
     # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as

@@ -312,12 +312,14 @@ class Planned:
 
 
 def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
-                    grid, tp_options, break_even: bool = True) -> Planned:
+                    grid, tp_options, break_even: bool = True, checked: bool = True) -> Planned:
     """Plan the fleet for a scored evaluation: the verdicts, attributed costs (into its route arrays) and fleet record.
 
     break_even=False skips the licensed stacks' break-even re-plan (a search of its own, ~40 % of the time on
     a 100-workload inventory): `licensed_routes` is then empty. For evaluations nobody shows, such as
-    the efficiency ends of the verdict ranges, which read only verdicts, nodes and the bill."""
+    the efficiency ends of the verdict ranges, which read only verdicts, nodes and the bill.
+    checked=False skips the simulation check (core.decision.closeloop): for re-plans compared with one another
+    on the latency model alone, such as the smallest change's."""
     # Built once with licensed stacks of unknown fee at a zero fee; the plan itself may not use them.
     unknown_fee = {r.route_id for r in ev.routes if r.stack is not None and not route_permitted(r)}
     every = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid,
@@ -328,13 +330,16 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     inp = replace(every, allowed=every.allowed & ~barred[None, :])
     planner = Planner(inp)
     # The plan checked by its own simulation before it is final (core.decision.closeloop).
-    closed = close_by_simulation(planner, planner.optimise())
-    best = closed.plan
+    best = planner.optimise()
+    added: dict[int, int] = {}
+    if checked:
+        closed = close_by_simulation(planner, best)
+        best, added = closed.plan, closed.added
     # The break-even re-plan reads the plan and writes only its own result: at scale it runs on the other core
     # while the plan is attributed (docs/design/fleet_plan.md "The break-even beside the attribution").
     licensed = (background.in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
                                           len(inp.workload_ids) >= settings_mod.PLAN.background_rows) if break_even else list)
-    verdict, fleet = _apply(ev, planner, best, rpd, n_out, closed.added)
+    verdict, fleet = _apply(ev, planner, best, rpd, n_out, added)
     fleet = replace(fleet, licensed_routes=tuple(licensed()))
     # The search's (W x plan columns) linear terms and move targets are not needed to price other plans
     # (options, drivers, reports): let go of them (~1.8 KB per workload held by a shared evaluation).
