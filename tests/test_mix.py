@@ -146,7 +146,7 @@ def test_the_report_names_gpu_option_and_count(tmp_path):
                  "owned,savings_1y", "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert "## What to buy next" in text
-    assert "Buy 1 × B200, bought outright (TCO): $40,363.67 a month" in text
+    assert "Buy 1 × B200, bought outright (TCO): \\$40,363.67 a month" in text  # "$" escaped: not Markdown math
     assert "| buy nothing | nothing |" in text
 
 

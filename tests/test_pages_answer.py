@@ -35,7 +35,7 @@ def start(monkeypatch, tmp_path):
             store = Store(path)
             commit_inventory(store, report.frame, file_name="inventory.csv")
             store.close()
-        at = AppTest.from_file(str(APP), default_timeout=60)
+        at = AppTest.from_file(str(APP), default_timeout=180)
         at.run()
         assert not at.exception
         return at
@@ -140,7 +140,7 @@ def _fleet_tables_wrap_their_text_and_show_no_infinity(at) -> None:
     """Issue 14: the drivers, deployments, architectures and options are static tables (long text wraps), in words."""
     tables = [t.value for t in at.table]
     headers = [list(t.columns) for t in tables]
-    assert ["Workload", "Runs on", "Target", "If", "Saves a month"] in headers
+    assert ["Workload", "Runs on", "Target", "Nodes it forces", "If", "Saves a month"] in headers
     assert ["Option", "Cash bill a month", "Nodes", "Serves", "Unserved work: cheapest route if relaxed or allowed",
             "With unserved work priced"] in headers
     side = next(t for t in tables if "Why not" in t.columns)
@@ -150,6 +150,7 @@ def _fleet_tables_wrap_their_text_and_show_no_infinity(at) -> None:
         assert "Infinity" not in text and "inf" not in text.split() and "None" not in text and "nan" not in text
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 def test_zero_owned_nodes_render_every_page(app):
     app.number_input(key="sc_fleet_nodes").set_value(0).run()

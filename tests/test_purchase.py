@@ -232,7 +232,7 @@ def test_cli_evaluate_shows_the_purchase(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_report_section_reads_the_purchase(sample_ev):
-    from core.presentation.report.content import _purchase
+    from core.presentation.report.buying import purchase_table as _purchase
 
     p = P.purchase(sample_ev)
     table = _purchase(sample_ev)
