@@ -595,34 +595,33 @@ def test_a_prefetched_sizing_bars_its_hopeless_members_only_once_asked_for(catal
 @pytest.mark.slow
 def test_moves_from_several_starts_find_a_cheaper_plan_than_one_start(catalog, monkeypatch):
     """26 generated workloads (bench/gen.py seed 105, frozen), 1 owned node (8 H100, $33.02/hour), 23 servable.
-    Moves from the cheapest shadow-price candidate alone end at Qwen3-30B x1 (1), Qwen3-235B x8 (8), LLaDA-8B
-    x1 (2) = 11 interactive GPUs, beside offline pools of Llama-70B x2 and Llama-8B x1, all traffic owned ->
-    2 nodes: 2 x 33.02 x 730 = $48,209.20. Moves from the other starts put the interactive Qwen3-235B traffic
-    on x4 (the x8 pool left offline): Qwen3-30B x1 (1), Qwen3-235B x4 (4), LLaDA-8B x1 (2) = 7 interactive
-    GPUs, 1 node, $24,104.60,
-    the same 23 served, every owned member within its target: several starts save a node. (Before expert
-    bytes streamed at the GPU's bandwidth share both ended at 1 node and the starts saved $177.79 of API.)"""
+    Moves from the cheapest shadow-price candidate alone end at Llama-70B+draft x1 (2), Qwen3-235B x1 on 4 GPUs
+    (4), Llama-8B x1 (1), LLaDA-8B x1 (1) = 8 interactive GPUs, 1 node: 33.02 x 730 = $24,104.60 + $218.05 of
+    API = $24,322.65. Moves from the other starts put Llama-8B's traffic on Qwen3-30B x1 (1) instead and send
+    less to APIs: 8 GPUs, 1 node, $24,104.60 + $7.75 = $24,112.35, $210.30 a month less, the same 23 served,
+    every owned member within its target. (Before expert bytes streamed at the GPU's bandwidth share the
+    starts saved $177.79 of API here; before calibration stayed local they saved a node, 1 against 2.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_six_workloads_several_starts.csv")
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     f = ev.fleet
-    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (1, 7)
-    assert f.total_monthly_usd == pytest.approx(NODE_MONTH, abs=0.01)
-    assert f.api_monthly_usd == pytest.approx(0.0, abs=0.01)
+    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (1, 8)
+    assert f.total_monthly_usd == pytest.approx(NODE_MONTH + 7.75, abs=0.01)
+    assert f.api_monthly_usd == pytest.approx(7.75, abs=0.01)
     assert (ev.verdict >= 0).sum() == 23
     _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(multi_start_rows=0, restart_rows=0))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
-    assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (2, 48209.20)
-    assert sum(d.interactive_gpus for d in one.fleet.deployments) == 11
+    assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (1, 24322.65)
+    assert sum(d.interactive_gpus for d in one.fleet.deployments) == 8
     assert (one.verdict >= 0).sum() == 23
 
 
 @pytest.mark.slow
 def test_a_restart_without_the_biggest_stack_finds_a_plan_a_node_cheaper(catalog, monkeypatch):
     """40 generated workloads (bench/gen.py seed 1, frozen), no owned node, 33 of them servable. The search from
-    the shadow-price starts ends at 10 interactive GPUs: Qwen3-30B x1 (1), Qwen3-235B x4 (4), Llama-8B x4 (4),
-    LLaDA-8B x1 (1), all traffic owned -> 2 nodes: 2 x 33.02 x 730 = $48,209.20. Searched without Llama-8B
+    the shadow-price starts ends at 11 interactive GPUs: Qwen3-30B x1 (1), Qwen3-235B x1 on 4 GPUs (4),
+    Llama-8B x1 on 4 GPUs (4), LLaDA-8B x1 on 2 GPUs (2), all traffic owned -> 2 nodes: 2 x 33.02 x 730 = $48,209.20. Searched without Llama-8B
     (of the two stacks holding the most GPUs, 4 each, the first by name), then improved with it allowed again:
     Llama-70B+draft x4 (4), Qwen3-30B x1 (1, beside an offline Qwen3-30B x1 pool), LLaDA-8B x1 (1) = 6
     interactive GPUs, 1 node: $24,104.60 + $458.16 of API = $24,562.76, the same 33 workloads served, every
@@ -640,7 +639,7 @@ def test_a_restart_without_the_biggest_stack_finds_a_plan_a_node_cheaper(catalog
     monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(exclude_stacks=0))
     without = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     assert (without.fleet.nodes_needed, round(without.fleet.total_monthly_usd, 2)) == (2, 48209.20)
-    assert sum(d.interactive_gpus for d in without.fleet.deployments) == 10
+    assert sum(d.interactive_gpus for d in without.fleet.deployments) == 11
     assert (without.verdict >= 0).sum() == 33
 
 
@@ -651,8 +650,8 @@ def test_merging_two_running_pools_saves_money(catalog, monkeypatch):
     offline x4 and x8 pools, LLaDA2-flash x8 (16) = 23 interactive GPUs -> 3 nodes: 3 x 33.02 x 730 =
     $72,313.80 + $8,027.69 of API = $80,341.49. Whole-deployment moves send each member to its own next-best
     route and single moves one member at a time, so two half-empty pools are never merged into one. With the
-    merge: Qwen3-30B x1 (1), Qwen3-235B x4 (4) beside an offline x8 pool, LLaDA2-flash x8 (16) = 21 GPUs, still
-    3 nodes: $72,313.80 + $1,294.61 = $73,608.41, $6,733.08 a month less, the same 38 served. (On the 40
+    merge: Qwen3-30B x1 (1), Qwen3-235B x4 (4) beside offline x4 and x8 pools, LLaDA2-flash x8 (16) = 21 GPUs,
+    still 3 nodes: $72,313.80 + $1,426.69 = $73,740.49, $6,601.00 a month less, the same 38 served. (On the 40
     workloads above, seed 1, the merge saved a node before expert bytes streamed at the GPU's bandwidth
     share; it now plans the same 1 node without it, and no instance where it saves a node is frozen.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "forty_workloads_merge_pools.csv")
@@ -660,7 +659,7 @@ def test_merging_two_running_pools_saves_money(catalog, monkeypatch):
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     f = ev.fleet
     assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (3, 21)
-    assert f.total_monthly_usd == pytest.approx(3 * NODE_MONTH + 1294.61, abs=0.01)
+    assert f.total_monthly_usd == pytest.approx(3 * NODE_MONTH + 1426.69, abs=0.01)
     assert (ev.verdict >= 0).sum() == 38
     _assert_owned_within_targets(ev, inv)
     monkeypatch.setattr(Planner, "_merge_pools", lambda self, best, focus: best)
@@ -729,39 +728,38 @@ def test_the_plan_does_not_depend_on_the_order_of_the_rows(catalog, twelve_plan,
 @pytest.mark.slow
 def test_a_restart_from_dearer_apis_saves_money(catalog, monkeypatch):
     """101 generated workloads (bench/gen.py seed 1014, frozen), 1 owned node, 99 servable. Above
-    settings.multi_start_rows the search has one start; from it the plan ends at 15 interactive GPUs
-    (Llama-70B+draft x4 (4), Qwen3-30B x1 (2), Qwen3-235B x4 (8), LLaDA-8B x1 (1), beside offline Llama-70B+draft
-    x2 and Qwen3-235B x8 pools) -> 2 nodes: 2 x 33.02 x 730 = $48,209.20 + $5,067.43 of API = $53,276.63. The
+    settings.multi_start_rows the search has one start; from it the plan ends at 16 interactive GPUs
+    (Llama-70B+draft x1 on 2 GPUs (2) and x1 on 4 (4), Qwen3-30B x1 (1), Qwen3-235B x1 on 4 (4), LLaDA-8B x1 (1),
+    LLaDA2-flash x1 on 4 (4)) -> 2 nodes: 2 x 33.02 x 730 = $48,209.20 + $5,316.65 of API = $53,525.85. The
     restart from that plan (Planner._from_dearer_apis, APIs x1.5), improved at the real prices: Llama-70B+draft
-    x4 (4), Qwen3-30B x1 (3), Qwen3-235B x4 (4), LLaDA-8B x1 in two tiers (1 + 3) = 15 GPUs, still 2 nodes:
-    $48,209.20 + $3,779.83 = $51,989.03, $1,287.60 a month less, the same 99 served, every owned member within
-    its target. (Before expert bytes streamed at the GPU's bandwidth share the restart saved a whole node
+    x1 on 4 GPUs (4), Qwen3-30B x2 (2), Qwen3-235B x1 on 4 GPUs (4), LLaDA-8B x1 in two tiers (4 + 1) = 15 GPUs,
+    still 2 nodes: $48,209.20 + $3,979.08 = $52,188.28, $1,337.57 a month less than the $53,525.85 planned
+    without it, the same 99 served, every owned member within its target. (Before expert bytes streamed at the GPU's bandwidth share the restart saved a whole node
     here, 4 against 5; no instance showing that under today's physics is frozen.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_one_workloads_dearer_apis.csv")
     monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY)
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     f = ev.fleet
     assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (2, 15)
-    assert f.api_monthly_usd == pytest.approx(3779.83, abs=0.01)
-    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 3779.83, abs=0.01)
+    assert f.api_monthly_usd == pytest.approx(3979.08, abs=0.01)
+    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 3979.08, abs=0.01)
     assert (ev.verdict >= 0).sum() == 99
     _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY.but(dearer_api_rows=0))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
-    # Without the restart the search has ended at $53,276.63 in one process and $53,525.85 (14 GPUs, a LLaDA2-flash
-    # x4 pool) in another: which plan it reaches depends on state this test does not control (an open defect,
-    # noted for the search). Both are 2 nodes and dearer than the plan the restart finds.
+    # $53,525.85 under PYTHONHASHSEED 0, 1 and 2, alone and after the whole file (an earlier $53,276.63 came from
+    # code since changed, not from process state).
     assert one.fleet.nodes_needed == 2 and (one.verdict >= 0).sum() == 99
+    assert one.fleet.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 5316.65, abs=0.01)
     assert one.fleet.total_monthly_usd > f.total_monthly_usd + 1_000
 
 
 @pytest.mark.slow
 def test_the_second_dearer_api_restart_is_never_dearer(catalog, monkeypatch):
     """117 generated workloads (bench/gen.py seed 1009, frozen), no owned node, 107 servable. The plan: Qwen3-30B
-    x1 in two tiers (1 + 2), Qwen3-235B x4 (4) beside an offline x8 pool, Llama-8B x4 (4), LLaDA-8B x1 (1),
-    LLaDA2-flash x4 (4) = 16 interactive GPUs -> 2 nodes: 2 x 33.02 x 730 = $48,209.20 + $487.78 of API =
-    $48,696.98. With the restart from APIs x1.5 only, the same plan: the restart from APIs x2.25 may only keep
+    x3 (3), Qwen3-235B x2 on 4 GPUs (8) beside an offline x8 pool, Llama-8B x1 on 4 GPUs (4), LLaDA-8B x1 (1) =
+    16 interactive GPUs -> 2 nodes: 2 x 33.02 x 730 = $48,209.20 + $985.46 of API = $49,194.66. With the restart from APIs x1.5 only, the same plan: the restart from APIs x2.25 may only keep
     or lower the bill. (Before expert bytes streamed at the GPU's bandwidth share it saved two nodes here, 3
     against 5; under today's physics this instance no longer shows it, and none that does is frozen.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_seventeen_workloads_dearer_apis.csv")
@@ -769,27 +767,26 @@ def test_the_second_dearer_api_restart_is_never_dearer(catalog, monkeypatch):
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     f = ev.fleet
     assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (2, 16)
-    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 487.78, abs=0.01)
+    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 985.46, abs=0.01)
     assert (ev.verdict >= 0).sum() == 107
     _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY.but(dearer_apis=(1.5,)))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     assert f.total_monthly_usd <= one.fleet.total_monthly_usd + 0.01
-    assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (2, 48696.98)
+    assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (2, 49194.66)
     assert (one.verdict >= 0).sum() == 107
 
 
 @pytest.mark.slow
 def test_a_restart_from_tighter_targets_finds_the_plan_they_found(catalog, monkeypatch):
-    """18 generated workloads (bench/gen.py, seed 2011, frozen), no owned node, 16 servable. A plan that holds
-    targets x0.8 holds the targets, yet without the restart the search plans $24,218.23 a month at the
-    targets (Qwen3-30B x1 in two tiers (1 + 1), Qwen3-235B x4 (4) beside an offline x4 pool, 1 node:
-    1 x 33.02 x 730 = $24,104.60 + $113.63 of API) and $24,104.60 at x0.8 (Qwen3-30B x1 (2), Qwen3-235B x4 (4),
-    LLaDA-8B x1 (1), all traffic owned), the same 16 workloads served. The restart from the plan searched at
-    x0.8 (Planner._from_tighter_targets) ends at $24,104.60 too (Qwen3-30B x2 (2) beside an offline x1 pool,
-    Qwen3-235B x4 (4), LLaDA-8B x1 (1)): the $113.63 of API is gone. (The instance frozen before expert bytes streamed at the GPU's
-    bandwidth share, seed 1043, now plans the same bill with or without the restart.)"""
+    """18 generated workloads (bench/gen.py, seed 2011, frozen), no owned node, 16 servable. At the targets the
+    plan is Qwen3-30B x1 in two tiers (1 + 1), Qwen3-235B x1 on 4 GPUs (4) beside an offline x8 pool = 6 GPUs,
+    1 node, all traffic owned: 1 x 33.02 x 730 = $24,104.60; at x0.8 also 1 node, $24,104.60 (Qwen3-30B x2 (2),
+    Qwen3-235B (4), LLaDA-8B x1 (1)). The restart from the plan searched at x0.8 (Planner._from_tighter_targets)
+    may only keep or lower the bill: here it keeps it (without it, $24,104.60 too). (It removed $113.63 of API
+    here before calibration stayed local, and the instance frozen before that, seed 1043, earlier still; no
+    instance where it saves money under today's physics is frozen.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "eighteen_workloads_tighter_targets.csv")
     loose = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     tight = evaluate(catalog, inv, Scenario(fleet_nodes=0, sla_scale=0.8))
@@ -800,7 +797,8 @@ def test_a_restart_from_tighter_targets_finds_the_plan_they_found(catalog, monke
     _assert_owned_within_targets(loose, inv)
     monkeypatch.setattr(Planner, "_from_tighter_targets", lambda self, found, moves: found)
     without = evaluate(catalog, inv, Scenario(fleet_nodes=0))
-    assert without.fleet.total_monthly_usd == pytest.approx(NODE_MONTH + 113.63, abs=0.01)
+    assert loose.fleet.total_monthly_usd <= without.fleet.total_monthly_usd + 0.01
+    assert without.fleet.total_monthly_usd == pytest.approx(NODE_MONTH, abs=0.01)
     assert (without.verdict >= 0).sum() == 16
 
 
