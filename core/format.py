@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 __all__ = [
     "COLUMN_FORMATS",
@@ -73,7 +73,9 @@ def is_missing(value) -> bool:
 
 def _fixed(a: float, places: int, grouping: bool = True) -> str:
     """|a| with `places` decimals, half away from zero after 15 significant digits (Excel's display)."""
-    q = Decimal(format(abs(a), ".15g")).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    with localcontext() as ctx:
+        ctx.prec = 400  # room for every digit of a finite double (1e308) plus its decimals
+        q = Decimal(format(abs(a), ".15g")).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
     return format(q, ",f" if grouping else "f")
 
 

@@ -104,3 +104,11 @@ def test_durations_never_show_a_unit_past_its_end(ms):
     value, unit = f.duration_ms(ms).replace(",", "").split(" ")
     limit = {"ms": 1000, "s": 60, "min": 60, "h": math.inf}[unit]
     assert float(value) < limit
+
+
+def test_the_largest_finite_doubles_format_instead_of_raising():
+    """1e308 has 309 integer digits: the default 28-digit decimal context could not quantize it."""
+    assert f.number(1e308).startswith("100,000,")
+    assert len(f.number(1e308).replace(",", "")) == 309
+    assert f.money(-1.7e308).startswith("-$170,000,")
+    assert f.number(1.5e300, decimals=2).endswith(".00")

@@ -241,3 +241,19 @@ def test_report_section_reads_the_purchase(sample_ev):
     assert by["Hold until measured, up to"] == p.nodes_p90 - max(p.buy_now_nodes, p.owned_nodes)
     assert (by["Nodes needed, 10th percentile"], by["Nodes needed, 90th percentile"]) == (p.nodes_p10, p.nodes_p90)
     assert table.note.startswith(f"Buy {p.buy_now_new_nodes} node")
+
+
+@pytest.mark.parametrize("typed, reads", [("1.5", "1.5%"), ("40%", "40.0%"), ("100", "100.0%")])
+def test_buy_quantile_refusal_echoes_what_was_typed(typed, reads):
+    """'1.5' is read as 1.5 % (a number above 1 is a percent); the refusal names the flag, the text typed
+    and what it read as, so nobody is told they wrote 0.015."""
+    import argparse
+
+    from core.commands.evaluate import purchase_settings
+
+    args = argparse.Namespace(purchase_draws=None, seed=None, buy_quantile=typed, growth=None)
+    with pytest.raises(InputError) as err:
+        purchase_settings(args)
+    assert f"--buy-quantile: {typed!r} reads as {reads}" in str(err.value)
+    ok = argparse.Namespace(purchase_draws=None, seed=None, buy_quantile="95", growth=None)
+    assert purchase_settings(ok).quantile == pytest.approx(0.95)

@@ -188,7 +188,7 @@ def add_purchase_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--purchase-draws", type=int, metavar="N",
                    help="draws over the ranges (1 to 100,000; default 1,000; given, it runs above 5,000 workloads too)")
     g.add_argument("--seed", type=int, help="seed of the draws (default 0: the same answer every run)")
-    g.add_argument("--buy-quantile", type=share_flag, metavar="SHARE",
+    g.add_argument("--buy-quantile", metavar="SHARE",
                    help="buy now the nodes needed in at least this share of draws (above 50%% and below 100%%; default 90%%)")
     g.add_argument("--growth", metavar="RANGE",
                    help="traffic growth drawn uniformly over a range, e.g. 10-30%% or 20%% (default: none)")
@@ -203,6 +203,8 @@ def purchase_settings(args: argparse.Namespace):
     if all(v is None for v in given.values()):
         return None
     d = PurchaseSettings()
+    if given["buy_quantile"] is not None:
+        given["buy_quantile"] = _buy_quantile(given["buy_quantile"])
     try:
         return PurchaseSettings(
             draws=d.draws if given["purchase_draws"] is None else given["purchase_draws"],
@@ -211,6 +213,19 @@ def purchase_settings(args: argparse.Namespace):
             growth=d.growth if given["growth"] is None else parse_growth(given["growth"]))
     except ValueError as exc:
         raise InputError(str(exc)) from None
+
+
+def _buy_quantile(text: str) -> float:
+    """--buy-quantile as typed ('90%', '90', 0.9), refused with the text the user typed, not the share it read as."""
+    from core.errors import InputError
+    from core.format import percent
+    from core.scenarios import parse_share
+
+    share = parse_share(text, what="--buy-quantile")
+    if not 0.5 < share < 1.0:
+        raise InputError(f"--buy-quantile: {text!r} reads as {percent(share, decimals=1)}; the buy-now quantile "
+                         "must be above 50 % and below 100 % (write 90%, 90 or 0.9)")
+    return share
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
