@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -138,24 +139,85 @@ def test_a_gpu_without_a_price_for_an_option_is_skipped_not_fatal(seed_catalog, 
     assert len(bo.skipped) == 1 and "MI300X" in bo.skipped[0]
 
 
+@pytest.fixture(scope="module")
+def mixed_report(seed_catalog, sample):
+    """Owned 1 x H100 SXM, candidates H100 / B200 bought outright or 1-year: the summary and its three formats."""
+    import datetime as dt
+
+    from core.presentation.report import build_html, build_markdown, build_summary, build_xlsx
+
+    sc = Scenario(owned_nodes_by_gpu={"H100 SXM": 1}, buy_gpus=("H100 SXM", "B200"),
+                  buy_pricing=(PricingOption.OWNED, PricingOption.SAVINGS_1Y))
+    s = build_summary(evaluate(seed_catalog, sample, sc).with_source("bundled sample"),
+                      generated=dt.datetime(2026, 12, 1, tzinfo=dt.UTC))
+    return s, build_markdown(None, summary=s), build_html(None, summary=s), build_xlsx(None, summary=s)
+
+
 @pytest.mark.slow
-def test_the_report_names_gpu_option_and_count(tmp_path):
+def test_the_report_names_gpu_option_and_count(mixed_report):
     """The brief's "What to buy next" section names the GPU type, the purchase option and the count bought."""
-    db, out = str(tmp_path / "s.duckdb"), tmp_path / "r.md"
-    assert main(["--db", db, "report", "--owned", "H100 SXM:1", "--buy", "H100 SXM,B200", "--buy-pricing",
-                 "owned,savings_1y", "--out", str(out)]) == 0
-    text = out.read_text(encoding="utf-8")
+    text = mixed_report[1]
     assert "## What to buy next" in text
     assert "Buy 1 × B200, bought outright (TCO): \\$40,363.67 a month" in text  # "$" escaped: not Markdown math
     assert "| buy nothing | nothing |" in text
+    assert "Buy 1 × B200, bought outright (TCO): $40,363.67 a month" in mixed_report[2]
+
+
+@pytest.mark.slow
+def test_the_workbook_has_a_what_to_buy_sheet(mixed_report):
+    """The What to buy sheet: one row per candidate GPU's best option, the best mix, buy nothing; money formats;
+    owned + new + API + licences = bill on each row; the source line under the table.
+
+    Best mix (the golden above): 1 x B200 bought outright, owned $24,104.60 + new $14,835.57 (of which energy
+    $1,043.90) + API $1,423.50 = $40,363.67, 5 of 7 workloads served (4 on nodes, 1 by API, 2 unserved)."""
+    import io
+
+    import openpyxl
+
+    wb = openpyxl.load_workbook(io.BytesIO(mixed_report[3]))
+    assert "What to buy" in wb.sheetnames
+    ws = wb["What to buy"]
+    cells = [[c.value for c in row] for row in ws.iter_rows()]
+    head = next(i for i, r in enumerate(cells) if r[0] == "Choice")
+    header = cells[head]
+    rows = [dict(zip(header, r, strict=True)) for r in cells[head + 1:] if r[0]]
+    table = [r for r in rows if not str(r["Choice"]).startswith("Source:")]
+    assert [r["Choice"] for r in table] == ["best with H100 SXM", "best with B200", "best mix", "buy nothing"]
+    best = table[2]
+    assert (best["GPU"], best["Option"], best["New nodes"]) == ("B200", "bought outright (TCO)", 1)
+    assert (best["Owned nodes $/month"], best["New nodes $/month"], best["of which energy $/month"],
+            best["API $/month"], best["Bill $/month"]) == (24104.60, 14835.57, 1043.90, 1423.50, 40363.67)
+    assert best["Served of total"] == "5 of 7" and (best["On nodes"], best["By API"], best["Unserved"]) == (4, 1, 2)
+    for r in table:
+        parts = r["Owned nodes $/month"] + r["New nodes $/month"] + r["API $/month"] + r["Licences $/month"]
+        assert round(parts, 2) == r["Bill $/month"]
+        assert r["Bill $/month, optimistic (estimate)"] <= r["Bill $/month, pessimistic (estimate)"]
+    bill = ws.cell(row=head + 4, column=header.index("Bill $/month") + 1)
+    assert bill.number_format == '"$"#,##0.00;-"$"#,##0.00'
+    assert any(str(r[0]).startswith("Source: owned nodes and API spend") for r in cells[head + 1:] if r[0])
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="Debian's chromium prints the one-pager")
+def test_the_mixed_one_pager_prints_on_two_a4_pages(mixed_report, tmp_path):
+    """With the What to buy next section the one-pager still prints on at most 2 A4 pages (headless Chromium)."""
+    import re
+    import subprocess
+
+    page = tmp_path / "one-pager.html"
+    page.write_text(mixed_report[2], encoding="utf-8")
+    pdf = tmp_path / "one-pager.pdf"
+    subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    "--disable-background-networking", f"--print-to-pdf={pdf}", page.as_uri()],
+                   check=True, capture_output=True, timeout=120)
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf.read_bytes()))
+    assert 1 <= pages <= 2, f"{pages} printed pages"
 
 
 @pytest.mark.slow
 def test_fleet_page_shows_the_choice(monkeypatch, tmp_path):
     """Fleet sizing with owned nodes by GPU and candidates typed in the sidebar: the sentence names the best mix,
     the chart holds one bar per row (three GPUs, the best mix, buy nothing) and the table lists them."""
-    from pathlib import Path
-
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
