@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from core.decision.engine import Evaluation
+from core.models import PricingOption
 from core.presentation.report.content import Column, Table, _plural
 from core.presentation.report.numbers import fmt
+
+
+def _purchase(ev: Evaluation):
+    """The staged purchase of the plan the report shows: the chosen mix's new nodes in a mixed scenario."""
+    from core.decision import mixfleet
+    from core.decision.purchase import purchase
+
+    return mixfleet.staged_purchase(ev) if ev.scenario.mixed else purchase(ev)
 
 
 def purchase_table(ev: Evaluation) -> Table | None:
     """The staged purchase under the ranges (core.decision.purchase): buy now, hold until measured, the spread,
     and each workload's chance that owned beats its best allowed API."""
-    from core.decision.purchase import purchase, purchase_words
+    from core.decision.purchase import purchase_words
 
-    p = purchase(ev)
+    p = _purchase(ev)
     if p is None:
         return None
 
@@ -36,15 +45,27 @@ def purchase_table(ev: Evaluation) -> Table | None:
     cols = [Column("figure", "Figure", "text", width=46, wrap=True), Column("value", "Value", "mixed"),
             Column("note", "Note", "text", width=64, wrap=True)]
     rows.append(row("Method", None, "text", f"{p.basis} (estimates)"))
-    return Table("Purchase", "Staged purchase under the estimate ranges", cols, rows, purchase_words(p))
+    return Table("Purchase", "Staged purchase under the estimate ranges", cols, rows, _of_gpu(ev) + purchase_words(p))
+
+
+def _of_gpu(ev: Evaluation) -> str:
+    """A mixed scenario's purchase names the GPU it buys (the new nodes' plan; the owned nodes of other types are
+    kept): 'New B200 nodes (bought outright (TCO)): '."""
+    if not ev.scenario.mixed:
+        return ""
+    from core.decision import mix
+
+    best = mix.of(ev).best
+    option = mix.OPTION_WORDS[PricingOption(best.option)] if best.option else ""
+    return f"New {best.gpu} nodes ({option}), beside the owned nodes kept on their GPU: "
 
 
 def purchase_extras(ev: Evaluation) -> dict:
     """The staged purchase in one line for the one-pager (`extras["purchase_short"]`; absent when not computed)."""
-    from core.decision.purchase import purchase, purchase_short
+    from core.decision.purchase import purchase_short
 
-    p = purchase(ev)
-    return {} if p is None else {"purchase_short": purchase_short(p)}
+    p = _purchase(ev)
+    return {} if p is None else {"purchase_short": _of_gpu(ev) + purchase_short(p)}
 
 
 def buy_extras(ev: Evaluation) -> dict:

@@ -151,6 +151,24 @@ def _route_kinds(ev: Evaluation) -> np.ndarray:
                      else _OWNED_AR for r in ev.routes], dtype=int)
 
 
+def _top(ev: Evaluation):
+    """The fleet record the report shows: the chosen mix in a mixed scenario (core.decision.mixfleet), else the plan."""
+    from core.decision import mixfleet
+
+    return mixfleet.top(ev)
+
+
+def _plan_routes(ev: Evaluation, vf: pd.DataFrame) -> pd.DataFrame:
+    """Each workload's route id in the plan the report shows (the mix's in a mixed scenario; "" unserved)."""
+    if not ev.scenario.mixed:
+        return vf[["workload_id", "route_id"]]
+    from core.decision import mixfleet
+
+    rows = mixfleet.by_workload(ev)
+    return pd.DataFrame({"workload_id": [r["workload_id"] for r in rows],
+                         "route_id": [r["route_id"] or "" for r in rows]})
+
+
 def _node_words(ev: Evaluation) -> str:
     return f"{ev.scenario.gpus_per_node}×{ev.gpu_name}"
 
@@ -192,6 +210,22 @@ def _ids(values, limit: int = 10) -> str:
 # recommended changes
 # ---------------------------------------------------------------------------
 
+def _mix_buy_change(ev: Evaluation, f) -> list[Change]:
+    """A mixed scenario's purchase: the chosen mix's new nodes by GPU type, option and count (none: keep the
+    owned nodes)."""
+    from core.decision import mix
+
+    best = mix.of(ev).best
+    new = [n for n in best.new_nodes if n.nodes]
+    if not new:
+        return []
+    what = "; ".join(f"{n.nodes} × {n.gpu}, {mix.OPTION_WORDS[PricingOption(n.option)]}" for n in new)
+    owned = ", ".join(f"{k} × {g}" for g, k in best.owned_nodes_by_gpu.items()) or "none"
+    return [Change("Buy nodes", f"Buy {what}: the chosen mix needs {f.nodes_needed} nodes (owned kept on their GPU: "
+                   f"{owned}); about {fmt(f.extra_nodes_monthly_usd, 'usd')}/month for the new nodes."
+                   + _driver_words(f.node_drivers), float(f.extra_nodes_monthly_usd))]
+
+
 def recommended_changes(ev: Evaluation) -> list[Change]:
     """Plain sentences a procurement request can quote: nodes to buy or release, where each workload goes.
 
@@ -201,12 +235,14 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
     option, not with a near-identical sibling. Owned costs are allocated
     (GPUs held x $/GPU-hour), an estimate.
     """
-    f = ev.fleet
+    f = _top(ev)
     sc = ev.scenario
     out: list[Change] = []
     node = _node_words(ev)
     owned, needed = int(f.owned_nodes), int(f.nodes_needed)
-    if needed > owned:
+    if sc.mixed:
+        out += _mix_buy_change(ev, f)
+    elif needed > owned:
         n = needed - owned
         out.append(Change(
             "Buy nodes",
@@ -229,15 +265,44 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
         out.append(Change("Release nodes", f"{verb} (or give them other work): the recommended routing needs "
                           f"{needed} of the {owned} owned; {tail}.", -saving if saving > 0 else None))
 
-    out += _moves(ev)
+    out += _mix_placements(ev) if sc.mixed else _moves(ev)
     for line in licensed_words(ev):  # every view states the break-even fee of licensed weights (issue 11)
         out.append(Change("Licence", line))
 
-    unserved = np.flatnonzero(ev.verdict < 0)
+    unserved = _unserved_rows(ev)
     if len(unserved):
         ids = ev.workloads["workload_id"].to_numpy()[unserved]
         out.append(Change("No route", f"No route meets every target for {_ids(ids)}: relax a latency target or "
                           "quality floor, or allow an API; the reasons are in the routing table."))
+    return out
+
+
+def _unserved_rows(ev: Evaluation) -> np.ndarray:
+    """Positions of the workloads the shown plan leaves without a route (the chosen mix's in a mixed scenario)."""
+    if not ev.scenario.mixed:
+        return np.flatnonzero(ev.verdict < 0)
+    from core.decision import mix
+
+    return np.setdiff1d(np.arange(len(ev.workloads)), mix.of(ev).best.served_rows)
+
+
+def _mix_placements(ev: Evaluation) -> list[Change]:
+    """Where the chosen mix runs each workload (costliest first): its route, on which GPU, its attributed share."""
+    from core.decision import mixfleet
+
+    labels = {r.route_id: r.label for r in ev.routes}
+    rows = sorted((r for r in mixfleet.by_workload(ev) if r["route_id"]), key=lambda r: -r["monthly_usd"])
+    out = []
+    for r in rows[:MAX_MOVES]:
+        where = labels.get(r["route_id"], r["route_id"])
+        verb = "Run" if r["gpu"] else "Send"
+        text = (f"Run {r['workload_id']} on {where} on {r['gpu']}" if r["gpu"] else
+                f"Send {r['workload_id']} to {where}")
+        out.append(Change(f"{verb} {r['workload_id']}",
+                          f"{text} ({fmt(r['monthly_usd'], 'usd')}/month attributed in the chosen mix)."))
+    if len(rows) > MAX_MOVES:
+        out.append(Change("More workloads", f"…and {_plural(len(rows) - MAX_MOVES, 'more workload')} placed as "
+                          "the JSON's fleet.attribution_by_workload lists them."))
     return out
 
 
@@ -366,17 +431,21 @@ def _options(ev: Evaluation) -> tuple[Table, dict[str, dict]]:
             "that leaves workloads unserved is cheaper only because it drops them: 'With unserved work priced' adds "
             "that work at its cheapest route after the smallest change (a route outside the option, a relaxed "
             "target, a licence fee entered, data allowed to an API; standalone estimates).")
+    if ev.scenario.mixed:
+        note += (f" These options are planned on the sidebar's GPU alone ({ev.gpu_name}): 'Recommended mix' here is "
+                 "the one-kind plan; the chosen mix of GPU types is under What to buy next.")
     return Table("Options", "Fleet options compared", cols, rows, note), {r["option"]: r for r in rows}
 
 
 def _cost_by_route(ev: Evaluation, vf: pd.DataFrame) -> Table:
-    f = ev.fleet
+    f = _top(ev)
     by_route = f.monthly_usd_by_route
     labels = {r.route_id: r for r in ev.routes}
+    plan = _plan_routes(ev, vf)
     rows: list[dict] = []
     for rid, usd in sorted(by_route.items(), key=lambda kv: -kv[1]):
         route = labels[rid]
-        ids = vf.loc[vf["route_id"] == rid, "workload_id"].tolist()
+        ids = plan.loc[plan["route_id"] == rid, "workload_id"].tolist()
         rows.append({"route": route.label, "hosting": route.hosting,
                      "architecture": _ARCH_WORDS.get(route.architecture, route.architecture),
                      "workloads": _ids(ids), "monthly_usd": float(usd)})
@@ -475,19 +544,23 @@ def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
     ]
     note = ("One row per workload: where it should run and why. Nodes (alone) is what the workload would need "
             "by itself; the fleet total pools workloads on shared replicas.")
+    if ev.scenario.mixed:
+        note += (f" Verdicts as planned on the sidebar's GPU alone ({ev.gpu_name}); the chosen mix places each "
+                 "workload as the recommended changes say (the JSON's fleet.attribution_by_workload).")
     return Table("Workloads", "Routing table", cols, rows, note)
 
 
 def _fleet(ev: Evaluation, vf: pd.DataFrame) -> tuple[Table, Table]:
-    f = ev.fleet
+    f = _top(ev)
     routes = {r.route_id: r for r in ev.routes}
+    plan = _plan_routes(ev, vf)
     rows = []
     for rid in sorted(set(f.gpus_by_route) | set(f.nodes_by_route), key=lambda k: -f.gpus_by_route.get(k, 0)):
-        sel = vf["route_id"] == rid
+        sel = plan["route_id"] == rid
         rows.append({"route": routes[rid].label,
                      "architecture": _ARCH_WORDS.get(routes[rid].architecture, routes[rid].architecture),
                      "nodes": f.nodes_by_route.get(rid, np.nan), "gpus": f.gpus_by_route.get(rid, np.nan),
-                     "workloads": _ids(vf.loc[sel, "workload_id"].tolist()),
+                     "workloads": _ids(plan.loc[sel, "workload_id"].tolist()),
                      "monthly_usd": f.monthly_usd_by_route.get(rid, np.nan)})
     route_cols = [
         Column("route", "Owned route", "text", width=40, wrap=True),
@@ -754,7 +827,7 @@ def _engine_rows(add, ev: Evaluation) -> None:
 # ---------------------------------------------------------------------------
 
 def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
-    f = ev.fleet
+    f = _top(ev)
     rate = ev.rate
     n = len(ev.workloads)
     api_routes = sum(1 for k in ev.verdict if k >= 0 and ev.routes[k].hosting == "api")
@@ -789,8 +862,9 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
         Figure("owned_usd_per_mtok_out", "Owned cost per million output tokens", f.owned_usd_per_mtok_out,
                "usd_2", "owned fleet cost ÷ tokens generated on it, idle hours included"),
     ]
-    rg = performance_ranges(ev)
-    pr = None if rg is None else rg.performance
+    if ev.scenario.mixed:
+        figs = _mixed_notes(ev, figs)
+    pr = _performance(ev)
     if pr is not None:  # the bill at both ends of the performance estimates, with what each end serves otherwise
         from core.decision.sensitivity import end_caveats
 
@@ -825,6 +899,44 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
     mix = _mix_words(f.verdict_mix)
     figs.append(Figure("workloads", "Workloads evaluated", n, "int", f"verdicts: {mix}"))
     return figs
+
+
+def _performance(ev: Evaluation):
+    """The shown plan's performance range: the chosen mix's in a mixed scenario, else the plan's (None: not
+    computed)."""
+    if ev.scenario.mixed:
+        from core.decision import mixfleet
+
+        return mixfleet.performance(ev)
+    rg = performance_ranges(ev)
+    return None if rg is None else rg.performance
+
+
+def _mixed_notes(ev: Evaluation, figs: list[Figure]) -> list[Figure]:
+    """A mixed scenario's node figures say what each kind of node costs (the one-kind notes name one price)."""
+    from dataclasses import replace
+
+    from core.decision import mix
+
+    best = mix.of(ev).best
+    owned = "; ".join(f"{k} × {g}" for g, k in best.owned_nodes_by_gpu.items())
+    new = "; ".join(f"{n.nodes} × {n.gpu}, {mix.OPTION_WORDS[PricingOption(n.option)]}, "
+                    f"{fmt(n.usd_per_node_hour, 'usd_2')}/node-hour ({n.price}, {n.as_of})"
+                    for n in best.new_nodes if n.nodes) or "none"
+    notes = {"owned_nodes": f"kept on their GPU: {owned}",
+             "owned_monthly_usd": f"{owned}, each at its own node price × {HOURS_PER_MONTH:g} h (paid whatever runs "
+                                  "on them)",
+             "extra_nodes_monthly_usd": new,
+             "nodes_needed": f"the chosen mix: {_mix_nodes(best)}",
+             "api_monthly_usd": f"{_plural(best.served_by_api, 'workload')} sent to an API in the chosen mix"}
+    return [replace(x, note=notes[x.key]) if x.key in notes else x for x in figs]
+
+
+def _mix_nodes(best) -> str:
+    """The mix's nodes in words: '1 owned H100 SXM + 1 new B200'."""
+    parts = [f"{k} owned {g}" for g, k in best.owned_nodes_by_gpu.items()]
+    parts += [f"{n.nodes} new {n.gpu}" for n in best.new_nodes if n.nodes]
+    return " + ".join(parts)
 
 
 def scenario_line(ev: Evaluation) -> str:
