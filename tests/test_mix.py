@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -113,20 +114,65 @@ def test_adding_a_candidate_never_raises_the_bill(seed_catalog, sample, cands, e
 
 
 @pytest.mark.slow
-def test_owned_h100_stays_h100_in_the_json(tmp_path, capsys):
-    """`--owned "H100 SXM:1" --buy "H200 SXM"`: the owned node is an H100, new nodes H200, buy_options present;
-    one-kind fields keep describing the owned GPU."""
+def test_the_top_level_fleet_is_the_chosen_mix(tmp_path, capsys):
+    """`--buy "H100 SXM,H200 SXM,B200"` on the sample (owned 1 x H100 SXM): fleet.* is the best mix, not the
+    one-kind plan, and its attribution adds up to its bill to the cent.
+
+    Bill (the golden above): owned 24,104.60 + new B200 14,835.57 + API 1,423.50 = $40,363.67 (the one-kind plan,
+    fleet.one_kind: $73,971.13, 3 nodes). Nodes: 1 owned H100 + 1 new B200 = 2.
+    Attribution: kyc-overnight keeps the owned H100's batch pool, 3.24685 GPU-hours a day; the H100 node's money
+    is 24,104.60 / 8 GPUs = $3,013.075 per GPU-month, and its batch hours are charged as GPU-days: 3.24685 / 24 x
+    3,013.075 = $407.63. The new B200's 8 GPUs are all reserved by the LLaDA2.0-flash pool: its $14,835.57 is
+    shared by its three members (lc-clearing, code-completion, internal-chat). credit-memos: its API, $1,423.50.
+    Attributed 407.63 + 14,835.57 + 1,423.50 = $16,666.70; unallocated (the owned H100's idle GPUs) 40,363.67 -
+    16,666.70 = $23,696.97.
+    """
     db = str(tmp_path / "s.duckdb")
-    assert main(["--db", db, "evaluate", "--owned", "H100 SXM:1", "--buy", "H200 SXM", "--buy-pricing",
-                 "savings_1y", "--format", "json", "--detail", "verdicts"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    f = out["fleet"]
-    assert f["gpu"] == "H100 SXM" and f["owned_nodes_by_gpu"] == {"H100 SXM": 1}
-    assert out["scenario"]["buy_gpus"] == ["H200 SXM"]
-    assert {n["gpu"] for n in f["new_nodes"]} <= {"H200 SXM"}
-    assert {d["gpu"] for d in f["mix"]["deployments"] if d["on_owned_nodes"]} <= {"H100 SXM"}
-    assert [r["row"] for r in f["buy_options"]] == ["best for this GPU", "best mix", "buy nothing"]
-    assert all(d["gpu"] == "H100 SXM" for d in f["deployments"])
+    assert main(["--db", db, "evaluate", "--buy", "H100 SXM,H200 SXM,B200", "--format", "json",
+                 "--detail", "verdicts"]) == 0
+    f = json.loads(capsys.readouterr().out)["fleet"]
+    assert (f["owned_monthly_usd"], f["extra_nodes_monthly_usd"], f["api_monthly_usd"], f["total_monthly_usd"]) == \
+        (24104.60, 14835.57, 1423.50, 40363.67) == tuple(f["mix"][k] for k in (
+            "owned_usd_per_month", "new_nodes_usd_per_month", "api_usd_per_month", "total_monthly_usd"))
+    assert (f["owned_nodes"], f["nodes_needed"], f["workloads_served"], f["workloads_total"]) == (1, 2, 5, 7)
+    assert f["one_kind"]["total_monthly_usd"] == 73971.13 and f["one_kind"]["nodes_needed"] == 3
+    assert f["owned_nodes_by_gpu"] == {"H100 SXM": 1}  # the owned node stays an H100
+    assert [(d["gpu"], d["on_owned_nodes"], d["route_id"]) for d in f["deployments"]] == [
+        ("H100 SXM", True, "owned:qwen3-30b-a3b-fp8"), ("B200", False, "owned:llada2-flash")]
+    share = {r["workload_id"]: r["monthly_usd"] for r in f["attribution_by_workload"]}
+    assert share["kyc-overnight"] == 407.63 and share["credit-memos"] == 1423.50
+    assert round(share["lc-clearing"] + share["code-completion"] + share["internal-chat"], 2) == 14835.57
+    assert share["onboarding-rt"] == share["agent-steps"] == 0.0  # unserved: no share
+    assert f["attributed_usd_per_month"] == 16666.70 and f["unallocated_usd_per_month"] == 23696.97
+    assert round(sum(share.values()) + f["unallocated_usd_per_month"], 2) == f["total_monthly_usd"]
+    assert round(sum(f["monthly_usd_by_route"].values()), 2) == f["attributed_usd_per_month"]
+    assert f["purchase"]["gpu"] == "B200" and f["purchase"]["buy_now_new_nodes"] == 1
+    rg = f["performance_range"]
+    assert rg["total_monthly_usd_optimistic"] <= f["total_monthly_usd"] <= rg["total_monthly_usd_pessimistic"]
+    assert [r["row"] for r in f["buy_options"]][-2:] == ["best mix", "buy nothing"]
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cands=hs.lists(hs.sampled_from(GPUS), min_size=1, max_size=2, unique=True),
+       opts=hs.lists(hs.sampled_from(list(mix.OPTION_ORDER)), min_size=1, max_size=2, unique=True),
+       owned=hs.sampled_from([{"H100 SXM": 1}, {"H200 SXM": 2}, {"H100 SXM": 1, "B200": 1}]))
+def test_a_mixed_plans_attribution_adds_to_its_bill_to_the_cent(seed_catalog, sample, cands, opts, owned):
+    """Property, on every shown chain: each workload's share in cents, none for unserved work; the shares carry
+    all the API and licence spend and never more than the bill, so shares + unallocated = bill to the cent."""
+    from core.decision import mixfleet
+
+    sc = Scenario(owned_nodes_by_gpu=owned, buy_gpus=tuple(cands), buy_pricing=tuple(opts))
+    bo = mix.buy_options(seed_catalog, sample, sc, memo_evaluate)
+    for p in {id(p): p for p in [bo.best, *bo.best_per_gpu.values()]}.values():
+        att = mixfleet._attributed(p, len(sample))
+        assert (att >= 0).all() and (att == att.round(2)).all()
+        unserved = np.setdiff1d(np.arange(len(sample)), p.served_rows)
+        assert (att[unserved] == 0).all()
+        total = round(float(att.sum()), 2)
+        assert p.api_usd + p.licence_usd - 0.01 <= total <= p.total_usd + 0.005
+        unallocated = round(p.total_usd - total, 2)
+        assert unallocated >= 0 and round(total + unallocated, 2) == p.total_usd
 
 
 def test_a_gpu_without_a_price_for_an_option_is_skipped_not_fatal(seed_catalog, sample):
@@ -233,6 +279,10 @@ def test_fleet_page_shows_the_choice(monkeypatch, tmp_path):
     at.switch_page("screens/fleet.py").run()
     assert not at.exception, at.exception
     assert any("Buy 1 × B200, bought outright (TCO)" in m.value for m in at.markdown)
+    # The figures at the top are the chosen mix (1 owned H100 + 1 new B200, $40,363.67), not the one-kind plan.
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Cash bill a month"] == "$40,364" and metrics["Nodes needed"] == "2"
+    assert any("less than the one-kind plan (2 more H100 SXM" in m.value for m in at.markdown)
     (chart,) = [c for t, c in figures(at).items() if t.startswith("What to buy next")]
     assert len(chart["data"][0]["y"]) == 5
     table = next(t.value for t in at.table if "Row" in t.value.columns)

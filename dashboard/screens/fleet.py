@@ -202,6 +202,10 @@ else:
                f"share nodes: {integer(f.nodes_needed)} in all, not the sum of the rows.")
 
 st.subheader("Architectures side by side, per interactive workload")
+if ev.scenario.mixed:  # the sections below re-plan one GPU type: they are the one-kind plan's
+    st.info(md(f"From here down the page plans the sidebar's GPU alone ({ev.fleet.gpu}: the one-kind plan, "
+               f"{money(ev.fleet.total_monthly_usd)} a month): its architectures, SLA sweep, fleet options and "
+               "simulation. The chosen mix above is the plan."))
 if side.empty:
     st.info("No interactive workload in the inventory.")
 else:
