@@ -194,9 +194,9 @@ def mixed_report(seed_catalog, sample):
 
     sc = Scenario(owned_nodes_by_gpu={"H100 SXM": 1}, buy_gpus=("H100 SXM", "B200"),
                   buy_pricing=(PricingOption.OWNED, PricingOption.SAVINGS_1Y))
-    s = build_summary(evaluate(seed_catalog, sample, sc).with_source("bundled sample"),
-                      generated=dt.datetime(2026, 12, 1, tzinfo=dt.UTC))
-    return s, build_markdown(None, summary=s), build_html(None, summary=s), build_xlsx(None, summary=s)
+    ev = evaluate(seed_catalog, sample, sc).with_source("bundled sample")
+    s = build_summary(ev, generated=dt.datetime(2026, 12, 1, tzinfo=dt.UTC))
+    return s, build_markdown(None, summary=s), build_html(None, summary=s), build_xlsx(None, summary=s), ev
 
 
 @pytest.mark.slow
@@ -207,6 +207,26 @@ def test_the_report_names_gpu_option_and_count(mixed_report):
     assert "Buy 1 × B200, bought outright (TCO): \\$40,363.67 a month" in text  # "$" escaped: not Markdown math
     assert "| buy nothing | nothing |" in text
     assert "Buy 1 × B200, bought outright (TCO): $40,363.67 a month" in mixed_report[2]
+
+
+@pytest.mark.slow
+def test_the_overview_and_the_report_describe_the_mix(mixed_report):
+    """The Overview's words, the cash bill lines and the report's headline read the chosen mix (1 owned H100 +
+    1 new B200, $40,363.67: 4 workloads on nodes, 1 on an API), not the one-kind plan ($73,971.13, 3 nodes)."""
+    from core.presentation import views
+
+    s, ev = mixed_report[0], mixed_report[4]
+    words = views.overview_summary(ev)
+    assert any(w.startswith("4 of 7 workloads run on owned GPUs in the plan (3 on diffusion, 1 on MoE), 1 on "
+                            "public APIs ($1,424 a month)") for w in words)
+    assert any(w.startswith("The plan's cash bill is $40,364 a month") for w in words)
+    bill = views.cash_bill(ev).set_index("line")["usd_per_month"]
+    assert round(bill["Owned nodes"] + bill["New nodes"] + bill["Public APIs"] + bill["Licences"], 2) \
+        == bill["Cash bill"] == round(bill["Attributed to workloads"] + bill["Not attributed"], 2) == 40363.67
+    assert "1 × B200, bought outright (TCO)" in views.cash_bill(ev).set_index("line").loc["New nodes", "what"]
+    assert (s.figure("total_monthly_usd").value, s.figure("nodes_needed").value) == (40363.67, 2)
+    assert s.changes[0].text.startswith("Buy 1 × B200, bought outright (TCO): the chosen mix needs 2 nodes")
+    assert round(sum(r["monthly_usd"] for r in s.cost_by_route.rows), 2) == 40363.67
 
 
 @pytest.mark.slow

@@ -90,6 +90,27 @@ def overview_kpis(ev: Evaluation) -> dict:
     }
 
 
+def _plan_hosting(ev: Evaluation, vf: pd.DataFrame) -> pd.Series:
+    """Each workload's hosting in the shown plan ("owned", "api", "" unserved): the chosen mix's in a mixed
+    scenario, else the verdicts'."""
+    if not ev.scenario.mixed:
+        return vf["hosting"]
+    from core.decision import mixfleet
+
+    rows = mixfleet.by_workload(ev)
+    return pd.Series(["owned" if r["gpu"] else "api" if r["route_id"] else "" for r in rows], index=vf.index)
+
+
+def _plan_architecture(ev: Evaluation, vf: pd.DataFrame) -> pd.Series:
+    """Each workload's architecture in the shown plan (the chosen mix's route in a mixed scenario)."""
+    if not ev.scenario.mixed:
+        return vf["architecture"]
+    from core.decision import mixfleet
+
+    arch = {r.route_id: r.architecture for r in ev.routes}
+    return pd.Series([arch.get(r["route_id"] or "", "") for r in mixfleet.by_workload(ev)], index=vf.index)
+
+
 def _quiet_window(util: list[float]) -> tuple[int, int] | None:
     """Longest run of quiet hours (wrapping past midnight) as (first hour, hours long), or None."""
     quiet = [u < QUIET_UTILIZATION for u in util]
@@ -171,9 +192,9 @@ def overview_summary(ev: Evaluation) -> list[str]:
     elif owned:
         out.append(f"The recommended mix fits on the {_plural(owned, 'node')} you own.")
     n = len(vf)
-    hosting = vf["hosting"]
+    hosting = _plan_hosting(ev, vf)
     n_owned, n_api = int((hosting == "owned").sum()), int((hosting == "api").sum())
-    by_arch = vf.loc[hosting == "owned", "architecture"].value_counts()
+    by_arch = vf.assign(architecture=_plan_architecture(ev, vf)).loc[hosting == "owned", "architecture"].value_counts()
     arch_words = ", ".join(f"{c} on {ARCHITECTURE_LABELS.get(a, a).lower() if a != 'moe' else 'MoE'}"
                            for a, c in by_arch.items())
     line = f"{n_owned} of {_plural(n, 'workload')} run on owned GPUs in the plan" + (f" ({arch_words})" if arch_words else "")
