@@ -87,7 +87,8 @@ def test_sample_buy_options_golden(seed_catalog, sample):
 @pytest.mark.parametrize(("basis", "nodes"), [(CostBasis.FULL, 1), (CostBasis.MARGINAL, 1), (CostBasis.MARGINAL, 2)])
 def test_one_candidate_equal_to_the_owned_gpu_is_todays_plan(seed_catalog, sample, basis, nodes):
     """The goldens' scenarios (sample full, sample marginal, 2-node fleet marginal): with the owned GPU the only
-    candidate at the scenario's option, the mix is the one-type plan: same new nodes, same bill to the cent."""
+    candidate at the scenario's option, the mix is the one-type plan: same new nodes, same bill and the same
+    attribution per workload to the cent."""
     sc = Scenario(cost_basis=basis, fleet_nodes=nodes)
     today = evaluate(seed_catalog, sample, sc)
     mixed = sc.model_copy(update={"owned_nodes_by_gpu": {sc.gpu: nodes}, "buy_gpus": (sc.gpu,),
@@ -97,6 +98,11 @@ def test_one_candidate_equal_to_the_owned_gpu_is_todays_plan(seed_catalog, sampl
     assert only.new_nodes[0].nodes == today.fleet.new_nodes
     assert only.total_usd == today.fleet.total_monthly_usd
     assert only.api_usd == today.fleet.api_monthly_usd
+    # The top-level attribution of that mix is today's, workload by workload, to the cent.
+    from core.decision import contract, mixfleet
+
+    shares = contract.verdicts_frame(today)["monthly_usd"].fillna(0.0).to_numpy()
+    assert np.array_equal(mixfleet._attributed(only, len(sample)), np.round(shares, 2))
 
 
 @pytest.mark.slow
