@@ -162,11 +162,9 @@ def _plan_routes(ev: Evaluation, vf: pd.DataFrame) -> pd.DataFrame:
     """Each workload's route id in the plan the report shows (the mix's in a mixed scenario; "" unserved)."""
     if not ev.scenario.mixed:
         return vf[["workload_id", "route_id"]]
-    from core.decision import mixfleet
+    from core.presentation.report import mixed
 
-    rows = mixfleet.by_workload(ev)
-    return pd.DataFrame({"workload_id": [r["workload_id"] for r in rows],
-                         "route_id": [r["route_id"] or "" for r in rows]})
+    return mixed.plan_routes(ev)
 
 
 def _node_words(ev: Evaluation) -> str:
@@ -210,22 +208,6 @@ def _ids(values, limit: int = 10) -> str:
 # recommended changes
 # ---------------------------------------------------------------------------
 
-def _mix_buy_change(ev: Evaluation, f) -> list[Change]:
-    """A mixed scenario's purchase: the chosen mix's new nodes by GPU type, option and count (none: keep the
-    owned nodes)."""
-    from core.decision import mix
-
-    best = mix.of(ev).best
-    new = [n for n in best.new_nodes if n.nodes]
-    if not new:
-        return []
-    what = "; ".join(f"{n.nodes} × {n.gpu}, {mix.OPTION_WORDS[PricingOption(n.option)]}" for n in new)
-    owned = ", ".join(f"{k} × {g}" for g, k in best.owned_nodes_by_gpu.items()) or "none"
-    return [Change("Buy nodes", f"Buy {what}: the chosen mix needs {f.nodes_needed} nodes (owned kept on their GPU: "
-                   f"{owned}); about {fmt(f.extra_nodes_monthly_usd, 'usd')}/month for the new nodes."
-                   + _driver_words(f.node_drivers), float(f.extra_nodes_monthly_usd))]
-
-
 def recommended_changes(ev: Evaluation) -> list[Change]:
     """Plain sentences a procurement request can quote: nodes to buy or release, where each workload goes.
 
@@ -241,7 +223,9 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
     node = _node_words(ev)
     owned, needed = int(f.owned_nodes), int(f.nodes_needed)
     if sc.mixed:
-        out += _mix_buy_change(ev, f)
+        from core.presentation.report import mixed
+
+        out += mixed.buy_change(ev, f)
     elif needed > owned:
         n = needed - owned
         out.append(Change(
@@ -265,7 +249,12 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
         out.append(Change("Release nodes", f"{verb} (or give them other work): the recommended routing needs "
                           f"{needed} of the {owned} owned; {tail}.", -saving if saving > 0 else None))
 
-    out += _mix_placements(ev) if sc.mixed else _moves(ev)
+    if sc.mixed:
+        from core.presentation.report import mixed
+
+        out += mixed.placements(ev)
+    else:
+        out += _moves(ev)
     for line in licensed_words(ev):  # every view states the break-even fee of licensed weights (issue 11)
         out.append(Change("Licence", line))
 
@@ -281,29 +270,9 @@ def _unserved_rows(ev: Evaluation) -> np.ndarray:
     """Positions of the workloads the shown plan leaves without a route (the chosen mix's in a mixed scenario)."""
     if not ev.scenario.mixed:
         return np.flatnonzero(ev.verdict < 0)
-    from core.decision import mix
+    from core.presentation.report import mixed
 
-    return np.setdiff1d(np.arange(len(ev.workloads)), mix.of(ev).best.served_rows)
-
-
-def _mix_placements(ev: Evaluation) -> list[Change]:
-    """Where the chosen mix runs each workload (costliest first): its route, on which GPU, its attributed share."""
-    from core.decision import mixfleet
-
-    labels = {r.route_id: r.label for r in ev.routes}
-    rows = sorted((r for r in mixfleet.by_workload(ev) if r["route_id"]), key=lambda r: -r["monthly_usd"])
-    out = []
-    for r in rows[:MAX_MOVES]:
-        where = labels.get(r["route_id"], r["route_id"])
-        verb = "Run" if r["gpu"] else "Send"
-        text = (f"Run {r['workload_id']} on {where} on {r['gpu']}" if r["gpu"] else
-                f"Send {r['workload_id']} to {where}")
-        out.append(Change(f"{verb} {r['workload_id']}",
-                          f"{text} ({fmt(r['monthly_usd'], 'usd')}/month attributed in the chosen mix)."))
-    if len(rows) > MAX_MOVES:
-        out.append(Change("More workloads", f"…and {_plural(len(rows) - MAX_MOVES, 'more workload')} placed as "
-                          "the JSON's fleet.attribution_by_workload lists them."))
-    return out
+    return mixed.unserved_rows(ev)
 
 
 def _driver_words(drivers: tuple[NodeDriver, ...]) -> str:
@@ -863,7 +832,9 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
                "usd_2", "owned fleet cost ÷ tokens generated on it, idle hours included"),
     ]
     if ev.scenario.mixed:
-        figs = _mixed_notes(ev, figs)
+        from core.presentation.report import mixed
+
+        figs = mixed.notes(ev, figs)
     pr = _performance(ev)
     if pr is not None:  # the bill at both ends of the performance estimates, with what each end serves otherwise
         from core.decision.sensitivity import end_caveats
@@ -910,33 +881,6 @@ def _performance(ev: Evaluation):
         return mixfleet.performance(ev)
     rg = performance_ranges(ev)
     return None if rg is None else rg.performance
-
-
-def _mixed_notes(ev: Evaluation, figs: list[Figure]) -> list[Figure]:
-    """A mixed scenario's node figures say what each kind of node costs (the one-kind notes name one price)."""
-    from dataclasses import replace
-
-    from core.decision import mix
-
-    best = mix.of(ev).best
-    owned = "; ".join(f"{k} × {g}" for g, k in best.owned_nodes_by_gpu.items())
-    new = "; ".join(f"{n.nodes} × {n.gpu}, {mix.OPTION_WORDS[PricingOption(n.option)]}, "
-                    f"{fmt(n.usd_per_node_hour, 'usd_2')}/node-hour ({n.price}, {n.as_of})"
-                    for n in best.new_nodes if n.nodes) or "none"
-    notes = {"owned_nodes": f"kept on their GPU: {owned}",
-             "owned_monthly_usd": f"{owned}, each at its own node price × {HOURS_PER_MONTH:g} h (paid whatever runs "
-                                  "on them)",
-             "extra_nodes_monthly_usd": new,
-             "nodes_needed": f"the chosen mix: {_mix_nodes(best)}",
-             "api_monthly_usd": f"{_plural(best.served_by_api, 'workload')} sent to an API in the chosen mix"}
-    return [replace(x, note=notes[x.key]) if x.key in notes else x for x in figs]
-
-
-def _mix_nodes(best) -> str:
-    """The mix's nodes in words: '1 owned H100 SXM + 1 new B200'."""
-    parts = [f"{k} owned {g}" for g, k in best.owned_nodes_by_gpu.items()]
-    parts += [f"{n.nodes} new {n.gpu}" for n in best.new_nodes if n.nodes]
-    return " + ".join(parts)
 
 
 def scenario_line(ev: Evaluation) -> str:
