@@ -177,6 +177,10 @@ def estimate_range_words(ev: Evaluation) -> str | None:
     """The Overview's line on the nodes and bill at both ends of the performance estimates (None: not computed)."""
     from core.decision.sensitivity import estimate_range_words as words
 
+    if ev.scenario.mixed:  # the chosen mix's range
+        from core.decision import mixfleet
+
+        return mixfleet.range_words(ev)
     return words(ev)
 
 
@@ -184,6 +188,10 @@ def staged_purchase(ev: Evaluation):
     """The staged purchase under the ranges at the default settings (core.decision.purchase; None: skipped)."""
     from core.decision.purchase import purchase
 
+    if ev.scenario.mixed:  # the chosen mix's new nodes
+        from core.decision import mixfleet
+
+        return mixfleet.staged_purchase(ev)
     return purchase(ev)
 
 
@@ -374,6 +382,13 @@ def idle_by_node(store: Store, ev: Evaluation, date_from: dt.date | None = None,
     from core.telemetry.by_node import idle_by_node as by_node
 
     return by_node(store, ev.rate, date_from, date_to)
+
+def top_fleet(ev: Evaluation):
+    """The fleet record pages show: the chosen mix in a mixed scenario (core.decision.mixfleet), else the plan's."""
+    from core.decision import mixfleet
+
+    return mixfleet.top(ev)
+
 
 def buy_options_frame(ev: Evaluation, *, every: bool = False) -> pd.DataFrame | None:
     """What to buy next side by side (core.decision.mix.frame; every: each GPU and option); None when the

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -85,7 +87,8 @@ def test_sample_buy_options_golden(seed_catalog, sample):
 @pytest.mark.parametrize(("basis", "nodes"), [(CostBasis.FULL, 1), (CostBasis.MARGINAL, 1), (CostBasis.MARGINAL, 2)])
 def test_one_candidate_equal_to_the_owned_gpu_is_todays_plan(seed_catalog, sample, basis, nodes):
     """The goldens' scenarios (sample full, sample marginal, 2-node fleet marginal): with the owned GPU the only
-    candidate at the scenario's option, the mix is the one-type plan: same new nodes, same bill to the cent."""
+    candidate at the scenario's option, the mix is the one-type plan: same new nodes, same bill and the same
+    attribution per workload to the cent."""
     sc = Scenario(cost_basis=basis, fleet_nodes=nodes)
     today = evaluate(seed_catalog, sample, sc)
     mixed = sc.model_copy(update={"owned_nodes_by_gpu": {sc.gpu: nodes}, "buy_gpus": (sc.gpu,),
@@ -95,6 +98,11 @@ def test_one_candidate_equal_to_the_owned_gpu_is_todays_plan(seed_catalog, sampl
     assert only.new_nodes[0].nodes == today.fleet.new_nodes
     assert only.total_usd == today.fleet.total_monthly_usd
     assert only.api_usd == today.fleet.api_monthly_usd
+    # The top-level attribution of that mix is today's, workload by workload, to the cent.
+    from core.decision import contract, mixfleet
+
+    shares = contract.verdicts_frame(today)["monthly_usd"].fillna(0.0).to_numpy()
+    assert np.array_equal(mixfleet._attributed(only, len(sample)), np.round(shares, 2))
 
 
 @pytest.mark.slow
@@ -112,20 +120,65 @@ def test_adding_a_candidate_never_raises_the_bill(seed_catalog, sample, cands, e
 
 
 @pytest.mark.slow
-def test_owned_h100_stays_h100_in_the_json(tmp_path, capsys):
-    """`--owned "H100 SXM:1" --buy "H200 SXM"`: the owned node is an H100, new nodes H200, buy_options present;
-    one-kind fields keep describing the owned GPU."""
+def test_the_top_level_fleet_is_the_chosen_mix(tmp_path, capsys):
+    """`--buy "H100 SXM,H200 SXM,B200"` on the sample (owned 1 x H100 SXM): fleet.* is the best mix, not the
+    one-kind plan, and its attribution adds up to its bill to the cent.
+
+    Bill (the golden above): owned 24,104.60 + new B200 14,835.57 + API 1,423.50 = $40,363.67 (the one-kind plan,
+    fleet.one_kind: $73,971.13, 3 nodes). Nodes: 1 owned H100 + 1 new B200 = 2.
+    Attribution: kyc-overnight keeps the owned H100's batch pool, 3.24685 GPU-hours a day; the H100 node's money
+    is 24,104.60 / 8 GPUs = $3,013.075 per GPU-month, and its batch hours are charged as GPU-days: 3.24685 / 24 x
+    3,013.075 = $407.63. The new B200's 8 GPUs are all reserved by the LLaDA2.0-flash pool: its $14,835.57 is
+    shared by its three members (lc-clearing, code-completion, internal-chat). credit-memos: its API, $1,423.50.
+    Attributed 407.63 + 14,835.57 + 1,423.50 = $16,666.70; unallocated (the owned H100's idle GPUs) 40,363.67 -
+    16,666.70 = $23,696.97.
+    """
     db = str(tmp_path / "s.duckdb")
-    assert main(["--db", db, "evaluate", "--owned", "H100 SXM:1", "--buy", "H200 SXM", "--buy-pricing",
-                 "savings_1y", "--format", "json", "--detail", "verdicts"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    f = out["fleet"]
-    assert f["gpu"] == "H100 SXM" and f["owned_nodes_by_gpu"] == {"H100 SXM": 1}
-    assert out["scenario"]["buy_gpus"] == ["H200 SXM"]
-    assert {n["gpu"] for n in f["new_nodes"]} <= {"H200 SXM"}
-    assert {d["gpu"] for d in f["mix"]["deployments"] if d["on_owned_nodes"]} <= {"H100 SXM"}
-    assert [r["row"] for r in f["buy_options"]] == ["best for this GPU", "best mix", "buy nothing"]
-    assert all(d["gpu"] == "H100 SXM" for d in f["deployments"])
+    assert main(["--db", db, "evaluate", "--buy", "H100 SXM,H200 SXM,B200", "--format", "json",
+                 "--detail", "verdicts"]) == 0
+    f = json.loads(capsys.readouterr().out)["fleet"]
+    assert (f["owned_monthly_usd"], f["extra_nodes_monthly_usd"], f["api_monthly_usd"], f["total_monthly_usd"]) == \
+        (24104.60, 14835.57, 1423.50, 40363.67) == tuple(f["mix"][k] for k in (
+            "owned_usd_per_month", "new_nodes_usd_per_month", "api_usd_per_month", "total_monthly_usd"))
+    assert (f["owned_nodes"], f["nodes_needed"], f["workloads_served"], f["workloads_total"]) == (1, 2, 5, 7)
+    assert f["one_kind"]["total_monthly_usd"] == 73971.13 and f["one_kind"]["nodes_needed"] == 3
+    assert f["owned_nodes_by_gpu"] == {"H100 SXM": 1}  # the owned node stays an H100
+    assert [(d["gpu"], d["on_owned_nodes"], d["route_id"]) for d in f["deployments"]] == [
+        ("H100 SXM", True, "owned:qwen3-30b-a3b-fp8"), ("B200", False, "owned:llada2-flash")]
+    share = {r["workload_id"]: r["monthly_usd"] for r in f["attribution_by_workload"]}
+    assert share["kyc-overnight"] == 407.63 and share["credit-memos"] == 1423.50
+    assert round(share["lc-clearing"] + share["code-completion"] + share["internal-chat"], 2) == 14835.57
+    assert share["onboarding-rt"] == share["agent-steps"] == 0.0  # unserved: no share
+    assert f["attributed_usd_per_month"] == 16666.70 and f["unallocated_usd_per_month"] == 23696.97
+    assert round(sum(share.values()) + f["unallocated_usd_per_month"], 2) == f["total_monthly_usd"]
+    assert round(sum(f["monthly_usd_by_route"].values()), 2) == f["attributed_usd_per_month"]
+    assert f["purchase"]["gpu"] == "B200" and f["purchase"]["buy_now_new_nodes"] == 1
+    rg = f["performance_range"]
+    assert rg["total_monthly_usd_optimistic"] <= f["total_monthly_usd"] <= rg["total_monthly_usd_pessimistic"]
+    assert [r["row"] for r in f["buy_options"]][-2:] == ["best mix", "buy nothing"]
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cands=hs.lists(hs.sampled_from(GPUS), min_size=1, max_size=2, unique=True),
+       opts=hs.lists(hs.sampled_from(list(mix.OPTION_ORDER)), min_size=1, max_size=2, unique=True),
+       owned=hs.sampled_from([{"H100 SXM": 1}, {"H200 SXM": 2}, {"H100 SXM": 1, "B200": 1}]))
+def test_a_mixed_plans_attribution_adds_to_its_bill_to_the_cent(seed_catalog, sample, cands, opts, owned):
+    """Property, on every shown chain: each workload's share in cents, none for unserved work; the shares carry
+    all the API and licence spend and never more than the bill, so shares + unallocated = bill to the cent."""
+    from core.decision import mixfleet
+
+    sc = Scenario(owned_nodes_by_gpu=owned, buy_gpus=tuple(cands), buy_pricing=tuple(opts))
+    bo = mix.buy_options(seed_catalog, sample, sc, memo_evaluate)
+    for p in {id(p): p for p in [bo.best, *bo.best_per_gpu.values()]}.values():
+        att = mixfleet._attributed(p, len(sample))
+        assert (att >= 0).all() and (att == att.round(2)).all()
+        unserved = np.setdiff1d(np.arange(len(sample)), p.served_rows)
+        assert (att[unserved] == 0).all()
+        total = round(float(att.sum()), 2)
+        assert p.api_usd + p.licence_usd - 0.01 <= total <= p.total_usd + 0.005
+        unallocated = round(p.total_usd - total, 2)
+        assert unallocated >= 0 and round(total + unallocated, 2) == p.total_usd
 
 
 def test_a_gpu_without_a_price_for_an_option_is_skipped_not_fatal(seed_catalog, sample):
@@ -138,24 +191,105 @@ def test_a_gpu_without_a_price_for_an_option_is_skipped_not_fatal(seed_catalog, 
     assert len(bo.skipped) == 1 and "MI300X" in bo.skipped[0]
 
 
+@pytest.fixture(scope="module")
+def mixed_report(seed_catalog, sample):
+    """Owned 1 x H100 SXM, candidates H100 / B200 bought outright or 1-year: the summary and its three formats."""
+    import datetime as dt
+
+    from core.presentation.report import build_html, build_markdown, build_summary, build_xlsx
+
+    sc = Scenario(owned_nodes_by_gpu={"H100 SXM": 1}, buy_gpus=("H100 SXM", "B200"),
+                  buy_pricing=(PricingOption.OWNED, PricingOption.SAVINGS_1Y))
+    ev = evaluate(seed_catalog, sample, sc).with_source("bundled sample")
+    s = build_summary(ev, generated=dt.datetime(2026, 12, 1, tzinfo=dt.UTC))
+    return s, build_markdown(None, summary=s), build_html(None, summary=s), build_xlsx(None, summary=s), ev
+
+
 @pytest.mark.slow
-def test_the_report_names_gpu_option_and_count(tmp_path):
+def test_the_report_names_gpu_option_and_count(mixed_report):
     """The brief's "What to buy next" section names the GPU type, the purchase option and the count bought."""
-    db, out = str(tmp_path / "s.duckdb"), tmp_path / "r.md"
-    assert main(["--db", db, "report", "--owned", "H100 SXM:1", "--buy", "H100 SXM,B200", "--buy-pricing",
-                 "owned,savings_1y", "--out", str(out)]) == 0
-    text = out.read_text(encoding="utf-8")
+    text = mixed_report[1]
     assert "## What to buy next" in text
     assert "Buy 1 × B200, bought outright (TCO): \\$40,363.67 a month" in text  # "$" escaped: not Markdown math
     assert "| buy nothing | nothing |" in text
+    assert "Buy 1 × B200, bought outright (TCO): $40,363.67 a month" in mixed_report[2]
+
+
+@pytest.mark.slow
+def test_the_overview_and_the_report_describe_the_mix(mixed_report):
+    """The Overview's words, the cash bill lines and the report's headline read the chosen mix (1 owned H100 +
+    1 new B200, $40,363.67: 4 workloads on nodes, 1 on an API), not the one-kind plan ($73,971.13, 3 nodes)."""
+    from core.presentation import views
+
+    s, ev = mixed_report[0], mixed_report[4]
+    words = views.overview_summary(ev)
+    assert any(w.startswith("4 of 7 workloads run on owned GPUs in the plan (3 on diffusion, 1 on MoE), 1 on "
+                            "public APIs ($1,424 a month)") for w in words)
+    assert any(w.startswith("The plan's cash bill is $40,364 a month") for w in words)
+    bill = views.cash_bill(ev).set_index("line")["usd_per_month"]
+    assert round(bill["Owned nodes"] + bill["New nodes"] + bill["Public APIs"] + bill["Licences"], 2) \
+        == bill["Cash bill"] == round(bill["Attributed to workloads"] + bill["Not attributed"], 2) == 40363.67
+    assert "1 × B200, bought outright (TCO)" in views.cash_bill(ev).set_index("line").loc["New nodes", "what"]
+    assert (s.figure("total_monthly_usd").value, s.figure("nodes_needed").value) == (40363.67, 2)
+    assert s.changes[0].text.startswith("Buy 1 × B200, bought outright (TCO): the chosen mix needs 2 nodes")
+    assert round(sum(r["monthly_usd"] for r in s.cost_by_route.rows), 2) == 40363.67
+
+
+@pytest.mark.slow
+def test_the_workbook_has_a_what_to_buy_sheet(mixed_report):
+    """The What to buy sheet: one row per candidate GPU's best option, the best mix, buy nothing; money formats;
+    owned + new + API + licences = bill on each row; the source line under the table.
+
+    Best mix (the golden above): 1 x B200 bought outright, owned $24,104.60 + new $14,835.57 (of which energy
+    $1,043.90) + API $1,423.50 = $40,363.67, 5 of 7 workloads served (4 on nodes, 1 by API, 2 unserved)."""
+    import io
+
+    import openpyxl
+
+    wb = openpyxl.load_workbook(io.BytesIO(mixed_report[3]))
+    assert "What to buy" in wb.sheetnames
+    ws = wb["What to buy"]
+    cells = [[c.value for c in row] for row in ws.iter_rows()]
+    head = next(i for i, r in enumerate(cells) if r[0] == "Choice")
+    header = cells[head]
+    rows = [dict(zip(header, r, strict=True)) for r in cells[head + 1:] if r[0]]
+    table = [r for r in rows if not str(r["Choice"]).startswith("Source:")]
+    assert [r["Choice"] for r in table] == ["best with H100 SXM", "best with B200", "best mix", "buy nothing"]
+    best = table[2]
+    assert (best["GPU"], best["Option"], best["New nodes"]) == ("B200", "bought outright (TCO)", 1)
+    assert (best["Owned nodes $/month"], best["New nodes $/month"], best["of which energy $/month"],
+            best["API $/month"], best["Bill $/month"]) == (24104.60, 14835.57, 1043.90, 1423.50, 40363.67)
+    assert best["Served of total"] == "5 of 7" and (best["On nodes"], best["By API"], best["Unserved"]) == (4, 1, 2)
+    for r in table:
+        parts = r["Owned nodes $/month"] + r["New nodes $/month"] + r["API $/month"] + r["Licences $/month"]
+        assert round(parts, 2) == r["Bill $/month"]
+        assert r["Bill $/month, optimistic (estimate)"] <= r["Bill $/month, pessimistic (estimate)"]
+    bill = ws.cell(row=head + 4, column=header.index("Bill $/month") + 1)
+    assert bill.number_format == '"$"#,##0.00;-"$"#,##0.00'
+    assert any(str(r[0]).startswith("Source: owned nodes and API spend") for r in cells[head + 1:] if r[0])
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="Debian's chromium prints the one-pager")
+def test_the_mixed_one_pager_prints_on_two_a4_pages(mixed_report, tmp_path):
+    """With the What to buy next section the one-pager still prints on at most 2 A4 pages (headless Chromium)."""
+    import re
+    import subprocess
+
+    page = tmp_path / "one-pager.html"
+    page.write_text(mixed_report[2], encoding="utf-8")
+    pdf = tmp_path / "one-pager.pdf"
+    subprocess.run(["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                    "--disable-background-networking", f"--print-to-pdf={pdf}", page.as_uri()],
+                   check=True, capture_output=True, timeout=120)
+    pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf.read_bytes()))
+    assert 1 <= pages <= 2, f"{pages} printed pages"
 
 
 @pytest.mark.slow
 def test_fleet_page_shows_the_choice(monkeypatch, tmp_path):
     """Fleet sizing with owned nodes by GPU and candidates typed in the sidebar: the sentence names the best mix,
     the chart holds one bar per row (three GPUs, the best mix, buy nothing) and the table lists them."""
-    from pathlib import Path
-
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
@@ -171,6 +305,10 @@ def test_fleet_page_shows_the_choice(monkeypatch, tmp_path):
     at.switch_page("screens/fleet.py").run()
     assert not at.exception, at.exception
     assert any("Buy 1 × B200, bought outright (TCO)" in m.value for m in at.markdown)
+    # The figures at the top are the chosen mix (1 owned H100 + 1 new B200, $40,363.67), not the one-kind plan.
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Cash bill a month"] == "$40,364" and metrics["Nodes needed"] == "2"
+    assert any("less than the one-kind plan (2 more H100 SXM" in m.value for m in at.markdown)
     (chart,) = [c for t, c in figures(at).items() if t.startswith("What to buy next")]
     assert len(chart["data"][0]["y"]) == 5
     table = next(t.value for t in at.table if "Row" in t.value.columns)

@@ -178,3 +178,23 @@ def test_smallest_target_property_on_generated_inventories(seed_catalog, monkeyp
     ev = evaluate(seed_catalog, inv, scenario)
     answer = smallest_change(ev, force=True)
     _check_targets(seed_catalog, inv, scenario, ev, answer)
+
+
+def test_a_licence_answer_names_its_gpus_beside_the_plans_break_even():
+    """Two break-even fees of one stack differ by the GPUs the same saving is spread on, and the words say so.
+
+    The sample's Mercury-class stack saves $48,443.03 a month at no fee both in the plan's own use of it (2 GPUs:
+    48,443.03 / 2 = $24,221.51, shown as $24,222 per GPU-month) and in the stay-on-owned answer (3 GPUs:
+    48,443.03 / 3 = $16,147.68, shown as $16,148); the answer's clause names both counts."""
+    from types import SimpleNamespace
+
+    from core.decision.records import LicensedRoute, OwnedChange, SmallestChange, StayOnOwned
+
+    lic = LicensedRoute("owned:mercury-class", "Mercury-class", None, round(48443.03 / 2, 2), 2, 48443.03)
+    change = OwnedChange("licence", "licence Mercury-class: a fee entered for 3 GPUs (the fee is on top of the bill "
+                         "change)", None, "owned:mercury-class", None, None, 3, round(48443.03 / 3, 2))
+    stay = StayOnOwned(True, 1, 1, (change,), 25528.10, -48443.03, True, 18)
+    fleet = SimpleNamespace(nodes_needed=3, node_drivers=(), licensed_routes=(lic,))  # what the words read
+    words = smallest_change_words(fleet, SmallestChange({}, stay, 18))
+    assert ("up to a fee of $16,148 per GPU-month, on 3 GPUs (the plan's own use of it, on 2 GPUs, breaks even at "
+            "$24,222 per GPU-month)") in words[-1]

@@ -319,15 +319,17 @@ def _emit(data: bytes | Iterable[bytes], out: str | None) -> int:
 
 def format_table(ev, purchase_settings=None) -> str:
     """A plain-text routing table and the fleet plan's cash bill."""
-    from core.decision import contract
+    from core.decision import contract, mixfleet
     from core.presentation.format import integer, money, percent
     from core.presentation.served import served_words, unserved_priced_words
 
     vf = contract.verdicts_frame(ev)
-    f = ev.fleet
+    f = mixfleet.top(ev)  # the chosen mix in a mixed scenario
+    price = (f"node price {money(f.full_usd_per_node_hour)}/hour ({ev.rate.label}, as of {ev.rate.as_of or 'n/a'})"
+             if not ev.scenario.mixed else f"nodes at {money(f.full_usd_per_node_hour)}/hour on average (each kind "
+             "at its own price: What to buy next)")
     lines = [
-        f"Inventory: {f.inventory or ''}; {len(vf)} workloads; GPU {f.gpu}; "
-        f"node price {money(f.full_usd_per_node_hour)}/hour ({ev.rate.label}, as of {ev.rate.as_of or 'n/a'})",
+        f"Inventory: {f.inventory or ''}; {len(vf)} workloads; GPU {f.gpu}; {price}",
         "",
         f"{'workload':<22} {'verdict':<44} {'$/request':>10} {'$/M out':>9} {'$/month':>10} {'p95 ms':>9} {'nodes':>5}",
     ]
@@ -350,18 +352,20 @@ def format_table(ev, purchase_settings=None) -> str:
         lines.append(unserved)
     from core.decision.sensitivity import estimate_range_words
 
-    if (estimate := estimate_range_words(ev)) is not None:
+    mixed = ev.scenario.mixed
+    if (estimate := mixfleet.range_words(ev) if mixed else estimate_range_words(ev)) is not None:
         lines.append(estimate)
     from core.decision.purchase import purchase, purchase_words
 
-    if (staged := purchase(ev, purchase_settings)) is not None:
-        lines.append(purchase_words(staged))
+    staged = mixfleet.staged_purchase(ev, purchase_settings) if mixed else purchase(ev, purchase_settings)
+    if staged is not None:
+        lines.append((f"New {f.gpu.split(' + ')[-1]} nodes: " if mixed else "") + purchase_words(staged))
     for d in f.node_drivers[:3]:
         best = d.best_relaxation()
         if best:
             lines.append(f"Node driver: {d.workload_id}: {best.change} saves "
                          f"{money(best.saves_usd_per_month)}/month")
-    if (answer := ev.answers.known("smallest_change")) is not None:
+    if not mixed and (answer := ev.answers.known("smallest_change")) is not None:
         from core.decision.explain import smallest_change_words
 
         lines += [f"Smallest change: {line}" for line in smallest_change_words(f, answer)]

@@ -39,7 +39,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from core.decision.smallest import smallest_change
 
     smallest_change(ev)  # the node drivers' section words it (automatic up to 40 workloads)
-    f = ev.fleet
+    from core.decision import mixfleet
+
+    f = mixfleet.top(ev)  # the chosen mix in a mixed scenario
     summary = build_summary(ev, generated=report_clock())  # once: it re-plans the fleet options
     for out, kind in zip(outs, kinds, strict=True):
         path = write_report(ev, out, summary=summary)

@@ -99,16 +99,33 @@ def fleet_json(ev: Evaluation, purchase_settings=None) -> dict:
     and the staged purchase (core.decision.purchase: default settings unless given)."""
     from core.decision.purchase import purchase, purchase_json
 
+    if ev.scenario.mixed:  # what to buy next (issue 33): the top-level plan is the chosen mix
+        return mixed_fleet_json(ev, purchase_settings)
     rg = ev.answers.known("ranges")
     p = purchase(ev, purchase_settings)
     out = record_fleet_json(ev.fleet, None if rg is None else rg.performance, None if p is None else purchase_json(p),
                            ev.answers.known("smallest_change"))
-    if ev.scenario.mixed:  # what to buy next (issue 33): the one-kind plan's pools name their GPU, the mix beside
-        from core.decision import mix
-
-        out["deployments"] = [{**d, "gpu": ev.gpu_name} for d in out["deployments"]]
-        out.update(mix.fleet_keys(ev))
     out["unserved_work"] = unserved_json(ev)
+    return out
+
+
+def mixed_fleet_json(ev: Evaluation, purchase_settings=None) -> dict:
+    """`fleet` of a mixed scenario: the chosen mix's record (bill, attribution, drivers, deployments each on its
+    GPU, served counts, estimate range, staged purchase of its new nodes), the what-to-buy keys, and the one-kind
+    plan's headline under `one_kind` (the shorthand's plan, for comparison)."""
+    from core.decision import mix, mixfleet
+
+    rec = mixfleet.record(ev)
+    assert rec is not None
+    out = record_fleet_json(rec, mixfleet.performance(ev), mixfleet.purchase_json(ev, purchase_settings))
+    out["deployments"] = [mix.deployment_json(d) for d in mix.of(ev).best.deployments]
+    out["attribution_by_workload"] = mixfleet.by_workload(ev)
+    out.update(mix.fleet_keys(ev))
+    one = ev.fleet
+    out["one_kind"] = {"gpu": one.gpu, "owned_nodes": one.owned_nodes, "nodes_needed": one.nodes_needed,
+                       "new_nodes": one.new_nodes, "total_monthly_usd": one.total_monthly_usd,
+                       "workloads_served": one.workloads_served}
+    out["unserved_work"] = mixfleet.unserved_json(ev, unserved_json(ev))
     return out
 
 

@@ -245,7 +245,8 @@ def smallest_change_words(fleet, answer) -> list[str]:
         return out
     owned = f"the {integer(stay.owned_nodes)} node{'s' if stay.owned_nodes != 1 else ''} you own"
     if stay.exists:
-        parts = [_owned_change_words(c) for c in stay.changes]
+        licensed = {x.route_id: x for x in fleet.licensed_routes}
+        parts = [_owned_change_words(c, licensed.get(c.route_id)) for c in stay.changes]
         change = stay.bill_change_usd_per_month
         bill = (f"{money(-change)} a month less" if change < 0 else f"{money(change)} a month more"
                 if change > 0 else "the same")
@@ -262,8 +263,9 @@ def smallest_change_words(fleet, answer) -> list[str]:
     return out
 
 
-def _owned_change_words(c) -> str:
-    """One change of the stay-on-owned answer, as a clause."""
+def _owned_change_words(c, lic=None) -> str:
+    """One change of the stay-on-owned answer, as a clause; a licence's fee names its GPU count beside the plan's
+    own break-even for the stack (`lic`, a LicensedRoute), whose figure differs by the GPUs the saving is spread on."""
     if c.kind == "target":
         return (f"relax {c.workload_id}'s target from {integer(c.latency_slo_ms_from)} ms to "
                 f"{integer(np.ceil(c.latency_slo_ms))} ms (+{percent(c.latency_slo_ms / c.latency_slo_ms_from - 1.0)})")
@@ -271,4 +273,8 @@ def _owned_change_words(c) -> str:
         return c.change.replace("data allowed to leave (external_ok)", "allow its data to leave your hardware")
     fee = (f"; this answer costs no more than the plan up to a fee of {money(c.break_even_usd_per_gpu_month)} "
            "per GPU-month" if c.break_even_usd_per_gpu_month else "")
+    if fee and c.licence_gpus and lic is not None and lic.break_even_usd_per_gpu_month:
+        fee += (f", on {integer(c.licence_gpus)} GPU{'s' if c.licence_gpus != 1 else ''} (the plan's own use of it, "
+                f"on {integer(lic.gpus_in_plan)} GPU{'s' if lic.gpus_in_plan != 1 else ''}, breaks even at "
+                f"{money(lic.break_even_usd_per_gpu_month)} per GPU-month)")
     return c.change.replace(" (the fee is on top of the bill change)", "") + fee

@@ -31,7 +31,8 @@ the dated price rows. The bill's lines are each in cents and the total is their 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -77,6 +78,22 @@ class MixDeployment:
 
 
 @dataclass(frozen=True)
+class Stage:
+    """One one-type plan of a chain as the mix uses it: which inventory rows it planned, its evaluation, the
+    positions (within those rows) it placed, and what the mix pays for its GPU's nodes."""
+
+    gpu: str
+    rows: np.ndarray  # inventory positions the stage planned
+    ev: Any  # its engine.Evaluation
+    keep: np.ndarray  # positions within `rows` the mix places here (the candidate stage: all)
+    owned_nodes: int  # owned nodes of this GPU
+    new_nodes: int
+    node_usd_per_month: float  # the mix's money for this stage's nodes (owned at their rate, new at the option's)
+    candidate: bool
+    kept: tuple[Deployment, ...] = ()  # the stage's deployments the mix keeps
+
+
+@dataclass(frozen=True)
 class MixPlan:
     """One plan of a fleet of several kinds (a fleet.buy_options row): what it buys and its cash bill."""
 
@@ -98,7 +115,9 @@ class MixPlan:
     output_mtok_per_month: float
     notes: tuple[str, ...] = ()
     energy_usd: float = 0.0  # of owned_usd + new_nodes_usd: the power of nodes priced at their TCO
-
+    # The one-type plans it chains (core.decision.mixfleet builds the top-level fleet record from them).
+    stages: tuple[Stage, ...] = field(default=(), repr=False, compare=False)
+    served_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.intp), repr=False, compare=False)
 
     @property
     def new_node_count(self) -> int:
@@ -242,6 +261,7 @@ class _Placed:
     rows: list[np.ndarray] = field(default_factory=list)  # row positions (of the whole inventory) placed
     api_usd: float = 0.0
     licence_usd: float = 0.0
+    stages: list[Stage] = field(default_factory=list)
 
 
 class Chains:
@@ -301,6 +321,8 @@ class Chains:
             placed.licence_usd += sum(d.licence_usd_per_month for d in kept)
             placed.rows.append(rows[keep])
             placed.deployments += [MixDeployment(gpu, True, d) for d in kept]
+            placed.stages.append(Stage(gpu, rows, ev, keep, nodes, 0,
+                                       round(nodes * self._rates[gpu][0] * HOURS_PER_MONTH, 2), False, tuple(kept)))
         rest = np.ones(len(rows), dtype=bool)
         rest[keep] = False
         return rows[rest]
@@ -327,6 +349,8 @@ class Chains:
         served_api = unserved = 0
         mtok = float(self._mtok[np.concatenate(placed.rows)].sum()) if placed.rows else 0.0
         deployments = list(placed.deployments)
+        stages = list(placed.stages)
+        served = [*placed.rows]
         if rows.size:
             ev = self._plan(rows, stage_scenario(self.sc, gpu, owned_here, option))
             f = ev.fleet
@@ -342,11 +366,16 @@ class Chains:
             served_api += int(np.sum(hosting == "api"))
             unserved += int(np.sum(hosting == ""))
             mtok += float(self._mtok[rows[hosting != ""]].sum())
+            served.append(rows[hosting != ""])
             # The chosen owned nodes of this GPU first (a plan's owned share), then the new ones.
             deployments += [MixDeployment(gpu, owned_here > 0, d) for d in f.deployments]
+            owned_money = round(owned_here * self._rates[gpu][0] * HOURS_PER_MONTH, 2) if owned_here else 0.0
+            stages.append(Stage(gpu, rows, ev, np.arange(rows.size), owned_here, n_new,
+                                round(owned_money + new[0].usd_per_month, 2), True, tuple(f.deployments)))
         label = f"{gpu}, {OPTION_WORDS[option]}"
-        return self._priced(label, "candidate", gpu, option.value, new, tuple(deployments), api, licence,
+        plan = self._priced(label, "candidate", gpu, option.value, new, tuple(deployments), api, licence,
                             served_nodes, served_api, unserved, mtok)
+        return replace(plan, stages=tuple(stages), served_rows=_sorted_rows(served))
 
     def buy_nothing(self) -> MixPlan:
         """Every owned type filled, new nodes barred; what is left goes to its cheapest API the plan's rules allow
@@ -364,8 +393,10 @@ class Chains:
             mtok += float(self._mtok[rows[ok]].sum())
         notes = (f"{unserved} workload(s) may not leave (data policy) or no API meets their targets: unserved",) \
             if unserved else ()
-        return self._priced("buy nothing", "buy_nothing", None, None, (), tuple(placed.deployments), api,
+        plan = self._priced("buy nothing", "buy_nothing", None, None, (), tuple(placed.deployments), api,
                             placed.licence_usd, sum(r.size for r in placed.rows), served_api, unserved, mtok, notes)
+        return replace(plan, stages=tuple(placed.stages),
+                       served_rows=_sorted_rows([*placed.rows, *([rows[ok]] if rows.size else [])]))
 
     def _priced(self, label, kind, gpu, option, new, deployments, api, licence, on_nodes, by_api, unserved, mtok,
                 notes=()) -> MixPlan:
@@ -377,6 +408,11 @@ class Chains:
         return MixPlan(label, kind, gpu, option, dict(self.owned), new, deployments, owned_usd, new_usd, api,
                        licence, round(owned_usd + new_usd + api + licence, 2), on_nodes, by_api, unserved, mtok,
                        notes, energy)
+
+
+def _sorted_rows(parts: list[np.ndarray]) -> np.ndarray:
+    """Inventory positions placed by the stages, in order."""
+    return np.sort(np.concatenate(parts)).astype(np.intp) if parts else np.zeros(0, dtype=np.intp)
 
 
 def _gpus_held(d: Deployment) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from core.decision.engine import Evaluation
+from core.decision.mixfleet import top
 from core.decision.unserved import plan_unserved
 from core.presentation.format import integer, money
 
@@ -28,14 +29,14 @@ def served_short(served: int, total: int) -> str:
 
 def plan_bill_words(ev: Evaluation) -> str:
     """The plan's bill with its served count ('$73,971 a month — serves 5 of 7 workloads; 2 unserved')."""
-    f = ev.fleet
+    f = top(ev)
     return bill_words(f.total_monthly_usd, f.workloads_served, f.workloads_total)
 
 
 def unserved_priced_parts(ev: Evaluation, shown: int = 5) -> tuple[str, list[str]] | None:
     """(lead sentence, one line per unserved workload priced): the plan's served count, the bill with its unserved
     work priced, and each workload's cheapest route after the smallest change. None when every workload is served."""
-    f = ev.fleet
+    f = top(ev)
     left = plan_unserved(ev)
     if not left.count:
         return None
@@ -60,7 +61,7 @@ def unserved_priced_words(ev: Evaluation, shown: int = 5) -> str | None:
 
 def with_unserved_total(ev: Evaluation) -> float:
     """The plan's bill plus its unserved work priced (estimate): the figure to compare across targets."""
-    return float(ev.fleet.total_monthly_usd + plan_unserved(ev).priced_usd_per_month)
+    return float(top(ev).total_monthly_usd + plan_unserved(ev).priced_usd_per_month)
 
 
 def options_table(options: pd.DataFrame) -> pd.DataFrame:
@@ -96,7 +97,7 @@ def unserved_figures(ev: Evaluation) -> list[tuple[str, str, float, str, str]]:
     left = plan_unserved(ev)
     if not left.count:
         return []
-    total = float(ev.fleet.total_monthly_usd) + left.priced_usd_per_month
+    total = float(top(ev).total_monthly_usd) + left.priced_usd_per_month
     unpriced = f"; {integer(left.unpriced)} with no route at any change tried" if left.unpriced else ""
     return [("total_with_unserved_usd", "Cash bill with unserved work priced, $/month (estimate)", total, "usd",
              f"the cash bill and {money(left.priced_usd_per_month)} for {integer(left.count)} unserved workload"

@@ -9,6 +9,7 @@ import pandas as pd
 
 from core.decision import contract
 from core.decision.engine import Evaluation
+from core.decision.mixfleet import top as top_fleet
 from core.decision.records import with_smallest
 from core.presentation.format import (
     duration_ms,
@@ -69,8 +70,9 @@ def api_equivalent_usd_per_mtok(ev: Evaluation) -> float | None:
 
 
 def overview_kpis(ev: Evaluation) -> dict:
-    """The overview's KPI row as plain numbers (None where a figure does not apply)."""
-    f = ev.fleet
+    """The overview's KPI row as plain numbers (None where a figure does not apply); the chosen mix's in a mixed
+    scenario."""
+    f = top_fleet(ev)
     return {
         "owned_nodes": int(f.owned_nodes),
         "gpus_per_node": int(f.gpus_per_node),
@@ -86,6 +88,27 @@ def overview_kpis(ev: Evaluation) -> dict:
         "inventory": f.inventory or "given",
         "workloads": int(len(ev.workloads)),
     }
+
+
+def _plan_hosting(ev: Evaluation, vf: pd.DataFrame) -> pd.Series:
+    """Each workload's hosting in the shown plan ("owned", "api", "" unserved): the chosen mix's in a mixed
+    scenario, else the verdicts'."""
+    if not ev.scenario.mixed:
+        return vf["hosting"]
+    from core.decision import mixfleet
+
+    rows = mixfleet.by_workload(ev)
+    return pd.Series(["owned" if r["gpu"] else "api" if r["route_id"] else "" for r in rows], index=vf.index)
+
+
+def _plan_architecture(ev: Evaluation, vf: pd.DataFrame) -> pd.Series:
+    """Each workload's architecture in the shown plan (the chosen mix's route in a mixed scenario)."""
+    if not ev.scenario.mixed:
+        return vf["architecture"]
+    from core.decision import mixfleet
+
+    arch = {r.route_id: r.architecture for r in ev.routes}
+    return pd.Series([arch.get(r["route_id"] or "", "") for r in mixfleet.by_workload(ev)], index=vf.index)
 
 
 def _quiet_window(util: list[float]) -> tuple[int, int] | None:
@@ -118,7 +141,7 @@ def inventory_words(label: str) -> str:
 
 def overview_summary(ev: Evaluation) -> list[str]:
     """A few sentences a finance reader can quote: idle cost, quiet hours, nodes needed, where the work goes."""
-    f = ev.fleet
+    f = top_fleet(ev)
     k = overview_kpis(ev)
     vf = contract.verdicts_frame(ev)
     owned, needed, gpn = k["owned_nodes"], k["nodes_needed"], k["gpus_per_node"]
@@ -169,9 +192,9 @@ def overview_summary(ev: Evaluation) -> list[str]:
     elif owned:
         out.append(f"The recommended mix fits on the {_plural(owned, 'node')} you own.")
     n = len(vf)
-    hosting = vf["hosting"]
+    hosting = _plan_hosting(ev, vf)
     n_owned, n_api = int((hosting == "owned").sum()), int((hosting == "api").sum())
-    by_arch = vf.loc[hosting == "owned", "architecture"].value_counts()
+    by_arch = vf.assign(architecture=_plan_architecture(ev, vf)).loc[hosting == "owned", "architecture"].value_counts()
     arch_words = ", ".join(f"{c} on {ARCHITECTURE_LABELS.get(a, a).lower() if a != 'moe' else 'MoE'}"
                            for a, c in by_arch.items())
     line = f"{n_owned} of {_plural(n, 'workload')} run on owned GPUs in the plan" + (f" ({arch_words})" if arch_words else "")
@@ -301,7 +324,7 @@ def fingerprint(ev: Evaluation) -> str:
 
 def nodes_by_route(ev: Evaluation) -> pd.DataFrame:
     """Owned routes in use: GPUs held (offline work as its daily average), pooled nodes, monthly $."""
-    f = ev.fleet
+    f = top_fleet(ev)
     labels = {r.route_id: (r.label, r.architecture) for r in ev.routes}
     rows = []
     for rid, gpus in f.gpus_by_route.items():
@@ -317,12 +340,16 @@ def cash_bill(ev: Evaluation) -> pd.DataFrame:
 
     The first lines add up to the bill; the last two add up to it as well (attributed + not attributed).
     """
-    f = ev.fleet
+    f = top_fleet(ev)
     new = f.new_nodes
+    owned_what, new_what = (f"{_plural(int(f.owned_nodes), 'node')} × {money(f.full_usd_per_node_hour)}/node-hour "
+                            "× 730 h, paid whatever runs on them", f"{_plural(new, 'node')} bought whole at the same "
+                            "price")
+    if ev.scenario.mixed:
+        owned_what, new_what = _mix_bill_words(ev)
     rows = [
-        ("Owned nodes", f"{_plural(int(f.owned_nodes), 'node')} × {money(f.full_usd_per_node_hour)}/node-hour "
-         "× 730 h, paid whatever runs on them", float(f.owned_monthly_usd)),
-        ("New nodes", f"{_plural(new, 'node')} bought whole at the same price", float(f.extra_nodes_monthly_usd)),
+        ("Owned nodes", owned_what, float(f.owned_monthly_usd)),
+        ("New nodes", new_what, float(f.extra_nodes_monthly_usd)),
         ("Public APIs", "per request, at list price × the scenario's scale", float(f.api_monthly_usd)),
         ("Licences", "licensed weights, per GPU-month", float(f.licence_monthly_usd)),
         ("Cash bill", "the same under either cost basis", float(f.total_monthly_usd)),
@@ -333,11 +360,26 @@ def cash_bill(ev: Evaluation) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["line", "what", "usd_per_month"])
 
 
+def _mix_bill_words(ev: Evaluation) -> tuple[str, str]:
+    """The owned and new node lines of a mixed plan's bill in words: each kind, count and price."""
+    from core.decision import mix
+    from core.models import PricingOption
+
+    best = mix.of(ev).best
+    owned = "; ".join(f"{integer(k)} × {g}" for g, k in best.owned_nodes_by_gpu.items())
+    new = "; ".join(f"{integer(n.nodes)} × {n.gpu}, {mix.OPTION_WORDS[PricingOption(n.option)]}, "
+                    f"{money(n.usd_per_node_hour)}/node-hour" for n in best.new_nodes if n.nodes)
+    return (f"{owned}, each at its own node price × 730 h, paid whatever runs on them (kept on their GPU)",
+            new or "none")
+
+
 def node_drivers(ev: Evaluation) -> pd.DataFrame:
     """Why each node beyond those owned is bought: the workload and target, and what relaxing it saves a month."""
     rows = []
     # With each driver's smallest_target relaxation where the smallest change was searched (it is not searched here).
-    for d in with_smallest(ev.fleet, ev.answers.known("smallest_change")).node_drivers:
+    # In a mixed scenario: the chosen mix's (its smallest change is the one-kind plan's, not shown against it).
+    f = top_fleet(ev) if ev.scenario.mixed else with_smallest(ev.fleet, ev.answers.known("smallest_change"))
+    for d in f.node_drivers:
         target = (f"{integer(d.latency_slo_ms)} ms p95" if d.latency_slo_ms is not None
                   else f"{number(d.batch_window_hours, decimals=1)} h window")
         for change, saves in [(r.change, r.saves_usd_per_month) for r in d.relaxations] or [("—", None)]:
@@ -353,23 +395,33 @@ def deployment_why(ev: Evaluation) -> list[str]:
     """Per interactive pool with traffic: why it has its replicas, in words (core.decision.explain)."""
     from core.decision.explain import deployment_why_words
 
-    return [deployment_why_words(d) for d in ev.fleet.deployments if d.why is not None]
+    return [deployment_why_words(d) for d in top_fleet(ev).deployments if d.why is not None]
 
 
 def deployments(ev: Evaluation) -> pd.DataFrame:
     """The owned deployments of the plan: who shares each, its replicas, GPUs and whole nodes."""
     # A stack may run a pool per concurrency tier (core.decision.plan.CAP_BANDS): the tier names which.
     # A pool of zero-traffic workloads holds nothing: it reads "no traffic", not "0 replicas".
-    rows = [{"route": d.label + (f" ({d.tier})" if d.tier else ""),
+    gpus = _deployment_gpus(ev)
+    rows = [{"route": d.label + (f" ({d.tier})" if d.tier else "") + (f" on {gpus[k]}" if gpus else ""),
              "gpus_per_replica": d.gpus_per_replica,
              "replicas": NO_TRAFFIC if _idle(d) else integer(d.replicas),
              "concurrency_cap": d.concurrency_cap, "gpus": d.gpus, "nodes": d.nodes,
              "offline_gpu_hours_per_day": d.offline_gpu_hours_per_day,
              "workloads": ", ".join(d.workloads[:8]) + (f" and {len(d.workloads) - 8} more"
                                                         if len(d.workloads) > 8 else "")}
-            for d in ev.fleet.deployments]
+            for k, d in enumerate(top_fleet(ev).deployments)]
     return pd.DataFrame(rows, columns=["route", "gpus_per_replica", "replicas", "concurrency_cap", "gpus", "nodes",
                                        "offline_gpu_hours_per_day", "workloads"])
+
+
+def _deployment_gpus(ev: Evaluation) -> list[str]:
+    """Each shown deployment's GPU in a mixed scenario (owned or new), in order; [] for the one-kind plan."""
+    if not ev.scenario.mixed:
+        return []
+    from core.decision import mix
+
+    return [f"{d.gpu} ({'owned' if d.on_owned_nodes else 'new'})" for d in mix.of(ev).best.deployments]
 
 
 NO_TRAFFIC = "no traffic"
@@ -394,7 +446,7 @@ def routing_table(vf: pd.DataFrame) -> pd.DataFrame:
 def licensed_words(ev: Evaluation) -> list[str]:
     """One sentence per licensed stack whose fee is not entered: what it would unlock or save."""
     out = []
-    for lic in ev.fleet.licensed_routes:
+    for lic in top_fleet(ev).licensed_routes:
         if lic.serves_unserved:
             out.append(f"{lic.label} is the only route that can serve {', '.join(lic.serves_unserved[:5])}; "
                        "its weights need a licence: enter the fee (Pricing) to let the plan use it.")

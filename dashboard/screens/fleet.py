@@ -40,7 +40,7 @@ def side_by_side(scenario_json: str, data_version: int, inventory: str, _ev: Eva
 @st.cache_resource(show_spinner=False, max_entries=32)
 def figures(scenario_json: str, data_version: int, inventory: str, _ev: Evaluation, _side, _sweep, scales):
     """The page's Plotly figures, built once per scenario (building them is most of a rerun's time)."""
-    f = _ev.fleet
+    f = service.top_fleet(_ev)
     routes = views.nodes_by_route(_ev)
     options = service.fleet_options(_ev)
     top = views.costliest_interactive(_ev, CHART_WORKLOADS)
@@ -60,7 +60,7 @@ st.title("Fleet sizing")
 ev = state.evaluation()
 if ev is None:
     st.stop()
-f = ev.fleet
+f = service.top_fleet(ev)  # the chosen mix in a mixed scenario
 
 c1, c2, c3, c4, c5 = st.columns(5)
 c1.metric("Nodes needed", integer(f.nodes_needed), help="Recommended mix: every latency target held at peak.")
@@ -95,11 +95,12 @@ if bought is None:
                "new nodes of each GPU and purchase option (buy, 3-year, 1-year, on-demand) side by side.")
 else:
     best = bought[bought["row"] == "best mix"].iloc[0]
-    versus = f.total_monthly_usd - float(best["total_usd"])
+    one = ev.fleet  # the one-kind plan: more of the sidebar's GPU at its pricing
+    versus = one.total_monthly_usd - float(best["total_usd"])
     st.markdown(f"**Buy {md(best['buy'])}**: {money(best['total_usd'])} a month in all, owned nodes kept on "
                 f"their GPU"
-                + (f", {money(versus)} a month less than the one-kind plan above ({integer(f.new_nodes)} more "
-                   f"{md(f.gpu)} at the sidebar's pricing, {money(f.total_monthly_usd)})" if versus > 0.005 else "")
+                + (f", {money(versus)} a month less than the one-kind plan ({integer(one.new_nodes)} more "
+                   f"{md(one.gpu)} at the sidebar's pricing, {money(one.total_monthly_usd)})" if versus > 0.005 else "")
                 + ". Each row is the cheapest plan with new nodes of one GPU type; *buy nothing* sends what may "
                   "leave to APIs and leaves the rest unserved.")
     st.plotly_chart(bought_chart, key="fleet_buy_options")
@@ -122,10 +123,20 @@ else:
                "fills the owned nodes first, then plans the rest on the candidate GPU (core/decision/mix.py).")
 
 if bought is not None:
-    st.caption(f"The figures at the top and below are the one-kind plan (more {md(f.gpu)} nodes at the sidebar's "
-               "pricing), the row of that GPU and option under every candidate above.")
+    st.caption(f"The figures at the top and below are the chosen mix ({md(f.gpu)}), the best mix row above; the "
+               f"one-kind plan (more {md(ev.fleet.gpu)} nodes at the sidebar's pricing) is the row of that GPU and "
+               "option under every candidate.")
 
-if f.nodes_needed > f.owned_nodes:
+if f.nodes_needed > f.owned_nodes and ev.scenario.mixed:
+    st.subheader("Why nodes are bought")
+    st.caption("For the workloads that hold the most GPUs on the new nodes of the chosen mix: what relaxing each "
+               "one's target, or moving it to its best API where policy allows, would save a month (exact re-pricing "
+               "of the new nodes' plan).")
+    md_table(views.table_text(views.node_drivers(ev), {
+        "workload_id": ("Workload", "text"), "route": ("Runs on", "text"), "target": ("Target", "text"),
+        "nodes_forced": ("Nodes it forces", "int"), "change": ("If", "text"),
+        "saves_usd_per_month": ("Saves a month", "usd")}), hide_index=True)
+elif f.nodes_needed > f.owned_nodes:
     st.subheader("Why nodes are bought")
     # Re-plans (bounded): automatic for small inventories, on demand above; kept with the evaluation.
     with st.spinner("Re-planning to find the smallest change that avoids new nodes…"):
@@ -191,6 +202,10 @@ else:
                f"share nodes: {integer(f.nodes_needed)} in all, not the sum of the rows.")
 
 st.subheader("Architectures side by side, per interactive workload")
+if ev.scenario.mixed:  # the sections below re-plan one GPU type: they are the one-kind plan's
+    st.info(md(f"From here down the page plans the sidebar's GPU alone ({ev.fleet.gpu}: the one-kind plan, "
+               f"{money(ev.fleet.total_monthly_usd)} a month): its architectures, SLA sweep, fleet options and "
+               "simulation. The chosen mix above is the plan."))
 if side.empty:
     st.info("No interactive workload in the inventory.")
 else:

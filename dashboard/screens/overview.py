@@ -3,7 +3,13 @@
 import streamlit as st
 
 from core.presentation import charts, served, views
-from core.service import estimate_range_words, owned_vs_api, purchase_lines, staged_purchase
+from core.service import (
+    estimate_range_words,
+    owned_vs_api,
+    purchase_lines,
+    staged_purchase,
+    top_fleet,
+)
 from core.telemetry.profile import measured_vs_plan
 from dashboard import state
 from dashboard.format import badge, integer, md, money, money_col, percent, signed_money, text_col
@@ -76,17 +82,18 @@ with st.expander("Where these numbers come from (dates, sources, estimates)"):
 st.subheader("In plain words")
 st.markdown("\n".join(f"- {md(line)}" for line in views.overview_summary(ev)))
 
+plan = top_fleet(ev)  # the chosen mix in a mixed scenario
 left, right = st.columns([3, 2])
 with left:
-    st.plotly_chart(charts.utilization_chart(ev.fleet.hourly_utilization,
-                                             ev.fleet.hourly_utilization_without_batch, owned_nodes=owned,
-                                             plan_nodes=ev.fleet.nodes_in_plan),
+    st.plotly_chart(charts.utilization_chart(plan.hourly_utilization,
+                                             plan.hourly_utilization_without_batch, owned_nodes=owned,
+                                             plan_nodes=plan.nodes_in_plan),
                     key="overview_utilization")
     st.caption(md(f"Interactive load follows the {ev.fleet.traffic_shape}, scaled to each workload's peak "
                   "factor; batch work is placed in the idlest hours first. The sidebar's 'Traffic over the day' "
                   "switches to your measured telemetry."))
 with right:
-    st.plotly_chart(charts.verdict_mix_chart(ev.fleet.verdict_mix), key="overview_mix")
+    st.plotly_chart(charts.verdict_mix_chart(plan.verdict_mix), key="overview_mix")
     st.caption("Details and reasons per workload: Routing. Nodes per route: Fleet sizing.")
     st.page_link("screens/showback.py", label="Showback by team; plan against actual; measured heatmap and idle $ by node", icon=":material/groups:")
 

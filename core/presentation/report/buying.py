@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from core.decision.engine import Evaluation
+from core.models import PricingOption
 from core.presentation.report.content import Column, Table, _plural
 from core.presentation.report.numbers import fmt
+
+
+def _purchase(ev: Evaluation):
+    """The staged purchase of the plan the report shows: the chosen mix's new nodes in a mixed scenario."""
+    from core.decision import mixfleet
+    from core.decision.purchase import purchase
+
+    return mixfleet.staged_purchase(ev) if ev.scenario.mixed else purchase(ev)
 
 
 def purchase_table(ev: Evaluation) -> Table | None:
     """The staged purchase under the ranges (core.decision.purchase): buy now, hold until measured, the spread,
     and each workload's chance that owned beats its best allowed API."""
-    from core.decision.purchase import purchase, purchase_words
+    from core.decision.purchase import purchase_words
 
-    p = purchase(ev)
+    p = _purchase(ev)
     if p is None:
         return None
 
@@ -36,15 +45,27 @@ def purchase_table(ev: Evaluation) -> Table | None:
     cols = [Column("figure", "Figure", "text", width=46, wrap=True), Column("value", "Value", "mixed"),
             Column("note", "Note", "text", width=64, wrap=True)]
     rows.append(row("Method", None, "text", f"{p.basis} (estimates)"))
-    return Table("Purchase", "Staged purchase under the estimate ranges", cols, rows, purchase_words(p))
+    return Table("Purchase", "Staged purchase under the estimate ranges", cols, rows, _of_gpu(ev) + purchase_words(p))
+
+
+def _of_gpu(ev: Evaluation) -> str:
+    """A mixed scenario's purchase names the GPU it buys (the new nodes' plan; the owned nodes of other types are
+    kept): 'New B200 nodes (bought outright (TCO)): '."""
+    if not ev.scenario.mixed:
+        return ""
+    from core.decision import mix
+
+    best = mix.of(ev).best
+    option = mix.OPTION_WORDS[PricingOption(best.option)] if best.option else ""
+    return f"New {best.gpu} nodes ({option}), beside the owned nodes kept on their GPU: "
 
 
 def purchase_extras(ev: Evaluation) -> dict:
     """The staged purchase in one line for the one-pager (`extras["purchase_short"]`; absent when not computed)."""
-    from core.decision.purchase import purchase, purchase_short
+    from core.decision.purchase import purchase_short
 
-    p = purchase(ev)
-    return {} if p is None else {"purchase_short": purchase_short(p)}
+    p = _purchase(ev)
+    return {} if p is None else {"purchase_short": _of_gpu(ev) + purchase_short(p)}
 
 
 def buy_extras(ev: Evaluation) -> dict:
@@ -68,4 +89,45 @@ def buy_extras(ev: Evaluation) -> dict:
             "Buy nothing sends what may leave to APIs and leaves the rest unserved.")
     sentence = (f"Buy {best['buy']}: {fmt(best['total_usd'], 'usd_2')} a month in all, owned nodes kept on their GPU; "
                 + "; ".join(f"{r['row']} {fmt(r['total_usd'], 'usd_2')}" for r in rows if r["row"] != "best mix") + ".")
-    return {"buy": (sentence, Table("BuyOptions", "What to buy next", cols, rows, note))}
+    return {"buy": (sentence, Table("BuyOptions", "What to buy next", cols, rows, note)),
+            "buy_sheet": buy_sheet_table(rows), "buy_source": BUY_SOURCE}
+
+
+BUY_SOURCE = ("owned nodes and API spend from the plan of each row (core.decision.mix, the engine's one-type plans "
+              "chained); new nodes priced from the dated rows of the node price table (reserved, on-demand) or the "
+              "owned-hardware TCO estimate (bought outright: capex over depreciation, cost of capital, power × PUE "
+              "× $/kWh, support), each row's price and date in its Price column; throughput and latency are "
+              "estimates unless measured")
+
+
+def buy_sheet_table(rows: list[dict]) -> Table:
+    """The workbook's What to buy sheet: one row per choice (each candidate GPU's best option, the best mix, buy
+    nothing) with its new nodes, its bill in lines that add up to it, $ per M output tokens, served of total and
+    the estimate range."""
+    from core.decision.mix import OPTION_WORDS
+    from core.models import PricingOption
+
+    out = []
+    for r in rows:
+        total = int(r["on_nodes"]) + int(r["by_api"]) + int(r["unserved"])
+        out.append({**r, "option_words": OPTION_WORDS[PricingOption(r["option"])] if r["option"] else "",
+                    "served_of_total": f"{int(r['on_nodes']) + int(r['by_api'])} of {total}"})
+    cols = [Column("row", "Choice", "text", width=18, wrap=True), Column("gpu", "GPU", "text", width=10),
+            Column("option_words", "Option", "text", width=20, wrap=True),
+            Column("buy", "New nodes (GPU, option, count)", "text", width=34, wrap=True),
+            Column("nodes_new", "New nodes", "int"), Column("nodes_owned", "Owned nodes", "int"),
+            Column("owned_usd", "Owned nodes $/month", "usd_2"), Column("new_nodes_usd", "New nodes $/month", "usd_2"),
+            Column("energy_usd", "of which energy $/month", "usd_2"), Column("api_usd", "API $/month", "usd_2"),
+            Column("licence_usd", "Licences $/month", "usd_2"), Column("total_usd", "Bill $/month", "usd_2"),
+            Column("usd_per_mtok_out", "$ per M output tokens", "usd_2"),
+            Column("served_of_total", "Served of total", "text", width=10),
+            Column("on_nodes", "On nodes", "int"), Column("by_api", "By API", "int"),
+            Column("unserved", "Unserved", "int"),
+            Column("total_usd_optimistic", "Bill $/month, optimistic (estimate)", "usd"),
+            Column("total_usd_pessimistic", "Bill $/month, pessimistic (estimate)", "usd"),
+            Column("estimate_range", "Estimate range (bill, new nodes)", "text", width=30, wrap=True),
+            Column("price_source", "Price (source, date)", "text", width=40, wrap=True)]
+    note = ("Owned nodes keep their GPU and are filled first; each row plans the rest on new nodes of one GPU type "
+            "at its best purchase option. Owned + new nodes + API + licences = bill (cents); energy is part of the "
+            "node lines.")
+    return Table("WhatToBuy", "What to buy next", cols, out, note)

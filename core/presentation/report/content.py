@@ -151,6 +151,22 @@ def _route_kinds(ev: Evaluation) -> np.ndarray:
                      else _OWNED_AR for r in ev.routes], dtype=int)
 
 
+def _top(ev: Evaluation):
+    """The fleet record the report shows: the chosen mix in a mixed scenario (core.decision.mixfleet), else the plan."""
+    from core.decision import mixfleet
+
+    return mixfleet.top(ev)
+
+
+def _plan_routes(ev: Evaluation, vf: pd.DataFrame) -> pd.DataFrame:
+    """Each workload's route id in the plan the report shows (the mix's in a mixed scenario; "" unserved)."""
+    if not ev.scenario.mixed:
+        return vf[["workload_id", "route_id"]]
+    from core.presentation.report import mixed
+
+    return mixed.plan_routes(ev)
+
+
 def _node_words(ev: Evaluation) -> str:
     return f"{ev.scenario.gpus_per_node}×{ev.gpu_name}"
 
@@ -201,12 +217,16 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
     option, not with a near-identical sibling. Owned costs are allocated
     (GPUs held x $/GPU-hour), an estimate.
     """
-    f = ev.fleet
+    f = _top(ev)
     sc = ev.scenario
     out: list[Change] = []
     node = _node_words(ev)
     owned, needed = int(f.owned_nodes), int(f.nodes_needed)
-    if needed > owned:
+    if sc.mixed:
+        from core.presentation.report import mixed
+
+        out += mixed.buy_change(ev, f)
+    elif needed > owned:
         n = needed - owned
         out.append(Change(
             "Buy nodes",
@@ -229,16 +249,30 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
         out.append(Change("Release nodes", f"{verb} (or give them other work): the recommended routing needs "
                           f"{needed} of the {owned} owned; {tail}.", -saving if saving > 0 else None))
 
-    out += _moves(ev)
+    if sc.mixed:
+        from core.presentation.report import mixed
+
+        out += mixed.placements(ev)
+    else:
+        out += _moves(ev)
     for line in licensed_words(ev):  # every view states the break-even fee of licensed weights (issue 11)
         out.append(Change("Licence", line))
 
-    unserved = np.flatnonzero(ev.verdict < 0)
+    unserved = _unserved_rows(ev)
     if len(unserved):
         ids = ev.workloads["workload_id"].to_numpy()[unserved]
         out.append(Change("No route", f"No route meets every target for {_ids(ids)}: relax a latency target or "
                           "quality floor, or allow an API; the reasons are in the routing table."))
     return out
+
+
+def _unserved_rows(ev: Evaluation) -> np.ndarray:
+    """Positions of the workloads the shown plan leaves without a route (the chosen mix's in a mixed scenario)."""
+    if not ev.scenario.mixed:
+        return np.flatnonzero(ev.verdict < 0)
+    from core.presentation.report import mixed
+
+    return mixed.unserved_rows(ev)
 
 
 def _driver_words(drivers: tuple[NodeDriver, ...]) -> str:
@@ -366,17 +400,21 @@ def _options(ev: Evaluation) -> tuple[Table, dict[str, dict]]:
             "that leaves workloads unserved is cheaper only because it drops them: 'With unserved work priced' adds "
             "that work at its cheapest route after the smallest change (a route outside the option, a relaxed "
             "target, a licence fee entered, data allowed to an API; standalone estimates).")
+    if ev.scenario.mixed:
+        note += (f" These options are planned on the sidebar's GPU alone ({ev.gpu_name}): 'Recommended mix' here is "
+                 "the one-kind plan; the chosen mix of GPU types is under What to buy next.")
     return Table("Options", "Fleet options compared", cols, rows, note), {r["option"]: r for r in rows}
 
 
 def _cost_by_route(ev: Evaluation, vf: pd.DataFrame) -> Table:
-    f = ev.fleet
+    f = _top(ev)
     by_route = f.monthly_usd_by_route
     labels = {r.route_id: r for r in ev.routes}
+    plan = _plan_routes(ev, vf)
     rows: list[dict] = []
     for rid, usd in sorted(by_route.items(), key=lambda kv: -kv[1]):
         route = labels[rid]
-        ids = vf.loc[vf["route_id"] == rid, "workload_id"].tolist()
+        ids = plan.loc[plan["route_id"] == rid, "workload_id"].tolist()
         rows.append({"route": route.label, "hosting": route.hosting,
                      "architecture": _ARCH_WORDS.get(route.architecture, route.architecture),
                      "workloads": _ids(ids), "monthly_usd": float(usd)})
@@ -475,19 +513,23 @@ def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
     ]
     note = ("One row per workload: where it should run and why. Nodes (alone) is what the workload would need "
             "by itself; the fleet total pools workloads on shared replicas.")
+    if ev.scenario.mixed:
+        note += (f" Verdicts as planned on the sidebar's GPU alone ({ev.gpu_name}); the chosen mix places each "
+                 "workload as the recommended changes say (the JSON's fleet.attribution_by_workload).")
     return Table("Workloads", "Routing table", cols, rows, note)
 
 
 def _fleet(ev: Evaluation, vf: pd.DataFrame) -> tuple[Table, Table]:
-    f = ev.fleet
+    f = _top(ev)
     routes = {r.route_id: r for r in ev.routes}
+    plan = _plan_routes(ev, vf)
     rows = []
     for rid in sorted(set(f.gpus_by_route) | set(f.nodes_by_route), key=lambda k: -f.gpus_by_route.get(k, 0)):
-        sel = vf["route_id"] == rid
+        sel = plan["route_id"] == rid
         rows.append({"route": routes[rid].label,
                      "architecture": _ARCH_WORDS.get(routes[rid].architecture, routes[rid].architecture),
                      "nodes": f.nodes_by_route.get(rid, np.nan), "gpus": f.gpus_by_route.get(rid, np.nan),
-                     "workloads": _ids(vf.loc[sel, "workload_id"].tolist()),
+                     "workloads": _ids(plan.loc[sel, "workload_id"].tolist()),
                      "monthly_usd": f.monthly_usd_by_route.get(rid, np.nan)})
     route_cols = [
         Column("route", "Owned route", "text", width=40, wrap=True),
@@ -754,7 +796,7 @@ def _engine_rows(add, ev: Evaluation) -> None:
 # ---------------------------------------------------------------------------
 
 def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
-    f = ev.fleet
+    f = _top(ev)
     rate = ev.rate
     n = len(ev.workloads)
     api_routes = sum(1 for k in ev.verdict if k >= 0 and ev.routes[k].hosting == "api")
@@ -789,8 +831,11 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
         Figure("owned_usd_per_mtok_out", "Owned cost per million output tokens", f.owned_usd_per_mtok_out,
                "usd_2", "owned fleet cost ÷ tokens generated on it, idle hours included"),
     ]
-    rg = performance_ranges(ev)
-    pr = None if rg is None else rg.performance
+    if ev.scenario.mixed:
+        from core.presentation.report import mixed
+
+        figs = mixed.notes(ev, figs)
+    pr = _performance(ev)
     if pr is not None:  # the bill at both ends of the performance estimates, with what each end serves otherwise
         from core.decision.sensitivity import end_caveats
 
@@ -825,6 +870,17 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
     mix = _mix_words(f.verdict_mix)
     figs.append(Figure("workloads", "Workloads evaluated", n, "int", f"verdicts: {mix}"))
     return figs
+
+
+def _performance(ev: Evaluation):
+    """The shown plan's performance range: the chosen mix's in a mixed scenario, else the plan's (None: not
+    computed)."""
+    if ev.scenario.mixed:
+        from core.decision import mixfleet
+
+        return mixfleet.performance(ev)
+    rg = performance_ranges(ev)
+    return None if rg is None else rg.performance
 
 
 def scenario_line(ev: Evaluation) -> str:

@@ -100,7 +100,19 @@ def _buy_section(s: ProcurementSummary) -> list[str]:
     from core.presentation.report.content import BUY_KEYS
 
     return ["<h2>What to buy next</h2>", f"<p>{esc(sentence)}</p>",
-            render_table(table, BUY_KEYS, [15, 24, 10, 19, 9, 8, 7, 8], caption_note=True)]
+            render_table(table, BUY_KEYS, [15, 24, 10, 19, 9, 8, 7, 8]),
+            f'<p class="note">{esc(table.note)} The fleet options (all on APIs, owned only, …) are in the brief and '
+            "the workbook's Summary sheet.</p>"]
+
+
+def _options_section(s: ProcurementSummary) -> list[str]:
+    """The fleet options side by side (a scenario without what to buy next: that section takes this place, so the
+    one-pager still prints on two A4 pages; the brief and the workbook keep both)."""
+    # The one-pager names the unserved workloads; their priced routes are in the brief and the workbook.
+    return ["<h2>Fleet options compared</h2>",
+            render_table(s.options, ["option", "monthly_usd", "vs_recommended_usd", "owned_nodes", "served",
+                                     "monthly_usd_with_unserved", "unserved"],
+                         [21, 9, 11, 7, 8, 12, 32], caption_note=True, rows=_short_unserved(s.options.rows))]
 
 
 def render_table(table: Table, keys: list[str], widths: list[int], *, caption_note: bool = False,
@@ -263,12 +275,7 @@ def build_html_text(s: ProcurementSummary) -> str:
         f'<p class="note">{esc(CHANGES_NOTE)}</p>',
         f'<div class="charts"><div class="chart">{cost_chart}</div><div class="chart">{util_chart}</div></div>',
         f'<p class="note">Cost by route: {esc(s.cost_by_route.note)} Utilization: {esc(s.hourly.note)}</p>',
-        "<h2>Fleet options compared</h2>",
-        # The one-pager names the unserved workloads; their priced routes are in the brief and the workbook.
-        render_table(s.options, ["option", "monthly_usd", "vs_recommended_usd", "owned_nodes", "served",
-                                 "monthly_usd_with_unserved", "unserved"],
-                     [21, 9, 11, 7, 8, 12, 32], caption_note=True, rows=_short_unserved(s.options.rows)),
-        *_buy_section(s),
+        *(_buy_section(s) or _options_section(s)),
         "<h2>Routing table</h2>",
         _routing(s),
         "<h2>Sensitivity to prices you don't control</h2>",

@@ -1,4 +1,5 @@
-"""The procurement workbook: Summary, Workloads, Fleet, Assumptions, Sensitivity and Showback sheets (xlsxwriter)."""
+"""The procurement workbook: Summary, Workloads, Fleet, Assumptions, Sensitivity, Purchase, What to buy and Showback
+sheets (xlsxwriter)."""
 
 from __future__ import annotations
 
@@ -210,10 +211,20 @@ def build_workbook_bytes(s: ProcurementSummary) -> bytes:
     _sheet_with_table(wb, styles, "Sensitivity", s.sensitivity, s)
     if s.purchase is not None:
         _sheet_with_table(wb, styles, "Purchase", s.purchase, s)
+    if "buy_sheet" in s.extras:
+        buy_sheet(wb, styles, s)
     if s.showback is not None:
         showback_sheet(wb, styles, s.showback, f"Generated {s.generated_text}")
     wb.close()
     return buf.getvalue()
+
+
+def buy_sheet(wb, styles: _Styles, s: ProcurementSummary) -> None:
+    """The What to buy sheet (a mixed scenario): the choices side by side in money formats, the source line under
+    the table."""
+    ws, header = _sheet_with_table(wb, styles, "What to buy", s.extras["buy_sheet"], s, freeze_cols=1)
+    ws.write_string(header + max(len(s.extras["buy_sheet"].rows), 1) + 2, 0, f"Source: {s.extras['buy_source']}.",
+                    styles.note)
 
 
 def showback_sheet(wb, styles: _Styles, sb, generated: str) -> None:
