@@ -170,3 +170,16 @@ def test_words_of_the_issue_payments_pool():
     assert "at 2 each need 7 replicas" in more and "it runs 5, as most requests finish well inside the p95" in more
     assert more.endswith("1 replica of these was added by the plan's simulation check: as sized on the latency "
                          "model, a member held under its target share in the simulated peak hour.")
+
+
+def test_best_relaxation_never_offers_a_change_that_costs_more():
+    """A move to an API dearer than the node share it frees 'saves' -$234: that is no saving, and the CLI
+    printed it as one ("move to … saves -$234/month"). Only a relaxation saving at least a cent is best."""
+    from core.decision.records import NodeDriver, Relaxation
+
+    dearer = Relaxation("move to an API", "to_api", -234.0, 2)
+    wider = Relaxation("target × 2", "target_x2", 120.5, 2)
+    none = Relaxation("smallest target", "smallest_target", None, None)
+    d = NodeDriver("w", "r", "route", 1, 500.0, None, 100.0, (dearer, none))
+    assert d.best_relaxation() is None
+    assert NodeDriver("w", "r", "route", 1, 500.0, None, 100.0, (dearer, wider, none)).best_relaxation() is wider

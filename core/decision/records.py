@@ -90,8 +90,8 @@ class NodeDriver:
     nodes_forced: int | None = None  # nodes the plan needs fewer without this workload (None: not priced)
 
     def best_relaxation(self) -> Relaxation | None:
-        """The relaxation that saves most (None when none saves anything)."""
-        return max((r for r in self.relaxations if r.saves_usd_per_month),
+        """The relaxation that saves most (None when none saves a cent: one that costs more is no saving)."""
+        return max((r for r in self.relaxations if (r.saves_usd_per_month or 0.0) >= 0.005),
                    key=lambda r: r.saves_usd_per_month or 0.0, default=None)
 
 
