@@ -12,6 +12,7 @@ from core.decision import burst
 from core.decision.engine import evaluate
 from core.models import Scenario
 from core.store.seed import sample_workloads_path
+from tests.test_pages_answer import app, show, start  # noqa: F401 - fixtures shared with the answer pages' tests
 
 PEAK_4H = np.array([1] * 9 + [3] * 4 + [1] * 11)  # 3 nodes from 09:00 to 13:00, 1 otherwise
 
@@ -96,3 +97,17 @@ def test_the_sample_bursts_its_office_hour_peaks(seed_catalog):
     # Base 1 x 33.02 x 730 + the rented node-hours (shown to the hundredth) x 55.04.
     assert j["burst_usd_per_month"] == pytest.approx(33.02 * 730 + j["burst_node_hours_per_month"] * 55.04, abs=0.3)
     assert j["on_demand_as_of"] and j["on_demand_source"]
+
+
+@pytest.mark.slow
+def test_fleet_page_shows_burst_against_owning_on_the_sample(app):  # noqa: F811
+    """Fleet sizing: the verdict (keep the 1 owned node, rent the office-hour peaks) and the cost per base fleet:
+    base 1 and 2 cheaper than owning all 3, base 3 the all-owned $72,314 (3 x 33.02 x 730 = 72,313.80)."""
+    at = show(app, "screens/fleet.py")
+    assert not at.exception
+    words = " ".join(m.value for m in at.markdown)
+    assert "Renting the peaks wins: keep 1 node(s) all month" in words
+    table = next(t.value for t in at.table if "Nodes kept all month" in t.value.columns)
+    assert table["Nodes kept all month"].tolist() == ["1", "2", "3"]
+    assert table.iloc[-1, 3].replace("\\", "") == "$72,314"  # nodes $ a month, owning all 3
+    assert any("AWS p5.48xlarge" in c.value and "2026-01-01" in c.value for c in at.caption)

@@ -182,6 +182,11 @@ def on_demand_rate(ev):
         return None
 
 
+def instance_words(rate) -> str:
+    """A node price's provider and instance, without the option id ('AWS p5.48xlarge')."""
+    return rate.label.rsplit(" (", 1)[0]
+
+
 def of(ev) -> BurstPlan | None:
     """The evaluation's burst plan (cached in its answers); None when the GPU has no on-demand price."""
     return ev.answers.get("burst", lambda: _compute(ev))
@@ -207,18 +212,18 @@ def verdict(b: BurstPlan | None, gpu: str = "") -> str:
     from core.format import money
 
     if b is None:
-        return f"Burst not priced: no on-demand price for {gpu or 'this GPU'} in the price rows."
+        return f"Not priced: no on-demand price for {gpu or 'this GPU'} in the price rows."
     if b.nodes_needed <= b.owned_nodes:
-        return "Burst cannot help: the owned nodes already cover the peak (nothing to buy)."
+        return "Nothing to rent: the owned nodes already cover the peak (nothing to buy)."
     if b.flat:
-        return ("Burst cannot win: the plan needs the same nodes every hour (no peak), so a rented node would run "
+        return ("Renting the peaks cannot win: the plan needs the same nodes every hour (no peak), so a rented node would run "
                 "all 730 hours at the on-demand price.")
     if b.wins:
         n = max(b.nodes_needed, b.owned_nodes) - b.base_nodes
-        return (f"Burst wins: keep {b.base_nodes} node(s) and rent up to {n} on demand for "
+        return (f"Renting the peaks wins: keep {b.base_nodes} node(s) all month and rent up to {n} on demand for "
                 f"{b.burst_node_hours:,.0f} node-hours a month: {money(b.burst_usd, decimals=0)} instead of "
                 f"{money(b.all_owned_usd, decimals=0)} ({money(b.saves_usd, decimals=0)} less).")
-    return (f"Burst does not win: the peaks last too long for the on-demand price "
+    return (f"Renting the peaks does not win: they last too long for the on-demand price "
             f"(${b.on_demand_usd_per_node_hour:,.2f} vs ${b.base_usd_per_node_hour:,.2f} per node-hour); "
             f"owning {max(b.nodes_needed, b.owned_nodes)} node(s) is cheapest.")
 
@@ -236,7 +241,7 @@ def burst_json(ev) -> dict:
         "base_nodes": b.base_nodes, "burst_node_hours_per_month": b.burst_node_hours,
         "base_usd_per_node_hour": b.base_usd_per_node_hour,
         "on_demand_usd_per_node_hour": b.on_demand_usd_per_node_hour,
-        "on_demand_price": od.label, "on_demand_source": od.source, "on_demand_as_of": od.as_of,
+        "on_demand_price": od.label, "on_demand_instance": instance_words(od), "on_demand_source": od.source, "on_demand_as_of": od.as_of,
         "on_demand_confidence": od.confidence, "billing": BILLING, "warmup_hours_per_run": WARMUP_HOURS,
         "all_owned_usd_per_month": b.all_owned_usd, "burst_usd_per_month": b.burst_usd,
         "saves_usd_per_month": b.saves_usd,

@@ -109,7 +109,15 @@ def fleet_json(ev: Evaluation, purchase_settings=None) -> dict:
         out["deployments"] = [{**d, "gpu": ev.gpu_name} for d in out["deployments"]]
         out.update(mix.fleet_keys(ev))
     out["unserved_work"] = unserved_json(ev)
+    out["burst"] = burst_json(ev)
     return out
+
+
+def burst_json(ev: Evaluation) -> dict:
+    """`fleet.burst`: the peak hours rented on demand instead of owning every node (core.decision.burst)."""
+    from core.decision import burst
+
+    return burst.burst_json(ev)
 
 
 def unserved_json(ev: Evaluation) -> dict:

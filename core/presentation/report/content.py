@@ -864,7 +864,7 @@ def build_summary(ev: Evaluation, *, generated: dt.datetime | None = None,
         workload_count=len(vf),
         showback=team_showback(ev, by="team"),
         purchase=buying.purchase_table(ev),
-        extras={**buying.purchase_extras(ev), **buying.buy_extras(ev)},
+        extras={**buying.purchase_extras(ev), **buying.buy_extras(ev), **buying.burst_extras(ev)},
     )
 
 
