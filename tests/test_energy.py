@@ -63,3 +63,18 @@ def test_cloud_prices_have_no_energy_line(seed_catalog, option):
     ev = evaluate(seed_catalog, pd.read_csv(sample_workloads_path()), Scenario(pricing_option=option))
     assert ev.fleet.energy is None and ev.fleet.energy_usd_per_month == 0.0
     assert contract.fleet_json(ev)["energy"] is None
+
+
+def test_the_overview_bill_has_energy_as_its_own_line_and_still_adds_up(seed_catalog):
+    """Owned TCO on the sample: owned 1 node and new 2 nodes each lose their share of the $1,024.72 (owned
+    round(1,024.72 / 3) = $341.57, new $683.15); the lines above the cash bill add up to it to the cent."""
+    from core.presentation import views
+
+    ev = evaluate(seed_catalog, pd.read_csv(sample_workloads_path()), Scenario(pricing_option="owned"))
+    bill = views.cash_bill(ev).set_index("line")["usd_per_month"]
+    f = ev.fleet
+    assert bill["Energy"] == 1024.72
+    assert bill["Owned nodes, without energy"] == round(f.owned_monthly_usd - 341.57, 2)
+    assert bill["New nodes, without energy"] == round(f.extra_nodes_monthly_usd - 683.15, 2)
+    parts = ["Owned nodes, without energy", "New nodes, without energy", "Energy", "Public APIs", "Licences"]
+    assert round(float(bill[parts].sum()), 2) == bill["Cash bill"] == f.total_monthly_usd
