@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
@@ -396,6 +397,24 @@ def buy_options_frame(ev: Evaluation, *, every: bool = False) -> pd.DataFrame | 
     from core.decision import mix
 
     return mix.frame(ev, every=every)
+
+
+def burst_frame(ev: Evaluation) -> tuple[dict, pd.DataFrame | None]:
+    """Burst instead of buy (core.decision.burst): fleet.burst, and its cost per base fleet as a table (None when
+    not priced or the profile is flat): base nodes, rented node-hours a month, $ a month, against owning all."""
+    from core.decision import burst
+
+    j = burst.burst_json(ev)
+    b = burst.of(ev)
+    if b is None or b.flat or b.nodes_needed <= b.owned_nodes:
+        return j, None
+    bases = np.array([n for n, _ in b.cost_by_base])
+    hours = burst.burst_hours(np.array(b.hourly_nodes), bases)
+    full = max(b.nodes_needed, b.owned_nodes)
+    return j, pd.DataFrame({"base_nodes": bases, "rented_nodes_at_peak": full - bases,
+                            "burst_node_hours": np.round(hours, 1),
+                            "usd_per_month": [c for _, c in b.cost_by_base],
+                            "vs_all_owned_usd": [round(c - b.all_owned_usd, 2) for _, c in b.cost_by_base]})
 
 
 def audit_trail(store: Store, limit: int | None = None) -> pd.DataFrame:

@@ -106,6 +106,7 @@ def fleet_json(ev: Evaluation, purchase_settings=None) -> dict:
     out = record_fleet_json(ev.fleet, None if rg is None else rg.performance, None if p is None else purchase_json(p),
                            ev.answers.known("smallest_change"))
     out["unserved_work"] = unserved_json(ev)
+    out["burst"] = burst_json(ev)
     return out
 
 
@@ -126,7 +127,17 @@ def mixed_fleet_json(ev: Evaluation, purchase_settings=None) -> dict:
                        "new_nodes": one.new_nodes, "total_monthly_usd": one.total_monthly_usd,
                        "workloads_served": one.workloads_served}
     out["unserved_work"] = mixfleet.unserved_json(ev, unserved_json(ev))
+    # Burst is priced on one GPU type's nodes: the one-kind plan's figure sits with its headline, not beside the mix.
+    out["burst"] = {"priced": False, "verdict": "Not priced for a mixed fleet: see one_kind.burst (the one-kind plan)."}
+    out["one_kind"]["burst"] = burst_json(ev)
     return out
+
+
+def burst_json(ev: Evaluation) -> dict:
+    """`fleet.burst`: the peak hours rented on demand instead of owning every node (core.decision.burst)."""
+    from core.decision import burst
+
+    return burst.burst_json(ev)
 
 
 def unserved_json(ev: Evaluation) -> dict:

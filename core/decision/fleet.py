@@ -457,11 +457,14 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out,
     # Attribution rate per GPU-hour: under the marginal basis owned nodes count at their marginal rate and
     # new nodes at full; under the full basis every node at full.
     new_nodes = max(best.nodes_needed - sc.fleet_nodes, 0)
+    # Nodes priced at their TCO pay their power at the plan's utilization, not the TCO's flat average (energy.py).
+    energy = plan_energy(ev, best, total_nodes, gpn)
+    adj = 0.0 if energy is None else energy.usd_per_node_hour_change
     if total_nodes:
         node_rate = (min(sc.fleet_nodes, total_nodes) * inp.attribution_usd_per_node_hour
-                     + new_nodes * inp.full_usd_per_node_hour) / total_nodes
+                     + new_nodes * inp.full_usd_per_node_hour) / total_nodes + adj
     else:
-        node_rate = inp.full_usd_per_node_hour
+        node_rate = inp.full_usd_per_node_hour + adj
     gpu_rate = node_rate / gpn
 
     attributed = np.zeros(W)
@@ -481,7 +484,18 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out,
     attributed = _to_cents(attributed)
     _write_route_costs(ev, planner, attributed, vr, rpd, n_out)
     return vr, _fleet_record(ev, planner, best, vr, attributed, deployments, nodes_by_route, gpus_by_route,
-                             total_nodes, gpu_rate, rpd, n_out)
+                             total_nodes, gpu_rate, rpd, n_out, energy)
+
+
+def plan_energy(ev: Evaluation, best: PlanCost, total_nodes: int, gpn: int):
+    """The plan's energy line (core.decision.energy) when its nodes are priced at their TCO; else None."""
+    from core.decision import energy as energy_mod
+
+    hw = energy_mod.owned_hardware_of(ev.catalog, ev.scenario, ev.gpu_name)
+    if hw is None:
+        return None
+    return energy_mod.line(hw, ev.gpu_name, total_nodes,
+                           energy_mod.plan_utilization(best.busy, best.fill, total_nodes, gpn))
 
 
 def _pools(ev: Evaluation, planner: Planner, best: PlanCost, esc: np.ndarray, f: np.ndarray, gpu_rate: float,
@@ -604,12 +618,13 @@ def _write_route_costs(ev: Evaluation, planner: Planner, attributed: np.ndarray,
 
 def _fleet_record(ev: Evaluation, planner: Planner, best: PlanCost, vr: np.ndarray, attributed: np.ndarray,
                   deployments: list[Deployment], nodes_by_route: dict[str, int], gpus_by_route: dict[str, float],
-                  total_nodes: int, gpu_rate: float, rpd, n_out) -> FleetPlan:
+                  total_nodes: int, gpu_rate: float, rpd, n_out, energy=None) -> FleetPlan:
     """The fleet record of the chosen plan: nodes, utilization, the cash bill in cents and what it pays for."""
     inp, sc, rate, gpn = planner.inp, ev.scenario, ev.rate, planner.inp.gpus_per_node
     v = best.assignment.astype(int)
     has = v >= 0
-    full_node = inp.full_usd_per_node_hour
+    adj = 0.0 if energy is None else energy.usd_per_node_hour_change  # power at the plan's utilization
+    full_node = inp.full_usd_per_node_hour + adj
     # The bill and its parts in cents, so that the parts a report prints add up to the bill it prints.
     bill = cash_bill(sc.fleet_nodes, best.nodes_needed, full_node, best.api_monthly, best.licence_monthly).in_cents()
     owned_monthly, extra_monthly, total = bill.owned_usd, bill.new_nodes_usd, bill.total
@@ -645,13 +660,14 @@ def _fleet_record(ev: Evaluation, planner: Planner, best: PlanCost, vr: np.ndarr
         hourly_utilization=tuple(float(x) for x in util_with),
         hourly_utilization_without_batch=tuple(float(x) for x in util_without),
         offline_gpu_hours_per_day=float(best.offline_gpu_hours_per_day),
-        usd_per_node_hour=rate.usd_per_node_hour, full_usd_per_node_hour=full_node,
-        usd_per_gpu_hour=rate.usd_per_gpu_hour, attribution_usd_per_gpu_hour=gpu_rate,
+        usd_per_node_hour=rate.usd_per_node_hour + adj, full_usd_per_node_hour=full_node,
+        usd_per_gpu_hour=(rate.usd_per_node_hour + adj) / gpn, attribution_usd_per_gpu_hour=gpu_rate,
         owned_monthly_usd=owned_monthly, idle_usd_per_month=idle_month, extra_nodes_monthly_usd=extra_monthly,
         api_monthly_usd=api_monthly, licence_monthly_usd=licence_monthly, total_monthly_usd=total,
         attributed_usd_per_month=float(attributed.sum()), unallocated_usd_per_month=unallocated,
         owned_usd_per_mtok_out=eff_mtok, monthly_usd_by_route=by_route, deployments=tuple(deployments),
-        node_drivers=tuple(drivers), licensed_routes=(), verdict_mix=verdict_mix)
+        node_drivers=tuple(drivers), licensed_routes=(), verdict_mix=verdict_mix,
+        energy_usd_per_month=0.0 if energy is None else energy.usd_per_month, energy=energy)
 
 
 def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[NodeDriver]:

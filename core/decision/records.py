@@ -306,6 +306,10 @@ class FleetPlan:
     licensed_routes: tuple[LicensedRoute, ...]
     verdict_mix: Mapping[str, int]
     source: Source | None = None  # set by core.service: which inventory, measured telemetry
+    # Of the node lines: the power of nodes priced at their TCO at the plan's utilization (core.decision.energy);
+    # 0 for cloud prices (power included). `energy` is the line in detail (None: cloud prices).
+    energy_usd_per_month: float = 0.0
+    energy: Any = None
 
     @property
     def inventory(self) -> str | None:
@@ -331,6 +335,18 @@ class FleetPlan:
 # JSON: the `fleet` object of `hangover evaluate --format json`
 # ---------------------------------------------------------------------------------------------------------------
 
+def _energy_json(plan: FleetPlan) -> dict | None:
+    """`fleet.energy` (core.decision.energy), with the node lines without it: nodes without energy + energy + API
+    + licences = the bill, each in cents."""
+    from core.decision.energy import energy_json
+
+    out = energy_json(plan.energy)
+    if out is not None:
+        out["nodes_without_energy_usd_per_month"] = round(
+            plan.owned_monthly_usd + plan.extra_nodes_monthly_usd - plan.energy_usd_per_month, 2)
+    return out
+
+
 def fleet_json(plan: FleetPlan, performance: PerformanceRange | None = None, purchase: dict | None = None,
                smallest: SmallestChange | None = None) -> dict:
     """The contract's `fleet` object: every field in order, nested records as objects, tuples as lists; then the
@@ -338,7 +354,8 @@ def fleet_json(plan: FleetPlan, performance: PerformanceRange | None = None, pur
     change when computed (its smallest_target relaxations among each node driver's, and `stay_on_owned`)."""
     if smallest is not None:
         plan = with_smallest(plan, smallest)
-    out = {f.name: _json(getattr(plan, f.name)) for f in fields(plan) if f.name != "source"}
+    out = {f.name: _json(getattr(plan, f.name)) for f in fields(plan) if f.name not in ("source", "energy")}
+    out["energy"] = _energy_json(plan)
     if plan.source is not None:
         out["inventory"] = plan.source.inventory
         out["measured"] = _json(plan.source.measured)

@@ -357,7 +357,27 @@ def cash_bill(ev: Evaluation) -> pd.DataFrame:
          f"({ev.scenario.cost_basis.value} basis)", float(f.attributed_usd_per_month)),
         ("Not attributed", "idle GPUs, idle hours, whole-node rounding", float(f.unallocated_usd_per_month)),
     ]
-    return pd.DataFrame(rows, columns=["line", "what", "usd_per_month"])
+    return pd.DataFrame(_energy_rows(rows, f), columns=["line", "what", "usd_per_month"])
+
+
+def _energy_rows(rows: list[tuple[str, str, float]], f) -> list[tuple[str, str, float]]:
+    """Nodes priced at their TCO: their energy as its own line (core.decision.energy), taken out of the owned and
+    new node lines in proportion to their nodes, in cents, so the lines still add up to the bill."""
+    e = f.energy
+    if e is None or e.nodes <= 0:
+        return rows
+    owned_e = round(e.usd_per_month * min(f.owned_nodes, e.nodes) / e.nodes, 2)
+    new_e = round(e.usd_per_month - owned_e, 2)
+    (o_line, o_what, o_usd), (n_line, n_what, n_usd) = rows[0], rows[1]
+    return [
+        (f"{o_line}, without energy", f"{o_what}, less their energy", round(o_usd - owned_e, 2)),
+        (f"{n_line}, without energy", f"{n_what}, less their energy", round(n_usd - new_e, 2)),
+        ("Energy", f"{_plural(e.nodes, 'node')} × {number(e.kw_per_node, decimals=2)} kW (idle "
+         f"{number(e.idle_kw, decimals=1)} + (busy {number(e.busy_kw, decimals=1)} − idle) × utilization "
+         f"{percent(e.utilization)}) × PUE {number(e.pue, decimals=2)} × {money(e.usd_per_kwh)}/kWh × 730 h "
+         "(estimate)", float(e.usd_per_month)),
+        *rows[2:],
+    ]
 
 
 def _mix_bill_words(ev: Evaluation) -> tuple[str, str]:

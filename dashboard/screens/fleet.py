@@ -122,6 +122,24 @@ else:
                "× PUE × $/kWh, support; the power is shown as *of which energy*, at the node's average draw); reserved and on-demand from dated price rows (Pricing page). The plan "
                "fills the owned nodes first, then plans the rest on the candidate GPU (core/decision/mix.py).")
 
+st.subheader("Burst instead of buy")
+burst_j, burst_table = service.burst_frame(ev)
+if ev.scenario.mixed:  # burst is priced on the one-kind plan's nodes, not on the chosen mix's
+    st.caption(md(f"Priced on the one-kind plan ({ev.fleet.gpu}, {money(ev.fleet.total_monthly_usd)} a month), "
+                  "not on the chosen mix above."))
+st.markdown(md(burst_j["verdict"]))
+if burst_table is not None:
+    md_table(views.table_text(burst_table, {
+        "base_nodes": ("Nodes kept all month", "int"), "rented_nodes_at_peak": ("Rented at the peak", "int"),
+        "burst_node_hours": ("Rented node-hours a month", "num_1"), "usd_per_month": ("Nodes $/month", "usd"),
+        "vs_all_owned_usd": ("vs owning all", "usd")}), hide_index=True)
+if burst_j.get("priced"):
+    st.caption(f"Nodes only (API and licences unchanged). On demand: {md(burst_j['on_demand_instance'])}, "
+               f"{money(burst_j['on_demand_usd_per_node_hour'], decimals=2)} per node-hour ({md(burst_j['on_demand_source'])}, "
+               f"{burst_j['on_demand_as_of']}); {md(burst_j['traffic_shape'])}. An estimate: each pool's replicas "
+               "scale with its hourly traffic; batch work stays on the kept nodes; "
+               f"{md(burst_j['billing'])}. On-demand 8-GPU capacity is not guaranteed at the hour it is asked for.")
+
 if bought is not None:
     st.caption(f"The figures at the top and below are the chosen mix ({md(f.gpu)}), the best mix row above; the "
                f"one-kind plan (more {md(ev.fleet.gpu)} nodes at the sidebar's pricing) is the row of that GPU and "

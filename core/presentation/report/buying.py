@@ -131,3 +131,22 @@ def buy_sheet_table(rows: list[dict]) -> Table:
             "at its best purchase option. Owned + new nodes + API + licences = bill (cents); energy is part of the "
             "node lines.")
     return Table("WhatToBuy", "What to buy next", cols, out, note)
+
+
+def burst_extras(ev: Evaluation) -> dict:
+    """Burst instead of buy for the what-to-buy section (absent when the plan buys nothing): `extras["burst"]` the
+    verdict with the on-demand price and its date (the brief), `extras["burst_short"]` the verdict (the one-pager)."""
+    from core.decision import burst
+
+    b = burst.of(ev)
+    if ev.scenario.mixed:  # priced on the one-kind plan's nodes: beside the chosen mix it would describe another plan
+        return {}
+    if b is not None and b.nodes_needed <= b.owned_nodes:
+        return {}
+    od = burst.on_demand_rate(ev)
+    short = burst.verdict(b, ev.gpu_name)
+    text = "Burst instead of buy: " + short
+    if b is not None and od is not None and not b.flat:
+        text += (f" On demand at {fmt(od.full_usd_per_node_hour, 'usd_2')} per node-hour ({burst.instance_words(od)}, "
+                 f"{od.as_of}); an estimate (replicas scale with the hourly traffic; nodes only).")
+    return {"burst": text, "burst_short": short}

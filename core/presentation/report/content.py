@@ -142,6 +142,19 @@ class ProcurementSummary:
 # building blocks
 # ---------------------------------------------------------------------------
 
+def _energy_figures(f) -> list:
+    """Nodes priced at their TCO: the energy of the node lines at the plan's utilization (core.decision.energy)."""
+    e = f.energy
+    if e is None:
+        return []
+    return [Figure("energy_usd_per_month", "Energy of the owned and new nodes, $/month", float(e.usd_per_month), "usd",
+                   f"of the node lines above: {e.nodes} × {fmt(e.kw_per_node, 'num_2')} kW (idle {fmt(e.idle_kw, 'num_1')} "
+                   f"+ (busy {fmt(e.busy_kw, 'num_1')} − idle) × utilization {fmt(e.utilization, 'pct')}) × PUE "
+                   f"{fmt(e.pue, 'num_2')} × {fmt(e.usd_per_kwh, 'usd_2')}/kWh × {HOURS_PER_MONTH:g} h; at the flat "
+                   f"{fmt(e.flat_kw_per_node, 'num_1')} kW average it would be {fmt(e.flat_usd_per_month, 'usd')} "
+                   f"(estimate; {e.source}, {e.as_of})")]
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
@@ -821,11 +834,12 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
                float(f.unallocated_usd_per_month), "usd",
                "idle GPUs, idle hours and whole-node rounding; workloads' shares + this = the cash bill"),
         Figure("owned_monthly_usd", "Owned nodes, $/month", float(f.owned_monthly_usd), "usd",
-               f"{f.owned_nodes} × {fmt(rate.full_usd_per_node_hour, 'usd_2')}/node-hour × {HOURS_PER_MONTH:g} h "
+               f"{f.owned_nodes} × {fmt(f.full_usd_per_node_hour, 'usd_2')}/node-hour × {HOURS_PER_MONTH:g} h "
                f"(paid whatever runs on them); attribution: {rate.basis_note}"),
         Figure("extra_nodes_monthly_usd", "New nodes, $/month", float(f.extra_nodes_monthly_usd), "usd",
                f"{f.new_nodes} × "
-               f"{fmt(rate.full_usd_per_node_hour, 'usd_2')}/node-hour (full price)"),
+               f"{fmt(f.full_usd_per_node_hour, 'usd_2')}/node-hour (full price)"),
+        *_energy_figures(f),
         Figure("api_monthly_usd", "Public APIs, $/month", float(f.api_monthly_usd), "usd",
                f"{_plural(api_routes, 'workload')} sent to an API"),
         Figure("owned_usd_per_mtok_out", "Owned cost per million output tokens", f.owned_usd_per_mtok_out,
@@ -920,7 +934,7 @@ def build_summary(ev: Evaluation, *, generated: dt.datetime | None = None,
         workload_count=len(vf),
         showback=team_showback(ev, by="team"),
         purchase=buying.purchase_table(ev),
-        extras={**buying.purchase_extras(ev), **buying.buy_extras(ev)},
+        extras={**buying.purchase_extras(ev), **buying.buy_extras(ev), **buying.burst_extras(ev)},
     )
 
 

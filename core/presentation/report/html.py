@@ -94,15 +94,18 @@ def _cell(table: Table, row: dict, key: str) -> str:
 
 def _buy_section(s: ProcurementSummary) -> list[str]:
     """What to buy next: the choice in one sentence (GPU type, option, count) and the choices side by side."""
+    # One line (the one-pager prints on two A4 pages): the verdict; the price and basis are in the brief.
+    burst = [f"<p><strong>Burst instead of buy:</strong> {esc(s.extras['burst_short'])}</p>"] \
+        if "burst_short" in s.extras else []
     if "buy" not in s.extras:
-        return []
+        return burst
     sentence, table = s.extras["buy"]
     from core.presentation.report.content import BUY_KEYS
 
     return ["<h2>What to buy next</h2>", f"<p>{esc(sentence)}</p>",
             render_table(table, BUY_KEYS, [15, 24, 10, 19, 9, 8, 7, 8]),
             f'<p class="note">{esc(table.note)} The fleet options (all on APIs, owned only, …) are in the brief and '
-            "the workbook's Summary sheet.</p>"]
+            "the workbook's Summary sheet.</p>", *burst]
 
 
 def _options_section(s: ProcurementSummary) -> list[str]:

@@ -47,13 +47,14 @@ def render_table(table: Table, keys: list[str], rows: list[dict] | None = None) 
 
 def _buy_section(s: ProcurementSummary) -> list[str]:
     """What to buy next: the choice in one sentence (GPU type, option, count) and the choices side by side."""
+    burst = [md_text(s.extras["burst"]), ""] if "burst" in s.extras else []
     if "buy" not in s.extras:
-        return []
+        return ["## What to buy next", "", *burst] if burst else []
     sentence, table = s.extras["buy"]
     from core.presentation.report.content import BUY_KEYS
 
     return ["## What to buy next", "", md_text(sentence), "", render_table(table, BUY_KEYS), "",
-            f"_{md_text(table.note)}_", ""]
+            f"_{md_text(table.note)}_", "", *burst]
 
 
 def build_markdown_text(s: ProcurementSummary) -> str:
