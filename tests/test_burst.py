@@ -106,7 +106,7 @@ def test_fleet_page_shows_burst_against_owning_on_the_sample(app):  # noqa: F811
     at = show(app, "screens/fleet.py")
     assert not at.exception
     words = " ".join(m.value for m in at.markdown)
-    assert "Renting the peaks wins: keep 1 node(s) all month" in words
+    assert "Renting the peaks wins: keep 1 node all month" in words
     table = next(t.value for t in at.table if "Nodes kept all month" in t.value.columns)
     assert table["Nodes kept all month"].tolist() == ["1", "2", "3"]
     assert table.iloc[-1, 3].replace("\\", "") == "$72,314"  # nodes $ a month, owning all 3

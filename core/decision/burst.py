@@ -209,7 +209,7 @@ def _compute(ev) -> BurstPlan | None:
 
 def verdict(b: BurstPlan | None, gpu: str = "") -> str:
     """The one-line answer: whether renting the peak hours on demand beats owning the plan's nodes."""
-    from core.format import money
+    from core.format import money, number
 
     if b is None:
         return f"Not priced: no on-demand price for {gpu or 'this GPU'} in the price rows."
@@ -220,12 +220,16 @@ def verdict(b: BurstPlan | None, gpu: str = "") -> str:
                 "all 730 hours at the on-demand price.")
     if b.wins:
         n = max(b.nodes_needed, b.owned_nodes) - b.base_nodes
-        return (f"Renting the peaks wins: keep {b.base_nodes} node(s) all month and rent up to {n} on demand for "
-                f"{b.burst_node_hours:,.0f} node-hours a month: {money(b.burst_usd, decimals=0)} instead of "
+        return (f"Renting the peaks wins: keep {_nodes(b.base_nodes)} all month and rent up to {n} on demand for "
+                f"{number(b.burst_node_hours)} node-hours a month: {money(b.burst_usd, decimals=0)} instead of "
                 f"{money(b.all_owned_usd, decimals=0)} ({money(b.saves_usd, decimals=0)} less).")
     return (f"Renting the peaks does not win: they last too long for the on-demand price "
-            f"(${b.on_demand_usd_per_node_hour:,.2f} vs ${b.base_usd_per_node_hour:,.2f} per node-hour); "
-            f"owning {max(b.nodes_needed, b.owned_nodes)} node(s) is cheapest.")
+            f"({money(b.on_demand_usd_per_node_hour, decimals=2)} vs {money(b.base_usd_per_node_hour, decimals=2)} "
+            f"per node-hour); owning {_nodes(max(b.nodes_needed, b.owned_nodes))} is cheapest.")
+
+
+def _nodes(n: int) -> str:
+    return f"{n} node" if n == 1 else f"{n} nodes"
 
 
 def burst_json(ev) -> dict:
