@@ -149,7 +149,7 @@ def test_node_price_prefers_named_provider():
 
 
 def test_cash_bill_golden():
-    """1 owned node, 3 needed at $33.02/node-hour, $1,657.33 of APIs, no licences (the bundled sample's plan).
+    """1 owned node, 3 needed at $33.02/node-hour, $1,657.33 of APIs, no licences (the sample's plan under model v3).
 
     Nodes: 3 x 33.02 x 730 = 72,313.80 (owned 1 x 24,104.60 + new 2 x 24,104.60 = 48,209.20);
     total 72,313.80 + 1,657.33 + 0 = 73,971.13. More owned than needed: 4 owned, 3 needed pays for 4 and buys none.

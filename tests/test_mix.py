@@ -53,8 +53,8 @@ def test_sample_buy_options_golden(seed_catalog, sample):
     """Owned 1 x H100 SXM (the sample bank's), candidates H100 / H200 / B200 at every option.
 
     The owned node is paid at the scenario's 1-year price whatever is bought: 1 x $33.02 x 730 = $24,104.60.
-    One-kind chain at that option is today's plan: 3 H100 nodes, $73,971.13 (owned 24,104.60 + 2 new x 33.02 x
-    730 = 48,209.20 + API 1,657.33).
+    One-kind chain at that option is today's plan: 4 H100 nodes, $97,841.90 (owned 24,104.60 + 3 new x 33.02 x
+    730 = 72,313.80 + API 1,423.50).
     The best mix buys one B200 at its TCO (seed estimate): capex 450,000 / 4 y = 112,500 a year, cost of
     capital 450,000 x 0.5 x 8 % = 18,000 a year -> 130,500 / 8,760 = $14.8973/h; power 11 kW x 1.3 x $0.10 =
     $1.43/h; support 35,000 / 8,760 = $3.9954/h; $20.3227/h x 730 = $14,835.57 a month. The owned H100 keeps
@@ -66,8 +66,8 @@ def test_sample_buy_options_golden(seed_catalog, sample):
     assert len(bo.rows) == 12 and not bo.skipped
     today = next(p for p in bo.rows if p.gpu == "H100 SXM" and p.option == "savings_1y")
     assert (today.owned_usd, today.new_nodes_usd, today.api_usd, today.total_usd) == \
-        (24104.60, 48209.20, 1657.33, 73971.13)
-    assert today.new_nodes[0].nodes == 2
+        (24104.60, 72313.80, 1423.50, 97841.90)
+    assert today.new_nodes[0].nodes == 3
     best = bo.best
     assert (best.gpu, best.option, best.new_nodes[0].nodes) == ("B200", "owned", 1)
     assert (best.owned_usd, best.new_nodes_usd, best.api_usd, best.total_usd) == (24104.60, 14835.57, 1423.50, 40363.67)

@@ -343,7 +343,8 @@ def test_tp_allreduce_is_latency_plus_bytes_over_link_and_grows_with_batch():
       batch 1:   16,384 B each -> 18 us + 1.75 x 16,384 / 360e9 = 18.080 us; x 160 = 2.893 ms
       batch 256: 4,194,304 B   -> 18 us + 20.39 us              = 38.39 us;  x 160 = 6.143 ms
       prefill of 1,000 tokens: 16.38 MB each -> 18 + 79.6 = 97.6 us; x 160 = 15.62 ms
-    One GPU: no communication at all.
+    One GPU: no communication at all. The layer-less copy below also skips the 80 layers' kernel
+    boundaries (vLLM 30 us each = 2.4 ms), so the step differs by 2.893 + 2.4 = 5.293 ms.
     """
     comm = physics.tp_comm_ms(L70_TP, H100_NV, 8, np.array([1.0, 256.0]))
     assert comm == pytest.approx([2.893, 6.143], abs=0.002)
@@ -354,7 +355,7 @@ def test_tp_allreduce_is_latency_plus_bytes_over_link_and_grows_with_batch():
     no_comm = one(physics.decode_step(L70_TP.model_copy(update={"n_layers": None}), H100_NV, 8, 1, 1500,
                                       Efficiency(comm_ms_per_doubling=0.0))[0])
     # (at batch 1 the attention FLOPs, 4 x 80 x 8192 x 1500 = 3.9 GFLOP, hide under the KV read either way)
-    assert step8 - no_comm == pytest.approx(2.893, abs=0.01)
+    assert step8 - no_comm == pytest.approx(2.893 + 2.4, abs=0.01)
     pre = physics.prefill_ms(L70_TP, H100_NV, 8, 1000.0)
     pre_1gpu_share = physics.prefill_ms(L70_TP.model_copy(update={"n_layers": None, "hidden_size": None}), H100_NV, 8,
                                         1000.0, Efficiency(comm_ms_per_doubling=0.0))
@@ -370,7 +371,7 @@ def test_moe_expert_gemms_run_at_an_efficiency_set_by_expert_size():
     GPU's bandwidth share like any weight, but no MoE layer's grouped GEMMs take less than the 50 us floor.
     Batch 1 on one H100 (FP8 Qwen): dense 1.487 GB / 2.68 TB/s = 0.555 ms; experts 1.813 GB / 2.68 TB/s = 0.677 ms,
     under the floor 48 layers x 50 us = 2.4 ms; KV 1500 x 49,152 B = 0.074 GB -> 0.0275 ms; + 1.0 ms (vLLM)
-    + 48 layers x 15 us routing = 0.72 ms: step = 4.7025 ms.
+    + 48 layers x 30 us kernel boundaries (vLLM) = 1.44 ms + 48 layers x 15 us routing = 0.72 ms: step = 6.1425 ms.
     At 64 streams the experts touched are 1 - (1 - 8/128)^64 = 98.4 % of 29.013 GB = 28.55 GB -> 10.65 ms at
     2.68 TB/s, over the floor; the old reading (bytes at 0.2887 of the bandwidth) would have been 36.9 ms.
     """
@@ -378,7 +379,7 @@ def test_moe_expert_gemms_run_at_an_efficiency_set_by_expert_size():
     assert physics.expert_efficiency(MIXTRAL) == pytest.approx(0.8516, abs=1e-4)
     assert physics.expert_efficiency(LLAMA8_BF16) == 1.0
     step = one(physics.decode_step(QWEN_MOE_L, H100, 1, 1, 1500)[0])
-    assert step == pytest.approx(0.555 + 2.4 + 0.0275 + 1.0 + 0.72, abs=0.01)
+    assert step == pytest.approx(0.555 + 2.4 + 0.0275 + 1.0 + 1.44 + 0.72, abs=0.01)
     dense_b, experts_b = physics._expert_split(QWEN_MOE_L)
     touched = 1 - (1 - 8 / 128) ** 64
     assert touched == pytest.approx(0.9839, abs=1e-4)
@@ -414,12 +415,23 @@ def test_engine_batch_cap_bounds_concurrency():
 
 
 def test_engine_step_overhead_differs_by_engine():
-    """Batch-1 step of Llama-8B BF16 on one H100: 16.0e9 + KV / 2.68e12 plus 1.0 (vLLM), 0.5 (SGLang, NIM) or 0.4 ms (TRT-LLM)."""
+    """Batch-1 step of Llama-8B BF16 on one H100: 16.0e9 + KV / 2.68e12 plus the engine's per-step and per-layer costs.
+
+    Without a layer count: 1.0 (vLLM), 0.02 (SGLang), 0.4 (TRT-LLM) or 0.5 ms (NIM).
+    With Llama-8B's 32 layers: + 32 x 30 us = 0.96 ms (vLLM, SGLang) or 32 x 8 us = 0.256 ms (TRT-LLM, NIM):
+    vLLM 1.96, SGLang 0.98, TRT-LLM 0.656, NIM 0.756 ms.
+    """
     steps = {e: one(physics.decode_step(LLAMA8_BF16.model_copy(update={"engine": e}), H100, 1, 1, 1000)[0])
              for e in ("vllm", "sglang", "trtllm", "nim")}
     assert steps["nim"] - steps["trtllm"] == pytest.approx(0.1)
-    assert steps["vllm"] - steps["sglang"] == pytest.approx(0.5)
-    assert steps["sglang"] - steps["trtllm"] == pytest.approx(0.1)
+    assert steps["vllm"] - steps["sglang"] == pytest.approx(0.98)
+    assert steps["sglang"] - steps["trtllm"] == pytest.approx(-0.38)
+    layered = {e: one(physics.decode_step(LLAMA8_BF16.model_copy(update={"engine": e, "n_layers": 32}), H100, 1, 1,
+                                          1000)[0]) for e in ("vllm", "sglang", "trtllm", "nim")}
+    assert layered["vllm"] - steps["vllm"] == pytest.approx(0.96)
+    assert layered["trtllm"] - steps["trtllm"] == pytest.approx(0.256)
+    assert layered["vllm"] - layered["sglang"] == pytest.approx(0.98)
+    assert layered["nim"] - layered["trtllm"] == pytest.approx(0.1)
     # An explicit overhead (calibration, or the user's) overrides the engine default.
     assert one(physics.decode_step(LLAMA8_BF16, H100, 1, 1, 1000, Efficiency(step_overhead_ms=0.0))[0]) == pytest.approx(
         steps["vllm"] - 1.0)
@@ -435,12 +447,13 @@ def test_speculative_methods_draft_differently():
       4 x 80 layers x 8192 x 1500 x 64 / 989.5e12 = 0.254 ms instead of 0.064 ms (+0.190);
       tokens (1 - 0.6^5) / 0.4 = 2.306.
     EAGLE (k=5, 1 B head, alpha 0.75): + 5 x (0.26 + 0.15) = 2.05 ms -> 21.50 ms; tokens (1 - 0.75^6) / 0.25 = 3.288.
+    Medusa and EAGLE carry the 80 layers the layer-less target lacks: + 80 x 30 us (vLLM) = 2.4 ms of kernel boundaries.
     """
     steps = {s.stack_id: one(physics.decode_step(s, H200, 1, 1, 1500)[0]) for s in (SPEC, MEDUSA, EAGLE)}
     target = one(physics.decode_step(LLAMA70_FP8_706, H200, 1, 1, 1500)[0])
     assert steps["l70-fp8-spec"] - target == pytest.approx(4 * (1e9 / 3.84e12 * 1e3 + 0.15), abs=1e-6)
-    assert steps["l70-medusa"] - target == pytest.approx(0.3e9 / 3.84e12 * 1e3 + 0.190, abs=0.002)
-    assert steps["l70-eagle"] - target == pytest.approx(5 * (1e9 / 3.84e12 * 1e3 + 0.15), abs=1e-6)
+    assert steps["l70-medusa"] - target == pytest.approx(0.3e9 / 3.84e12 * 1e3 + 0.190 + 2.4, abs=0.002)
+    assert steps["l70-eagle"] - target == pytest.approx(5 * (1e9 / 3.84e12 * 1e3 + 0.15) + 2.4, abs=1e-6)
     assert physics.tokens_computed_per_step(MEDUSA) == 64
     assert physics.tokens_committed_per_step(MEDUSA) == pytest.approx(2.306, abs=1e-3)
     assert physics.tokens_committed_per_step(EAGLE) == pytest.approx(3.288, abs=1e-3)

@@ -367,7 +367,9 @@ def test_a_workload_at_the_edge_of_its_target_does_not_collapse_a_pool(catalog, 
     pool = pd.DataFrame([chat] * 12).assign(
         workload_id=[f"chat-{j}" for j in range(12)], data_policy="owned_only", requests_per_day=60_000.0,
         min_quality=0.92, latency_slo_ms=20_000.0)
-    x = pool.iloc[[0]].assign(workload_id="edge", requests_per_day=20_000.0, latency_slo_ms=8_000.0)
+    # Planned first at a target its route meets (Qwen3-235B-A22B's p95 alone is over 8 s since TensorRT-LLM's
+    # 94 layers pay 8 us of kernel boundaries each a step), then set 2 % above that p95.
+    x = pool.iloc[[0]].assign(workload_id="edge", requests_per_day=20_000.0, latency_slo_ms=12_000.0)
     sc = Scenario(fleet_nodes=0)
     # x's own service p95 at batch 1 on the route it is planned on, from the plan's inputs.
     alone = evaluate(catalog, x, sc)
@@ -483,26 +485,26 @@ def _twenty():
 
 
 def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(catalog, monkeypatch):
-    """20 workloads, 1 owned node (8 H100, $33.02/hour). The plan: Qwen3-30B x1 pool (2 GPUs) and Qwen3-235B x4
-    (4): 6 GPUs, 1 node: $24,104.60 + $5,149.52 of API = $29,254.12, 18 served (two no route can serve).
+    """20 workloads, 1 owned node (8 H100, $33.02/hour). The plan: Qwen3-235B x4 (4 GPUs, latency tier) and
+    LLaDA2.0-flash x4 (4, throughput tier), Qwen3-30B's batch work in their idle hours: 8 GPUs, 1 node:
+    $24,104.60 + $5,149.52 of API = $29,254.12, 18 served (two no route can serve).
 
-    The search used to stop with 4 of its workloads in a Llama-8B x2 pool beside two Qwen3-30B x2 pools: 10
-    GPUs, 2 nodes, 2 x 33.02 x 730 = $48,209.20 + $5,149.52 = $53,358.72. From that plan, the move that aims
-    at a node fewer empties the Llama-8B pool into the Qwen3-30B pools (their slack holds it) and an API:
-    1 node, $24,104.60 + $5,149.52 of API = $29,254.12, the plan's bill: $24,104.60 saved in one move. (Before
-    expert bytes streamed at the GPU's bandwidth share, the move left $5,154.11 of API, $4.59 for the
-    search's other moves.)
+    The stuck plan the move must undo: 4 of the LLaDA2.0-flash pool's members (w0000005, -06, -11, -16) in a
+    Llama-8B x2 pool beside it: 10 GPUs, 2 nodes, 2 x 33.02 x 730 = $48,209.20 + $5,149.52 = $53,358.72. From
+    that plan, the move that aims at a node fewer empties the Llama-8B pool into the others (their slack holds
+    it) and an API: 1 node, $24,104.60 + $5,154.11 of API = $29,258.71, $24,099.99 saved in one move; the
+    search's other moves find the last $4.59. (The Qwen3-30B x2 pools this case was first built on no longer
+    hold those members within target once vLLM's 48 layers pay 30 us of kernel boundaries a step.)
 
     Planned with the sub-second tier rule off (SearchSettings.sub_second_ms 0): the case is the node-fewer move
-    on these columns; with the rule w0000010 (993 ms) may not use Qwen3-235B's throughput tier, the columns
-    differ and the plan is 1 node, 8 GPUs, $29,474.62 (tests/test_closeloop.py checks the rule)."""
+    on these columns (tests/test_closeloop.py checks the rule)."""
     from core.decision import settings as settings_mod
 
     monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(sub_second_ms=0.0))
     inv = _twenty()
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     f = ev.fleet
-    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (1, 6)
+    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (1, 8)
     assert f.api_monthly_usd == pytest.approx(5149.52, abs=0.01)
     assert f.total_monthly_usd == pytest.approx(24104.60 + 5149.52, abs=0.01)
     _assert_owned_within_targets(ev, inv)
@@ -511,19 +513,14 @@ def test_a_node_is_not_bought_when_emptying_a_small_pool_into_others_frees_it(ca
     planner, inp = ev.planner, ev.plan_inputs
     llama = next(o.index for o in inp.owned if o.route_id == "owned:llama8b-bf16" and o.tp_options[0] == 2
                  and o.cap_lo == 64)
-    qwen = [o.index for o in inp.owned if o.route_id == "owned:qwen3-30b-a3b-fp8" and o.tp_options[0] == 2
-            and o.cap_lo >= 8]
     assign = ev.plan.assignment.copy()
-    on_qwen = np.isin(inp.workload_ids, ["w0000002", "w0000003", "w0000004", "w0000007", "w0000013",
-                                         "w0000018", "w0000012", "w0000019"])
-    assign[on_qwen] = np.where(np.isin(inp.workload_ids[on_qwen], ["w0000012", "w0000019"]), qwen[1], qwen[0])
     assign[np.isin(inp.workload_ids, ["w0000005", "w0000006", "w0000011", "w0000016"])] = llama
     stuck = planner.price(assign)
     assert (stuck.nodes_needed, round(stuck.bill, 2)) == (2, 53358.72)
     fewer = planner._drop_node(stuck)
     assert fewer.nodes_needed == 1
-    assert fewer.api_monthly == pytest.approx(5149.52, abs=0.01)
-    assert fewer.bill == pytest.approx(24104.60 + 5149.52, abs=0.01)
+    assert fewer.api_monthly == pytest.approx(5154.11, abs=0.01)
+    assert fewer.bill == pytest.approx(24104.60 + 5154.11, abs=0.01)
     assert not np.isin(fewer.assignment, [llama]).any()
 
 
@@ -595,78 +592,80 @@ def test_a_prefetched_sizing_bars_its_hopeless_members_only_once_asked_for(catal
 @pytest.mark.slow
 def test_moves_from_several_starts_find_a_cheaper_plan_than_one_start(catalog, monkeypatch):
     """26 generated workloads (bench/gen.py seed 105, frozen), 1 owned node (8 H100, $33.02/hour), 23 servable.
-    Moves from the cheapest shadow-price candidate alone end at Llama-70B+draft x1 (2), Qwen3-235B x1 on 4 GPUs
-    (4), Llama-8B x1 (1), LLaDA-8B x1 (1) = 8 interactive GPUs, 1 node: 33.02 x 730 = $24,104.60 + $218.05 of
-    API = $24,322.65. Moves from the other starts put Llama-8B's traffic on Qwen3-30B x1 (1) instead and send
-    less to APIs: 8 GPUs, 1 node, $24,104.60 + $7.75 = $24,112.35, $210.30 a month less, the same 23 served,
-    every owned member within its target. (Before expert bytes streamed at the GPU's bandwidth share the
-    starts saved $177.79 of API here; before calibration stayed local they saved a node, 1 against 2.)"""
+    Moves from the cheapest shadow-price candidate alone end at Llama-70B+draft x1 (2), Qwen3-30B x1 (1),
+    Qwen3-235B x1 on 4 GPUs (4), LLaDA-8B x1 (1) = 8 interactive GPUs, 1 node: 33.02 x 730 = $24,104.60 + $7.75
+    of API = $24,112.35. Moves from the other starts put the Llama-70B+draft traffic elsewhere and LLaDA-8B on
+    2 GPUs (Qwen3-30B x1 (1), Qwen3-235B x1 on 4 (4), LLaDA-8B x1 on 2 (2) = 7 GPUs) and send nothing to APIs:
+    1 node, $24,104.60, $7.75 a month less, the same 23 served, every owned member within its target. (They
+    saved $210.30 of API before every pass paid the engine's kernel-boundary time per layer, $177.79 before
+    expert bytes streamed at the GPU's bandwidth share, a node before calibration stayed local.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_six_workloads_several_starts.csv")
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     f = ev.fleet
-    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (1, 8)
-    assert f.total_monthly_usd == pytest.approx(NODE_MONTH + 7.75, abs=0.01)
-    assert f.api_monthly_usd == pytest.approx(7.75, abs=0.01)
+    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (1, 7)
+    assert f.total_monthly_usd == pytest.approx(NODE_MONTH, abs=0.01)
+    assert f.api_monthly_usd == pytest.approx(0.0, abs=0.01)
     assert (ev.verdict >= 0).sum() == 23
     _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(multi_start_rows=0, restart_rows=0))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
-    assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (1, 24322.65)
+    assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (1, 24112.35)
     assert sum(d.interactive_gpus for d in one.fleet.deployments) == 8
     assert (one.verdict >= 0).sum() == 23
 
 
 @pytest.mark.slow
 def test_a_restart_without_the_biggest_stack_finds_a_plan_a_node_cheaper(catalog, monkeypatch):
-    """40 generated workloads (bench/gen.py seed 1, frozen), no owned node, 33 of them servable. The search from
-    the shadow-price starts ends at 11 interactive GPUs: Qwen3-30B x1 (1), Qwen3-235B x1 on 4 GPUs (4),
-    Llama-8B x1 on 4 GPUs (4), LLaDA-8B x1 on 2 GPUs (2), all traffic owned -> 2 nodes: 2 x 33.02 x 730 = $48,209.20. Searched without Llama-8B
-    (of the two stacks holding the most GPUs, 4 each, the first by name), then improved with it allowed again:
-    Llama-70B+draft x4 (4), Qwen3-30B x1 (1, beside an offline Qwen3-30B x1 pool), LLaDA-8B x1 (1) = 6
-    interactive GPUs, 1 node: $24,104.60 + $458.16 of API = $24,562.76, the same 33 workloads served, every
-    owned member within its target. (The API part was $901.98, w0000008 on gpt-4.1, before the quality
-    fallback was chosen to make escalating cheapest: gpt-4.1-mini escalating 20 % to claude-sonnet-4.5.)"""
+    """40 generated workloads (bench/gen.py seed 1, frozen), no owned node, 33 of them servable. The plan:
+    Qwen3-235B x1 on 4 GPUs (4), LLaDA-8B x1 on 2 GPUs (2), LLaDA2-flash x1 on 8 (8), Qwen3-30B's batch work in
+    their idle hours = 14 interactive GPUs, all traffic owned -> 2 nodes: 2 x 33.02 x 730 = $48,209.20, the
+    same with the restart without the stack holding the most GPUs and without it (exclude_stacks 0), every
+    owned member within its target. The restart may only keep or lower the bill. (It found a plan a node
+    cheaper here, 1 node and $458.16 of API against 2 nodes, until every pass paid the engine's kernel-boundary
+    time per layer; no instance where it saves a node under today's physics is frozen.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "forty_workloads_restart_without_a_stack.csv")
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     f = ev.fleet
-    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (1, 6)
-    assert f.api_monthly_usd == pytest.approx(458.16, abs=0.01)
-    assert f.total_monthly_usd == pytest.approx(NODE_MONTH + 458.16, abs=0.01)
+    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (2, 14)
+    assert f.api_monthly_usd == pytest.approx(0.0, abs=0.01)
+    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH, abs=0.01)
     assert (ev.verdict >= 0).sum() == 33
     _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(exclude_stacks=0))
     without = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    assert f.total_monthly_usd <= without.fleet.total_monthly_usd + 0.01
     assert (without.fleet.nodes_needed, round(without.fleet.total_monthly_usd, 2)) == (2, 48209.20)
-    assert sum(d.interactive_gpus for d in without.fleet.deployments) == 11
+    assert sum(d.interactive_gpus for d in without.fleet.deployments) == 14
     assert (without.verdict >= 0).sum() == 33
 
 
 @pytest.mark.slow
 def test_merging_two_running_pools_saves_money(catalog, monkeypatch):
-    """40 generated workloads (bench/gen.py seed 3004, frozen), no owned node, 38 servable. Without the move that
-    empties one running pool into another: Llama-70B+draft x2 (2), Qwen3-30B x1 (1), Qwen3-235B x4 (4) beside
-    offline x4 and x8 pools, LLaDA2-flash x8 (16) = 23 interactive GPUs -> 3 nodes: 3 x 33.02 x 730 =
-    $72,313.80 + $8,027.69 of API = $80,341.49. Whole-deployment moves send each member to its own next-best
-    route and single moves one member at a time, so two half-empty pools are never merged into one. With the
-    merge: Qwen3-30B x1 (1), Qwen3-235B x4 (4) beside offline x4 and x8 pools, LLaDA2-flash x8 (16) = 21 GPUs,
-    still 3 nodes: $72,313.80 + $1,426.69 = $73,740.49, $6,601.00 a month less, the same 38 served. (On the 40
-    workloads above, seed 1, the merge saved a node before expert bytes streamed at the GPU's bandwidth
-    share; it now plans the same 1 node without it, and no instance where it saves a node is frozen.)"""
+    """40 generated workloads (bench/gen.py seed 3004, frozen), no owned node, 37 servable. Without the move that
+    empties one running pool into another: Llama-70B+draft x2 (2) and x4 (4), Qwen3-30B x1 (1), two Qwen3-235B
+    x4 pools (8) beside an offline x8 pool = 15 interactive GPUs -> 2 nodes: 2 x 33.02 x 730 = $48,209.20 +
+    $639.37 of API = $48,848.57. Whole-deployment moves send each member to its own next-best route and single
+    moves one member at a time, so two half-empty pools are never merged into one. With the merge: Llama-70B+
+    draft x4 (4), the two Qwen3-235B x4 pools (8), Qwen3-30B's work in their idle hours = 12 GPUs, the same 2
+    nodes and bill: the merge frees 3 GPUs, no money, here. (It saved $6,601.00 a month on this instance until
+    every pass paid the engine's kernel-boundary time per layer, and a node on the 40 workloads above before
+    expert bytes streamed at the GPU's bandwidth share; no instance where it saves money today is frozen.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "forty_workloads_merge_pools.csv")
     monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY)
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     f = ev.fleet
-    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (3, 21)
-    assert f.total_monthly_usd == pytest.approx(3 * NODE_MONTH + 1426.69, abs=0.01)
-    assert (ev.verdict >= 0).sum() == 38
+    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (2, 12)
+    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 639.37, abs=0.01)
+    assert (ev.verdict >= 0).sum() == 37
     _assert_owned_within_targets(ev, inv)
     monkeypatch.setattr(Planner, "_merge_pools", lambda self, best, focus: best)
     without = evaluate(catalog, inv, Scenario(fleet_nodes=0))
-    assert (without.fleet.nodes_needed, round(without.fleet.total_monthly_usd, 2)) == (3, 80341.49)
-    assert sum(d.interactive_gpus for d in without.fleet.deployments) == 23
-    assert (without.verdict >= 0).sum() == 38
+    assert f.total_monthly_usd <= without.fleet.total_monthly_usd + 0.01
+    assert (without.fleet.nodes_needed, round(without.fleet.total_monthly_usd, 2)) == (2, 48848.57)
+    assert sum(d.interactive_gpus for d in without.fleet.deployments) == 15
+    assert (without.verdict >= 0).sum() == 37
 
 
 def test_a_restart_never_drops_a_workload_only_the_excluded_stack_serves(catalog, bank):
@@ -729,52 +728,52 @@ def test_the_plan_does_not_depend_on_the_order_of_the_rows(catalog, twelve_plan,
 def test_a_restart_from_dearer_apis_saves_money(catalog, monkeypatch):
     """101 generated workloads (bench/gen.py seed 1014, frozen), 1 owned node, 99 servable. Above
     settings.multi_start_rows the search has one start; from it the plan ends at 16 interactive GPUs
-    (Llama-70B+draft x1 on 2 GPUs (2) and x1 on 4 (4), Qwen3-30B x1 (1), Qwen3-235B x1 on 4 (4), LLaDA-8B x1 (1),
-    LLaDA2-flash x1 on 4 (4)) -> 2 nodes: 2 x 33.02 x 730 = $48,209.20 + $5,316.65 of API = $53,525.85. The
-    restart from that plan (Planner._from_dearer_apis, APIs x1.5), improved at the real prices: Llama-70B+draft
-    x1 on 4 GPUs (4), Qwen3-30B x2 (2), Qwen3-235B x1 on 4 GPUs (4), LLaDA-8B x1 in two tiers (4 + 1) = 15 GPUs,
-    still 2 nodes: $48,209.20 + $3,979.08 = $52,188.28, $1,337.57 a month less than the $53,525.85 planned
-    without it, the same 99 served, every owned member within its target. (Before expert bytes streamed at the GPU's bandwidth share the restart saved a whole node
-    here, 4 against 5; no instance showing that under today's physics is frozen.)"""
+    (Llama-70B+draft x1 on 4 GPUs (4), Qwen3-30B x2 (2), Qwen3-235B x1 on 8 (8), LLaDA-8B x1 in two tiers
+    (1 + 1)) -> 2 nodes: 2 x 33.02 x 730 = $48,209.20 + $6,174.46 of API = $54,383.66. The restart from that
+    plan (Planner._from_dearer_apis, APIs x1.5), improved at the real prices: Llama-70B+draft x1 on 4 GPUs (4),
+    Qwen3-30B x3 (3), Qwen3-235B x2 on 4 GPUs (8), LLaDA-8B x1 (1) = 16 GPUs, still 2 nodes: $48,209.20 +
+    $5,565.34 = $53,774.54, $609.12 a month less, the same 99 served, every owned member within its target.
+    (It saved $1,337.57 here until every pass paid the engine's kernel-boundary time per layer, and a whole
+    node, 4 against 5, before expert bytes streamed at the GPU's bandwidth share.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_one_workloads_dearer_apis.csv")
     monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY)
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     f = ev.fleet
-    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (2, 15)
-    assert f.api_monthly_usd == pytest.approx(3979.08, abs=0.01)
-    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 3979.08, abs=0.01)
+    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (2, 16)
+    assert f.api_monthly_usd == pytest.approx(5565.34, abs=0.01)
+    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 5565.34, abs=0.01)
     assert (ev.verdict >= 0).sum() == 99
     _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY.but(dearer_api_rows=0))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
-    # $53,525.85 under PYTHONHASHSEED 0, 1 and 2, alone and after the whole file (an earlier $53,276.63 came from
-    # code since changed, not from process state).
     assert one.fleet.nodes_needed == 2 and (one.verdict >= 0).sum() == 99
-    assert one.fleet.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 5316.65, abs=0.01)
-    assert one.fleet.total_monthly_usd > f.total_monthly_usd + 1_000
+    assert one.fleet.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 6174.46, abs=0.01)
+    assert one.fleet.total_monthly_usd > f.total_monthly_usd + 600
 
 
 @pytest.mark.slow
 def test_the_second_dearer_api_restart_is_never_dearer(catalog, monkeypatch):
     """117 generated workloads (bench/gen.py seed 1009, frozen), no owned node, 107 servable. The plan: Qwen3-30B
-    x3 (3), Qwen3-235B x2 on 4 GPUs (8) beside an offline x8 pool, Llama-8B x1 on 4 GPUs (4), LLaDA-8B x1 (1) =
-    16 interactive GPUs -> 2 nodes: 2 x 33.02 x 730 = $48,209.20 + $985.46 of API = $49,194.66. With the restart from APIs x1.5 only, the same plan: the restart from APIs x2.25 may only keep
-    or lower the bill. (Before expert bytes streamed at the GPU's bandwidth share it saved two nodes here, 3
-    against 5; under today's physics this instance no longer shows it, and none that does is frozen.)"""
+    x2 (2), Qwen3-235B x1 on 4 GPUs (4) beside an offline x8 pool, LLaDA-8B x1 on 2 GPUs (2), LLaDA2-flash x1 on
+    8 (8) beside an offline x4 pool = 16 interactive GPUs -> 2 nodes: 2 x 33.02 x 730 = $48,209.20 + $2,675.51
+    of API = $50,884.71. With the restart from APIs x1.5 only: $48,209.20 + $2,716.86 = $50,926.06 (Qwen3-30B
+    in two tiers): the restart from APIs x2.25 may only keep or lower the bill, and here lowers it by $41.35.
+    (Before expert bytes streamed at the GPU's bandwidth share it saved two nodes here, 3 against 5; none that
+    does under today's physics is frozen.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_seventeen_workloads_dearer_apis.csv")
     monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY)
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     f = ev.fleet
     assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (2, 16)
-    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 985.46, abs=0.01)
+    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 2675.51, abs=0.01)
     assert (ev.verdict >= 0).sum() == 107
     _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY.but(dearer_apis=(1.5,)))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     assert f.total_monthly_usd <= one.fleet.total_monthly_usd + 0.01
-    assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (2, 49194.66)
+    assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (2, 50926.06)
     assert (one.verdict >= 0).sum() == 107
 
 
@@ -806,12 +805,12 @@ def test_a_restart_from_tighter_targets_finds_the_plan_they_found(catalog, monke
 def test_settings_given_to_the_planner_reach_its_sub_searches(catalog):
     """The search's thresholds come from the SearchSettings record a Planner is given, and its restarts and the
     class search inherit it. The 40 workloads of the restart test above, planned from the engine's inputs: with
-    the default record 1 node ($24,104.60 of nodes + $458.16 of API = $24,562.76); with exclude_stacks=0 (no
-    restart without the biggest stack) 2 nodes, $48,209.20 (2 x 33.02 x 730), as the engine gives."""
+    the default record and with exclude_stacks=0 (no restart without the biggest stack) 2 nodes, $48,209.20
+    (2 x 33.02 x 730), as the engine gives; the planner keeps the record it was given."""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "forty_workloads_restart_without_a_stack.csv")
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     found = Planner(ev.plan_inputs, ev.planner._gpu_hours_month, settings=DEFAULT).optimise()
-    assert (found.nodes_needed, round(found.bill, 2)) == (1, 24562.76)
+    assert (found.nodes_needed, round(found.bill, 2)) == (2, 48209.20)
     no_restart = DEFAULT.but(exclude_stacks=0)
     planner = Planner(ev.plan_inputs, ev.planner._gpu_hours_month, settings=no_restart)
     one = planner.optimise()

@@ -53,7 +53,9 @@ def test_same_seed_same_numbers(db, sample_json, capsys):
 
 
 def test_table_and_one_deployment(db, sample_json, capsys):
-    dep = sample_json["deployments"][0]["deployment_id"]
+    # A pool of more than one replica, so the table has its one-replica-fewer column (the sample's LLaDA2.0-flash
+    # throughput tier runs one).
+    dep = next(d for d in sample_json["deployments"] if d["replicas"] > 1)["deployment_id"]
     assert main(["--db", db, "simulate", "--requests", "2000", "--deployment", dep]) == 0
     out = capsys.readouterr().out
     assert "analytic p95" in out and "one replica fewer" in out and dep in out

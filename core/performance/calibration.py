@@ -83,6 +83,7 @@ _BOUNDS = {"mem": (0.02, 1.0), "compute": (0.02, 1.0), "prefill_compute": (0.02,
 _OVERHEAD_FIELDS = (
     "step_overhead_ms", "comm_ms_per_doubling", "moe_overhead_ms", "allreduce_us_per_doubling",
     "alltoall_us_per_doubling", "moe_layer_overhead_us", "draft_step_overhead_ms", "host_us_per_seq",
+    "layer_overhead_us",
 )
 # Weight of the pull towards the defaults, per log-unit of change (small: data wins).
 _PRIOR_WEIGHT = 0.03

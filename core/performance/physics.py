@@ -51,22 +51,32 @@ class EngineProfile:
     # MoE on g > 1 GPUs with attention data parallelism: each GPU runs attention (and its own scheduler)
     # for its own share of the requests; only the experts are split, reached by all-to-all.
     moe_attention_dp: bool = False
+    # GPU time lost at every kernel boundary of one layer's forward pass (launch, prologue, tail: no weights
+    # stream meanwhile), per layer per pass: grows with depth, not with batch.
+    layer_overhead_us: float = 30.0
 
 
 ENGINES: dict[Engine, EngineProfile] = {
     Engine.VLLM: EngineProfile(
-        1.0, 256, "vLLM engine arguments: max_num_seqs default 256; step overhead an estimate (Python scheduler, "
-        "sampler and detokeniser between CUDA-graph replays)"),
+        1.0, 256, "vLLM engine arguments: max_num_seqs default 256; per step 1.0 ms plus 30 us per layer: "
+        "Llama-3.2-1B BF16 at batch 1 on an H100 takes 2.5x the time of a megakernel at 78 % of HBM bandwidth "
+        "(Hazy Research, 'Look Ma, No Bubbles!', 2025-05-27), 1.44 ms beyond the weight read, 0.48 ms of it the "
+        "16 layers' kernel boundaries SGLang shows too, the rest the Python scheduler and sampler"),
     Engine.SGLANG: EngineProfile(
-        0.5, 1024, "SGLang server arguments (max_running_requests derived from the KV pool; 1,024 is an estimate); "
-        "overhead an estimate (overlap scheduler hides most CPU work)"),
+        0.02, 1024, "SGLang server arguments (max_running_requests derived from the KV pool; 1,024 is an estimate); "
+        "per layer 30 us, per step 0.02 ms: Llama-3.2-1B BF16 at batch 1 on an H100 at 1.5x a megakernel's time "
+        "(0.50 ms beyond the weight read over ~100 kernels, 6 a layer; Hazy Research 'Look Ma, No Bubbles!', "
+        "2025-05-27); the overlap scheduler hides the CPU work"),
     Engine.TRTLLM: EngineProfile(
-        0.4, 2048, "TensorRT-LLM LLM API max_batch_size default 2,048; overhead an estimate (C++ runtime); "
+        0.4, 2048, "TensorRT-LLM LLM API max_batch_size default 2,048; overhead per step an estimate (C++ runtime); "
+        "per layer 8 us (fused kernels, programmatic dependent launch), set on Llama 3.3 70B FP8 at batch 1 on "
+        "an H200 (51 tok/s, NVIDIA speculative-decoding blog, data/benchmarks.csv); "
         "MoE with attention data parallelism as in its performance overview (enable_attention_dp: true)",
-        moe_attention_dp=True),
+        moe_attention_dp=True, layer_overhead_us=8.0),
     Engine.NIM: EngineProfile(
         0.5, 2048, "NVIDIA NIM for LLMs runs a TensorRT-LLM engine (vLLM for some models) behind its own API server: "
-        "TensorRT-LLM's cap; overhead an estimate (TensorRT-LLM's 0.4 ms plus the server's per-step share)"),
+        "TensorRT-LLM's cap and per-layer cost; overhead an estimate (TensorRT-LLM's 0.4 ms plus the server's "
+        "per-step share)", layer_overhead_us=8.0),
 }
 
 
@@ -119,6 +129,7 @@ class Efficiency:
     memory_headroom: float = 0.90  # share of HBM usable for weights + KV (activations, fragmentation)
     fp4_compute: float = 0.55  # FP4 GEMMs' share of the FP4 peak, relative to FP8 GEMMs' share of theirs
     host_us_per_seq: float | None = None  # engine CPU time per running sequence per step (None: engine default)
+    layer_overhead_us: float | None = None  # kernel-boundary time per layer per forward pass (None: engine default)
 
     def scaled(self, **changes: float) -> Efficiency:
         """A copy with some factors changed (used by calibration)."""
@@ -126,13 +137,14 @@ class Efficiency:
 
     def for_stack(self, stack: ServingStack) -> Efficiency:
         """The same factors with the engine's step overhead and host time filled in where they were left to the engine."""
-        if self.step_overhead_ms is not None and self.host_us_per_seq is not None:
+        if self.step_overhead_ms is not None and self.host_us_per_seq is not None and self.layer_overhead_us is not None:
             return self
         engine = ENGINES[Engine(stack.engine)]
         return replace(
             self,
             step_overhead_ms=engine.step_overhead_ms if self.step_overhead_ms is None else self.step_overhead_ms,
             host_us_per_seq=engine.host_us_per_seq if self.host_us_per_seq is None else self.host_us_per_seq,
+            layer_overhead_us=engine.layer_overhead_us if self.layer_overhead_us is None else self.layer_overhead_us,
         )
 
 
@@ -144,11 +156,26 @@ PERFECT_EFFICIENCY = Efficiency(
     mem=1.0, compute=1.0, prefill_compute=1.0, step_overhead_ms=0.0, comm_ms_per_doubling=0.0, moe_overhead_ms=0.0,
     link=1.0, allreduce_us_per_doubling=0.0, alltoall_us_per_doubling=0.0, moe_expert=1.0, moe_expert_half_mparams=0.0,
     moe_layer_overhead_us=0.0, moe_gemm_floor_us=0.0, draft_step_overhead_ms=0.0, memory_headroom=1.0, fp4_compute=1.0, host_us_per_seq=0.0,
+    layer_overhead_us=0.0,
 )
 
 
 def _eff(eff: Efficiency, stack: ServingStack) -> Efficiency:
     return eff.for_stack(stack)
+
+
+def pass_overhead_ms(stack: ServingStack, eff: Efficiency = DEFAULT_EFFICIENCY) -> float:
+    """Fixed GPU time of one forward pass (ms): the engine's per-step overhead plus its kernel-boundary time per layer.
+
+    A pass is a few kernels per layer (norms, QKV, attention, output, MLP); each
+    starts and drains without streaming weights, so the loss grows with the
+    layer count (Llama-3.2-1B's ~100 kernels in 16 layers; Hazy Research 2025).
+    Stacks without a layer count pay the per-step figure only.
+    """
+    eff = eff.for_stack(stack)
+    layers = stack.n_layers or 0
+    return (_set(eff.step_overhead_ms, "step_overhead_ms", stack)
+            + layers * _set(eff.layer_overhead_us, "layer_overhead_us", stack) * 1e-3)
 
 
 T = TypeVar("T")
@@ -409,7 +436,7 @@ def prefill_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens, eff: 
         attn = 2.0 * stack.n_layers * width * n * n
         t_cmp = t_cmp + attn / (gpus * attention_peak_flops(stack, gpu) * eff.prefill_compute)
     t_mem = weight_bytes_read(stack, np.maximum(n, 1.0)) / (gpus * gpu.hbm_tb_per_s * 1e12 * eff.mem)
-    return (np.maximum(t_cmp, t_mem) * 1e3 + _set(eff.step_overhead_ms, "step_overhead_ms", stack)
+    return (np.maximum(t_cmp, t_mem) * 1e3 + pass_overhead_ms(stack, eff)
             + tp_comm_ms(stack, gpu, gpus, n, eff) + _moe_overhead_ms(stack, eff))
 
 
@@ -513,7 +540,7 @@ def decode_step(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, conte
     flops = flops + attn
     t_mem, t_cmp = t_mem + kv / bw, t_cmp + attn / fl_attn
 
-    step_ms = ((t_dense + t_attn) * 1e3 + eff.step_overhead_ms + tp_comm_ms(stack, gpu, gpus, tokens, eff)
+    step_ms = ((t_dense + t_attn) * 1e3 + pass_overhead_ms(stack, eff) + tp_comm_ms(stack, gpu, gpus, tokens, eff)
                + _moe_overhead_ms(stack, eff))
     if stack.architecture is Architecture.SPECULATIVE:
         d_ms, d_flops, d_bytes = _draft_ms(stack, gpu, gpus, b, bw, fl, eff)
@@ -661,7 +688,8 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
     Assumption("HBM bandwidth share", ("mem",), 0.85, 1.10, "all"),
     Assumption("GEMM compute efficiency", ("compute",), 0.75, 1.25, "all"),
     Assumption("prefill compute efficiency", ("prefill_compute",), 0.75, 1.25, "all"),
-    Assumption("engine step overhead", ("step_overhead_ms", "draft_step_overhead_ms", "host_us_per_seq"), 2.0, 0.6, "all"),
+    Assumption("engine step overhead", ("step_overhead_ms", "draft_step_overhead_ms", "host_us_per_seq",
+                                        "layer_overhead_us"), 2.0, 0.6, "all"),
     Assumption("FP4 GEMM efficiency", ("fp4_compute",), 0.75, 1.3, "fp4"),
     Assumption("tensor-parallel all-reduce cost", ("allreduce_us_per_doubling",), 2.0, 0.6, "tp"),
     Assumption("GPU link bandwidth share", ("link",), 0.6, 1.15, "tp"),
@@ -716,7 +744,8 @@ def scaled_speed(eff: Efficiency, stack: ServingStack, factor: float) -> Efficie
         "mem", "compute", "prefill_compute", "link", "moe_expert", "fp4_compute", "moe_ep_efficiency")}
     costs = {f: getattr(eff, f) / factor for f in (
         "step_overhead_ms", "comm_ms_per_doubling", "moe_overhead_ms", "allreduce_us_per_doubling",
-        "alltoall_us_per_doubling", "moe_layer_overhead_us", "draft_step_overhead_ms", "host_us_per_seq")}
+        "alltoall_us_per_doubling", "moe_layer_overhead_us", "draft_step_overhead_ms", "host_us_per_seq",
+        "layer_overhead_us")}
     return _bounded(eff, {**speeds, **costs})
 
 
