@@ -17,6 +17,7 @@ import pandas as pd
 from core.decision import contract, explain
 from core.decision.analysis import fleet_options, sensitivity
 from core.decision.engine import API_P95_OVER_TYPICAL, Evaluation
+from core.decision.mixrows import plan_reasons
 from core.decision.records import NodeDriver
 from core.decision.sensitivity import ranges as performance_ranges
 from core.decision.showback import showback as team_showback
@@ -467,7 +468,7 @@ def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
     rows = []
     for i, r in enumerate(routing_table(vf).to_dict("records")):  # no traffic: said, not "0 nodes"
         src = w.iloc[i]
-        reasons = explain.reasons(ev, i)
+        reasons = plan_reasons(ev, i)
         rows.append({
             **r,
             "team": src.get("team") if isinstance(src.get("team"), str) else "",
@@ -514,8 +515,8 @@ def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
     note = ("One row per workload: where it should run and why. Nodes (alone) is what the workload would need "
             "by itself; the fleet total pools workloads on shared replicas.")
     if ev.scenario.mixed:
-        note += (f" Verdicts as planned on the sidebar's GPU alone ({ev.gpu_name}); the chosen mix places each "
-                 "workload as the recommended changes say (the JSON's fleet.attribution_by_workload).")
+        note += (" Verdicts and $/month are the chosen mix's: the GPU named after an owned route, the money its "
+                 "attributed share (the JSON's fleet.attribution_by_workload).")
     return Table("Workloads", "Routing table", cols, rows, note)
 
 
