@@ -56,6 +56,15 @@ def verdicts_frame(ev) -> pd.DataFrame:
     return rows(ev).frame.copy()
 
 
+def stage_of(ev, i: int):
+    """(the stage plan's evaluation, workload i's position in it): where its verdict's figures come from (its GPU's
+    performance labels too); (ev, i) without a mix."""
+    if not ev.scenario.mixed:
+        return ev, i
+    p = rows(ev).placed[i]
+    return p.stage.ev, p.k
+
+
 def _stage_words(best, st) -> str:
     """Which plan of the chain placed a stage's workloads, e.g. "chosen mix: kept on the 1 owned H100 SXM node",
     "chosen mix: placed by the B200 plan (1 new, bought outright (TCO))"."""
@@ -113,7 +122,7 @@ def _rows(ev) -> MixRows:
         route_id[i], hosting[i], arch[i] = r.route_id, r.hosting, r.architecture
         gpu[i] = p.stage.gpu if r.hosting == "owned" else ""
         label[i] = f"{r.label} on {gpu[i]}" if gpu[i] else r.label
-        if p.stage.candidate:  # a fill stage's standalone costs are at a barred price
+        if p.stage.candidate and n <= 5000:  # a fill stage's standalone costs are at a barred price
             ties[i] = ", ".join(e.routes[k].label for k in near_ties(e, p.k))
     served = np.array([p.v >= 0 for p in placed], dtype=bool)
     monthly = np.where(served, att, np.nan)
@@ -152,6 +161,10 @@ def _end_routes(plan, n: int) -> list[tuple[str, str]]:
 
 def ends(ev) -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[tuple[str, str]]] | None:
     """(central, optimistic, pessimistic) (route id, GPU) per workload of the chosen mix; None: ends not computed."""
+    return ev.answers.get("mix_row_ends", lambda: _ends(ev))
+
+
+def _ends(ev):
     from core.decision import mix
 
     bo = mix.of(ev)
@@ -226,15 +239,17 @@ def _range_words(row) -> list[str]:
     return [f"Across the performance estimates {text} (estimate)."] if text else []
 
 
-def verdict_json(ev, i: int) -> dict | None:
+def verdict_json(ev, i: int, cols: dict | None = None) -> dict | None:
     """workloads[i].verdict of the chosen mix: the route's fields (as contract._route_fields), its GPU and plan,
-    its money at the mix's attribution; None when the mix gives it no route."""
+    its money at the mix's attribution; None when the mix gives it no route. cols: the frame's columns as arrays
+    (read once for many rows: iloc per row is slow at scale)."""
     mr = rows(ev)
     p = mr.placed[i]
     if p.v < 0:
         return None
     e = p.stage.ev
-    row = mr.frame.iloc[i]
+    cols = cols if cols is not None else _columns(mr.frame)
+    row = {c: a[i] for c, a in cols.items()}
     r = e.routes[p.v]
     owned = r.hosting == "owned"
     return {
@@ -249,10 +264,17 @@ def verdict_json(ev, i: int) -> dict | None:
     }
 
 
+def _columns(frame: pd.DataFrame) -> dict:
+    return {c: frame[c].to_numpy() for c in frame.columns}
+
+
 def verdict_range(ev, i: int) -> dict | None:
     """{low, high, sensitive, driver} of the chosen mix: its route id at the pessimistic (low efficiency) and
     optimistic ends (None: ends not computed); driver: none named (the whole chain is re-planned)."""
-    e = ends(ev)
+    return _range_json(ends(ev), i)
+
+
+def _range_json(e, i: int) -> dict | None:
     if e is None:
         return None
     central, fast, slow = e
@@ -269,15 +291,17 @@ def workload_records(ev, with_routes: bool, words: bool = True):
 
     mr = rows(ev)
     value = ev.value_usd_per_mtok
+    cols = _columns(mr.frame)
+    e_ends = ends(ev)
     for i in range(len(ev.workloads)):
         p = mr.placed[i]
-        item = {"workload_id": mr.frame["workload_id"].iloc[i], "name": mr.frame["name"].iloc[i],
-                "verdict": verdict_json(ev, i), "value_usd_per_mtok": _num(value[i])}
+        item = {"workload_id": cols["workload_id"][i], "name": cols["name"][i],
+                "verdict": verdict_json(ev, i, cols), "value_usd_per_mtok": _num(value[i])}
         if words:
             e = p.stage.ev
             ties = [] if p.v < 0 or not p.stage.candidate else [e.routes[k].route_id for k in near_ties(e, p.k)]
             item.update({"near_ties": ties, "reasons": reasons(ev, i)})
-        item["verdict_range"] = verdict_range(ev, i)
+        item["verdict_range"] = _range_json(e_ends, i)
         if with_routes:
             v = int(ev.verdict[i])
             item["routes_scored_on"] = (f"{ev.gpu_name} alone (the one-kind plan), which picked "

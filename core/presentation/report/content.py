@@ -17,7 +17,7 @@ import pandas as pd
 from core.decision import contract, explain
 from core.decision.analysis import fleet_options, sensitivity
 from core.decision.engine import API_P95_OVER_TYPICAL, Evaluation
-from core.decision.mixrows import plan_reasons
+from core.decision.mixrows import plan_reasons, stage_of
 from core.decision.records import NodeDriver
 from core.decision.sensitivity import ranges as performance_ranges
 from core.decision.showback import showback as team_showback
@@ -476,7 +476,7 @@ def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
             "min_quality": float(src["min_quality"]),
             "mode": "interactive" if r["interactive"] else "batch",
             "architecture": _ARCH_WORDS.get(r["architecture"], r["architecture"]),
-            "latency_basis": _latency_basis(ev, r["route_id"], r["gpus_per_replica"]),
+            "latency_basis": _latency_basis(stage_of(ev, i)[0], r["route_id"], r["gpus_per_replica"]),
             "reasons": " ".join(reasons),
             "why_first": _first_reason(reasons),  # the one-pager's line under each workload
             "nodes": r["nodes"] if r["hosting"] == "owned" else np.nan,
