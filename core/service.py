@@ -292,10 +292,11 @@ def verdicts_frame(ev: Evaluation) -> pd.DataFrame:
 
 
 def reasons(ev: Evaluation, i: int) -> list[str]:
-    """Sentences a finance reader can quote for workload i's verdict (core.decision.explain)."""
-    from core.decision.explain import reasons as words
+    """Sentences a finance reader can quote for workload i's verdict (core.decision.explain; the chosen mix's in a
+    mixed scenario, core.decision.mixrows)."""
+    from core.decision.mixrows import plan_reasons
 
-    return words(ev, i)
+    return plan_reasons(ev, i)
 
 
 def showback(ev: Evaluation, by: str = "team", idle_key: str = "gpu_hours"):

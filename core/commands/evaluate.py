@@ -331,13 +331,16 @@ def format_table(ev, purchase_settings=None) -> str:
     lines = [
         f"Inventory: {f.inventory or ''}; {len(vf)} workloads; GPU {f.gpu}; {price}",
         "",
-        f"{'workload':<22} {'verdict':<44} {'$/request':>10} {'$/M out':>9} {'$/month':>10} {'p95 ms':>9} {'nodes':>5}",
+        f"{'workload':<22} {'verdict':<44} {'$/request':>10} {'$/M out':>9} {'$/month':>10} {'p95 ms':>9} {'nodes':>5}"
+        + (" on GPU" if ev.scenario.mixed else ""),
     ]
     for r in vf.itertuples():
         figures = (f"{money(r.usd_per_request):>10} {money(r.usd_per_mtok_out):>9} {money(r.monthly_usd):>10} "
                    f"{integer(r.p95_latency_ms):>9} {integer(r.nodes):>5}") if r.requests_per_day > 0 or not r.route_id \
             else f"{'no traffic':>47}"
-        lines.append(f"{str(r.workload_id)[:22]:<22} {str(r.route)[:44]:<44} {figures}")
+        # A mixed scenario's verdict is the chosen mix's; its GPU in a column of its own (the label is cut at 44).
+        gpu = f" {getattr(r, 'gpu', '') or '-'}" if ev.scenario.mixed else ""
+        lines.append(f"{str(r.workload_id)[:22]:<22} {str(r.route)[:44]:<44} {figures}{gpu}")
     lines += [
         "",
         f"Owned nodes {f.owned_nodes}, needed {f.nodes_needed}; utilization {percent(f.utilization)} "

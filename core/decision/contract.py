@@ -19,7 +19,12 @@ from core.decision.sensitivity import flag_text, ranges
 
 
 def verdicts_frame(ev: Evaluation) -> pd.DataFrame:
-    """One row per workload: the verdict and its figures (the routing table)."""
+    """One row per workload: the verdict and its figures (the routing table); in a mixed scenario the chosen
+    mix's (core.decision.mixrows: its route, GPU and attributed $, two more columns `gpu` and `plan`)."""
+    if ev.scenario.mixed:
+        from core.decision import mixrows
+
+        return mixrows.verdicts_frame(ev)
     w = ev.workloads
     idx = ev.verdict
     has = idx >= 0
@@ -212,7 +217,12 @@ class _FleetLast(dict):
 
 
 def _workload_records(ev: Evaluation, with_routes: bool) -> Iterator[dict]:
-    """workloads[] of the routes/words detail, one record at a time."""
+    """workloads[] of the routes/words detail, one record at a time (a mixed scenario's: the chosen mix's)."""
+    if ev.scenario.mixed:
+        from core.decision import mixrows
+
+        yield from mixrows.workload_records(ev, with_routes)
+        return
     vf = verdicts_frame(ev)
     for i, row in enumerate(vf.itertuples(index=False)):
         v = int(ev.verdict[i])
@@ -234,6 +244,10 @@ def _workload_records(ev: Evaluation, with_routes: bool) -> Iterator[dict]:
 
 def _verdict_records(ev: Evaluation) -> list[dict]:
     """workloads[] with the verdict's fields, vectorised over rows (the same fields as _route_fields)."""
+    if ev.scenario.mixed:
+        from core.decision import mixrows
+
+        return list(mixrows.workload_records(ev, False, words=False))
     W = len(ev.workloads)
     v = ev.verdict
     has = v >= 0

@@ -75,8 +75,14 @@ def why_not(ev: Evaluation, i: int, r: int) -> str:
     return ""
 
 
-def reasons(ev: Evaluation, i: int) -> list[str]:
-    """Sentences a finance reader can quote for workload i's verdict."""
+def reasons(ev: Evaluation, i: int, *, with_ranges: bool = True) -> list[str]:
+    """Sentences a finance reader can quote for workload i's verdict (with_ranges=False: without the sentence on
+    the verdict ranges, which would compute them; a chosen mix's stage plans have none of their own)."""
+    return _reasons(ev, i, (lambda: _range_reasons(ev, i)) if with_ranges else list)
+
+
+def _reasons(ev: Evaluation, i: int, tail) -> list[str]:
+    """The reasons, ending with `tail()` (the verdict-range sentence or nothing)."""
     w = ev.record(i)
     v = int(ev.verdict[i])
     out: list[str] = []
@@ -96,12 +102,12 @@ def reasons(ev: Evaluation, i: int) -> list[str]:
         rank = np.select([ev.a["code"][i] == QUALITY, ev.a["code"][i] == LATENCY], [0, 1], 2)
         for r in np.lexsort((np.nan_to_num(ev.a["usd_per_request"][i], nan=np.inf), rank))[:3]:
             out.append(f"{ev.routes[r].label}: {why_not(ev, i, int(r))}")
-        return out + _range_reasons(ev, i)
+        return out + tail()
     route = ev.routes[v]
     if not w["requests_per_day"] > 0:  # nothing to size: no replica, no cost, no comparison worth reading
         return [f"No traffic: the inventory gives it 0 requests a day, so it holds no replica and costs nothing; "
                 f"when traffic comes it would run on {route.label}"
-                + (" (owned)." if route.hosting == "owned" else " (public API).")] + _range_reasons(ev, i)
+                + (" (owned)." if route.hosting == "owned" else " (public API).")] + tail()
     a = {k: arr[i, v] for k, arr in ev.a.items() if arr.ndim == 2}
     a["usd_per_mtok_out"] = ev.values("usd_per_mtok_out", i, v)
     target = (f"the {integer(ev.slo_ms[i])} ms p95 target" if pd.notna(slo)
@@ -153,7 +159,7 @@ def reasons(ev: Evaluation, i: int) -> list[str]:
                 if c <= own * (1.0 + ev.scenario.near_tie_share) + 1e-9]
         if ties:
             out.append(f"Within {percent(ev.scenario.near_tie_share)} of it on its own: " + ", ".join(ties) + ".")
-    return out + _range_reasons(ev, i)
+    return out + tail()
 
 
 def deployment_why_words(dep: Deployment) -> str:

@@ -137,19 +137,19 @@ def workload_showback(ev: Evaluation, idle_key: str = "gpu_hours") -> pd.DataFra
         raise InputError(f"idle key is one of {', '.join(IDLE_KEYS)}, not {idle_key!r}")
     w = ev.workloads
     W = len(w)
-    rows = np.arange(W)
-    has = ev.verdict >= 0
-    safe = np.where(has, ev.verdict, 0)
-    attributed = np.where(has, np.nan_to_num(ev.values("monthly_usd", rows, safe)), 0.0) if W else np.zeros(0)
+    if ev.scenario.mixed:  # the chosen mix's verdicts, shares and bill (core.decision.mixrows)
+        from core.decision.mixrows import showback_inputs
+
+        has, attributed, owned_route, gpu_hours, bill = showback_inputs(ev)
+    else:
+        has, attributed, owned_route, gpu_hours, bill = _plan_inputs(ev)
     attributed_c = np.round(attributed * 100.0).astype(np.int64)  # the plan's shares are in cents already
     rpd = np.where(has, w["requests_per_day"].to_numpy(dtype=float), 0.0)  # unserved work sends no tokens
     tokens = rpd * (w["input_tokens"].to_numpy(dtype=float) + w["output_tokens"].to_numpy(dtype=float)) \
         * DAYS_PER_MONTH
     out_tokens = rpd * w["output_tokens"].to_numpy(dtype=float) * DAYS_PER_MONTH
-    owned_route = np.array([r.hosting == "owned" for r in ev.routes] + [False])[np.where(has, ev.verdict, -1)]
-    gpu_hours = reserved_gpu_hours(ev)
     key = gpu_hours if idle_key == "gpu_hours" else np.where(owned_route, tokens, 0.0)
-    bill_c = int(round(ev.fleet.total_monthly_usd * 100.0))
+    bill_c = int(round(bill * 100.0))
     unallocated_c = bill_c - int(attributed_c.sum())
     weights = next((k for k in (key, tokens, np.ones(W)) if W and np.nansum(k) > 0), None)
     idle_c = largest_remainder_cents(unallocated_c, np.nan_to_num(weights)) if weights is not None \
@@ -166,6 +166,17 @@ def workload_showback(ev: Evaluation, idle_key: str = "gpu_hours") -> pd.DataFra
         "key": np.nan_to_num(key),
         "api_usd_per_month": cheapest_api_monthly(ev),
     })
+
+
+def _plan_inputs(ev: Evaluation) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+    """(served, attributed $, on owned GPUs, reserved GPU-hours a month, the bill) per workload of the plan."""
+    W = len(ev.workloads)
+    has = ev.verdict >= 0
+    safe = np.where(has, ev.verdict, 0)
+    attributed = np.where(has, np.nan_to_num(ev.values("monthly_usd", np.arange(W), safe)), 0.0) if W \
+        else np.zeros(0)
+    owned_route = np.array([r.hosting == "owned" for r in ev.routes] + [False])[np.where(has, ev.verdict, -1)]
+    return has, attributed, owned_route, reserved_gpu_hours(ev), float(ev.fleet.total_monthly_usd)
 
 
 def reserved_gpu_hours(ev: Evaluation) -> np.ndarray:
@@ -230,7 +241,9 @@ def showback(ev: Evaluation, by: str = "team", idle_key: str = "gpu_hours") -> S
             usd_per_mtok=cents / 100.0 / tokens * 1e6 if tokens > 0 else None,
             api_usd_per_month=api, api_workloads=int(allowed.sum()), difference_usd_per_month=diff,
             unserved_workloads=int((~g["served"]).sum())))
-    f = ev.fleet
+    from core.decision.mixfleet import top
+
+    f = top(ev)  # the chosen mix in a mixed scenario
     attributed_c = int(np.round(per["attributed_usd"] * 100).sum())
     unallocated = (int(round(f.total_monthly_usd * 100)) - attributed_c) / 100.0
     groups.sort(key=lambda t: (-t.monthly_usd, t.team))
@@ -249,13 +262,25 @@ def _key_note(per: pd.DataFrame, idle_key: str) -> str:
 
 def source_line(ev: Evaluation) -> str:
     """Where the figures come from: the plan's inventory and the dated prices it read."""
-    rate = ev.rate
     apis = sorted({r.api.as_of.isoformat() for r in ev.routes if r.api is not None})
     api_dates = f"API prices as of {apis[0]}" + (f" to {apis[-1]}" if len(apis) > 1 else "") if apis else \
         "no API prices"
-    return (f"GPU Hangover plan of inventory {ev.fleet.inventory or 'given'}; node price {rate.label} "
-            f"(as of {rate.as_of or 'n/a'}, {rate.source}); {api_dates}; cost basis {ev.scenario.cost_basis.value}; "
+    return (f"GPU Hangover plan of inventory {ev.fleet.inventory or 'given'}; {_node_prices(ev)}; {api_dates}; cost basis {ev.scenario.cost_basis.value}; "
             f"shares are estimates from the plan, not metered usage")
+
+
+def _node_prices(ev: Evaluation) -> str:
+    """The node prices the shown plan read: the one-kind plan's, or the chosen mix's per GPU type and option."""
+    rate = ev.rate
+    if not ev.scenario.mixed:
+        return f"node price {rate.label} (as of {rate.as_of or 'n/a'}, {rate.source})"
+    from core.decision import mix
+
+    best = mix.of(ev).best
+    owned = ", ".join(f"{n} owned {g}" for g, n in best.owned_nodes_by_gpu.items()) or "no owned nodes"
+    new = "; ".join(f"{n.nodes} new {n.gpu} at {n.price} (as of {n.as_of or 'n/a'}, {n.source})"
+                    for n in best.new_nodes if n.nodes)
+    return f"the chosen mix {best.label}: {owned}" + (f"; {new}" if new else "")
 
 
 def showback_json(sb: Showback) -> dict:

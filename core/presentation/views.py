@@ -293,6 +293,17 @@ def routing_map(ev: Evaluation) -> pd.DataFrame:
     })
 
 
+def scored_routes_note(ev: Evaluation, i: int) -> str | None:
+    """In a mixed scenario, which plan scored workload i's routes below its verdict (the one-kind plan, the
+    sidebar's GPU alone) and which picked its verdict (the chosen mix); None otherwise."""
+    if not ev.scenario.mixed:
+        return None
+    v = int(ev.verdict[i])
+    picked = ev.routes[v].label if v >= 0 else "no route"
+    return (f"The verdict and its reasons are the chosen mix's. The routes below are scored on {ev.gpu_name} alone "
+            f"(the one-kind plan, which picked {picked}); the mix plans each GPU type with its own figures.")
+
+
 def route_alternatives(ev: Evaluation, i: int) -> tuple[pd.DataFrame, list[tuple[list[str], str]]]:
     """For workload i: (feasible routes, cheapest first; rejected routes grouped by their identical reason).
 

@@ -46,6 +46,8 @@ if rows:
     i = int(rows[0])
     st.subheader(f"Why: {md(vf['name'].iloc[i])}")
     st.markdown("\n".join(f"- {md(line)}" for line in service.reasons(ev, i)))
+    if (scored := views.scored_routes_note(ev, i)) is not None:
+        st.caption(md(scored))
     ok, rejected = views.route_alternatives(ev, i)
     st.markdown(f"**Routes that could serve it** ({len(ok)}), cheapest first")
     st.dataframe(ok, hide_index=True, key="routing_feasible", placeholder="—",

@@ -17,6 +17,7 @@ import pandas as pd
 from core.decision import contract, explain
 from core.decision.analysis import fleet_options, sensitivity
 from core.decision.engine import API_P95_OVER_TYPICAL, Evaluation
+from core.decision.mixrows import plan_reasons, stage_of
 from core.decision.records import NodeDriver
 from core.decision.sensitivity import ranges as performance_ranges
 from core.decision.showback import showback as team_showback
@@ -480,7 +481,7 @@ def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
     rows = []
     for i, r in enumerate(routing_table(vf).to_dict("records")):  # no traffic: said, not "0 nodes"
         src = w.iloc[i]
-        reasons = explain.reasons(ev, i)
+        reasons = plan_reasons(ev, i)
         rows.append({
             **r,
             "team": src.get("team") if isinstance(src.get("team"), str) else "",
@@ -488,7 +489,7 @@ def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
             "min_quality": float(src["min_quality"]),
             "mode": "interactive" if r["interactive"] else "batch",
             "architecture": _ARCH_WORDS.get(r["architecture"], r["architecture"]),
-            "latency_basis": _latency_basis(ev, r["route_id"], r["gpus_per_replica"]),
+            "latency_basis": _latency_basis(stage_of(ev, i)[0], r["route_id"], r["gpus_per_replica"]),
             "reasons": " ".join(reasons),
             "why_first": _first_reason(reasons),  # the one-pager's line under each workload
             "nodes": r["nodes"] if r["hosting"] == "owned" else np.nan,
@@ -527,8 +528,8 @@ def _workloads(ev: Evaluation, vf: pd.DataFrame) -> Table:
     note = ("One row per workload: where it should run and why. Nodes (alone) is what the workload would need "
             "by itself; the fleet total pools workloads on shared replicas.")
     if ev.scenario.mixed:
-        note += (f" Verdicts as planned on the sidebar's GPU alone ({ev.gpu_name}); the chosen mix places each "
-                 "workload as the recommended changes say (the JSON's fleet.attribution_by_workload).")
+        note += (" Verdicts and $/month are the chosen mix's: the GPU named after an owned route, the money its "
+                 "attributed share (the JSON's fleet.attribution_by_workload).")
     return Table("Workloads", "Routing table", cols, rows, note)
 
 
