@@ -10,8 +10,9 @@ in cents. Each workload's attributed share comes from the stage that placed it: 
 as that stage's plan attributed them, and its node share re-priced at the mix's money for that stage's nodes
 (a fill stage plans with new nodes barred at a prohibitive price; the candidate stage's own price is the mix's
 unless an owned node of the candidate GPU is priced otherwise): node share x (mix's node money for the stage /
-the stage plan's node money). What no workload uses (idle owned capacity, owned types the mix leaves empty) is
-the unallocated line, so attributed + unallocated = bill to the cent.
+the stage plan's node money). What no workload uses (idle owned capacity, owned types the mix leaves empty) is,
+under full allocation, shared by the workloads on nodes by their node share (as the one-type plan shares it);
+under marginal cost it is the unallocated line. Either way attributed + unallocated = bill to the cent.
 
 Nodes. Nodes of one GPU type do not stand in for another's: with new nodes, nodes needed = every owned node +
 the new ones; without, the nodes the kept deployments hold.
@@ -23,6 +24,7 @@ import numpy as np
 
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
 from core.decision.records import FleetPlan, PerformanceRange
+from core.models import CostBasis
 
 KEY = "mix_fleet"
 
@@ -44,7 +46,36 @@ def attributed(ev) -> np.ndarray:
     """Each workload's attributed $ a month in the chosen mix (inventory order, cents; 0 where unserved)."""
     from core.decision import mix
 
-    return ev.answers.get("mix_attributed", lambda: _attributed(mix.of(ev).best, len(ev.workloads)))
+    def compute() -> np.ndarray:
+        best = mix.of(ev).best
+        out = _attributed(best, len(ev.workloads))
+        return _spread_idle(best, out) if ev.scenario.cost_basis is CostBasis.FULL else out
+
+    return ev.answers.get("mix_attributed", compute)
+
+
+def _spread_idle(best, out: np.ndarray) -> np.ndarray:
+    """Full allocation, as the one-type plan does it: the node money no pool uses (idle owned capacity, owned types
+    the mix leaves empty) is shared by the workloads on nodes, by their node share, so attributed = bill to the
+    cent (largest remainder) and only a plan with nothing on nodes leaves an unallocated line."""
+    from core.decision.showback import largest_remainder_cents
+
+    on_nodes = np.zeros(out.size, dtype=bool)
+    api = np.zeros(out.size)
+    for st in best.stages:
+        on_nodes[st.rows[st.keep][_on_owned(st)]] = True
+        e = st.ev
+        if e.plan is not None and e.plan.row_api is not None:
+            api[st.rows[st.keep]] = e.plan.row_api[st.keep]
+    total_c = int(round(best.total_usd * 100))
+    have_c = int(round(float(out.sum()) * 100))
+    weights = np.where(on_nodes, np.maximum(out - api, 0.0), 0.0)
+    if total_c <= have_c or not on_nodes.any():
+        return out
+    if weights.sum() <= 0:
+        weights = on_nodes.astype(float)
+    extra = largest_remainder_cents(total_c - have_c, weights)
+    return np.round(out + extra / 100.0, 2)
 
 
 def _attributed(best, n: int) -> np.ndarray:
