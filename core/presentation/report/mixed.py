@@ -7,6 +7,7 @@ import pandas as pd
 
 from core.decision.engine import Evaluation
 from core.models import HOURS_PER_MONTH, PricingOption
+from core.presentation.format import plain
 from core.presentation.report.content import MAX_MOVES, Change, Figure, _driver_words, _plural
 from core.presentation.report.numbers import fmt
 
@@ -75,7 +76,7 @@ def notes(ev: Evaluation, figs: list[Figure]) -> list[Figure]:
                     f"{fmt(n.usd_per_node_hour, 'usd_2')}/node-hour ({n.price}, {n.as_of})"
                     for n in best.new_nodes if n.nodes) or "none"
     notes = {"owned_nodes": f"kept on their GPU: {owned}",
-             "owned_monthly_usd": f"{owned}, each at its own node price × {HOURS_PER_MONTH:g} h (paid whatever runs "
+             "owned_monthly_usd": f"{owned}, each at its own node price × {plain(HOURS_PER_MONTH)} h (paid whatever runs "
                                   "on them)",
              "extra_nodes_monthly_usd": new,
              "nodes_needed": f"the chosen mix: {_mix_nodes(best)}",
