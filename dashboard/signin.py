@@ -42,3 +42,19 @@ def sign_in() -> None:
                        + (" · read only" if actor.role == access.Role.VIEWER else ""))
     if mode == "oidc":
         st.sidebar.button("Sign out", on_click=st.logout, key="auth_logout")
+
+
+def read_only() -> bool:
+    """True when this run's signed-in user is a viewer: the pages disable every control that writes (core refuses
+    the write anyway; a disabled button is the honest answer before the click)."""
+    actor = access.current()
+    return actor is not None and actor.role == access.Role.VIEWER
+
+
+READ_ONLY_HELP = "Read only: you are signed in as a viewer (an admin grants the editor role)."
+
+
+def read_only_note() -> None:
+    """One caption, where a page's write controls are, saying why they are disabled for this user."""
+    if read_only():
+        st.caption(f":material/lock: {READ_ONLY_HELP}")

@@ -17,7 +17,7 @@ from core import scenarios as S
 from core.access import AccessDenied, Actor, Role, acting_as
 from core.cli import main
 from core.errors import InputError
-from core.models import NodePrice
+from core.models import NodePrice, Scenario
 from core.service import audit_trail
 from core.store import Store
 from core.store.seed import sample_workloads_path
@@ -189,7 +189,9 @@ def _save_from_page(sent: dict, name: str | None):
         return at
     at.switch_page("screens/scenarios.py").run()
     at.text_input(key="sc_save_name").set_value("From the page")  # inside a form: sent with the submit
-    next(b for b in at.button if b.label == "Save scenario").click().run()
+    save = next(b for b in at.button if b.label == "Save scenario")
+    if not save.disabled:  # AppTest, like a browser, cannot press a disabled button
+        save.click().run()
     return at
 
 
@@ -202,7 +204,10 @@ def test_trusted_header_viewer_is_refused_and_editor_is_audited(header_app, caps
 
     at = _save_from_page(sent, "val@bank.example")  # not listed: a viewer
     assert not at.exception
-    assert any("signed in as viewer: save scenario needs the editor role" in e.value for e in at.error)
+    # The page disables Save for a viewer and says why (a write that reached core anyway is refused there:
+    # test_a_viewer_cannot_write_and_nothing_changes).
+    assert next(b for b in at.button if b.label == "Save scenario").disabled
+    assert any("Read only: you are signed in as a viewer" in c.value for c in at.caption)
     assert any("Signed in as val@bank.example (viewer)" in c.value.replace("\\", "") for c in at.sidebar.caption)
 
     at = _save_from_page(sent, "eve@bank.example")
@@ -215,3 +220,57 @@ def test_trusted_header_viewer_is_refused_and_editor_is_audited(header_app, caps
         assert [s.name for s in S.list_scenarios(store)] == ["From the page"]
     finally:
         store.close()
+
+
+# The controls that write, by page (their keys, or their labels inside a form): each one a viewer sees is disabled.
+WRITE_CONTROLS = {
+    "screens/scenarios.py": {"Save scenario", "sc_rename", "sc_delete"},
+    "screens/telemetry.py": {"tel_import"},
+    "screens/performance.py": {"perf_import", "perf_cfg_add", "perf_remove"},
+    "screens/pricing.py": {"price_save", "Save licence fee"},
+    "screens/workloads.py": {"wl_commit", "wl_save_edits"},
+}
+
+
+@pytest.mark.slow
+def test_a_viewer_sees_every_write_control_disabled_and_an_editor_does_not(header_app):
+    """Signed in as a viewer, no page offers an enabled control that writes (imports, saves, renames, deletes,
+    prices); each page with one says why. An editor gets the same controls enabled (where their inputs are
+    given), so the test would fail if a page disabled them for everyone."""
+    from streamlit.testing.v1 import AppTest
+
+    db, sent = header_app
+    store = Store(db)
+    try:  # a saved scenario, so the page shows rename and delete too
+        S.save_scenario(store, "Kept", Scenario(), created_by="setup")
+    finally:
+        store.close()
+
+    def controls(name: str) -> dict[str, bool]:
+        sent.clear()
+        sent["X-Forwarded-Email"] = name
+        at = AppTest.from_file(str(APP), default_timeout=120)
+        at.run()
+        seen: dict[str, bool] = {}
+        for page, wanted in WRITE_CONTROLS.items():
+            at.switch_page(page).run()
+            assert not at.exception, (page, at.exception)
+            for b in at.button:
+                ident = b.key if b.key in wanted else b.label
+                if ident in wanted:
+                    seen[f"{page}:{ident}"] = bool(b.disabled)
+            if wanted & {k.split(":", 1)[1] for k in seen if k.startswith(page)}:
+                note = any("Read only: you are signed in as a viewer" in c.value for c in at.caption)
+                assert note == (name == "val@bank.example"), page
+        return seen
+
+    viewer = controls("val@bank.example")
+    # Shown without any input first: scenarios' save, rename and delete (a scenario is saved), telemetry's and
+    # benchmarks' imports (commit needs an uploaded file).
+    assert {"screens/scenarios.py:Save scenario", "screens/scenarios.py:sc_rename", "screens/scenarios.py:sc_delete",
+            "screens/telemetry.py:tel_import",
+            "screens/performance.py:perf_import"} <= set(viewer)
+    assert all(viewer.values()), {k for k, v in viewer.items() if not v}
+    editor = controls("eve@bank.example")
+    assert set(editor) == set(viewer)
+    assert not editor["screens/scenarios.py:Save scenario"]

@@ -25,6 +25,7 @@ from core.presentation.charts_inputs import (
 from core.presentation.format import column_format, integer, number, plain
 from core.presentation.peer_view import peer_blocker, peer_view
 from core.service import benchmark_imports
+from dashboard import signin
 from dashboard.format import md
 from dashboard.state import bump_data_version, catalog, data_version, store
 
@@ -168,7 +169,7 @@ with st.expander("Add your own model from its config.json", expanded=False):
     cfg_precision = c2.selectbox("Precision", list(PRECISIONS), index=1, key="perf_cfg_precision")
     cfg_engine = c3.selectbox("Engine", ["vllm", "sglang", "trtllm"], key="perf_cfg_engine")
     cfg_quality = c4.selectbox("Quality copied from", stack_ids, key="perf_cfg_quality")
-    if st.button("Add stack", key="perf_cfg_add", disabled=not ((cfg_up or cfg_text.strip()) and cfg_id.strip())):
+    if st.button("Add stack", key="perf_cfg_add", disabled=signin.read_only() or not ((cfg_up or cfg_text.strip()) and cfg_id.strip())):
         try:
             added = add_stack_from_config(
                 store(), cfg_up.getvalue() if cfg_up else cfg_text, stack_id=cfg_id, precision=cfg_precision,
@@ -189,6 +190,7 @@ with st.expander("Import your own benchmark file", expanded=False):
     st.caption("vLLM `vllm bench serve` / benchmark_serving.py JSON, GuideLLM report JSON, NVIDIA GenAI-Perf CSV or "
                "JSON, ray llmperf *_summary.json. Most files do not say which stack or GPU they measured: name them "
                "here. The same file imported twice adds nothing.")
+    signin.read_only_note()
     up = st.file_uploader("Benchmark file", type=["json", "csv"], key="perf_upload")
     c1, c2, c3 = st.columns(3)
     imp_stack = c1.selectbox("Serving stack", [FROM_FILE, *stack_ids], key="perf_imp_stack")
@@ -198,7 +200,7 @@ with st.expander("Import your own benchmark file", expanded=False):
     imp_conc = c1.number_input("Concurrency (0 = as the file says)", min_value=0, value=0, key="perf_imp_conc")
     imp_in = c2.number_input("Mean input tokens (0 = as the file says)", min_value=0, value=0, key="perf_imp_in")
     imp_out = c3.number_input("Mean output tokens (0 = as the file says)", min_value=0, value=0, key="perf_imp_out")
-    if st.button("Import", key="perf_import", type="primary", disabled=up is None):
+    if st.button("Import", key="perf_import", type="primary", disabled=up is None or signin.read_only()):
         try:
             result = import_benchmarks(
                 store(), up.getvalue(), up.name,
@@ -223,7 +225,7 @@ if not imports.empty:
         labels = {r.import_id: f"{r.source} — {integer(r.points)} point(s), {r.tool} (id {r.import_id[:12]})"
                   for r in imports.itertuples(index=False)}
         chosen = st.selectbox("Imported file", list(labels), format_func=labels.get, key="perf_remove_choice")
-        if st.button("Remove its points", key="perf_remove"):
+        if st.button("Remove its points", key="perf_remove", disabled=signin.read_only()):
             try:
                 st.session_state["perf_flash"] = remove_import(store(), chosen)
                 bump_data_version()

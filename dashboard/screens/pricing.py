@@ -23,6 +23,7 @@ from core.presentation.pricing_views import (
     save_override,
 )
 from core.service import set_licence_fee
+from dashboard import signin
 from dashboard.format import md
 from dashboard.state import bump_data_version, catalog, data_version, lacks_price, scenario, store
 
@@ -107,6 +108,7 @@ st.caption("List prices per million tokens. Typical speed and quality per task c
 
 # -- overrides -------------------------------------------------------------------------
 st.subheader("Your own price")
+signin.read_only_note()
 with st.container(border=True):
     kind = st.radio("Replace", ["Node price", "API price"], horizontal=True, key="price_kind")
     try:
@@ -127,7 +129,7 @@ with st.container(border=True):
                                       value=float(base.usd_per_mtok_out), key=f"price_api_out_{i}")
         source = st.text_input("Source", placeholder="e.g. AWS quote Q-1234, 2026 EDP contract, March invoice",
                                key="price_source")
-        if st.button("Save as a new dated row", key="price_save", type="primary"):
+        if st.button("Save as a new dated row", key="price_save", type="primary", disabled=signin.read_only()):
             row = (node_price_override(base, new, source, today) if kind == "Node price"
                    else api_price_override(base, new_in, new_out, source, today))
             st.session_state["price_saved"] = save_override(store(), row)
@@ -231,7 +233,7 @@ else:
         lic_fee = c2.number_input("$ per GPU-month", min_value=0.0, max_value=1_000_000.0, value=0.0, step=100.0,
                                   key="price_licence_fee")
         lic_source = c3.text_input("Source (quote, contract)", key="price_licence_source")
-        if st.form_submit_button("Save licence fee"):
+        if st.form_submit_button("Save licence fee", disabled=signin.read_only()):
             try:
                 set_licence_fee(store(), lic_stack, lic_fee, source=lic_source)
             except HangoverError as exc:

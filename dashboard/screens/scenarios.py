@@ -22,7 +22,7 @@ from core.scenarios import (
     saved_rows,
 )
 from core.scenarios import scenario_words as words
-from dashboard import state
+from dashboard import signin, state
 from dashboard.format import md, md_table, text_col
 
 
@@ -71,6 +71,7 @@ except HangoverError as exc:
     st.stop()
 
 st.subheader("Save the sidebar's scenario")
+signin.read_only_note()
 try:
     current = state.scenario()
 except HangoverError as exc:
@@ -85,7 +86,7 @@ with st.form("sc_save_form", clear_on_submit=False, border=False):
     who = c2.text_input("Saved by (optional)", key="sc_save_by", placeholder="your name")
     note = st.text_input("Note (optional)", key="sc_save_note", placeholder="what this scenario is for")
     replace = st.checkbox("Replace a saved scenario of the same name", key="sc_save_replace")
-    if st.form_submit_button("Save scenario", type="primary", icon=":material/save:"):
+    if st.form_submit_button("Save scenario", type="primary", icon=":material/save:", disabled=signin.read_only()):
         try:
             done = save_scenario(state.store(), name, current, created_by=who.strip() or "dashboard", note=note,
                                  replace=replace)
@@ -108,14 +109,14 @@ c2.button("Load into the sidebar", key="sc_load", on_click=_load, icon=":materia
 with st.expander(f"Rename or delete {chosen!r}"):
     r1, r2 = st.columns([3, 1], vertical_alignment="bottom")
     new_name = r1.text_input("New name", max_chars=60, key="sc_rename_to")
-    if r2.button("Rename", key="sc_rename"):
+    if r2.button("Rename", key="sc_rename", disabled=signin.read_only()):
         try:
             st.session_state["sc_flash"] = ("success", _sentence(rename_scenario(state.store(), chosen, new_name)))
             st.rerun()
         except HangoverError as exc:
             st.error(md(str(exc)))
     sure = st.checkbox(f"Yes, delete {chosen!r}", key="sc_delete_sure")
-    if st.button("Delete", key="sc_delete", disabled=not sure):
+    if st.button("Delete", key="sc_delete", disabled=not sure or signin.read_only()):
         try:
             st.session_state["sc_flash"] = ("success", _sentence(delete_scenario(state.store(), chosen)))
             st.rerun()

@@ -10,7 +10,7 @@ from core.presentation.format import column_format, integer, money, percent
 from core.presentation.pricing_views import node_rate_label
 from core.service import telemetry_overview, telemetry_stamp
 from core.telemetry import import_telemetry, summarize
-from dashboard import state
+from dashboard import signin, state
 from dashboard.format import md
 
 ALL_NODES = "(all nodes)"
@@ -49,6 +49,7 @@ if flash := st.session_state.pop("tel_flash", None):
     st.success(md(flash))
 
 with st.expander("Import a telemetry file", expanded=False):
+    signin.read_only_note()
     up = st.file_uploader("nvidia-smi CSV, DCGM scrape or Prometheus JSON", type=["csv", "txt", "prom", "json", "log"],
                           key="tel_upload")
     c1, c2, c3 = st.columns(3)
@@ -61,7 +62,7 @@ with st.expander("Import a telemetry file", expanded=False):
                                  "files it replaces the Hostname label.")
     tz_in = c2.text_input("Time zone of DCGM/Prometheus times", value="UTC", key="tel_tz",
                           help="An IANA name such as Europe/London; nvidia-smi already writes the node's local time.")
-    if st.button("Import", key="tel_import", type="primary", disabled=up is None):
+    if st.button("Import", key="tel_import", type="primary", disabled=up is None or signin.read_only()):
         try:
             result = import_telemetry(state.store(), up.getvalue(), up.name, node=node_in.strip() or None,
                                       tz=tz_in.strip() or None, gpu=None if gpu_in == any_gpu else gpu_in)

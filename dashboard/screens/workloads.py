@@ -19,6 +19,7 @@ from core.inventory.versions import (
 )
 from core.models import Workload
 from core.presentation.format import column_format, integer
+from dashboard import signin
 from dashboard.format import md
 from dashboard.state import bump_data_version, data_version, store
 
@@ -187,6 +188,7 @@ with upload_tab:
     buttons.download_button("Template (XLSX)", template_bytes("xlsx"), "workloads_template.xlsx",
                        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                        key="wl_template_xlsx", icon=":material/download:", help="With a 'Columns' sheet explaining each column.")
+    signin.read_only_note()
     up = st.file_uploader("Inventory file (CSV or XLSX)", type=["csv", "xlsx"], key="wl_upload")
     # Drawn on every run (a progress bar while a file is read, else nothing), so the elements below keep their place.
     read_slot = st.empty()
@@ -221,7 +223,7 @@ with upload_tab:
                          column_config=WORKLOAD_COLUMNS, column_order=PREVIEW_ORDER, placeholder="—", key="wl_preview")
             if n > PAGE_ROWS:
                 st.caption(f"The first {integer(PAGE_ROWS)} of {integer(n)} rows are shown; all of them are committed.")
-            if st.button(md(f"Commit {up.name} as a new version"), key="wl_commit", type="primary"):
+            if st.button(md(f"Commit {up.name} as a new version"), key="wl_commit", type="primary", disabled=signin.read_only()):
                 _commit(report.frame, up.name, up.file_id)
 
 with edit_tab:
@@ -245,7 +247,7 @@ with edit_tab:
         edited = st.data_editor(current.reset_index(drop=True), num_rows="dynamic", width="stretch", hide_index=True,
                                 column_config=EDITOR_COLUMNS, column_order=EDITOR_ORDER, placeholder="",
                                 key=f"wl_editor_{version}")
-        if st.button("Check and save as a new version", key="wl_save_edits", type="primary"):
+        if st.button("Check and save as a new version", key="wl_save_edits", type="primary", disabled=signin.read_only()):
             report = validate_frame(edited, row_numbers=range(1, len(edited) + 1))
             if _show_report(report, "Your edits"):
                 _commit(report.frame, "edited in the dashboard")
