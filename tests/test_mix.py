@@ -57,9 +57,11 @@ def test_sample_buy_options_golden(seed_catalog, sample):
     730 = 72,313.80 + API 1,423.50).
     The best mix buys one B200 at its TCO (seed estimate): capex 450,000 / 4 y = 112,500 a year, cost of
     capital 450,000 x 0.5 x 8 % = 18,000 a year -> 130,500 / 8,760 = $14.8973/h; power 11 kW x 1.3 x $0.10 =
-    $1.43/h; support 35,000 / 8,760 = $3.9954/h; $20.3227/h x 730 = $14,835.57 a month. The owned H100 keeps
-    the Qwen3-30B-A3B batch pool; the B200 takes the rest but one workload left on its API ($1,423.50).
-    Bill 24,104.60 + 14,835.57 + 1,423.50 = $40,363.67.
+    $1.43/h; support 35,000 / 8,760 = $3.9954/h; $20.3227/h at the TCO's average draw. Bought outright, the node
+    pays its power at the B200 plan's utilization u = 0.18980 (data/node_power.csv: idle 3.8 kW, busy 14.3 kW):
+    3.8 + 10.5 u = 5.7929 kW x 1.3 x $0.10 = $0.75308/h instead of $1.43/h, so $19.6458/h x 730 = $14,341.43 a
+    month. The owned H100 keeps the Qwen3-30B-A3B batch pool; the B200 takes the rest but one workload left on its
+    API ($1,423.50). Bill 24,104.60 + 14,341.43 + 1,423.50 = $39,869.53.
     """
     sc = Scenario(owned_nodes_by_gpu={"H100 SXM": 1}, buy_gpus=GPUS)
     bo = mix.buy_options(seed_catalog, sample, sc, memo_evaluate)
@@ -70,11 +72,11 @@ def test_sample_buy_options_golden(seed_catalog, sample):
     assert today.new_nodes[0].nodes == 3
     best = bo.best
     assert (best.gpu, best.option, best.new_nodes[0].nodes) == ("B200", "owned", 1)
-    assert (best.owned_usd, best.new_nodes_usd, best.api_usd, best.total_usd) == (24104.60, 14835.57, 1423.50, 40363.67)
+    assert (best.owned_usd, best.new_nodes_usd, best.api_usd, best.total_usd) == (24104.60, 14341.43, 1423.50, 39869.53)
     assert round(best.owned_usd + best.new_nodes_usd + best.api_usd + best.licence_usd, 2) == best.total_usd
-    # Energy, a line within the node lines: the B200 bought outright draws 11 kW x PUE 1.3 x $0.10/kWh = $1.43/h,
-    # x 730 = $1,043.90 a month; the owned H100 is priced at a reserved rate, which includes its power.
-    assert best.energy_usd == 1043.90 and best.new_nodes[0].energy_usd_per_month == 1043.90
+    # Energy, a line within the node lines: the B200 bought outright draws 5.7929 kW x PUE 1.3 x $0.10/kWh =
+    # $0.75308/h, x 730 = $549.76 a month; the owned H100 is priced at a reserved rate, which includes its power.
+    assert best.energy_usd == 549.76 and best.new_nodes[0].energy_usd_per_month == 549.76
     assert today.energy_usd == 0.0
     on_owned = {d.gpu for d in best.deployments if d.on_owned_nodes}
     assert on_owned == {"H100 SXM"}  # the owned node stays an H100
@@ -124,23 +126,23 @@ def test_the_top_level_fleet_is_the_chosen_mix(tmp_path, capsys):
     """`--buy "H100 SXM,H200 SXM,B200"` on the sample (owned 1 x H100 SXM): fleet.* is the best mix, not the
     one-kind plan, and its attribution adds up to its bill to the cent.
 
-    Bill (the golden above): owned 24,104.60 + new B200 14,835.57 + API 1,423.50 = $40,363.67 (the one-kind plan,
+    Bill (the golden above): owned 24,104.60 + new B200 14,341.43 + API 1,423.50 = $39,869.53 (the one-kind plan,
     fleet.one_kind: $97,841.90, 4 nodes). Nodes: 1 owned H100 + 1 new B200 = 2.
     Pool shares: kyc-overnight keeps the owned H100's batch pool, 3.41196 GPU-hours a day; the H100 node's money
     is 24,104.60 / 8 GPUs = $3,013.075 per GPU-month, and its batch hours are charged as GPU-days: 3.41196 / 24 x
-    3,013.075 = $428.36. The new B200's 8 GPUs are all reserved by the LLaDA2.0-flash pool: its $14,835.57 is
+    3,013.075 = $428.36. The new B200's 8 GPUs are all reserved by the LLaDA2.0-flash pool: its $14,341.43 is
     shared by its three members (lc-clearing, code-completion, internal-chat). credit-memos: its API, $1,423.50.
-    Full allocation (the default, as the one-kind plan does it): the node money no pool uses, 40,363.67 - 428.36 -
-    14,835.57 - 1,423.50 = $23,676.24 (the owned H100's idle GPUs), is shared by the workloads on nodes by their
-    node share: kyc-overnight 23,676.24 x 428.36 / 15,263.93 = $664.44, so 428.36 + 664.44 = $1,092.80; the B200
-    members 14,835.57 + 23,011.80 = $37,847.37. Attributed = the bill; unallocated $0.
+    Full allocation (the default, as the one-kind plan does it): the node money no pool uses, 39,869.53 - 428.36 -
+    14,341.43 - 1,423.50 = $23,676.24 (the owned H100's idle GPUs), is shared by the workloads on nodes by their
+    node share: kyc-overnight 23,676.24 x 428.36 / 14,769.79 = $686.67, so 428.36 + 686.67 = $1,115.03; the B200
+    members 14,341.43 + 22,989.57 = $37,331.00. Attributed = the bill; unallocated $0.
     """
     db = str(tmp_path / "s.duckdb")
     assert main(["--db", db, "evaluate", "--buy", "H100 SXM,H200 SXM,B200", "--format", "json",
                  "--detail", "verdicts"]) == 0
     f = json.loads(capsys.readouterr().out)["fleet"]
     assert (f["owned_monthly_usd"], f["extra_nodes_monthly_usd"], f["api_monthly_usd"], f["total_monthly_usd"]) == \
-        (24104.60, 14835.57, 1423.50, 40363.67) == tuple(f["mix"][k] for k in (
+        (24104.60, 14341.43, 1423.50, 39869.53) == tuple(f["mix"][k] for k in (
             "owned_usd_per_month", "new_nodes_usd_per_month", "api_usd_per_month", "total_monthly_usd"))
     assert (f["owned_nodes"], f["nodes_needed"], f["workloads_served"], f["workloads_total"]) == (1, 2, 5, 7)
     assert f["one_kind"]["total_monthly_usd"] == 97841.90 and f["one_kind"]["nodes_needed"] == 4
@@ -148,10 +150,10 @@ def test_the_top_level_fleet_is_the_chosen_mix(tmp_path, capsys):
     assert [(d["gpu"], d["on_owned_nodes"], d["route_id"]) for d in f["deployments"]] == [
         ("H100 SXM", True, "owned:qwen3-30b-a3b-fp8"), ("B200", False, "owned:llada2-flash")]
     share = {r["workload_id"]: r["monthly_usd"] for r in f["attribution_by_workload"]}
-    assert share["kyc-overnight"] == 1092.80 and share["credit-memos"] == 1423.50
-    assert round(share["lc-clearing"] + share["code-completion"] + share["internal-chat"], 2) == 37847.37
+    assert share["kyc-overnight"] == 1115.03 and share["credit-memos"] == 1423.50
+    assert round(share["lc-clearing"] + share["code-completion"] + share["internal-chat"], 2) == 37331.00
     assert share["onboarding-rt"] == share["agent-steps"] == 0.0  # unserved: no share
-    assert f["attributed_usd_per_month"] == 40363.67 and f["unallocated_usd_per_month"] == 0.0
+    assert f["attributed_usd_per_month"] == 39869.53 and f["unallocated_usd_per_month"] == 0.0
     assert round(sum(share.values()) + f["unallocated_usd_per_month"], 2) == f["total_monthly_usd"]
     assert round(sum(f["monthly_usd_by_route"].values()), 2) == f["attributed_usd_per_month"]
     assert f["purchase"]["gpu"] == "B200" and f["purchase"]["buy_now_new_nodes"] == 1
@@ -216,29 +218,29 @@ def test_the_report_names_gpu_option_and_count(mixed_report):
     """The brief's "What to buy next" section names the GPU type, the purchase option and the count bought."""
     text = mixed_report[1]
     assert "## What to buy next" in text
-    assert "Buy 1 × B200, bought outright (TCO): \\$40,363.67 a month" in text  # "$" escaped: not Markdown math
+    assert "Buy 1 × B200, bought outright (TCO): \\$39,869.53 a month" in text  # "$" escaped: not Markdown math
     assert "| buy nothing | nothing |" in text
-    assert "Buy 1 × B200, bought outright (TCO): $40,363.67 a month" in mixed_report[2]
+    assert "Buy 1 × B200, bought outright (TCO): $39,869.53 a month" in mixed_report[2]
 
 
 @pytest.mark.slow
 def test_the_overview_and_the_report_describe_the_mix(mixed_report):
     """The Overview's words, the cash bill lines and the report's headline read the chosen mix (1 owned H100 +
-    1 new B200, $40,363.67: 4 workloads on nodes, 1 on an API), not the one-kind plan ($73,971.13, 3 nodes)."""
+    1 new B200, $39,869.53: 4 workloads on nodes, 1 on an API), not the one-kind plan ($97,841.90, 4 nodes)."""
     from core.presentation import views
 
     s, ev = mixed_report[0], mixed_report[4]
     words = views.overview_summary(ev)
     assert any(w.startswith("4 of 7 workloads run on owned GPUs in the plan (3 on diffusion, 1 on MoE), 1 on "
                             "public APIs ($1,424 a month)") for w in words)
-    assert any(w.startswith("The plan's cash bill is $40,364 a month") for w in words)
+    assert any(w.startswith("The plan's cash bill is $39,870 a month") for w in words)
     bill = views.cash_bill(ev).set_index("line")["usd_per_month"]
     assert round(bill["Owned nodes"] + bill["New nodes"] + bill["Public APIs"] + bill["Licences"], 2) \
-        == bill["Cash bill"] == round(bill["Attributed to workloads"] + bill["Not attributed"], 2) == 40363.67
+        == bill["Cash bill"] == round(bill["Attributed to workloads"] + bill["Not attributed"], 2) == 39869.53
     assert "1 × B200, bought outright (TCO)" in views.cash_bill(ev).set_index("line").loc["New nodes", "what"]
-    assert (s.figure("total_monthly_usd").value, s.figure("nodes_needed").value) == (40363.67, 2)
+    assert (s.figure("total_monthly_usd").value, s.figure("nodes_needed").value) == (39869.53, 2)
     assert s.changes[0].text.startswith("Buy 1 × B200, bought outright (TCO): the chosen mix needs 2 nodes")
-    assert round(sum(r["monthly_usd"] for r in s.cost_by_route.rows), 2) == 40363.67
+    assert round(sum(r["monthly_usd"] for r in s.cost_by_route.rows), 2) == 39869.53
 
 
 @pytest.mark.slow
@@ -246,8 +248,8 @@ def test_the_workbook_has_a_what_to_buy_sheet(mixed_report):
     """The What to buy sheet: one row per candidate GPU's best option, the best mix, buy nothing; money formats;
     owned + new + API + licences = bill on each row; the source line under the table.
 
-    Best mix (the golden above): 1 x B200 bought outright, owned $24,104.60 + new $14,835.57 (of which energy
-    $1,043.90) + API $1,423.50 = $40,363.67, 5 of 7 workloads served (4 on nodes, 1 by API, 2 unserved)."""
+    Best mix (the golden above): 1 x B200 bought outright, owned $24,104.60 + new $14,341.43 (of which energy
+    $549.76) + API $1,423.50 = $39,869.53, 5 of 7 workloads served (4 on nodes, 1 by API, 2 unserved)."""
     import io
 
     import openpyxl
@@ -264,7 +266,7 @@ def test_the_workbook_has_a_what_to_buy_sheet(mixed_report):
     best = table[2]
     assert (best["GPU"], best["Option"], best["New nodes"]) == ("B200", "bought outright (TCO)", 1)
     assert (best["Owned nodes $/month"], best["New nodes $/month"], best["of which energy $/month"],
-            best["API $/month"], best["Bill $/month"]) == (24104.60, 14835.57, 1043.90, 1423.50, 40363.67)
+            best["API $/month"], best["Bill $/month"]) == (24104.60, 14341.43, 549.76, 1423.50, 39869.53)
     assert best["Served of total"] == "5 of 7" and (best["On nodes"], best["By API"], best["Unserved"]) == (4, 1, 2)
     for r in table:
         parts = r["Owned nodes $/month"] + r["New nodes $/month"] + r["API $/month"] + r["Licences $/month"]
@@ -314,9 +316,9 @@ def test_fleet_page_shows_the_choice(monkeypatch, tmp_path):
     at.switch_page("screens/fleet.py").run()
     assert not at.exception, at.exception
     assert any("Buy 1 × B200, bought outright (TCO)" in m.value for m in at.markdown)
-    # The figures at the top are the chosen mix (1 owned H100 + 1 new B200, $40,363.67), not the one-kind plan.
+    # The figures at the top are the chosen mix (1 owned H100 + 1 new B200, $39,869.53), not the one-kind plan.
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Cash bill a month"] == "$40,364" and metrics["Nodes needed"] == "2"
+    assert metrics["Cash bill a month"] == "$39,870" and metrics["Nodes needed"] == "2"
     assert any("less than the one-kind plan (3 more H100 SXM" in m.value for m in at.markdown)
     (chart,) = [c for t, c in figures(at).items() if t.startswith("What to buy next")]
     assert len(chart["data"][0]["y"]) == 5
@@ -332,7 +334,7 @@ def test_the_table_names_what_to_buy(tmp_path, capsys):
     db = str(tmp_path / "s.duckdb")
     assert main(["--db", db, "evaluate", "--owned", "H100 SXM:1", "--buy", "B200", "--buy-pricing", "owned"]) == 0
     text = capsys.readouterr().out
-    assert "What to buy next: 1 × B200, bought outright (TCO), $40,364/month in all" in text
+    assert "What to buy next: 1 × B200, bought outright (TCO), $39,870/month in all" in text
     assert "  buy nothing: buy nothing: new nothing;" in text
     assert main(["--db", db, "evaluate"]) == 0
     assert "What to buy next" not in capsys.readouterr().out

@@ -357,6 +357,9 @@ class Chains:
             n_new = max(f.nodes_needed - owned_here, 0)
             rate = ev.rate.full_usd_per_node_hour
             energy = energy_usd_per_node_hour(self.catalog, self.sc, gpu) if option is PricingOption.OWNED else 0.0
+            if f.energy is not None:  # bought outright: power at this stage plan's utilization, as its own bill has it
+                rate += f.energy.usd_per_node_hour_change
+                energy = f.energy.kw_per_node * f.energy.pue * f.energy.usd_per_kwh
             new = (NewNodes(gpu, option.value, n_new, rate, round(n_new * rate * HOURS_PER_MONTH, 2), ev.rate.label,
                             ev.rate.source, ev.rate.as_of, round(n_new * energy * HOURS_PER_MONTH, 2)),)
             api += f.api_monthly_usd
