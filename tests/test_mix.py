@@ -153,6 +153,7 @@ def test_the_top_level_fleet_is_the_chosen_mix(tmp_path, capsys):
     assert share["kyc-overnight"] == 1115.03 and share["credit-memos"] == 1423.50
     assert round(share["lc-clearing"] + share["code-completion"] + share["internal-chat"], 2) == 37331.00
     assert share["onboarding-rt"] == share["agent-steps"] == 0.0  # unserved: no share
+    assert f["energy_usd_per_month"] == f["mix"]["energy_usd_per_month"] == 549.76  # the B200's power, in its line
     assert f["attributed_usd_per_month"] == 39869.53 and f["unallocated_usd_per_month"] == 0.0
     assert round(sum(share.values()) + f["unallocated_usd_per_month"], 2) == f["total_monthly_usd"]
     assert round(sum(f["monthly_usd_by_route"].values()), 2) == f["attributed_usd_per_month"]

@@ -207,6 +207,9 @@ def _record(ev) -> FleetPlan:
         extra_nodes_monthly_usd=best.new_nodes_usd, api_monthly_usd=best.api_usd,
         licence_monthly_usd=best.licence_usd, total_monthly_usd=best.total_usd,
         attributed_usd_per_month=total_attributed,
+        # The power within the node lines (new nodes bought outright at their stage plan's utilization, owned nodes
+        # under owned-hardware pricing at the TCO's average draw); its detail is in fleet.mix / buy_options.
+        energy_usd_per_month=best.energy_usd,
         unallocated_usd_per_month=round(best.total_usd - total_attributed, 2),
         owned_usd_per_mtok_out=owned_cash / tokens * 1e6 if tokens > 0 and owned_cash > 0 else None,
         monthly_usd_by_route=by_route, deployments=tuple(kept),
