@@ -1,4 +1,4 @@
-"""Helpers for AppTest page tests: read Plotly figures back from a page."""
+"""Helpers for AppTest page tests: read Plotly figures back from a page; open the app in a mixed scenario."""
 
 from __future__ import annotations
 
@@ -20,3 +20,22 @@ def figures(at: AppTest) -> dict[str, dict]:
                     trace[k] = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
         out[spec["layout"]["title"]["text"]] = spec
     return out
+
+
+def mixed_app(monkeypatch, tmp_path, buy: str, page: str, owned: str = "H100 SXM:1") -> AppTest:
+    """The dashboard on a fresh store with owned nodes by GPU and candidate GPUs typed in the sidebar (a mixed
+    scenario), switched to `page`; the caches emptied so no earlier test's evaluation is read."""
+    from pathlib import Path
+
+    import streamlit as st
+
+    monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "fresh.duckdb"))
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py"), default_timeout=600)
+    at.run()
+    at.text_input(key="sc_owned_by_gpu").set_value(owned)
+    at.text_input(key="sc_buy_gpus").set_value(buy).run()
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at

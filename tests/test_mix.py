@@ -303,19 +303,10 @@ def test_fleet_page_shows_the_choice(monkeypatch, tmp_path):
     """Fleet sizing with owned nodes by GPU and candidates typed in the sidebar: the sentence names the best mix,
     the chart holds one bar per row (three GPUs, the best mix, buy nothing) and the table lists them."""
     import streamlit as st
-    from streamlit.testing.v1 import AppTest
 
-    from tests.apptest_support import figures
+    from tests.apptest_support import figures, mixed_app
 
-    monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "fresh.duckdb"))
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py"), default_timeout=600)
-    at.run()
-    at.text_input(key="sc_owned_by_gpu").set_value("H100 SXM:1")
-    at.text_input(key="sc_buy_gpus").set_value("H100 SXM,H200 SXM,B200").run()
-    at.switch_page("screens/fleet.py").run()
-    assert not at.exception, at.exception
+    at = mixed_app(monkeypatch, tmp_path, "H100 SXM,H200 SXM,B200", "screens/fleet.py")
     assert any("Buy 1 × B200, bought outright (TCO)" in m.value for m in at.markdown)
     # The figures at the top are the chosen mix (1 owned H100 + 1 new B200, $39,869.53), not the one-kind plan.
     metrics = {m.label: m.value for m in at.metric}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -133,17 +132,10 @@ def test_routing_and_showback_pages_show_the_mix(monkeypatch, tmp_path):
     verdicts and $ are the mix's, the selected workload's reasons name the plan that placed it, the scored routes
     say which plan scored them; the Showback page's teams add up to the mix's bill."""
     import streamlit as st
-    from streamlit.testing.v1 import AppTest
 
-    monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "fresh.duckdb"))
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "dashboard" / "app.py"), default_timeout=600)
-    at.run()
-    at.text_input(key="sc_owned_by_gpu").set_value("H100 SXM:1")
-    at.text_input(key="sc_buy_gpus").set_value("H100 SXM,B200").run()
-    at.switch_page("screens/routing.py").run()
-    assert not at.exception, at.exception
+    from tests.apptest_support import mixed_app
+
+    at = mixed_app(monkeypatch, tmp_path, "H100 SXM,B200", "screens/routing.py")
     table = at.dataframe(key="routing_table").value.set_index("workload_id")
     assert table.loc["internal-chat", "route"].endswith("on B200")
     assert table.loc["kyc-overnight", "monthly_usd"] == 1115.03
