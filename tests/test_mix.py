@@ -86,12 +86,16 @@ def test_sample_buy_options_golden(seed_catalog, sample):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("basis", "nodes"), [(CostBasis.FULL, 1), (CostBasis.MARGINAL, 1), (CostBasis.MARGINAL, 2)])
-def test_one_candidate_equal_to_the_owned_gpu_is_todays_plan(seed_catalog, sample, basis, nodes):
-    """The goldens' scenarios (sample full, sample marginal, 2-node fleet marginal): with the owned GPU the only
-    candidate at the scenario's option, the mix is the one-type plan: same new nodes, same bill and the same
-    attribution per workload to the cent."""
-    sc = Scenario(cost_basis=basis, fleet_nodes=nodes)
+@pytest.mark.parametrize(("basis", "nodes", "pricing"), [
+    (CostBasis.FULL, 1, PricingOption.SAVINGS_1Y), (CostBasis.MARGINAL, 1, PricingOption.SAVINGS_1Y),
+    (CostBasis.MARGINAL, 2, PricingOption.SAVINGS_1Y), (CostBasis.FULL, 1, PricingOption.OWNED)])
+def test_one_candidate_equal_to_the_owned_gpu_is_todays_plan(seed_catalog, sample, basis, nodes, pricing):
+    """The goldens' scenarios (sample full, sample marginal, 2-node fleet marginal) and the sample priced at its
+    TCO: with the owned GPU the only candidate at the scenario's option, the mix is the one-type plan: same new
+    nodes, same bill, same energy and the same attribution per workload to the cent. At TCO prices the owned node
+    pays its power at the plan's utilization like the new ones (it read $404.57 dearer at the flat 8 kW: 1.04 x 730
+    = 759.20 against 354.63 at u = 0.1496)."""
+    sc = Scenario(cost_basis=basis, fleet_nodes=nodes, pricing_option=pricing)
     today = evaluate(seed_catalog, sample, sc)
     mixed = sc.model_copy(update={"owned_nodes_by_gpu": {sc.gpu: nodes}, "buy_gpus": (sc.gpu,),
                                   "buy_pricing": (sc.pricing_option,)})
@@ -100,6 +104,7 @@ def test_one_candidate_equal_to_the_owned_gpu_is_todays_plan(seed_catalog, sampl
     assert only.new_nodes[0].nodes == today.fleet.new_nodes
     assert only.total_usd == today.fleet.total_monthly_usd
     assert only.api_usd == today.fleet.api_monthly_usd
+    assert only.energy_usd == today.fleet.energy_usd_per_month
     # The top-level attribution of that mix is today's, workload by workload, to the cent.
     from core.decision import contract, mixfleet
 

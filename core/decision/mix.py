@@ -351,6 +351,7 @@ class Chains:
         deployments = list(placed.deployments)
         stages = list(placed.stages)
         served = [*placed.rows]
+        owned_power = 0.0  # the owned nodes of this GPU at TCO: their power at the stage plan's utilization, less flat
         if rows.size:
             ev = self._plan(rows, stage_scenario(self.sc, gpu, owned_here, option))
             f = ev.fleet
@@ -372,12 +373,17 @@ class Chains:
             served.append(rows[hosting != ""])
             # The chosen owned nodes of this GPU first (a plan's owned share), then the new ones.
             deployments += [MixDeployment(gpu, owned_here > 0, d) for d in f.deployments]
-            owned_money = round(owned_here * self._rates[gpu][0] * HOURS_PER_MONTH, 2) if owned_here else 0.0
+            if f.energy is not None and owned_here and self._owned_energy:
+                # Owned nodes priced at their TCO share the stage plan's utilization with the new ones (its bill
+                # prices both so): with the owned GPU the only candidate the chain is then today's plan to the cent.
+                owned_power = round(owned_here * f.energy.usd_per_node_hour_change * HOURS_PER_MONTH, 2)
+            owned_money = round(owned_here * self._rates[gpu][0] * HOURS_PER_MONTH + owned_power, 2) \
+                if owned_here else 0.0
             stages.append(Stage(gpu, rows, ev, np.arange(rows.size), owned_here, n_new,
                                 round(owned_money + new[0].usd_per_month, 2), True, tuple(f.deployments)))
         label = f"{gpu}, {OPTION_WORDS[option]}"
         plan = self._priced(label, "candidate", gpu, option.value, new, tuple(deployments), api, licence,
-                            served_nodes, served_api, unserved, mtok)
+                            served_nodes, served_api, unserved, mtok, owned_power=owned_power)
         return replace(plan, stages=tuple(stages), served_rows=_sorted_rows(served))
 
     def buy_nothing(self) -> MixPlan:
@@ -402,12 +408,12 @@ class Chains:
                        served_rows=_sorted_rows([*placed.rows, *([rows[ok]] if rows.size else [])]))
 
     def _priced(self, label, kind, gpu, option, new, deployments, api, licence, on_nodes, by_api, unserved, mtok,
-                notes=()) -> MixPlan:
-        owned_usd = self._owned_usd()
+                notes=(), owned_power: float = 0.0) -> MixPlan:
+        owned_usd = round(self._owned_usd() + owned_power, 2)
         new_usd = round(sum(n.usd_per_month for n in new), 2)
         api, licence = round(float(api), 2), round(float(licence), 2)
         notes = tuple(notes) + tuple(words for g, (r, words) in self._rates.items() if r == 0.0)
-        energy = round(self._owned_energy + sum(n.energy_usd_per_month for n in new), 2)
+        energy = round(self._owned_energy + owned_power + sum(n.energy_usd_per_month for n in new), 2)
         return MixPlan(label, kind, gpu, option, dict(self.owned), new, deployments, owned_usd, new_usd, api,
                        licence, round(owned_usd + new_usd + api + licence, 2), on_nodes, by_api, unserved, mtok,
                        notes, energy)
