@@ -56,7 +56,10 @@ def sidebar_shows(page, key: str, value: str) -> None:
 
 
 def metric(page, label: str) -> str:
-    m = page.locator('[data-testid="stMetric"]', has_text=label).first
+    """The value of the metric labelled exactly `label` ("Nodes needed", not "Nodes needed, 10th–90th
+    percentile" of the staged purchase further down the page)."""
+    exact = page.locator('[data-testid="stMetricLabel"]', has_text=re.compile(rf"^\s*{re.escape(label)}\s*$"))
+    m = page.locator('[data-testid="stMetric"]').filter(has=exact).first
     return m.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
