@@ -91,7 +91,7 @@ def test_smallest_targets_and_stay_on_owned_on_the_sample(sample_answer):
     assert stay.bill_change_usd_per_month == pytest.approx(25528.10 - 97841.90, abs=0.01)
     assert lic.break_even_usd_per_gpu_month == pytest.approx(72313.80 / 3, abs=0.01)
     assert stay.serves_unserved == ("onboarding-rt",)
-    assert stay.replans <= settings_mod.PLAN.smallest_change_replans
+    assert stay.replans <= settings_mod.PLAN.smallest_change_replans + settings_mod.PLAN.smallest_change_light_replans
 
 
 @pytest.mark.slow
@@ -134,11 +134,12 @@ def test_above_the_size_it_is_searched_only_on_demand(seed_catalog, bank, monkey
     forced; a plan that needs no new node has no stay_on_owned and no target to look for."""
     monkeypatch.setattr(settings_mod, "PLAN", settings_mod.PLAN.but(smallest_change_max_workloads=len(bank) - 1,
                                                                     smallest_change_replans=4,
+                                                                    smallest_change_light_replans=3,
                                                                     smallest_target_replans=2))
     ev = evaluate(seed_catalog, bank, Scenario(fleet_nodes=1))
     assert smallest_change(ev) is None and "stay_on_owned" not in contract.fleet_json(ev)
     forced = smallest_change(ev, force=True)
-    assert forced is not None and forced.replans <= 4  # the budget bounds it, whatever it found
+    assert forced is not None and forced.replans <= 4 + 3  # the budgets bound it, whatever it found
     roomy = evaluate(seed_catalog, bank, Scenario(fleet_nodes=6))
     got = smallest_change(roomy, force=True)
     assert got.stay_on_owned is None and not got.targets and got.replans == 0
@@ -197,3 +198,32 @@ def test_a_licence_answer_names_its_gpus_beside_the_plans_break_even():
     words = smallest_change_words(fleet, SmallestChange({}, stay, 18))
     assert ("up to a fee of $16,148 per GPU-month, on 3 GPUs (the plan's own use of it, on 2 GPUs, breaks even at "
             "$24,222 per GPU-month)") in words[-1]
+
+
+def test_plans_sharing_sizings_equal_the_plans_made_alone(seed_catalog, bank):
+    """Sizings shared across plans (sizing.shared_sizings, the smallest change's re-plans) are keyed by everything
+    they read, so a plan made after others with another target or another data policy filled the store prices
+    every pool as it would alone: the same bill to the cent, the same nodes and the same route per workload. The
+    two plans that fill the store differ from the sample in code-completion's target (500 -> 700 ms) and in
+    lc-clearing's data allowed to leave; each pools with the other workloads, whose sizings the last plan reads."""
+    from core.decision.sizing import shared_sizings
+
+    scenario = Scenario(fleet_nodes=1)
+    looser = bank.copy()
+    looser.loc[looser["workload_id"] == "code-completion", "latency_slo_ms"] = 700.0
+    leaves = bank.copy()
+    leaves.loc[leaves["workload_id"] == "lc-clearing", "data_policy"] = "external_ok"
+    store: dict = {}
+    with shared_sizings(store):
+        changed = [evaluate(seed_catalog, inv, scenario) for inv in (looser, leaves)]
+        filled = len(store)
+        again = evaluate(seed_catalog, bank, scenario)
+    own: dict = {}
+    with shared_sizings(own):
+        alone = evaluate(seed_catalog, bank, scenario)
+    # The last plan read sizings the others made: it made fewer of its own than it makes alone.
+    assert 0 < len(store) - filled < len(own)
+    assert changed[0].fleet.total_monthly_usd != alone.fleet.total_monthly_usd  # the changes changed the plans
+    assert again.fleet.total_monthly_usd == pytest.approx(alone.fleet.total_monthly_usd, abs=0.005)
+    assert again.fleet.nodes_needed == alone.fleet.nodes_needed
+    assert again.verdict.tolist() == alone.verdict.tolist()

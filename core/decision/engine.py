@@ -345,8 +345,10 @@ class _Columns:
 
 
 def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
-              break_even: bool = True, ends_ahead=None, checked: bool = True) -> Evaluation:
-    """Score every workload on every route (column by column), fold in quality escalation, then plan."""
+              break_even: bool = True, ends_ahead=None, checked: bool = True,
+              start_keys: list | None = None) -> Evaluation:
+    """Score every workload on every route (column by column), fold in quality escalation, then plan
+    (start_keys: moves from that plan only, fleet.plan_evaluation)."""
     gpu = catalog.gpu(scenario.gpu)
     gpn = scenario.gpus_per_node
     routes = build_routes(catalog)
@@ -400,7 +402,7 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
                         catalog=catalog, efficiency_labels=eff_labels)
     planned = planning.plan_evaluation(scored, gpu, c.lam_peak, c.rpd, c.n_in, c.n_out, c.slo, c.interactive, c.pf,
                                        grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even,
-                                       checked=checked)
+                                       checked=checked, start_keys=start_keys)
     ev = replace(scored, verdict=planned.verdict, fleet=planned.fleet, plan=planned.plan,
                  plan_inputs=planned.plan_inputs, planner=planned.planner, answers=Answers(ends_ahead))
     # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as

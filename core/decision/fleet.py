@@ -311,15 +311,53 @@ class Planned:
     planner: Planner
 
 
+def column_keys(inp: PlanInputs) -> list[tuple[int, int, int, int, bool]]:
+    """Each plan column's identity across plans of the same routes: (engine route, GPUs per replica, its
+    concurrency band, edge pool); an API column (route, 0, 0, 0, False). Column positions are not stable: a
+    changed target can add or drop a tier."""
+    keys: list[tuple[int, int, int, int, bool]] = [(int(r), 0, 0, 0, False) for r in inp.col_route]
+    for o in inp.owned:
+        keys[o.index] = (int(o.route_index), int(o.tp_options[0]), int(o.cap_lo), int(o.cap_hi), bool(o.edge))
+    return keys
+
+
+def plan_start_keys(planned_inputs: PlanInputs, assignment: np.ndarray) -> list[tuple | None]:
+    """A plan's assignment as column identities (column_keys; None: unserved), to start another plan from."""
+    keys = column_keys(planned_inputs)
+    return [None if int(c) < 0 else keys[int(c)] for c in assignment]
+
+
+def _warm_start(inp: PlanInputs, start_keys: list[tuple | None]) -> np.ndarray | None:
+    """start_keys (plan_start_keys of a plan of the same workloads and routes) as this plan's columns; None where
+    a column has no counterpart here or a pairing is not allowed (then the search starts afresh)."""
+    if len(start_keys) != len(inp.workload_ids):
+        return None
+    col_of = {k: c for c, k in enumerate(column_keys(inp))}
+    assign = np.full(len(start_keys), -1, dtype=int)
+    for i, k in enumerate(start_keys):
+        if k is None:
+            continue
+        c = col_of.get(k)
+        if c is None or not inp.allowed[i, c]:
+            return None
+        assign[i] = c
+    return assign
+
+
 def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
-                    grid, tp_options, break_even: bool = True, checked: bool = True) -> Planned:
+                    grid, tp_options, break_even: bool = True, checked: bool = True,
+                    start_keys: list[tuple | None] | None = None) -> Planned:
     """Plan the fleet for a scored evaluation: the verdicts, attributed costs (into its route arrays) and fleet record.
 
     break_even=False skips the licensed stacks' break-even re-plan (a search of its own, ~40 % of the time on
     a 100-workload inventory): `licensed_routes` is then empty. For evaluations nobody shows, such as
     the efficiency ends of the verdict ranges, which read only verdicts, nodes and the bill.
-    checked=False skips the simulation check (core.decision.closeloop): for re-plans compared with one another
-    on the latency model alone, such as the smallest change's."""
+    checked=False skips the simulation check (core.decision.closeloop) and the node drivers: for re-plans compared
+    with one another on the latency model alone, such as the smallest change's.
+    start_keys (plan_start_keys of a plan of the same workloads and routes whose pairings all stay allowed here,
+    such as the plan before a target is relaxed): only moves from that plan, no shadow-price candidates or
+    restarts (a fraction of a search's time; the smallest change's exploring re-plans); a full search where
+    it does not map onto this plan's columns."""
     # Built once with licensed stacks of unknown fee at a zero fee; the plan itself may not use them.
     unknown_fee = {r.route_id for r in ev.routes if r.stack is not None and not route_permitted(r)}
     every = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid,
@@ -329,8 +367,9 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     barred = np.array([ev.routes[r].route_id in unknown_fee for r in every.col_route], dtype=bool)
     inp = replace(every, allowed=every.allowed & ~barred[None, :])
     planner = Planner(inp)
+    start = None if start_keys is None else _warm_start(inp, start_keys)
     # The plan checked by its own simulation before it is final (core.decision.closeloop).
-    best = planner.optimise()
+    best = planner.optimise() if start is None else planner.optimise(start=start, ladder=False)
     added: dict[int, int] = {}
     if checked:
         closed = close_by_simulation(planner, best)
@@ -339,7 +378,7 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     # while the plan is attributed (docs/design/fleet_plan.md "The break-even beside the attribution").
     licensed = (background.in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
                                           len(inp.workload_ids) >= settings_mod.PLAN.background_rows) if break_even else list)
-    verdict, fleet = _apply(ev, planner, best, rpd, n_out, added)
+    verdict, fleet = _apply(ev, planner, best, rpd, n_out, added, drivers=checked)
     fleet = replace(fleet, licensed_routes=tuple(licensed()))
     # The search's (W x plan columns) linear terms and move targets are not needed to price other plans
     # (options, drivers, reports): let go of them (~1.8 KB per workload held by a shared evaluation).
@@ -442,9 +481,10 @@ def _route_gpus(inp: PlanInputs, plan: PlanCost, positions: list[int]) -> int:
 
 
 def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out,
-           added: dict[int, int] | None = None) -> tuple[np.ndarray, FleetPlan]:
+           added: dict[int, int] | None = None, drivers: bool = True) -> tuple[np.ndarray, FleetPlan]:
     """(each workload's engine route, the fleet record) of the chosen plan; the plan's operating points and the
-    attributed costs are written into the evaluation's route arrays (while it is being built)."""
+    attributed costs are written into the evaluation's route arrays (while it is being built). drivers=False:
+    no node drivers (a re-plan only compared with others, whose drivers nobody reads)."""
     inp, sc = planner.inp, ev.scenario
     W = len(inp.workload_ids)
     rows_all = np.arange(W)
@@ -483,7 +523,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out,
     # (rounded one by one, 7 shares plus the rest missed the bill by a cent on 1 in 4 generated inventories).
     attributed = _to_cents(attributed)
     _write_route_costs(ev, planner, attributed, vr, rpd, n_out)
-    return vr, _fleet_record(ev, planner, best, vr, attributed, deployments, nodes_by_route, gpus_by_route,
+    return vr, _fleet_record(ev, planner, best, vr, attributed, deployments, nodes_by_route, gpus_by_route, drivers,
                              total_nodes, gpu_rate, rpd, n_out, energy)
 
 
@@ -618,7 +658,7 @@ def _write_route_costs(ev: Evaluation, planner: Planner, attributed: np.ndarray,
 
 def _fleet_record(ev: Evaluation, planner: Planner, best: PlanCost, vr: np.ndarray, attributed: np.ndarray,
                   deployments: list[Deployment], nodes_by_route: dict[str, int], gpus_by_route: dict[str, float],
-                  total_nodes: int, gpu_rate: float, rpd, n_out, energy=None) -> FleetPlan:
+                  with_drivers: bool, total_nodes: int, gpu_rate: float, rpd, n_out, energy=None) -> FleetPlan:
     """The fleet record of the chosen plan: nodes, utilization, the cash bill in cents and what it pays for."""
     inp, sc, rate, gpn = planner.inp, ev.scenario, ev.rate, planner.inp.gpus_per_node
     v = best.assignment.astype(int)
@@ -646,7 +686,7 @@ def _fleet_record(ev: Evaluation, planner: Planner, best: PlanCost, vr: np.ndarr
     for r_idx in np.unique(vr[has]):
         key = ev.routes[int(r_idx)].route_id
         by_route[key] = float(attributed[has & (vr == r_idx)].sum())
-    drivers = node_drivers(ev, planner, best) if best.nodes_needed > sc.fleet_nodes else []
+    drivers = node_drivers(ev, planner, best) if with_drivers and best.nodes_needed > sc.fleet_nodes else []
     verdict_mix = {k: int(n) for k, n in pd.Series(
         [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
          else "no feasible route" for i in vr]).value_counts().items()}

@@ -150,6 +150,9 @@ class SearchSettings:
         40, "Re-plans the smallest change may spend in all (its targets' searches and the stay-on-owned search).")
     smallest_target_replans: int = _knob(
         11, "Re-plans one workload's smallest_target search may spend (upper bound, bisection to 1 %, check).")
+    smallest_change_light_replans: int = _knob(
+        80, "Exploring re-plans (moves from the plan, a fraction of a search each) the smallest change may spend "
+            "before its answers are checked on whole re-plans (read by smallest).")
     smallest_target_max_factor: float = _knob(
         4.0, "The smallest_target search looks up to this multiple of the workload's target (read by smallest).")
     background_rows: int = _knob(
@@ -166,7 +169,7 @@ class SearchSettings:
                      "exclude_stacks", "max_repair_rounds", "gauss_legendre_nodes", "chain_points",
                      "block_terms", "block_sum", "candidates_per_row", "sections", "min_requests",
                      "max_requests", "smallest_change_max_workloads", "smallest_change_replans",
-                     "smallest_target_replans", "close_loop_requests", "close_loop_max_added", "close_loop_z"):
+                     "smallest_target_replans", "smallest_change_light_replans", "close_loop_requests", "close_loop_max_added", "close_loop_z"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SearchSettings.{name} must not be negative, not {getattr(self, name)}")
         if self.speculate_moves < 1 or self.max_passes < 1 or self.max_repair_rounds < 1:

@@ -9,7 +9,10 @@ targets), so planners over the same owned routes share them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -32,6 +35,23 @@ TIER_NAMES = ("latency tier", "middle tier", "throughput tier", "edge pool")
 # Target given to requests escalated onto a deployment: they load its queue, their own target is held on the
 # deployment that served them first (finite, so the latency model's arithmetic stays finite).
 _LOAD_ONLY_SLO_MS = 1e12
+
+
+# Sizings shared by every planner made inside shared_sizings(): plans of the same workloads and routes that differ
+# only in targets, policies or licence fees (the smallest change's re-plans), keyed by what the sizing reads.
+_SHARED: ContextVar[dict | None] = ContextVar("shared_sizings", default=None)
+
+
+@contextmanager
+def shared_sizings(store: dict) -> Iterator[None]:
+    """Planners made inside share sizings through `store`, keyed by content (Sizer._shared_key): a pool of the
+    same members with the same inputs on the same stack, GPU count and tier is sized once across plans. Only for
+    plans of one catalog's physics and one scenario (the step curves are not in the key)."""
+    token = _SHARED.set(store)
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 def _given(a: np.ndarray | None, what: str) -> np.ndarray:
@@ -192,6 +212,8 @@ class Sizer:
         self._moments_by_block: dict[float, tuple[np.ndarray, ...]] = {}  # _output_moments
         # Sizings made ahead in a batch (prefetch), with the hopeless pairings each found: size() takes them.
         self._prefetched: dict[tuple, tuple[DeploymentSize, list[tuple[int, int]]]] = {}
+        self._shared = _SHARED.get()  # shared_sizings: across plans, by content
+        self._sig: dict[int, np.ndarray] = {}  # owned position -> (W, k) per-row inputs of its sizings
 
     def size(self, pos: int, rows: np.ndarray, shares: np.ndarray, slo_ms: np.ndarray | None = None,
              n_primary: int | None = None) -> DeploymentSize:
@@ -215,7 +237,10 @@ class Sizer:
         done = self._prefetched.pop(key, None)
         if done is None:
             slo = self.inp.slo_ms[rows] if slo_ms is None else slo_ms
-            done = self._size_many([(pos, rows, shares, slo, n_primary)])[0]
+            done = self._from_shared(pos, rows, shares, slo, n_primary)
+            if done is None:
+                done = self._size_many([(pos, rows, shares, slo, n_primary)])[0]
+                self._to_shared(pos, rows, shares, slo, n_primary, done)
         res, hopeless = done
         # Pairings found hopeless count once the search asks for this sizing (as if sized here and now).
         self._hopeless.update(hopeless)
@@ -238,11 +263,52 @@ class Sizer:
                 continue
             keys.add(key)
             slo = self.inp.slo_ms[rows] if slo_ms is None else slo_ms
+            shared = self._from_shared(pos, rows, shares, slo, n_primary)
+            if shared is not None:
+                self._prefetched[key] = shared
+                continue
             todo.append((key, (pos, rows, shares, slo, n_primary)))
         if len(todo) < 2:
             return  # one sizing: size() makes it when asked (the same call)
-        for (key, _), done in zip(todo, self._size_many([q for _, q in todo]), strict=True):
+        for (key, req), done in zip(todo, self._size_many([q for _, q in todo]), strict=True):
             self._prefetched[key] = done
+            self._to_shared(*req, done)
+
+    def _shared_key(self, pos, rows, shares, slo, n_primary) -> tuple:
+        """What a sizing reads, as a key valid across plans of one catalog and scenario: the column's stack, GPU
+        count and tier, the members, their shares and targets, and every per-row input of the latency model."""
+        inp, o = self.inp, self.inp.owned[pos]
+        sig = self._sig.get(pos)
+        if sig is None:
+            n = len(inp.workload_ids)
+
+            def col(a: np.ndarray | None) -> np.ndarray:
+                return np.full((n, 1), np.nan) if a is None else np.asarray(a, dtype=float).reshape(n, -1)
+
+            sig = np.ascontiguousarray(np.hstack([
+                col(inp.lam_peak), col(inp.lam_mean), col(inp.profile), col(o.prefill_ms), col(inp.input_tokens),
+                col(inp.output_tokens), col(inp.output_p95_tokens), col(inp.fallback_route >= 0),
+                col(inp.fallback_share_r[:, o.route_index]), col(inp.fallback_extra_ms),
+                col(o.service_s[:, 0, :])]))
+            self._sig[pos] = sig
+        return ((o.route_index, o.tp_options[0], o.cap_lo, o.cap_hi, o.edge), rows.tobytes(), shares.tobytes(),
+                np.asarray(slo, dtype=float).tobytes(), int(n_primary), sig[rows].tobytes())
+
+    def _from_shared(self, pos, rows, shares, slo, n_primary) -> tuple[DeploymentSize, list[tuple[int, int]]] | None:
+        """A sizing another plan made of the same pool (shared_sizings), as this plan's; None: not made yet."""
+        if self._shared is None:
+            return None
+        got = self._shared.get(self._shared_key(pos, rows, shares, slo, n_primary))
+        if got is None:
+            return None
+        res, hopeless_rows = got
+        col = int(self.inp.owned[pos].index)
+        return (res if res.route == pos else replace(res, route=pos)), [(r, col) for r in hopeless_rows]
+
+    def _to_shared(self, pos, rows, shares, slo, n_primary, done) -> None:
+        if self._shared is not None:
+            res, hopeless = done
+            self._shared[self._shared_key(pos, rows, shares, slo, n_primary)] = (res, [r for r, _ in hopeless])
 
     def _model(self, pos, rows, shares, slo, n_primary, b_max) -> dict:
         """The latency model's inputs for these members on owned column `pos` (what the simulation replays too)."""

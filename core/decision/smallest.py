@@ -25,8 +25,15 @@ stops when no new node is needed, or no option lowers the count ("none exists" a
 the result does not need are then dropped one at a time (each drop re-planned), so the set is the cheapest
 the greedy reaches, not the first.
 
-Cost. Each re-plan is a whole plan (~0.25 s CPU on the sample); the answer spends at most
-SearchSettings.smallest_change_replans of them, one target's search at most smallest_target_replans. It is
+Exploring and whole re-plans. Both searches run first on exploring re-plans (moves from the plan only, no
+candidates or restarts) and check their answer on whole re-plans, the search a user who applies it gets; where
+the check fails, or moves find no target but a whole re-plan at 2 t lowers the count, the search is made again
+on whole re-plans (docs/design/fleet_plan.md). Every re-plan of one answer shares the pools' sizings
+(sizing.shared_sizings).
+
+Cost. A whole re-plan ~0.1 s CPU on the sample (sizings shared), an exploring one ~0.08 s; the answer spends at
+most SearchSettings.smallest_change_replans whole and smallest_change_light_replans exploring ones, one target's
+search at most smallest_target_replans of each. It is
 computed when first read (kept in the evaluation's answers), automatically up to
 SearchSettings.smallest_change_max_workloads workloads, above that only on demand
 (`smallest_change(ev, force=True)`, `hangover evaluate --smallest-change`, the Fleet sizing page's button).
@@ -42,6 +49,7 @@ import numpy as np
 
 from core.decision import settings as settings_mod
 from core.decision.records import NodeDriver, OwnedChange, Relaxation, SmallestChange, StayOnOwned
+from core.decision.sizing import shared_sizings
 from core.format import integer
 
 if TYPE_CHECKING:
@@ -74,11 +82,11 @@ class Replanned:
 class Replanner:
     """Re-plans of one evaluation with a set of changes, memoised, within a budget (None once it is spent)."""
 
-    def __init__(self, ev: Evaluation, budget: int):
+    def __init__(self, ev: Evaluation, budget: int, light_budget: int = 0):
         self.ev = ev
         self.budget = budget
         self.used = 0
-        self._memo: dict[frozenset[Change], Replanned] = {}
+        self._memo: dict[tuple[frozenset[Change], bool], Replanned] = {}
         f = ev.fleet
         if any(d.replicas_added_by_simulation for d in f.deployments):
             # The plan holds replicas its simulation check added; the re-plans do not run the check, so the base
@@ -90,18 +98,38 @@ class Replanner:
             self.used += 1
         self.base = Replanned(int(f.nodes_needed), float(f.total_monthly_usd), int((ev.verdict >= 0).sum()),
                               _routes_of(ev), dict(f.gpus_by_route))
+        # Exploring re-plans start from the base plan (every relaxation keeps its pairings allowed).
+        from core.decision.fleet import plan_start_keys
+
+        self._start = plan_start_keys(ev.plan_inputs, ev.plan.assignment) \
+            if ev.plan is not None and ev.plan_inputs is not None else None
+        self.light_budget = light_budget
+        self.light_used = 0
+        # The re-plans differ from one another in a target, a policy or a fee: most of their pools are the same.
+        self._sizings: dict = {}
 
     def left(self) -> int:
         return self.budget - self.used
 
-    def __call__(self, changes: frozenset[Change]) -> Replanned | None:
+    def __call__(self, changes: frozenset[Change], light: bool = False) -> Replanned | None:
+        """The re-plan with `changes` (None once the budget is spent). light: moves from the base plan only
+        (an exploring re-plan, a fraction of a search; its own budget); a whole re-plan's answer is used
+        where one was made."""
         if not changes:
             return self.base
-        if changes in self._memo:
-            return self._memo[changes]
-        if self.used >= self.budget:
-            return None
-        self.used += 1
+        if (changes, False) in self._memo:
+            return self._memo[(changes, False)]
+        light = light and self._start is not None
+        if (changes, light) in self._memo:
+            return self._memo[(changes, light)]
+        if light:
+            if self.light_used >= self.light_budget:
+                return None
+            self.light_used += 1
+        else:
+            if self.used >= self.budget:
+                return None
+            self.used += 1
         from core.decision.engine import _evaluate
 
         ev = self.ev
@@ -119,11 +147,13 @@ class Replanner:
                 catalog = replace(catalog, stacks=stacks)
         # On the latency model alone, like the base they are compared with (Replanner.__init__): the simulation
         # check cost 38 of the sample's 46 s here, and a relaxation's node count is the model's to judge.
-        out = _evaluate(catalog, w, ev.scenario, ev.rate, break_even=False, checked=False)
+        with shared_sizings(self._sizings):
+            out = _evaluate(catalog, w, ev.scenario, ev.rate, break_even=False, checked=False,
+                            start_keys=self._start if light else None)
         f = out.fleet
         got = Replanned(int(f.nodes_needed), float(f.total_monthly_usd), int((out.verdict >= 0).sum()),
                         _routes_of(out), dict(f.gpus_by_route))
-        self._memo[changes] = got
+        self._memo[(changes, light)] = got
         return got
 
 
@@ -137,22 +167,59 @@ def _lowers(rp: Replanner, got: Replanned | None, than: int) -> bool:
 
 
 def smallest_target(rp: Replanner, ev: Evaluation, driver: NodeDriver) -> Relaxation | None:
-    """The least-relaxed target of one interactive driver that lowers the node count, verified (None: none found
-    within the search's bound and budget)."""
-    cut = settings_mod.PLAN
+    """The least-relaxed target of one interactive driver that lowers the node count, verified on whole re-plans
+    (None: none found within the search's bound and budget). Searched first on exploring re-plans (moves from the
+    plan); the answer stands where the whole re-plan at it lowers the node count and the one 1 % tighter does not,
+    else the search is made again on whole re-plans."""
     slo = float(driver.latency_slo_ms or 0.0)
     if slo <= 0:
         return None
-    # The targets' searches take at most half the answer's budget: the stay-on-owned search needs the rest.
-    budget = min(rp.left() - rp.budget // 2, cut.smallest_target_replans)
-    start = rp.used
+    wid = driver.workload_id
+    n0 = rp.base.nodes_needed
+    found = _target_search(rp, ev, driver, light=True)
+    if found is None and rp._start is not None:
+        # Moves from the plan find no target that lowers the count within the bound. A whole re-plan can (it may
+        # pool differently): one at twice the target decides whether the whole search is worth making.
+        probe = rp(frozenset({Change("target", wid, 2.0 * slo)}))
+        if not _lowers(rp, probe, n0):
+            return None
+    elif found is not None:
+        hi = found[0]
+        hit = rp(frozenset({Change("target", wid, hi)}))
+        if hit is None:
+            return None
+        if _lowers(rp, hit, n0):
+            tighter = rp(frozenset({Change("target", wid, TIGHTER * hi)}))
+            if tighter is None:
+                return None
+            if not _lowers(rp, tighter, n0):
+                return _relaxation(rp, slo, hi, hit)
+    found = _target_search(rp, ev, driver, light=False)
+    return None if found is None else _relaxation(rp, slo, *found)
+
+
+def _relaxation(rp: Replanner, slo: float, hi: float, hit: Replanned) -> Relaxation:
+    return Relaxation(f"target {integer(slo)} ms -> {integer(math.ceil(hi))} ms (the smallest that lowers the "
+                      f"node count)", "smallest_target", round(rp.base.total_monthly_usd - hit.total_monthly_usd, 2),
+                      int(hit.nodes_needed), latency_slo_ms=float(hi))
+
+
+def _target_search(rp: Replanner, ev: Evaluation, driver: NodeDriver, *,
+                   light: bool) -> tuple[float, Replanned] | None:
+    """The search of smallest_target (module docstring) on exploring (light) or whole re-plans: the target and
+    its re-plan, or None."""
+    cut = settings_mod.PLAN
+    slo = float(driver.latency_slo_ms or 0.0)
+    # The targets' whole re-plans take at most half the answer's budget: the stay-on-owned search needs the rest.
+    budget = cut.smallest_target_replans if light else min(rp.left() - rp.budget // 2, cut.smallest_target_replans)
+    start = rp.light_used if light else rp.used
     wid = driver.workload_id
     n0 = rp.base.nodes_needed
 
     def at(t: float) -> Replanned | None:
-        if rp.used - start >= budget:
+        if (rp.light_used if light else rp.used) - start >= budget:
             return None
-        return rp(frozenset({Change("target", wid, t)}))
+        return rp(frozenset({Change("target", wid, t)}), light=light)
 
     i = int(np.flatnonzero(ev.workloads["workload_id"].astype(str).to_numpy() == wid)[0])
     alone = ev.a["best_p95_ms"][i]
@@ -200,9 +267,7 @@ def smallest_target(rp: Replanner, ev: Evaluation, driver: NodeDriver) -> Relaxa
             break
         # The re-plan is not monotone in the target: 1 % tighter also lowers it; search below that.
         hi, hit, lo = TIGHTER * hi, tighter, slo
-    return Relaxation(f"target {integer(slo)} ms -> {integer(math.ceil(hi))} ms (the smallest that lowers the "
-                      f"node count)", "smallest_target", round(rp.base.total_monthly_usd - hit.total_monthly_usd, 2),
-                      int(hit.nodes_needed), latency_slo_ms=float(hi))
+    return hi, hit
 
 
 def _priced_breakpoint(ev: Evaluation, i: int, slo: float, top: float, n0: int) -> float | None:
@@ -262,7 +327,27 @@ def _with(state: frozenset[Change], opt: Change) -> frozenset[Change]:
 
 
 def stay_on_owned(rp: Replanner, ev: Evaluation, targets: dict[str, Relaxation]) -> StayOnOwned:
-    """The cheapest set of relaxations found that needs no new node (greedy, each step re-planned), or none."""
+    """The cheapest set of relaxations found that needs no new node (greedy, each step re-planned), or none.
+    Searched first on exploring re-plans (moves from the plan); an answer found there stands where its whole
+    re-plan needs no new node, else (and where the exploring search finds none) the search is made again on whole
+    re-plans."""
+    owned = int(ev.fleet.owned_nodes)
+    state, cur, complete = _stay_search(rp, ev, targets, light=True)
+    if cur.nodes_needed <= owned and state:
+        whole = rp(state)
+        if whole is not None and whole.nodes_needed <= owned and whole.served >= rp.base.served:
+            cur = whole
+        else:
+            state, cur, complete = _stay_search(rp, ev, targets, light=False)
+    else:
+        state, cur, complete = _stay_search(rp, ev, targets, light=False)
+    return _stay_answer(rp, ev, state, cur, complete)
+
+
+def _stay_search(rp: Replanner, ev: Evaluation, targets: dict[str, Relaxation], *,
+                 light: bool) -> tuple[frozenset[Change], Replanned, bool]:
+    """stay_on_owned's greedy search and drops on exploring (light) or whole re-plans: the changes, their
+    re-plan, and whether the budget let it finish."""
     owned = int(ev.fleet.owned_nodes)
     state: frozenset[Change] = frozenset()
     cur = rp.base
@@ -274,7 +359,7 @@ def stay_on_owned(rp: Replanner, ev: Evaluation, targets: dict[str, Relaxation])
             if opt in state:
                 continue
             trial = _with(state, opt)
-            got = rp(trial)
+            got = rp(trial, light=light)
             if got is None:
                 complete = False
                 break
@@ -285,18 +370,25 @@ def stay_on_owned(rp: Replanner, ev: Evaluation, targets: dict[str, Relaxation])
         if best is None:
             break
         state, cur = best
-    exists = cur.nodes_needed <= owned
-    if exists:
+    if cur.nodes_needed <= owned:
         # Drop what the answer does not need (the greedy's early steps may be made redundant by later ones).
         for c in sorted(state, key=lambda c: (c.kind, c.key, c.value or 0.0)):
             trial = state - {c}
-            got = rp(trial)
+            got = rp(trial, light=light)
             if got is None:
                 complete = False
                 break
             if got.nodes_needed <= owned and got.served >= rp.base.served \
                     and got.total_monthly_usd <= cur.total_monthly_usd + 0.005:
                 state, cur = trial, got
+    return state, cur, complete
+
+
+def _stay_answer(rp: Replanner, ev: Evaluation, state: frozenset[Change], cur: Replanned,
+                 complete: bool) -> StayOnOwned:
+    """The stay-on-owned record of a set of changes and its re-plan."""
+    owned = int(ev.fleet.owned_nodes)
+    exists = cur.nodes_needed <= owned
     changes = tuple(_owned_change(ev, c, cur) for c in sorted(state, key=lambda c: (c.kind, c.key)))
     # A licence's fee is unknown: the answer pays while the fee keeps its bill at or under the plan's.
     lic_gpus = sum(c.licence_gpus or 0 for c in changes)
@@ -307,7 +399,7 @@ def stay_on_owned(rp: Replanner, ev: Evaluation, targets: dict[str, Relaxation])
     return StayOnOwned(exists=exists, owned_nodes=owned, nodes_needed=int(cur.nodes_needed), changes=changes,
                        total_monthly_usd=round(cur.total_monthly_usd, 2),
                        bill_change_usd_per_month=round(cur.total_monthly_usd - rp.base.total_monthly_usd, 2),
-                       complete=complete, replans=rp.used,
+                       complete=complete, replans=rp.used + rp.light_used,
                        serves_unserved=tuple(w for w, r in cur.route_of.items() if r and not rp.base.route_of[w]))
 
 
@@ -342,7 +434,7 @@ def smallest_change(ev: Evaluation, *, force: bool = False) -> SmallestChange | 
         cut = settings_mod.PLAN
         if not force and len(ev.workloads) > cut.smallest_change_max_workloads:
             return None
-        rp = Replanner(ev, cut.smallest_change_replans)
+        rp = Replanner(ev, cut.smallest_change_replans, cut.smallest_change_light_replans)
         targets: dict[str, Relaxation] = {}
         for d in ev.fleet.node_drivers:
             if d.latency_slo_ms is not None:
@@ -350,6 +442,6 @@ def smallest_change(ev: Evaluation, *, force: bool = False) -> SmallestChange | 
                 if rel is not None:
                     targets[d.workload_id] = rel
         stay = stay_on_owned(rp, ev, targets) if ev.fleet.nodes_needed > ev.fleet.owned_nodes else None
-        return SmallestChange(targets=targets, stay_on_owned=stay, replans=rp.used)
+        return SmallestChange(targets=targets, stay_on_owned=stay, replans=rp.used + rp.light_used)
 
     return ev.answers.get("smallest_change", compute)
