@@ -88,11 +88,8 @@ def stored_size(store, version: int | None = None) -> int:
 
 
 def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
-                   workloads: pd.DataFrame | None = None, catalog: Catalog | None = None,
-                   ranges_ahead: bool = False) -> Evaluation:
-    """Evaluate an inventory (given, a stored version, the latest, or the sample) under a scenario
-    (ranges_ahead: the caller will read the verdict ranges, so their end plans start beside this one where that
-    is safe: sensitivity.ends_ahead)."""
+                   workloads: pd.DataFrame | None = None, catalog: Catalog | None = None) -> Evaluation:
+    """Evaluate an inventory (given, a stored version, the latest, or the sample) under a scenario."""
     catalog = catalog or Catalog.from_store(store)
     if workloads is None:
         check_plan_size(stored_size(store, version))  # before loading a version too large to plan
@@ -100,9 +97,7 @@ def evaluate_store(store, scenario: Scenario, *, version: int | None = None,
     else:
         label = "given"
     scenario = with_measured_profile(store, scenario)
-    from core.decision.sensitivity import ends_ahead
-
-    ev = evaluate(catalog, workloads, scenario, beside=ends_ahead if ranges_ahead else None)
+    ev = evaluate(catalog, workloads, scenario)
     return ev.with_source(label, measured_beside_plan(store, ev))
 
 

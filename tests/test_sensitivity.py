@@ -219,40 +219,37 @@ def _forks(monkeypatch) -> list[bool]:
 
 
 def test_ends_planned_in_other_processes_are_the_ends_planned_in_place(catalog, bank, sample_ev, monkeypatch):
-    """The ends may be planned in forked processes: beside each other (from SIDE_BY_SIDE_ROWS workloads) or
-    beside the central plan (`ranges_ahead`, what `hangover evaluate` asks). Forced on the 7-workload sample, both
-    give the ranges and the performance range of the in-place computation (sample_ev, below the threshold)."""
-    from core.background import fork_is_safe
-
+    """The pessimistic end may be planned in a forked process beside the optimistic one (from SIDE_BY_SIDE_ROWS
+    workloads). Forced on the 7-workload sample, it gives the ranges and the performance range of the in-place
+    computation (sample_ev, below the threshold)."""
     monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(side_by_side_rows=1))
     asked = _forks(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         beside = evaluate(catalog, bank, Scenario())
         assert sensitivity.ranges(beside) is not None and asked.count(True) == 1
-        ahead = evaluate(catalog, bank, Scenario(), beside=sensitivity.ends_ahead)
-        assert (ahead.answers._ends_ahead is not None) == fork_is_safe()
-        assert sensitivity.ranges(ahead) is not None and ahead.answers._ends_ahead is None
-    if fork_is_safe():
-        assert asked.count(True) == 3
-    for ev in (beside, ahead):
-        pd.testing.assert_frame_equal(sensitivity.ranges(ev).frame, sensitivity.ranges(sample_ev).frame)
-        assert sensitivity.ranges(ev).performance == sensitivity.ranges(sample_ev).performance
-        assert contract.to_dict(ev, detail="verdicts") == contract.to_dict(sample_ev, detail="verdicts")
+    pd.testing.assert_frame_equal(sensitivity.ranges(beside).frame, sensitivity.ranges(sample_ev).frame)
+    assert sensitivity.ranges(beside).performance == sensitivity.ranges(sample_ev).performance
+    assert contract.to_dict(beside, detail="verdicts") == contract.to_dict(sample_ev, detail="verdicts")
 
 
-def test_ranges_ahead_is_not_started_where_ranges_are_not_automatic(catalog, bank, monkeypatch):
-    """Above RANGES_MAX_WORKLOADS (ranges only on demand) and below SIDE_BY_SIDE_ROWS nothing is started ahead:
-    no plan nobody reads is paid for."""
-    asked = _forks(monkeypatch)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        small = evaluate(catalog, bank, Scenario(), beside=sensitivity.ends_ahead)  # 7 < SIDE_BY_SIDE_ROWS
-        monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(side_by_side_rows=1, ranges_max_workloads=3))
-        large = evaluate(catalog, bank, Scenario(), beside=sensitivity.ends_ahead)
-    assert small.answers._ends_ahead is None and large.answers._ends_ahead is None
-    assert True not in asked  # the central plans' break-even re-plans ask for no fork at 7 workloads
-    assert sensitivity.ranges(large) is None
+def test_an_end_starts_from_the_central_plan_and_is_never_dearer_than_it_re_priced(catalog, bank, sample_ev):
+    """Each end's search starts from the central plan (fleet.plan_evaluation start_keys, candidates): at the
+    optimistic end every pool of the central plan is at least as fast, so that plan re-priced there is a plan the
+    end could choose, and the end's bill is at most its bill; the start maps every served row onto a column."""
+    from core.decision.engine import _evaluate
+    from core.decision.fleet import _warm_start, plan_start_keys
+    from core.decision.sensitivity import _end
+
+    start = plan_start_keys(sample_ev.plan_inputs, sample_ev.plan.assignment)
+    high = _evaluate(catalog.at_efficiency_end("high"), sample_ev.workloads, sample_ev.scenario, sample_ev.rate,
+                     break_even=False, checked=False)
+    mapped = _warm_start(high.planner, start)
+    assert mapped is not None and ((mapped >= 0) | (sample_ev.plan.assignment < 0)).all()
+    re_priced = high.planner.price(mapped)
+    assert re_priced.feasible
+    end = _end(catalog, sample_ev.workloads, sample_ev.scenario, sample_ev.rate, "high", start)
+    assert end.total_monthly_usd <= re_priced.bill + 0.005
 
 
 def test_ends_skip_the_break_even_re_plan_and_plan_the_same(catalog, bank):

@@ -45,7 +45,8 @@ def _counted(monkeypatch, module, name: str, both_inside: threading.Event):
 
     def wrapper(*args, **kwargs):
         with lock:
-            calls.append(args[-1] if args else None)
+            # What the call is for: its last string argument (an end's "low"/"high"), else its last argument.
+            calls.append(next((a for a in reversed(args) if isinstance(a, str)), args[-1]) if args else None)
             first = len(calls) == 1
         if first:
             waited.append(both_inside.wait(WAIT_S))

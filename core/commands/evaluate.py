@@ -240,7 +240,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     store = Store(args.db or default_db_path())
     scenario, workloads = scenario_and_workloads(args, store)
     # Every format shows the verdict ranges: their end plans start beside the central one.
-    ev = evaluate_store(store, scenario, version=args.version, workloads=workloads, ranges_ahead=True)
+    ev = evaluate_store(store, scenario, version=args.version, workloads=workloads)
     if getattr(args, "ranges", False):
         from core.decision.sensitivity import ranges
 

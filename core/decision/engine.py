@@ -8,7 +8,7 @@ Python. Text (reasons, why-not) is produced only when asked for.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -291,24 +291,18 @@ def check_plan_size(workloads: int) -> None:
             "memory.")
 
 
-def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario, *,
-             beside: Callable[[Catalog, pd.DataFrame, Scenario, NodeRate], Callable[[], Any] | None] | None = None
-             ) -> Evaluation:
+def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario) -> Evaluation:
     """Score every workload on every route, then plan the fleet (see docs/design/fleet_plan.md).
 
     The plan minimises the monthly cash bill, in which owned nodes are paid
     for whatever runs on them and a new node costs its full price; the cost
     basis changes only how that bill is attributed to workloads.
-    beside: work started once the prepared workloads and the node price are known, to run beside the plan
-    (sensitivity.ends_ahead: the verdict ranges' two end plans, for a caller that will read them); its waiter,
-    if any, is kept in the evaluation's answers. Passed in, so the engine imports nothing above it.
     """
     check_plan_size(len(workloads))
     w = prepare_workloads(workloads)
     catalog.gpu(scenario.gpu)  # an unknown GPU is named before any price is looked up
     rate = node_rate(scenario, list(catalog.node_prices), list(catalog.owned_hardware))
-    ends = beside(catalog, w, scenario, rate) if beside is not None else None
-    return _evaluate(catalog, w, scenario, rate, ends_ahead=ends)
+    return _evaluate(catalog, w, scenario, rate)
 
 
 @dataclass(frozen=True)
@@ -345,10 +339,10 @@ class _Columns:
 
 
 def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
-              break_even: bool = True, ends_ahead=None, checked: bool = True,
-              start_keys: list | None = None) -> Evaluation:
+              break_even: bool = True, checked: bool = True,
+              start_keys: list | None = None, candidates: bool = False) -> Evaluation:
     """Score every workload on every route (column by column), fold in quality escalation, then plan
-    (start_keys: moves from that plan only, fleet.plan_evaluation)."""
+    (start_keys, candidates: a search from that plan, fleet.plan_evaluation)."""
     gpu = catalog.gpu(scenario.gpu)
     gpn = scenario.gpus_per_node
     routes = build_routes(catalog)
@@ -402,9 +396,10 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
                         catalog=catalog, efficiency_labels=eff_labels)
     planned = planning.plan_evaluation(scored, gpu, c.lam_peak, c.rpd, c.n_in, c.n_out, c.slo, c.interactive, c.pf,
                                        grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even,
-                                       checked=checked, start_keys=start_keys)
+                                       checked=checked, start_keys=start_keys,
+                                       candidates=candidates)
     ev = replace(scored, verdict=planned.verdict, fleet=planned.fleet, plan=planned.plan,
-                 plan_inputs=planned.plan_inputs, planner=planned.planner, answers=Answers(ends_ahead))
+                 plan_inputs=planned.plan_inputs, planner=planned.planner, answers=Answers())
     # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as
     # long as it is cached, so dropped here (ROUTE_ARRAYS lists what stays).
     for k in PLAN_ONLY:

@@ -327,26 +327,41 @@ def plan_start_keys(planned_inputs: PlanInputs, assignment: np.ndarray) -> list[
     return [None if int(c) < 0 else keys[int(c)] for c in assignment]
 
 
-def _warm_start(inp: PlanInputs, start_keys: list[tuple | None]) -> np.ndarray | None:
-    """start_keys (plan_start_keys of a plan of the same workloads and routes) as this plan's columns; None where
-    a column has no counterpart here or a pairing is not allowed (then the search starts afresh)."""
+def _warm_start(planner: Planner, start_keys: list[tuple | None]) -> np.ndarray | None:
+    """start_keys (plan_start_keys of a plan of the same workloads and routes) as this plan's columns: each row on
+    its column here, else on another allowed tier of its stack and GPU count (the nearest band: a changed target
+    or speed can add or drop a tier), else (or where it was unserved) its cheapest column on the linear view at
+    the full price, as the search's own candidates choose. None where the rows differ."""
+    inp = planner.inp
     if len(start_keys) != len(inp.workload_ids):
         return None
-    col_of = {k: c for c, k in enumerate(column_keys(inp))}
+    keys = column_keys(inp)
+    col_of = {k: c for c, k in enumerate(keys)}
+    by_group: dict[tuple[int, int], list[int]] = {}
+    for col, key in enumerate(keys):
+        if key[1] > 0:
+            by_group.setdefault((key[0], key[1]), []).append(col)
     assign = np.full(len(start_keys), -1, dtype=int)
+    loose: list[int] = []
     for i, k in enumerate(start_keys):
-        if k is None:
-            continue
-        c = col_of.get(k)
+        c = None if k is None else col_of.get(k)
         if c is None or not inp.allowed[i, c]:
-            return None
+            near = [] if k is None else [x for x in by_group.get((k[0], k[1]), []) if inp.allowed[i, x]]
+            if k is None or not near:
+                loose.append(i)
+                continue
+            band, edge = k[2], k[4]
+            c = min(near, key=lambda x: (abs(keys[x][2] - band), keys[x][4] != edge))
         assign[i] = c
+    if loose:
+        rows = np.array(loose, dtype=int)
+        assign[rows] = planner._choose(inp.full_usd_per_gpu_hour, rows=rows)
     return assign
 
 
 def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
                     grid, tp_options, break_even: bool = True, checked: bool = True,
-                    start_keys: list[tuple | None] | None = None) -> Planned:
+                    start_keys: list[tuple | None] | None = None, candidates: bool = False) -> Planned:
     """Plan the fleet for a scored evaluation: the verdicts, attributed costs (into its route arrays) and fleet record.
 
     break_even=False skips the licensed stacks' break-even re-plan (a search of its own, ~40 % of the time on
@@ -354,10 +369,11 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     the efficiency ends of the verdict ranges, which read only verdicts, nodes and the bill.
     checked=False skips the simulation check (core.decision.closeloop) and the node drivers: for re-plans compared
     with one another on the latency model alone, such as the smallest change's.
-    start_keys (plan_start_keys of a plan of the same workloads and routes whose pairings all stay allowed here,
-    such as the plan before a target is relaxed): only moves from that plan, no shadow-price candidates or
-    restarts (a fraction of a search's time; the smallest change's exploring re-plans); a full search where
-    it does not map onto this plan's columns."""
+    start_keys (plan_start_keys of a plan of the same workloads and routes, such as the plan before a target is
+    relaxed, or the central plan for a range's end): the search starts from that plan (_warm_start maps it onto
+    this plan's columns) without restarts; only moves from it (the smallest change's exploring re-plans), or
+    with candidates=True from the better of it and the shadow-price candidates (the ranges' end plans). A
+    whole search where the start cannot be sized here."""
     # Built once with licensed stacks of unknown fee at a zero fee; the plan itself may not use them.
     unknown_fee = {r.route_id for r in ev.routes if r.stack is not None and not route_permitted(r)}
     every = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid,
@@ -367,9 +383,17 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     barred = np.array([ev.routes[r].route_id in unknown_fee for r in every.col_route], dtype=bool)
     inp = replace(every, allowed=every.allowed & ~barred[None, :])
     planner = Planner(inp)
-    start = None if start_keys is None else _warm_start(inp, start_keys)
+    start = None if start_keys is None else _warm_start(planner, start_keys)
+    if start is not None and not planner.price(start).feasible:
+        start = None  # a pool of the start cannot be sized here (a slower end of the ranges): a whole search
     # The plan checked by its own simulation before it is final (core.decision.closeloop).
-    best = planner.optimise() if start is None else planner.optimise(start=start, ladder=False)
+    if start is None:
+        best = planner.optimise()
+    elif candidates:
+        planner._restarts = False  # one start: the better of the start and the shadow-price candidates, improved
+        best = planner.optimise(start=start)
+    else:
+        best = planner.optimise(start=start, ladder=False)
     added: dict[int, int] = {}
     if checked:
         closed = close_by_simulation(planner, best)

@@ -440,13 +440,12 @@ class Answers:
     fleet options): one lock per answer, so two threads asking at once (dashboard sessions sharing one cached
     evaluation) compute it once and both get the same record. Nothing is written into the evaluation."""
 
-    __slots__ = ("_locks", "_values", "_ends_ahead", "_guard")
+    __slots__ = ("_locks", "_values", "_guard")
 
-    def __init__(self, ends_ahead: Callable[[], Any] | None = None):
+    def __init__(self) -> None:
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._values: dict[str, Any] = {}
-        self._ends_ahead = ends_ahead
 
     def get(self, name: str, compute: Callable[[], Any]) -> Any:
         """The answer `name`, computed by `compute()` under its lock the first time; a None answer (skipped) is not
@@ -464,9 +463,3 @@ class Answers:
     def known(self, name: str) -> Any:
         """The answer if already computed, else None (never computes)."""
         return self._values.get(name)
-
-    def take_ends_ahead(self) -> Callable[[], Any] | None:
-        """The waiter for the range ends started beside the plan (engine.evaluate(beside=sensitivity.ends_ahead)), once."""
-        with self._guard:
-            ends, self._ends_ahead = self._ends_ahead, None
-        return ends

@@ -25,7 +25,6 @@ is safe (the CLI's main thread) the two ends run side by side, one per core.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,10 +63,22 @@ class EndView:
                    nodes_needed=int(ev.fleet.nodes_needed), total_monthly_usd=float(ev.fleet.total_monthly_usd))
 
 
-def _end(catalog, workloads: pd.DataFrame, scenario, rate, which: str) -> EndView:
-    """The engine re-run with every owned route at one efficiency end, without the break-even re-plan."""
+def _end(catalog, workloads: pd.DataFrame, scenario, rate, which: str, start_keys=None) -> EndView:
+    """The engine re-run with every owned route at one efficiency end, without the break-even re-plan
+    (start_keys: a search of one start, the better of the central plan and the shadow-price candidates, without
+    restarts: fleet.plan_evaluation)."""
     end = catalog.at_efficiency_end(which, peer_ranges=bool(getattr(scenario, "peer_ranges", False)))
-    return EndView.of(_evaluate(end, workloads, scenario, rate, break_even=False))
+    return EndView.of(_evaluate(end, workloads, scenario, rate, break_even=False, start_keys=start_keys,
+                                candidates=True))
+
+
+def _central_start(base_ev):
+    """The central plan as a start for the ends' searches (None: no plan to start from)."""
+    from core.decision.fleet import plan_start_keys
+
+    if getattr(base_ev, "plan", None) is None or getattr(base_ev, "plan_inputs", None) is None:
+        return None
+    return plan_start_keys(base_ev.plan_inputs, base_ev.plan.assignment)
 
 
 def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev) -> tuple[EndView, EndView]:
@@ -78,24 +89,11 @@ def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev) -> tupl
     SearchSettings.side_by_side_rows workloads the low end is planned in a forked process while
     this one plans the high end (background.in_background: only where a fork is safe).
     """
-    low = background.in_background(lambda: _end(catalog, workloads, scenario, base_ev.rate, "low"),
-                        len(workloads) >= settings_mod.PLAN.side_by_side_rows)
-    high = _end(catalog, workloads, scenario, base_ev.rate, "high")
+    start = _central_start(base_ev)
+    low = background.in_background(lambda: _end(catalog, workloads, scenario, base_ev.rate, "low", start),
+                                   len(workloads) >= settings_mod.PLAN.side_by_side_rows)
+    high = _end(catalog, workloads, scenario, base_ev.rate, "high", start)
     return low(), high
-
-
-def ends_ahead(catalog, workloads: pd.DataFrame, scenario, rate) -> Callable[[], tuple[EndView, EndView]] | None:
-    """Both ends started in forked processes before the central plan (which then runs beside them), for a caller
-    that will read the ranges (`hangover evaluate`); a function that waits for them. None where a fork is not
-    safe or not worth it (fewer than SearchSettings.side_by_side_rows or more than SearchSettings.ranges_max_workloads workloads): the ranges
-    are then computed when first read. On a 2-core machine three plans share two cores, so the central plan
-    runs slower but the three end sooner than the central plan followed by the two ends side by side."""
-    cut = settings_mod.PLAN
-    if not (cut.side_by_side_rows <= len(workloads) <= cut.ranges_max_workloads and background.fork_is_safe()):
-        return None
-    low = background.in_background(lambda: _end(catalog, workloads, scenario, rate, "low"), True)
-    high = background.in_background(lambda: _end(catalog, workloads, scenario, rate, "high"), True)
-    return lambda: (low(), high())
 
 
 def _verdict_ids(ev) -> np.ndarray:
@@ -209,13 +207,9 @@ def ranges(ev, *, force: bool = False) -> VerdictRanges | None:
     waits for the first's answer (the ends are planned once).
     """
     def compute() -> VerdictRanges | None:
-        waiter = ev.answers.take_ends_ahead()
-        if waiter is not None:  # started beside the central plan (ends_ahead)
-            low, high = waiter()
-        elif not force and len(ev.workloads) > settings_mod.PLAN.ranges_max_workloads:
+        if not force and len(ev.workloads) > settings_mod.PLAN.ranges_max_workloads:
             return None
-        else:
-            low, high = end_evaluations(ev.catalog, ev.workloads, ev.scenario, ev)
+        low, high = end_evaluations(ev.catalog, ev.workloads, ev.scenario, ev)
         frame = verdict_ranges(ev.catalog, ev.workloads, ev.scenario, ev, ends=(low, high))
         return VerdictRanges.of(frame, performance_range(ev, low, high))
 
