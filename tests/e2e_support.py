@@ -58,16 +58,20 @@ def wait_for_health(url: str, proc: subprocess.Popen, timeout_s: float = 60.0) -
 
 
 @contextlib.contextmanager
-def streamlit_server(db_path: Path, *, app: str = "dashboard/app.py") -> Iterator[str]:
+def streamlit_server(db_path: Path, *, app: str = "dashboard/app.py", env: dict[str, str] | None = None,
+                     cwd: Path | None = None, port: int | None = None) -> Iterator[str]:
     """Run `python -m streamlit run <app>` headless on a free port with HANGOVER_DB=db_path; yield its base URL.
 
+    env: more environment (HANGOVER_AUTH, ...); cwd: the folder Streamlit reads .streamlit/ (config, secrets)
+    from (default the checkout); port: a port picked beforehand (a redirect URI names it).
     The server is killed (its whole process group) when the block ends, even on failure.
     """
-    port = free_port()
-    env = {**os.environ, "HANGOVER_DB": str(db_path), "PYTHONPATH": str(REPO_ROOT)}
-    cmd = [sys.executable, "-m", "streamlit", "run", app, "--server.headless", "true", "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    port = port or free_port()
+    env = {**os.environ, "HANGOVER_DB": str(db_path), "PYTHONPATH": str(REPO_ROOT), **(env or {})}
+    cmd = [sys.executable, "-m", "streamlit", "run", str(REPO_ROOT / app), "--server.headless", "true",
+           "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    proc = subprocess.Popen(cmd, cwd=cwd or REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:

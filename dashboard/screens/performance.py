@@ -162,7 +162,7 @@ with st.expander("Add your own model from its config.json", expanded=False):
                "hidden size, attention heads and experts give total and active parameters and KV bytes per token. "
                "Quality per task class is copied from the stack you name and labelled an estimate. The stack is "
                "stored as your own row and kept when the bundled data is reloaded (`hangover stacks` does the same).")
-    cfg_up = st.file_uploader("config.json", type=["json"], key="perf_cfg_upload")
+    cfg_up = st.file_uploader("config.json", type=["json"], key="perf_cfg_upload", disabled=signin.read_only())
     cfg_text = st.text_area("…or paste it", key="perf_cfg_text", height=120)
     c1, c2, c3, c4 = st.columns(4)
     cfg_id = c1.text_input("Stack id", key="perf_cfg_id", placeholder="qwen25-72b-fp8")
@@ -191,7 +191,7 @@ with st.expander("Import your own benchmark file", expanded=False):
                "JSON, ray llmperf *_summary.json. Most files do not say which stack or GPU they measured: name them "
                "here. The same file imported twice adds nothing.")
     signin.read_only_note()
-    up = st.file_uploader("Benchmark file", type=["json", "csv"], key="perf_upload")
+    up = st.file_uploader("Benchmark file", type=["json", "csv"], key="perf_upload", disabled=signin.read_only())
     c1, c2, c3 = st.columns(3)
     imp_stack = c1.selectbox("Serving stack", [FROM_FILE, *stack_ids], key="perf_imp_stack")
     imp_gpu = c2.selectbox("GPU", [FROM_FILE, *[g.name for g in cat.gpus]], key="perf_imp_gpu")

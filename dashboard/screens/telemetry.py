@@ -51,7 +51,7 @@ if flash := st.session_state.pop("tel_flash", None):
 with st.expander("Import a telemetry file", expanded=False):
     signin.read_only_note()
     up = st.file_uploader("nvidia-smi CSV, DCGM scrape or Prometheus JSON", type=["csv", "txt", "prom", "json", "log"],
-                          key="tel_upload")
+                          key="tel_upload", disabled=signin.read_only())
     c1, c2, c3 = st.columns(3)
     any_gpu = "Any GPU in the catalog"
     gpu_in = c3.selectbox("GPU in the node", [any_gpu, *sorted(g.name for g in state.catalog(state.data_version()).gpus)],

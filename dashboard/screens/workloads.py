@@ -189,7 +189,9 @@ with upload_tab:
                        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
                        key="wl_template_xlsx", icon=":material/download:", help="With a 'Columns' sheet explaining each column.")
     signin.read_only_note()
-    up = st.file_uploader("Inventory file (CSV or XLSX)", type=["csv", "xlsx"], key="wl_upload")
+    # A viewer cannot commit an upload: the uploader is disabled too, so no page suggests an import it then refuses.
+    up = st.file_uploader("Inventory file (CSV or XLSX)", type=["csv", "xlsx"], key="wl_upload",
+                          disabled=signin.read_only())
     # Drawn on every run (a progress bar while a file is read, else nothing), so the elements below keep their place.
     read_slot = st.empty()
     done = st.session_state.get("wl_done")
