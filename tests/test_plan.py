@@ -106,6 +106,29 @@ def test_break_even_computed_beside_the_attribution_is_the_same(catalog, bank, m
     assert beside.fleet.total_monthly_usd == inline.fleet.total_monthly_usd
 
 
+def test_break_even_above_the_automatic_size_waits_until_asked_and_is_the_same(catalog, bank, monkeypatch):
+    """Above SearchSettings.break_even_max_workloads the licensed stacks' break-even is not made with the plan:
+    fleet.licensed_routes is None, the JSON says null, a workload's reasons name no fee; asked for (force: the
+    report, --break-even, the Fleet sizing page) it is the very record the plan makes inline, and kept."""
+    from core.decision.explain import reasons
+    from core.decision.fleet import licensed_routes
+
+    inline = evaluate(catalog, bank, Scenario(fleet_nodes=1))
+    assert inline.fleet.licensed_routes  # the sample's Mercury-class stack: a break-even to compare
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(break_even_max_workloads=len(bank) - 1))
+    later = evaluate(catalog, bank, Scenario(fleet_nodes=1))
+    assert later.fleet.licensed_routes is None and licensed_routes(later) is None
+    assert contract.fleet_json(later)["licensed_routes"] is None
+    assert later.fleet.total_monthly_usd == inline.fleet.total_monthly_usd
+    unserved = [i for i in range(len(bank)) if later.verdict[i] < 0]
+    assert any("break-even" in r for i in unserved for r in reasons(inline, i))  # inline, onboarding-rt's names it
+    assert unserved and not any("break-even" in r for i in unserved for r in reasons(later, i))
+    asked = licensed_routes(later, force=True)
+    assert asked == inline.fleet.licensed_routes
+    assert licensed_routes(later) is asked  # kept: the next reader does not re-plan
+    assert contract.fleet_json(later)["licensed_routes"] == contract.fleet_json(inline)["licensed_routes"]
+
+
 def test_in_background_runs_in_another_process_and_reraises():
     """The job runs in a child process (another pid) when wanted, here when not; its exception reaches the caller."""
     import os

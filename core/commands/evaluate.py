@@ -176,6 +176,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="compute each verdict at both ends of the performance ranges even above 1,000 workloads "
                         "(automatic up to 5,000; triples the engine time)")
     add_purchase_arguments(p)
+    p.add_argument("--break-even", action="store_true",
+                   help="compute the licensed stacks' break-even fees (fleet.licensed_routes) even above 40 "
+                        "workloads (automatic up to 40; one more search per licensed stack)")
     p.add_argument("--smallest-change", action="store_true",
                    help="search the smallest change that avoids new nodes (smallest_target, stay_on_owned) even "
                         "above 40 workloads (automatic up to 40; up to 40 re-plans)")
@@ -252,8 +255,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         vf = contract.verdicts_frame(ev)
         data = routing_csv(vf) if args.format == "csv" else routing_parquet(vf)
         return _emit(data, args.out)
+    from core.decision.fleet import licensed_routes
     from core.decision.smallest import smallest_change
 
+    if getattr(args, "break_even", False):
+        licensed_routes(ev, force=True)
     # The JSON and the table show it: automatic up to SearchSettings.smallest_change_max_workloads workloads.
     smallest_change(ev, force=getattr(args, "smallest_change", False))
     if args.format == "json":
@@ -372,7 +378,14 @@ def format_table(ev, purchase_settings=None) -> str:
         from core.decision.explain import smallest_change_words
 
         lines += [f"Smallest change: {line}" for line in smallest_change_words(f, answer)]
-    for lic in f.licensed_routes:
+    from core.decision import settings as settings_mod
+    from core.decision.fleet import licensed_routes
+
+    lics = f.licensed_routes if mixed else licensed_routes(ev)
+    if lics is None:
+        lines.append("Licensed stacks' break-even fees: not computed above "
+                     f"{integer(settings_mod.PLAN.break_even_max_workloads)} workloads (--break-even)")
+    for lic in lics or ():
         fee = lic.break_even_usd_per_gpu_month
         parts = [f"the only route for {', '.join(lic.serves_unserved)}"] if lic.serves_unserved else []
         if fee:

@@ -39,6 +39,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from core.decision.smallest import smallest_change
 
     smallest_change(ev)  # the node drivers' section words it (automatic up to 40 workloads)
+    from core.decision.fleet import licensed_routes
+
+    licensed_routes(ev, force=True)  # the report is where the break-even is read (computed when first asked)
     from core.decision import mixfleet
 
     f = mixfleet.top(ev)  # the chosen mix in a mixed scenario

@@ -106,9 +106,14 @@ def fleet_json(ev: Evaluation, purchase_settings=None) -> dict:
 
     if ev.scenario.mixed:  # what to buy next (issue 33): the top-level plan is the chosen mix
         return mixed_fleet_json(ev, purchase_settings)
+    from dataclasses import replace
+
+    from core.decision.fleet import licensed_routes
+
     rg = ev.answers.known("ranges")
     p = purchase(ev, purchase_settings)
-    out = record_fleet_json(ev.fleet, None if rg is None else rg.performance, None if p is None else purchase_json(p),
+    # licensed_routes null: not computed (above SearchSettings.break_even_max_workloads and not asked).
+    out = record_fleet_json(replace(ev.fleet, licensed_routes=licensed_routes(ev)), None if rg is None else rg.performance, None if p is None else purchase_json(p),
                            ev.answers.known("smallest_change"))
     out["unserved_work"] = unserved_json(ev)
     out["burst"] = burst_json(ev)

@@ -399,7 +399,8 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
                                        checked=checked, start_keys=start_keys,
                                        candidates=candidates)
     ev = replace(scored, verdict=planned.verdict, fleet=planned.fleet, plan=planned.plan,
-                 plan_inputs=planned.plan_inputs, planner=planned.planner, answers=Answers())
+                 plan_inputs=planned.plan_inputs, planner=planned.planner, answers=Answers(
+                     {"licensed_routes": planned.licensed_job} if planned.licensed_job is not None else None))
     # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as
     # long as it is cached, so dropped here (ROUTE_ARRAYS lists what stays).
     for k in PLAN_ONLY:

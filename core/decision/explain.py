@@ -90,7 +90,10 @@ def _reasons(ev: Evaluation, i: int, tail) -> list[str]:
     if v < 0:
         licensed = [r for r in np.flatnonzero(ev.a["feasible"][i]) if not route_permitted(ev.routes[r])]
         if licensed:
-            fees = {x.route_id: x.break_even_usd_per_gpu_month for x in ev.fleet.licensed_routes
+            from core.decision.fleet import licensed_routes
+
+            # The break-even where computed (with the plan up to SearchSettings.break_even_max_workloads, or asked).
+            fees = {x.route_id: x.break_even_usd_per_gpu_month for x in licensed_routes(ev) or ()
                     if x.break_even_usd_per_gpu_month}
             for r in licensed:
                 fee = fees.get(ev.routes[r].route_id)
@@ -251,7 +254,7 @@ def smallest_change_words(fleet, answer) -> list[str]:
         return out
     owned = f"the {integer(stay.owned_nodes)} node{'s' if stay.owned_nodes != 1 else ''} you own"
     if stay.exists:
-        licensed = {x.route_id: x for x in fleet.licensed_routes}
+        licensed = {x.route_id: x for x in fleet.licensed_routes or ()}
         parts = [_owned_change_words(c, licensed.get(c.route_id)) for c in stay.changes]
         change = stay.bill_change_usd_per_month
         bill = (f"{money(-change)} a month less" if change < 0 else f"{money(change)} a month more"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -309,6 +310,7 @@ class Planned:
     plan: PlanCost
     plan_inputs: PlanInputs
     planner: Planner
+    licensed_job: Callable[[], tuple[LicensedRoute, ...]] | None = None  # the break-even, deferred (licensed_routes)
 
 
 def column_keys(inp: PlanInputs) -> list[tuple[int, int, int, int, bool]]:
@@ -399,11 +401,17 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
         closed = close_by_simulation(planner, best)
         best, added = closed.plan, closed.added
     # The break-even re-plan reads the plan and writes only its own result: at scale it runs on the other core
-    # while the plan is attributed (docs/design/fleet_plan.md "The break-even beside the attribution").
+    # while the plan is attributed (docs/design/fleet_plan.md "The break-even beside the attribution"). Above
+    # SearchSettings.break_even_max_workloads it waits until asked (licensed_routes).
+    now = break_even and len(inp.workload_ids) <= settings_mod.PLAN.break_even_max_workloads
     licensed = (background.in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
-                                          len(inp.workload_ids) >= settings_mod.PLAN.background_rows) if break_even else list)
+                                          len(inp.workload_ids) >= settings_mod.PLAN.background_rows) if now else list)
     verdict, fleet = _apply(ev, planner, best, rpd, n_out, added, drivers=checked)
-    fleet = replace(fleet, licensed_routes=tuple(licensed()))
+    fleet = replace(fleet, licensed_routes=tuple(licensed()) if now or not break_even else None)
+    later = None
+    if break_even and not now:
+        def later() -> tuple[LicensedRoute, ...]:
+            return tuple(_licensed_routes(ev, best, every, barred, planner))
     # The search's (W x plan columns) linear terms and move targets are not needed to price other plans
     # (options, drivers, reports): let go of them (~1.8 KB per workload held by a shared evaluation).
     planner._lin = None
@@ -412,7 +420,26 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     if planner._sub is not None:
         planner._sub._prefetched.clear()
     # planner.inp, not inp: the search may bar pairings a pooled deployment cannot hold.
-    return Planned(verdict=verdict, fleet=fleet, plan=best, plan_inputs=planner.inp, planner=planner)
+    return Planned(verdict=verdict, fleet=fleet, plan=best, plan_inputs=planner.inp, planner=planner,
+                   licensed_job=later)
+
+
+def licensed_routes(ev: Evaluation, *, force: bool = False) -> tuple[LicensedRoute, ...] | None:
+    """The licensed stacks whose fee is unknown, each with its break-even fee (FleetPlan.licensed_routes): made
+    with the plan up to SearchSettings.break_even_max_workloads workloads; above, on first request with force
+    (`hangover evaluate --break-even`, the report, the Fleet sizing page) and kept. None: not computed (not forced,
+    or an evaluation planned without it)."""
+    if ev.fleet.licensed_routes is not None:
+        return ev.fleet.licensed_routes
+    job = ev.answers.job("licensed_routes")
+    if job is None:
+        return None
+    return ev.answers.get("licensed_routes", job) if force else ev.answers.known("licensed_routes")
+
+
+def unknown_fee_routes(ev: Evaluation) -> list:
+    """The routes of licensed stacks whose fee is not entered (the plan may not use them), in route order."""
+    return [r for r in ev.routes if r.stack is not None and not route_permitted(r)]
 
 
 def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,

@@ -303,7 +303,9 @@ class FleetPlan:
     monthly_usd_by_route: Mapping[str, float]
     deployments: tuple[Deployment, ...]
     node_drivers: tuple[NodeDriver, ...]
-    licensed_routes: tuple[LicensedRoute, ...]
+    # The licensed stacks' break-even; None: not computed (above SearchSettings.break_even_max_workloads, until
+    # asked: fleet.licensed_routes).
+    licensed_routes: tuple[LicensedRoute, ...] | None
     verdict_mix: Mapping[str, int]
     source: Source | None = None  # set by core.service: which inventory, measured telemetry
     # Of the node lines: the power of nodes priced at their TCO at the plan's utilization (core.decision.energy);
@@ -440,12 +442,17 @@ class Answers:
     fleet options): one lock per answer, so two threads asking at once (dashboard sessions sharing one cached
     evaluation) compute it once and both get the same record. Nothing is written into the evaluation."""
 
-    __slots__ = ("_locks", "_values", "_guard")
+    __slots__ = ("_locks", "_values", "_guard", "_jobs")
 
-    def __init__(self) -> None:
+    def __init__(self, jobs: dict[str, Callable[[], Any]] | None = None) -> None:
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self._values: dict[str, Any] = {}
+        self._jobs = dict(jobs or {})  # answers whose computation the plan left ready, run when first asked
+
+    def job(self, name: str) -> Callable[[], Any] | None:
+        """The computation the plan left for answer `name` (None: none)."""
+        return self._jobs.get(name)
 
     def get(self, name: str, compute: Callable[[], Any]) -> Any:
         """The answer `name`, computed by `compute()` under its lock the first time; a None answer (skipped) is not

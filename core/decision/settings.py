@@ -158,6 +158,10 @@ class SearchSettings:
     background_rows: int = _knob(
         20_000, "From this many workloads the break-even re-plan runs beside the attribution "
                 "(read by fleet).")
+    break_even_max_workloads: int = _knob(
+        40, "Up to this many workloads the licensed stacks' break-even re-plan (fleet.licensed_routes) is made with "
+            "the plan; above, only when asked (`hangover evaluate --break-even`, the report, the Fleet sizing page: "
+            "fleet.licensed_routes): it only advises, and cost ~20 % of a 100-300-workload evaluation.")
     break_even_refine_rows: int = _knob(
         5000, "Above this many workloads the break-even licence fee is the one-step estimate "
               "(read by fleet).")
@@ -169,7 +173,7 @@ class SearchSettings:
                      "exclude_stacks", "max_repair_rounds", "gauss_legendre_nodes", "chain_points",
                      "block_terms", "block_sum", "candidates_per_row", "sections", "min_requests",
                      "max_requests", "smallest_change_max_workloads", "smallest_change_replans",
-                     "smallest_target_replans", "smallest_change_light_replans", "close_loop_requests", "close_loop_max_added", "close_loop_z"):
+                     "smallest_target_replans", "smallest_change_light_replans", "break_even_max_workloads", "close_loop_requests", "close_loop_max_added", "close_loop_z"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SearchSettings.{name} must not be negative, not {getattr(self, name)}")
         if self.speculate_moves < 1 or self.max_passes < 1 or self.max_repair_rounds < 1:

@@ -316,7 +316,9 @@ def _options(ev: Evaluation, targets: dict[str, Relaxation]) -> list[Change]:
             out.append(Change("target", d.workload_id, 2.0 * d.latency_slo_ms))
         if str(w.loc[d.workload_id, "data_policy"]) == "owned_only":
             out.append(Change("policy", d.workload_id))
-    out += [Change("licence", lic.route_id) for lic in ev.fleet.licensed_routes]
+    from core.decision.fleet import unknown_fee_routes
+
+    out += [Change("licence", r.route_id) for r in unknown_fee_routes(ev)]
     return out
 
 
@@ -415,10 +417,9 @@ def _owned_change(ev: Evaluation, c: Change, got: Replanned) -> OwnedChange:
         where = f"; it moves to {labels[to]}" if to else ""
         return OwnedChange("policy", f"{c.key}: data allowed to leave (external_ok){where}", c.key, to or None,
                            None, None, None, None)
-    lic = next(x for x in ev.fleet.licensed_routes if x.route_id == c.key)
     # break_even_usd_per_gpu_month is set for the whole answer by stay_on_owned.
     gpus = int(math.ceil(got.gpus_by_route.get(c.key, 0.0) - 1e-9))
-    return OwnedChange("licence", f"licence {lic.label}: a fee entered for {integer(gpus)} GPU"
+    return OwnedChange("licence", f"licence {labels[c.key]}: a fee entered for {integer(gpus)} GPU"
                        f"{'s' if gpus != 1 else ''} (the fee is on top of the bill change)",
                        None, c.key, None, None, gpus, None)
 

@@ -477,7 +477,10 @@ def routing_table(vf: pd.DataFrame) -> pd.DataFrame:
 def licensed_words(ev: Evaluation) -> list[str]:
     """One sentence per licensed stack whose fee is not entered: what it would unlock or save."""
     out = []
-    for lic in top_fleet(ev).licensed_routes:
+    from core.decision.fleet import licensed_routes
+
+    # A page that shows them asks for them (the break-even waits for that above break_even_max_workloads).
+    for lic in (top_fleet(ev).licensed_routes if ev.scenario.mixed else licensed_routes(ev, force=True)) or ():
         if lic.serves_unserved:
             out.append(f"{lic.label} is the only route that can serve {', '.join(lic.serves_unserved[:5])}; "
                        "its weights need a licence: enter the fee (Pricing) to let the plan use it.")
