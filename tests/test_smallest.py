@@ -227,3 +227,30 @@ def test_plans_sharing_sizings_equal_the_plans_made_alone(seed_catalog, bank):
     assert again.fleet.total_monthly_usd == pytest.approx(alone.fleet.total_monthly_usd, abs=0.005)
     assert again.fleet.nodes_needed == alone.fleet.nodes_needed
     assert again.verdict.tolist() == alone.verdict.tolist()
+
+
+@pytest.mark.slow
+def test_a_node_only_the_simulation_check_adds_is_said_so_not_answered_with_no_change(seed_catalog):
+    """Generated inventory 9 (tests' _inventory) on 1 owned node: the plan needs 2 nodes only because the simulation
+    check added replicas (planned on the latency model alone it fits on 1). The stay-on-owned answer used to read
+    "exists" with no change at all (the re-plans, judged on the latency model, already fit); it now says the new
+    node holds the simulation check's replicas and that no relaxation was searched for them."""
+    inv = _inventory(9)
+    ev = evaluate(seed_catalog, inv, Scenario(fleet_nodes=1))
+    added = sum(d.replicas_added_by_simulation for d in ev.fleet.deployments)
+    assert ev.fleet.nodes_needed == 2 and added > 0
+    from core.decision.engine import _evaluate
+
+    bare = _evaluate(ev.catalog, ev.workloads, ev.scenario, ev.rate, break_even=False, checked=False)
+    assert bare.fleet.nodes_needed == 1  # the premise: without the check's replicas it fits
+    stay = smallest_change(ev).stay_on_owned
+    assert not stay.exists and stay.changes == () and stay.simulation_added_replicas == added
+    words = smallest_change_words(ev.fleet, smallest_change(ev))
+    assert words[-1].startswith("On the latency model the plan fits on the 1 node you own; the 1 new node holds "
+                                f"the {added} replica"), words
+    assert "No relaxation was searched for them" in words[-1]
+    assert fleet_stay(ev)["simulation_added_replicas"] == added
+
+
+def fleet_stay(ev) -> dict:
+    return json.loads(json.dumps(contract.fleet_json(ev)))["stay_on_owned"]

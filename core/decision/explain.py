@@ -264,6 +264,13 @@ def smallest_change_words(fleet, answer) -> list[str]:
                 if stay.serves_unserved else "")
         out.append(f"To stay on {owned}: {'; '.join(parts)}. The bill becomes {money(stay.total_monthly_usd)} "
                    f"a month ({bill}{fee}{more}); every change re-planned.")
+    elif stay.simulation_added_replicas and not stay.changes:
+        added, new = stay.simulation_added_replicas, stay.nodes_needed - stay.owned_nodes
+        out.append(f"On the latency model the plan fits on {owned}; the {integer(new)} new "
+                   f"{'nodes hold' if new != 1 else 'node holds'} the {integer(added)} "
+                   f"replica{'s' if added != 1 else ''} the simulation check added where a member fell under its "
+                   "target share in the simulated peak hour. No relaxation was searched for them: the smallest "
+                   "change re-plans on the latency model, which already fits.")
     else:
         out.append(f"No set of the relaxations tried avoids a new node (the targets of the workloads that force "
                    f"nodes, their data allowed to leave, licences for the licensed stacks): the fewest reached is "

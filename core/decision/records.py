@@ -124,6 +124,10 @@ class StayOnOwned:
     complete: bool  # False: the search stopped at its re-plan budget (SearchSettings.smallest_change_replans)
     replans: int
     serves_unserved: tuple[str, ...] = ()  # workloads the plan leaves without a route that the changes serve
+    # Replicas the plan's simulation check added. Where the plan fits on the owned nodes without them, the new
+    # nodes hold those replicas and no relaxation is searched (exists False, no changes): the re-plans are judged
+    # on the latency model, which already fits.
+    simulation_added_replicas: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -334,6 +334,13 @@ def stay_on_owned(rp: Replanner, ev: Evaluation, targets: dict[str, Relaxation])
     re-plan needs no new node, else (and where the exploring search finds none) the search is made again on whole
     re-plans."""
     owned = int(ev.fleet.owned_nodes)
+    if rp.base.nodes_needed <= owned:
+        # Only the simulation check's replicas need a new node: nothing on the latency model to relax.
+        f = ev.fleet
+        return StayOnOwned(exists=False, owned_nodes=owned, nodes_needed=int(f.nodes_needed), changes=(),
+                           total_monthly_usd=round(float(f.total_monthly_usd), 2), bill_change_usd_per_month=0.0,
+                           complete=True, replans=rp.used + rp.light_used,
+                           simulation_added_replicas=int(sum(d.replicas_added_by_simulation for d in f.deployments)))
     state, cur, complete = _stay_search(rp, ev, targets, light=True)
     if cur.nodes_needed <= owned and state:
         whole = rp(state)
