@@ -394,10 +394,20 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     scored = Evaluation(scenario=scenario, rate=rate, gpu_name=gpu.name, workloads=w, routes=routes, a=a,
                         verdict=np.full(W, -1), value_usd_per_mtok=value, fleet=cast(FleetPlan, None),
                         catalog=catalog, efficiency_labels=eff_labels)
+    cut = settings_mod.current()
+    faster = None
+    if break_even and checked and start_keys is None and cut.faster_restart \
+            and cut.multi_start_rows < W <= cut.dearer_api_rows:
+        def faster() -> list:
+            """The plan of these workloads with every owned route at the fast end of its range (a whole search),
+            as a start for this plan's (fleet.plan_evaluation restart_from)."""
+            fast = catalog.at_efficiency_end("high", peer_ranges=bool(getattr(scenario, "peer_ranges", False)))
+            ev = _evaluate(fast, w, scenario, rate, break_even=False, checked=False)
+            return planning.plan_start_keys(ev.plan_inputs, ev.plan.assignment)
     planned = planning.plan_evaluation(scored, gpu, c.lam_peak, c.rpd, c.n_in, c.n_out, c.slo, c.interactive, c.pf,
                                        grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even,
                                        checked=checked, start_keys=start_keys,
-                                       candidates=candidates)
+                                       candidates=candidates, restart_from=faster)
     ev = replace(scored, verdict=planned.verdict, fleet=planned.fleet, plan=planned.plan,
                  plan_inputs=planned.plan_inputs, planner=planned.planner, answers=Answers(
                      {"licensed_routes": planned.licensed_job} if planned.licensed_job is not None else None))

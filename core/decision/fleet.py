@@ -363,7 +363,8 @@ def _warm_start(planner: Planner, start_keys: list[tuple | None]) -> np.ndarray 
 
 def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
                     grid, tp_options, break_even: bool = True, checked: bool = True,
-                    start_keys: list[tuple | None] | None = None, candidates: bool = False) -> Planned:
+                    start_keys: list[tuple | None] | None = None, candidates: bool = False,
+                    restart_from: Callable[[], list] | None = None) -> Planned:
     """Plan the fleet for a scored evaluation: the verdicts, attributed costs (into its route arrays) and fleet record.
 
     break_even=False skips the licensed stacks' break-even re-plan (a search of its own, ~40 % of the time on
@@ -375,7 +376,10 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     relaxed, or the central plan for a range's end): the search starts from that plan (_warm_start maps it onto
     this plan's columns) without restarts; only moves from it (the smallest change's exploring re-plans), or
     with candidates=True from the better of it and the shadow-price candidates (the ranges' end plans). A
-    whole search where the start cannot be sized here."""
+    whole search where the start cannot be sized here.
+    restart_from: a function giving another plan's start keys (the plan at the fast end of the efficiency ranges),
+    called where the search's plan buys nodes: that plan, priced here and improved, replaces the search's where
+    cheaper (docs/design/fleet_plan.md "A restart from faster routes")."""
     # Built once with licensed stacks of unknown fee at a zero fee; the plan itself may not use them.
     unknown_fee = {r.route_id for r in ev.routes if r.stack is not None and not route_permitted(r)}
     every = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid,
@@ -396,6 +400,12 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
         best = planner.optimise(start=start)
     else:
         best = planner.optimise(start=start, ladder=False)
+    if restart_from is not None and best.feasible and best.nodes_needed > inp.owned_nodes:
+        other = _warm_start(planner, restart_from())
+        if other is not None:
+            priced = planner.price(other)
+            if priced.feasible:
+                best = planner._restart_from(priced, best, True)
     added: dict[int, int] = {}
     if checked:
         closed = close_by_simulation(planner, best)

@@ -91,6 +91,9 @@ class SearchSettings:
         5000, "Above multi_start_rows up to this many workloads, where the plan buys nodes: restarts from the "
               "plan searched with every API dearer (dearer_apis).")
     dearer_apis: tuple[float, ...] = _knob((1.5, 2.25), "The API price multiples of those restarts, one each.")
+    faster_restart: bool = _knob(
+        True, "Above multi_start_rows up to dearer_api_rows workloads, where the plan buys nodes: a restart from the "
+              "plan searched with every owned route at the fast end of its efficiency range (read by engine).")
     tighter_targets: float = _knob(
         0.8, "Up to multi_start_rows: a restart from the plan searched at targets this many times as tight.")
     parallel_rows: int = _knob(
