@@ -340,9 +340,10 @@ class _Columns:
 
 def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
               break_even: bool = True, checked: bool = True,
-              start_keys: list | None = None, candidates: bool = False) -> Evaluation:
+              start_keys: list | None = None, candidates: bool = False, faster_restart: bool = True) -> Evaluation:
     """Score every workload on every route (column by column), fold in quality escalation, then plan
-    (start_keys, candidates: a search from that plan, fleet.plan_evaluation)."""
+    (start_keys, candidates: a search from that plan, fleet.plan_evaluation; faster_restart False: without the
+    restart from the plan at the fast end of the efficiency ranges, the search that makes that plan)."""
     gpu = catalog.gpu(scenario.gpu)
     gpn = scenario.gpus_per_node
     routes = build_routes(catalog)
@@ -396,13 +397,13 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
                         catalog=catalog, efficiency_labels=eff_labels)
     cut = settings_mod.current()
     faster = None
-    if break_even and checked and start_keys is None and cut.faster_restart \
+    if faster_restart and start_keys is None and cut.faster_restart \
             and cut.multi_start_rows < W <= cut.dearer_api_rows:
         def faster() -> list:
             """The plan of these workloads with every owned route at the fast end of its range (a whole search),
             as a start for this plan's (fleet.plan_evaluation restart_from)."""
             fast = catalog.at_efficiency_end("high", peer_ranges=bool(getattr(scenario, "peer_ranges", False)))
-            ev = _evaluate(fast, w, scenario, rate, break_even=False, checked=False)
+            ev = _evaluate(fast, w, scenario, rate, break_even=False, checked=False, faster_restart=False)
             return planning.plan_start_keys(ev.plan_inputs, ev.plan.assignment)
     planned = planning.plan_evaluation(scored, gpu, c.lam_peak, c.rpd, c.n_in, c.n_out, c.slo, c.interactive, c.pf,
                                        grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even,
