@@ -381,7 +381,7 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     called where the search's plan buys nodes: that plan, priced here and improved, replaces the search's where
     cheaper (docs/design/fleet_plan.md "A restart from faster routes")."""
     # Built once with licensed stacks of unknown fee at a zero fee; the plan itself may not use them.
-    unknown_fee = {r.route_id for r in ev.routes if r.stack is not None and not route_permitted(r)}
+    unknown_fee = {r.route_id for r in unknown_fee_routes(ev)}
     every = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid,
                          tp_options=tp_options, zero_fee_for=unknown_fee)
     for k in DROP_AFTER_INPUTS:
@@ -437,7 +437,7 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
 def licensed_routes(ev: Evaluation, *, force: bool = False) -> tuple[LicensedRoute, ...] | None:
     """The licensed stacks whose fee is unknown, each with its break-even fee (FleetPlan.licensed_routes): made
     with the plan up to SearchSettings.break_even_max_workloads workloads; above, on first request with force
-    (`hangover evaluate --break-even`, the report, the Fleet sizing page) and kept. None: not computed (not forced,
+    (`hangover evaluate --break-even`, the report, the Overview and Fleet sizing pages) and kept. None: not computed (not forced,
     or an evaluation planned without it)."""
     if ev.fleet.licensed_routes is not None:
         return ev.fleet.licensed_routes
@@ -456,9 +456,7 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
                      planner: Planner) -> list[LicensedRoute]:
     """Break-even licence fee of every licensed stack whose fee is unknown."""
     out = []
-    for route in ev.routes:
-        if route.stack is None or route_permitted(route):
-            continue
+    for route in unknown_fee_routes(ev):
         mine = np.array([ev.routes[r].route_id == route.route_id for r in every.col_route], dtype=bool)
         inp = replace(every, allowed=every.allowed & (~barred | mine)[None, :])
         # From the plan without it (so using it never looks dearer), sharing the sizings already made.
