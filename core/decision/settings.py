@@ -123,7 +123,7 @@ class SearchSettings:
     # -- the plan checked by simulation (core.decision.closeloop) --------------------------------
     close_loop_requests: int = _knob(
         3_000_000, "Simulated requests the plan's check may spend in all (each interactive pool simulated at its "
-                   "peak hour, seed 0, again after each replica added; ~6 µs of CPU a request): past it the "
+                   "peak hour, seed 0, again after each replica added; ~0.4 µs of CPU a request): past it the "
                    "remaining pools keep their analytic sizing. A count, not a clock, so the plan does not depend "
                    "on the machine. 0 turns the check off.")
     close_loop_z: float = _knob(

@@ -20,7 +20,8 @@ What it simulates (the checks the analytic model in `core.decision.latency` must
 
 Between two events (an admission or a completion) a replica's batch is fixed, so
 the loop jumps from event to event (a heap of the next event per replica) instead
-of stepping: O(requests log replicas), about 6 µs of CPU per request (bench/bench_simulate.py).
+of stepping: O(requests log replicas), about 0.4 µs of CPU per request compiled (core.decision.simloop;
+bench/bench_simulate.py).
 """
 
 from __future__ import annotations
@@ -217,6 +218,26 @@ def draw_requests(deployment: DeploymentLoad, requests: int, seed: int, output_d
 
 def run_requests(step_ms, concurrency_cap: int, replicas: int, arrival, steps, prefill):
     """The event loop: completion time (ms) and whether it queued, for every request (arrival-ordered input).
+
+    Runs the compiled loop (core.decision.simloop): the same events in the same order as run_requests_py,
+    ~50x faster (bench/bench_simulate.py).
+    """
+    if replicas <= 0:
+        return np.full(len(arrival), np.inf), np.ones(len(arrival), dtype=bool)
+    # numba is imported when a simulation first runs, not with the planner.
+    from core.decision.simloop import run_requests_compiled
+
+    cap = int(concurrency_cap)
+    step = np.concatenate(([0.0], np.asarray(step_ms, dtype=np.float64)[:cap]))
+    if step.size < cap + 1:
+        raise IndexError(f"step_ms has {step.size - 1} entries, the concurrency cap is {cap}")
+    return run_requests_compiled(step, cap, int(replicas), np.ascontiguousarray(arrival, dtype=np.float64),
+                                 np.ascontiguousarray(steps, dtype=np.int64),
+                                 np.ascontiguousarray(prefill, dtype=np.float64))
+
+
+def run_requests_py(step_ms, concurrency_cap: int, replicas: int, arrival, steps, prefill):
+    """The event loop in plain Python: the reference run_requests' compiled loop is checked against.
 
     Per replica: `run` is a heap of (decode-step count at which a request finishes,
     request); `k0` and `t0` are the step count and the time at which the current
