@@ -340,10 +340,13 @@ class _Columns:
 
 def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
               break_even: bool = True, checked: bool = True,
-              start_keys: list | None = None, candidates: bool = False, faster_restart: bool = True) -> Evaluation:
+              start_keys: list | None = None, candidates: bool = False, faster_restart: bool = True,
+              other_starts: tuple = ()) -> Evaluation:
     """Score every workload on every route (column by column), fold in quality escalation, then plan
-    (start_keys, candidates: a search from that plan, fleet.plan_evaluation; faster_restart False: without the
-    restart from the plan at the fast end of the efficiency ranges, the search that makes that plan)."""
+    (start_keys, candidates, other_starts: a search from those plans, fleet.plan_evaluation; faster_restart
+    False: without the restart from the plan at the fast end of the efficiency ranges, the search that makes
+    that plan). Where that restart ran, its plan's start keys are kept as the answer "faster_start_keys": the
+    ranges' optimistic end starts from it (sensitivity.end_evaluations)."""
     gpu = catalog.gpu(scenario.gpu)
     gpn = scenario.gpus_per_node
     routes = build_routes(catalog)
@@ -397,6 +400,7 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
                         catalog=catalog, efficiency_labels=eff_labels)
     cut = settings_mod.current()
     faster = None
+    made: dict[str, list] = {}
     if faster_restart and start_keys is None and cut.faster_restart \
             and cut.multi_start_rows < W <= cut.dearer_api_rows:
         def faster() -> list:
@@ -404,14 +408,17 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
             as a start for this plan's (fleet.plan_evaluation restart_from)."""
             fast = catalog.at_efficiency_end("high", peer_ranges=bool(getattr(scenario, "peer_ranges", False)))
             ev = _evaluate(fast, w, scenario, rate, break_even=False, checked=False, faster_restart=False)
-            return planning.plan_start_keys(ev.plan_inputs, ev.plan.assignment)
+            made["keys"] = planning.plan_start_keys(ev.plan_inputs, ev.plan.assignment)
+            return made["keys"]
     planned = planning.plan_evaluation(scored, gpu, c.lam_peak, c.rpd, c.n_in, c.n_out, c.slo, c.interactive, c.pf,
                                        grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even,
                                        checked=checked, start_keys=start_keys,
-                                       candidates=candidates, restart_from=faster)
+                                       candidates=candidates, restart_from=faster, other_starts=other_starts)
+    answers = Answers({"licensed_routes": planned.licensed_job} if planned.licensed_job is not None else None)
+    if "keys" in made:
+        answers.get("faster_start_keys", lambda: made["keys"])
     ev = replace(scored, verdict=planned.verdict, fleet=planned.fleet, plan=planned.plan,
-                 plan_inputs=planned.plan_inputs, planner=planned.planner, answers=Answers(
-                     {"licensed_routes": planned.licensed_job} if planned.licensed_job is not None else None))
+                 plan_inputs=planned.plan_inputs, planner=planned.planner, answers=answers)
     # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as
     # long as it is cached, so dropped here (ROUTE_ARRAYS lists what stays).
     for k in PLAN_ONLY:

@@ -364,7 +364,7 @@ def _warm_start(planner: Planner, start_keys: list[tuple | None]) -> np.ndarray 
 def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
                     grid, tp_options, break_even: bool = True, checked: bool = True,
                     start_keys: list[tuple | None] | None = None, candidates: bool = False,
-                    restart_from: Callable[[], list] | None = None) -> Planned:
+                    restart_from: Callable[[], list] | None = None, other_starts: tuple = ()) -> Planned:
     """Plan the fleet for a scored evaluation: the verdicts, attributed costs (into its route arrays) and fleet record.
 
     break_even=False skips the licensed stacks' break-even re-plan (a search of its own, ~40 % of the time on
@@ -379,7 +379,10 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     whole search where the start cannot be sized here.
     restart_from: a function giving another plan's start keys (the plan at the fast end of the efficiency ranges),
     called where the search's plan buys nodes: that plan, priced here and improved, replaces the search's where
-    cheaper (docs/design/fleet_plan.md "A restart from faster routes")."""
+    cheaper (docs/design/fleet_plan.md "A restart from faster routes").
+    other_starts (with candidates=True): more plans' start keys; the cheapest of them and start_keys' plan is
+    the start (the optimistic end of the ranges is given the whole search the central plan's restart made at
+    its speeds: a converged plan of the same inputs, so its moves end after one pass)."""
     # Built once with licensed stacks of unknown fee at a zero fee; the plan itself may not use them.
     unknown_fee = {r.route_id for r in unknown_fee_routes(ev)}
     every = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid,
@@ -392,6 +395,11 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     start = None if start_keys is None else _warm_start(planner, start_keys)
     if start is not None and not planner.price(start).feasible:
         start = None  # a pool of the start cannot be sized here (a slower end of the ranges): a whole search
+    for keys in other_starts if candidates else ():
+        other = _warm_start(planner, keys)
+        priced = None if other is None else planner.price(other)
+        if priced is not None and priced.feasible and (start is None or priced.key < planner.price(start).key):
+            start = other
     # The plan checked by its own simulation before it is final (core.decision.closeloop).
     if start is None:
         best = planner.optimise()

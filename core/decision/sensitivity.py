@@ -63,13 +63,14 @@ class EndView:
                    nodes_needed=int(ev.fleet.nodes_needed), total_monthly_usd=float(ev.fleet.total_monthly_usd))
 
 
-def _end(catalog, workloads: pd.DataFrame, scenario, rate, which: str, start_keys=None) -> EndView:
+def _end(catalog, workloads: pd.DataFrame, scenario, rate, which: str, start_keys=None,
+         other_starts: tuple = ()) -> EndView:
     """The engine re-run with every owned route at one efficiency end, without the break-even re-plan
-    (start_keys: a search of one start, the better of the central plan and the shadow-price candidates, without
-    restarts: fleet.plan_evaluation)."""
+    (start_keys: a search of one start, the best of the central plan, other_starts and the shadow-price
+    candidates, without restarts: fleet.plan_evaluation)."""
     end = catalog.at_efficiency_end(which, peer_ranges=bool(getattr(scenario, "peer_ranges", False)))
     return EndView.of(_evaluate(end, workloads, scenario, rate, break_even=False, start_keys=start_keys,
-                                candidates=True))
+                                candidates=True, other_starts=other_starts))
 
 
 def _central_start(base_ev):
@@ -92,7 +93,9 @@ def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev) -> tupl
     start = _central_start(base_ev)
     low = background.in_background(lambda: _end(catalog, workloads, scenario, base_ev.rate, "low", start),
                                    len(workloads) >= settings_mod.PLAN.side_by_side_rows)
-    high = _end(catalog, workloads, scenario, base_ev.rate, "high", start)
+    # The central plan's restart from faster routes (engine) searched these very inputs whole: a start too.
+    fast = base_ev.answers.known("faster_start_keys")
+    high = _end(catalog, workloads, scenario, base_ev.rate, "high", start, () if fast is None else (fast,))
     return low(), high
 
 
