@@ -338,15 +338,31 @@ class _Columns:
                    task_codes=pd.Categorical(w["task_class"], categories=list(TASK_CLASSES)).codes)
 
 
-def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
-              break_even: bool = True, checked: bool = True,
-              start_keys: list | None = None, candidates: bool = False, faster_restart: bool = True,
-              other_starts: tuple = ()) -> Evaluation:
-    """Score every workload on every route (column by column), fold in quality escalation, then plan
-    (start_keys, candidates, other_starts: a search from those plans, fleet.plan_evaluation; faster_restart
-    False: without the restart from the plan at the fast end of the efficiency ranges, the search that makes
-    that plan). Where that restart ran, its plan's start keys are kept as the answer "faster_start_keys": the
-    ranges' optimistic end starts from it (sensitivity.end_evaluations)."""
+@dataclass(frozen=True)
+class Scores:
+    """Every workload scored on every route, before the plan: the (W, R) arrays (and the per-row fallback
+    route), each row's token value and the calibration labels. Each row's scores read only that row, so the
+    scores of a few rows scored alone can replace theirs (with_rows; tests/test_smallest.py checks it: equal
+    but for numpy's last-bit rounding, which already differs with where a row sits in an inventory)."""
+
+    routes: list[Route]
+    a: dict[str, np.ndarray]
+    value: np.ndarray
+    eff_labels: dict[str, dict[int, str]]
+
+    def with_rows(self, rows: np.ndarray, part: Scores) -> Scores:
+        """A copy with `rows` holding part's scores (part scored on those rows alone, in that order)."""
+        a = {k: np.array(v, order="F" if v.ndim == 2 else "C") for k, v in self.a.items()}
+        for k, v in part.a.items():
+            a[k][rows] = v
+        value = self.value.copy()
+        value[rows] = part.value
+        return Scores(self.routes, a, value, {k: dict(v) for k, v in self.eff_labels.items()})
+
+
+def score_routes(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate) -> Scores:
+    """Score every workload on every route (column by column) and fold in quality escalation: what the plan
+    reads (_evaluate)."""
     gpu = catalog.gpu(scenario.gpu)
     gpn = scenario.gpus_per_node
     routes = build_routes(catalog)
@@ -393,6 +409,25 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     blend.clear()  # not held through the plan search
     for k in DERIVED:  # the plan reads none of them; Evaluation.values derives them
         a.pop(k, None)
+    return Scores(routes, a, value, eff_labels)
+
+
+def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
+              break_even: bool = True, checked: bool = True,
+              start_keys: list | None = None, candidates: bool = False, faster_restart: bool = True,
+              other_starts: tuple = (), scores: Scores | None = None) -> Evaluation:
+    """Score every workload on every route (column by column), fold in quality escalation, then plan
+    (start_keys, candidates, other_starts: a search from those plans, fleet.plan_evaluation; faster_restart
+    False: without the restart from the plan at the fast end of the efficiency ranges, the search that makes
+    that plan). Where that restart ran, its plan's start keys are kept as the answer "faster_start_keys": the
+    ranges' optimistic end starts from it (sensitivity.end_evaluations). scores: score_routes of these very
+    inputs, made beforehand (the smallest change splices a changed row's into the base's); consumed here."""
+    gpu = catalog.gpu(scenario.gpu)
+    W = len(w)
+    c = _Columns.of(w, scenario)
+    if scores is None:
+        scores = score_routes(catalog, w, scenario, rate)
+    routes, a, value, eff_labels = scores.routes, scores.a, scores.value, scores.eff_labels
 
     # The scores the plan reads; the evaluation is built once the plan has decided (fleet: set just below).
     scored = Evaluation(scenario=scenario, rate=rate, gpu_name=gpu.name, workloads=w, routes=routes, a=a,

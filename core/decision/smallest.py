@@ -53,7 +53,7 @@ from core.decision.sizing import shared_sizings
 from core.format import integer
 
 if TYPE_CHECKING:
-    from core.decision.engine import Evaluation
+    from core.decision.engine import Evaluation, Scores
 
 TIGHTER = 0.99  # the check: a target 1 % tighter than the answer keeps the node count
 
@@ -107,6 +107,7 @@ class Replanner:
         self.light_used = 0
         # The re-plans differ from one another in a target, a policy or a fee: most of their pools are the same.
         self._sizings: dict = {}
+        self._scores: Scores | None = None  # the base's route scores: a target or policy change re-scores its rows only
 
     def left(self) -> int:
         return self.budget - self.used
@@ -130,7 +131,7 @@ class Replanner:
             if self.used >= self.budget:
                 return None
             self.used += 1
-        from core.decision.engine import _evaluate
+        from core.decision.engine import _evaluate, score_routes
 
         ev = self.ev
         w = ev.workloads.copy()
@@ -147,9 +148,15 @@ class Replanner:
                 catalog = replace(catalog, stacks=stacks)
         # On the latency model alone, like the base they are compared with (Replanner.__init__): the simulation
         # check cost 38 of the sample's 46 s here, and a relaxation's node count is the model's to judge.
+        scores = None
+        if catalog is ev.catalog:  # targets and policies only: the other rows' scores are the base's
+            if self._scores is None:
+                self._scores = score_routes(catalog, ev.workloads, ev.scenario, ev.rate)
+            rows = np.array(sorted({row[c.key] for c in changes}), dtype=int)
+            scores = self._scores.with_rows(rows, score_routes(catalog, w.iloc[rows], ev.scenario, ev.rate))
         with shared_sizings(self._sizings):
             out = _evaluate(catalog, w, ev.scenario, ev.rate, break_even=False, checked=False,
-                            start_keys=self._start if light else None)
+                            start_keys=self._start if light else None, scores=scores)
         f = out.fleet
         got = Replanned(int(f.nodes_needed), float(f.total_monthly_usd), int((out.verdict >= 0).sum()),
                         _routes_of(out), dict(f.gpus_by_route))
