@@ -9,6 +9,7 @@ the deployments it touches, bit for bit the bill a full pricing gives.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -69,7 +70,7 @@ class PlanCost:
     parts: dict[int, tuple] | None = field(default=None, repr=False)
     owned_usd: float = 0.0  # the owned nodes' monthly cost: the same in every plan of these inputs
 
-    @property
+    @cached_property  # read several times per move the search weighs; the plan never changes
     def key(self) -> tuple[float, float, float]:
         """What the search minimises: the bill, then GPU-hours, then latency. The bill to the cent above what
         the owned nodes cost anyway: rounded whole, a sub-cent API spend tied with filling an owned node or
