@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.decision import contract
+from core.decision.economics import to_cents as _to_cents
 from core.decision.engine import evaluate
-from core.decision.fleet import _to_cents
 from core.models import HOURS_PER_MONTH, TASK_CLASSES, Scenario
 
 NODE_MONTH = 33.02 * HOURS_PER_MONTH  # AWS p5.48xlarge, 1-year savings plan, per node-month (seed)

@@ -188,4 +188,18 @@ __all__ = [
     "idle_usd",
     "monthly_from_daily",
     "node_rate",
+    "to_cents",
 ]
+
+
+def to_cents(x: np.ndarray) -> np.ndarray:
+    """x rounded to cents so that the sum of the rounded values is the rounded sum (largest remainder: the rows
+    with the largest sub-cent parts round up, ties by row)."""
+    cents = np.asarray(x, dtype=float) * 100.0
+    ok = np.isfinite(cents)
+    low = np.floor(np.where(ok, cents, 0.0))
+    up = int(round(float(cents[ok].sum()) - float(low.sum())))
+    if up > 0:
+        rest = np.where(ok, cents - low, -np.inf)
+        low[np.argsort(-rest, kind="stable")[:up]] += 1.0
+    return np.where(ok, low / 100.0, x)

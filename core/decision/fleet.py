@@ -13,7 +13,7 @@ from core import background
 from core.decision import latency
 from core.decision import settings as settings_mod
 from core.decision.closeloop import close_by_simulation
-from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH, cash_bill
+from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH, cash_bill, to_cents
 from core.decision.plan import (
     CAP_BANDS,
     EDGE_TIER,
@@ -522,19 +522,6 @@ def _licensed_routes(ev, best: PlanCost, every: PlanInputs, barred: np.ndarray,
     return out
 
 
-def _to_cents(x: np.ndarray) -> np.ndarray:
-    """x rounded to cents so that the sum of the rounded values is the rounded sum (largest remainder: the rows
-    with the largest sub-cent parts round up, ties by row)."""
-    cents = np.asarray(x, dtype=float) * 100.0
-    ok = np.isfinite(cents)
-    low = np.floor(np.where(ok, cents, 0.0))
-    up = int(round(float(cents[ok].sum()) - float(low.sum())))
-    if up > 0:
-        rest = np.where(ok, cents - low, -np.inf)
-        low[np.argsort(-rest, kind="stable")[:up]] += 1.0
-    return np.where(ok, low / 100.0, x)
-
-
 def _route_gpus(inp: PlanInputs, plan: PlanCost, positions: list[int]) -> int:
     """GPUs a plan runs one stack on (every GPU-count column of it)."""
     total = 0
@@ -588,7 +575,7 @@ def _apply(ev: Evaluation, planner: Planner, best: PlanCost, rpd, n_out,
     _charge_offline(attributed, batch, sum(d.interactive_gpus for d in deployments), total_nodes * gpn, gpu_rate)
     # Money in cents: every share rounded so that the shares a report prints add up to the rounded sum
     # (rounded one by one, 7 shares plus the rest missed the bill by a cent on 1 in 4 generated inventories).
-    attributed = _to_cents(attributed)
+    attributed = to_cents(attributed)
     _write_route_costs(ev, planner, attributed, vr, rpd, n_out)
     return vr, _fleet_record(ev, planner, best, vr, attributed, deployments, nodes_by_route, gpus_by_route, drivers,
                              total_nodes, gpu_rate, rpd, n_out, energy)

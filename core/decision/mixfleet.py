@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH
+from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH, to_cents
 from core.decision.records import FleetPlan, PerformanceRange
 from core.models import CostBasis
 
@@ -87,7 +87,8 @@ def _attributed(best, n: int) -> np.ndarray:
         out[st.rows[st.keep]] = api[st.keep]
         pools = _stage_pools(st) if st.candidate else _fill_pools(st)
         out[st.rows[st.keep]] += pools
-    return np.round(out, 2)
+    # In cents by largest remainder: rounding each share alone can carry the sum a cent past the bill.
+    return to_cents(out)
 
 
 def _pool_parts(e) -> np.ndarray:
