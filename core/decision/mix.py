@@ -442,8 +442,9 @@ def _cheapest_api(ev) -> np.ndarray:
 
 def buy_options(catalog: Catalog, workloads: pd.DataFrame, sc: Scenario, evaluate: Evaluate,
                 base_ev=None, *, with_ranges: bool = False) -> BuyOptions:
-    """Every candidate GPU at every purchase option priced as a chain, the best per GPU, the best mix (the
-    cheapest chain; ties to the first candidate, then the option order) and buying nothing; with_ranges: each
+    """Every candidate GPU at every purchase option priced as a chain, the best per GPU, the best mix (the chain
+    that leaves the fewest workloads unserved, then the cheapest; ties to the first candidate, then the option
+    order) and buying nothing; with_ranges: each
     shown row's estimate range too (two more chains per row)."""
     chains = Chains(catalog, workloads, sc, evaluate, base_ev)
     rows: list[MixPlan] = []
@@ -477,9 +478,10 @@ def buy_options(catalog: Catalog, workloads: pd.DataFrame, sc: Scenario, evaluat
     return out
 
 
-def _key(p: MixPlan) -> tuple[float, int]:
-    """The bill (cents), then fewer new nodes."""
-    return (p.total_usd, p.new_node_count)
+def _key(p: MixPlan) -> tuple[int, float, int]:
+    """Fewer workloads left unserved, then the bill (cents), then fewer new nodes. A plan serves every workload
+    some allowed route can serve; a chain that is cheaper only because its GPU cannot serve one is not cheaper."""
+    return (p.unserved, p.total_usd, p.new_node_count)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -101,8 +101,8 @@ else:
                 f"their GPU"
                 + (f", {money(versus)} a month less than the one-kind plan ({integer(one.new_nodes)} more "
                    f"{md(one.gpu)} at the sidebar's pricing, {money(one.total_monthly_usd)})" if versus > 0.005 else "")
-                + ". Each row is the cheapest plan with new nodes of one GPU type; *buy nothing* sends what may "
-                  "leave to APIs and leaves the rest unserved.")
+                + ". Each row is the plan with new nodes of one GPU type that serves the most workloads, then costs "
+                  "least; *buy nothing* sends what may leave to APIs and leaves the rest unserved.")
     st.plotly_chart(bought_chart, key="fleet_buy_options")
     md_table(views.table_text(bought, {
         "row": ("Row", "text"), "buy": ("New nodes", "text"), "owned_usd": ("Owned $/month", "usd"),
