@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.models import Architecture, Engine, ServingStack  # noqa: E402
 from core.performance import peer as peer_mod  # noqa: E402
+from core.performance import physics  # noqa: E402
 from core.performance.peer import PeerConfig, PeerPoint  # noqa: E402
 
 
@@ -143,17 +144,22 @@ def _bundled_stack(m: GridModel) -> ServingStack:
                                  engine=m.engine)
 
 
-def hangover_curve(store, m: GridModel, gpu_name: str, g: int, n_in: int, n_out: int, concurrency, engine=None):
-    """hangover's curve for one configuration (the same call `hangover perf` makes), on the peer's engine."""
-    from core.performance.calibration import performance_curve
-
+def grid_stack(store, m: GridModel, engine=None) -> ServingStack:
+    """hangover's stack for a grid model (bundled in data/, else built from the peer's config.json), on `engine`."""
     stacks = {s.stack_id: s for s in store.serving_stacks()}
     stack = stacks[m.stack_id] if m.stack_id else _bundled_stack(m)
     if engine and stack.engine.value != engine:
         stack = stack.model_copy(update={"engine": Engine(engine)})
     assert stack.architecture in (Architecture.AUTOREGRESSIVE, Architecture.MOE)
-    return performance_curve(stack, store.gpu(gpu_name), g, [float(c) for c in concurrency], n_in, n_out,
-                             store.benchmarks())
+    return stack
+
+
+def hangover_curve(store, m: GridModel, gpu_name: str, g: int, n_in: int, n_out: int, concurrency, engine=None):
+    """hangover's curve for one configuration (the same call `hangover perf` makes), on the peer's engine."""
+    from core.performance.calibration import performance_curve
+
+    return performance_curve(grid_stack(store, m, engine), store.gpu(gpu_name), g, [float(c) for c in concurrency],
+                             n_in, n_out, store.benchmarks())
 
 
 def _ratio(a: float, b: float) -> float:
@@ -184,9 +190,14 @@ def compare_rows(peer_side: list[dict], models: list[GridModel]) -> list[dict]:
             continue
         # The curve may add rows (a calibrated route's measured concurrencies): match on concurrency.
         at = {float(h.concurrency): h for h in df.itertuples(index=False)}
+        # MoE: the peer is asked for both layouts; hangover models one per engine and GPU count (experts whole
+        # on GPUs where the engine places them so, else sliced). Rows of the other layout compare two layouts.
+        ep = physics.expert_parallel(grid_stack(store, m_engine, backend), int(g))
         for r in rows:
             h = at[float(r["concurrency"])]
+            same = not r["moe_parallel"] or r["moe_parallel"] == ("moe_ep" if ep else "moe_tp")
             out.append({**r, "family": f"{m.family} {m.precision.upper()}" if not m.moe else m.family,
+                        "same_layout": same,
                         "h_per_stream_tok_s": float(h.output_tokens_per_s_per_stream), "h_ttft_ms": float(h.ttft_ms),
                         "h_total_tok_s": float(h.output_tokens_per_s_total), "h_fits": bool(h.fits),
                         "r_per_stream": _ratio(h.output_tokens_per_s_per_stream, r["per_stream_tok_s"]),
@@ -202,8 +213,10 @@ def _worst(ratios: list[float]) -> float:
     return max(ratios, key=lambda x: abs(math.log(x)))
 
 
-def summary(rows: list[dict], band=(0.75, 1.33)) -> list[str]:
-    """Per family (and over all): median and worst ratio of per-stream tok/s, TTFT, total tok/s; share in band."""
+def summary(rows: list[dict], band=(0.75, 1.33), same_layout: bool = False) -> list[str]:
+    """Per family (and over all): median and worst ratio of per-stream tok/s, TTFT, total tok/s; share in band.
+    same_layout: MoE rows only where the peer's layout is the one hangover models for that engine and g."""
+    rows = [r for r in rows if r.get("same_layout", True)] if same_layout else rows
     lines = [f"{'family':<16} {'points':>6} {'per-stream med':>14} {'worst':>6} {'in band':>8} "
              f"{'TTFT med':>9} {'worst':>6} {'total med':>9} {'worst':>6}"]
     fams = sorted({r["family"] for r in rows}) + ["all"]
@@ -223,7 +236,7 @@ def compare(rows: list[dict], missed: list[str], models: list[GridModel], args) 
     """Print the rows (with --rows), the per-family summary, and what the peer could not cover."""
     both = compare_rows(rows, models)
     if args.csv:
-        cols = PEER_COLUMNS + ["family", "h_per_stream_tok_s", "h_ttft_ms", "h_total_tok_s", "h_fits",
+        cols = PEER_COLUMNS + ["family", "same_layout", "h_per_stream_tok_s", "h_ttft_ms", "h_total_tok_s", "h_fits",
                                "r_per_stream", "r_ttft", "r_total"]
         write_csv(args.csv, both, cols)
     if not args.summary:
@@ -243,6 +256,10 @@ def compare(rows: list[dict], missed: list[str], models: list[GridModel], args) 
           f"{len(both)} points ({excluded} left out of the summary: hangover says the batch does not fit, "
           f"or AIConfigurator warns its KV cache cannot hold it); band = -25 %/+33 %")
     for line in summary(both):
+        print(line)
+    print("the same, MoE rows on the layout hangover models (experts whole on GPUs on TensorRT-LLM at g > 1 for "
+          ">= 64 experts, else sliced):")
+    for line in summary(both, same_layout=True):
         print(line)
     if missed:
         print("not covered by AIConfigurator:")

@@ -46,28 +46,28 @@ def measured_store(tmp_path):
 
 
 def test_golden_week_with_an_invoice(measured_store, tmp_path):
-    """The sample plan: 4 nodes × 8 H100 at $33.02 a node-hour -> p_p = $4.1275 per GPU-hour; a week is 168 h.
+    """The sample plan: 3 nodes × 8 H100 at $33.02 a node-hour -> p_p = $4.1275 per GPU-hour; a week is 168 h.
 
-    plan:   G_p = 32 × 168 = 5,376 GPU-hours; owned $ = 5,376 × 4.1275 = $22,189.44;
-            API $ = $1,423.50 a month × 168 / 730 = $327.60; C_p = $22,517.04
+    plan:   G_p = 24 × 168 = 4,032 GPU-hours; owned $ = 4,032 × 4.1275 = $16,642.08;
+            API $ = ($1,423.50 + $233.83) a month × 168 / 730 = $381.41; C_p = $17,023.49
     actual: invoice 168 node-hours for $5,800 -> G_a = 1,344 GPU-hours, p_a = 5,800 / 1,344; API $400;
             C_a = 5,800 + 400 = $6,200.00; measured utilization: GPU g reads 80 + 2g for 40 h a week and
             10 + 2g for 128 h -> (40 × 80 + 128 × 10) / 168 + 2 × 3.5 = 26.667 + 7 = 33.667 %
-    mix   = S1 − S0 = A_a − A_p = 400 − 327.60 = $72.40 (tokens unchanged: telemetry counts none)
+    mix   = S1 − S0 = A_a − A_p = 400 − 381.41 = $18.59 (tokens unchanged: telemetry counts none)
     price = S4 − S3 = 5,800 − 1,344 × 4.1275 = 5,800 − 5,547.36 = $252.64
-    total = 6,200.00 − 22,517.04 = −$16,317.04, and utilization + throughput = total − mix − price.
+    total = 6,200.00 − 17,023.49 = −$10,823.49, and utilization + throughput = total − mix − price.
     """
     ev = evaluate_store(measured_store, Scenario())
     inv = write(tmp_path, "invoice.csv", INVOICE)
     a, replan, _ = service_actuals(measured_store, ev, *WEEK, invoice_path=inv)
     assert replan is None and a.days == 7
-    assert a.plan.gpu_hours == 5376 and a.plan.owned_usd == 22189.44 and a.plan.api_usd == 327.60
+    assert a.plan.gpu_hours == 4032 and a.plan.owned_usd == 16642.08 and a.plan.api_usd == 381.41
     assert a.actual.gpu_hours == 1344 and a.actual.total_usd == 6200.00
     assert a.actual.utilization == pytest.approx((40 * 80 + 128 * 10) / 168 / 100 + 0.07)
-    assert a.component("mix") == 72.40 and a.component("price") == 252.64
-    assert a.difference_usd == -16317.04
+    assert a.component("mix") == 18.59 and a.component("price") == 252.64
+    assert a.difference_usd == -10823.49
     assert round(sum(v for _, v in a.components) * 100) == round(a.difference_usd * 100)
-    assert a.component("utilization") < 0  # 33.7 % measured against the plan's 15 %: fewer busy hours per token
+    assert a.component("utilization") < 0  # 33.7 % measured against the plan's 13 %: fewer busy hours per token
     assert "AWS invoice 2026-11-30" in (a.invoice_source or "")
 
 

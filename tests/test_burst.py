@@ -88,12 +88,12 @@ def test_a_flat_profile_never_bursts(level, owned, base, od, hours):
 
 
 def test_the_sample_bursts_its_office_hour_peaks(seed_catalog):
-    """The bank's plan: 1 owned + 3 new H100 nodes at the 1-y price (4 x 33.02 x 730 = $96,418.40), the new ones
-    for the office-hour peak (4 nodes at 10-11 h and 14 h, none overnight). Keeping the owned node and renting the
-    peaks on demand (AWS p5 $55.04 a node-hour, ~852 node-hours) is cheaper: 24,104.60 + 852 x 55.04 ≈ $70,980."""
+    """The bank's plan: 1 owned + 2 new H100 nodes at the 1-y price (3 x 33.02 x 730 = $72,313.80), the new ones
+    for the office-hour peak (3 nodes at 10-11 h and 14 h, none overnight). Keeping the owned node and renting the
+    peaks on demand (AWS p5 $55.04 a node-hour, ~418 node-hours) is cheaper: 24,104.60 + 418.23 x 55.04 ≈ $47,124."""
     ev = evaluate(seed_catalog, pd.read_csv(sample_workloads_path()), Scenario())
     j = burst.burst_json(ev)
-    assert j["priced"] and j["wins"] and j["base_nodes"] == 1 and j["all_owned_usd_per_month"] == 96418.4
+    assert j["priced"] and j["wins"] and j["base_nodes"] == 1 and j["all_owned_usd_per_month"] == 72313.8
     assert max(j["hourly_nodes"]) == ev.fleet.nodes_needed and min(j["hourly_nodes"]) < ev.fleet.nodes_needed
     # Base 1 x 33.02 x 730 + the rented node-hours (shown to the hundredth) x 55.04.
     assert j["burst_usd_per_month"] == pytest.approx(33.02 * 730 + j["burst_node_hours_per_month"] * 55.04, abs=0.3)
@@ -103,12 +103,12 @@ def test_the_sample_bursts_its_office_hour_peaks(seed_catalog):
 @pytest.mark.slow
 def test_fleet_page_shows_burst_against_owning_on_the_sample(app):  # noqa: F811
     """Fleet sizing: the verdict (keep the 1 owned node, rent the office-hour peaks) and the cost per base fleet:
-    bases 1 to 3 cheaper than owning all 4, base 4 the all-owned $96,418 (4 x 33.02 x 730 = 96,418.40)."""
+    bases 1 and 2 cheaper than owning all 3, base 3 the all-owned $72,314 (3 x 33.02 x 730 = 72,313.80)."""
     at = show(app, "screens/fleet.py")
     assert not at.exception
     words = " ".join(m.value for m in at.markdown)
     assert "Renting the peaks wins: keep 1 node all month" in words
     table = next(t.value for t in at.table if "Nodes kept all month" in t.value.columns)
-    assert table["Nodes kept all month"].tolist() == ["1", "2", "3", "4"]
-    assert table.iloc[-1, 3].replace("\\", "") == "$96,418"  # nodes $ a month, owning all 4
+    assert table["Nodes kept all month"].tolist() == ["1", "2", "3"]
+    assert table.iloc[-1, 3].replace("\\", "") == "$72,314"  # nodes $ a month, owning all 3
     assert any("AWS p5.48xlarge" in c.value and "2026-01-01" in c.value for c in at.caption)

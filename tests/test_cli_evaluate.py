@@ -22,7 +22,7 @@ def test_table_on_the_bundled_sample(capsys):
     assert "bundled sample" in out and "onboarding-rt" in out and "idle $" in out
     # The bill at both ends of the performance estimates, with what the cheaper-looking end leaves out.
     ranges = next(line for line in out.splitlines() if line.startswith("Estimate range"))
-    assert "at the pessimistic end" in ranges and "The pessimistic end's bill leaves out 2 workloads" in ranges
+    assert "at the pessimistic end" in ranges and "The pessimistic end's bill leaves out 1 workload" in ranges
 
 
 def test_json_contract_and_flags(capsys):

@@ -53,30 +53,36 @@ def test_sample_buy_options_golden(seed_catalog, sample):
     """Owned 1 x H100 SXM (the sample bank's), candidates H100 / H200 / B200 at every option.
 
     The owned node is paid at the scenario's 1-year price whatever is bought: 1 x $33.02 x 730 = $24,104.60.
-    One-kind chain at that option is today's plan: 4 H100 nodes, $97,841.90 (owned 24,104.60 + 3 new x 33.02 x
-    730 = 72,313.80 + API 1,423.50).
-    The best mix buys one B200 at its TCO (seed estimate): capex 450,000 / 4 y = 112,500 a year, cost of
+    One-kind chain at that option is today's plan: 3 H100 nodes, $73,971.13 (owned 24,104.60 + 2 new x 33.02 x
+    730 = 48,209.20 + API 1,423.50 + 233.83 = 1,657.33).
+    The best mix buys three B200 at its TCO (seed estimate): capex 450,000 / 4 y = 112,500 a year, cost of
     capital 450,000 x 0.5 x 8 % = 18,000 a year -> 130,500 / 8,760 = $14.8973/h; power 11 kW x 1.3 x $0.10 =
-    $1.43/h; support 35,000 / 8,760 = $3.9954/h; $20.3227/h at the TCO's average draw. Bought outright, the node
-    pays its power at the B200 plan's utilization u = 0.18980 (data/node_power.csv: idle 3.8 kW, busy 14.3 kW):
-    3.8 + 10.5 u = 5.7929 kW x 1.3 x $0.10 = $0.75308/h instead of $1.43/h, so $19.6458/h x 730 = $14,341.43 a
-    month. The owned H100 keeps the Qwen3-30B-A3B batch pool; the B200 takes the rest but one workload left on its
-    API ($1,423.50). Bill 24,104.60 + 14,341.43 + 1,423.50 = $39,869.53.
+    $1.43/h; support 35,000 / 8,760 = $3.9954/h; $20.3227/h at the TCO's average draw. Bought outright, each node
+    pays its power at the B200 plan's utilization u = 0.12204 (data/node_power.csv: idle 3.8 kW, busy 14.3 kW):
+    3.8 + 10.5 u = 5.0814 kW x 1.3 x $0.10 = $0.66058/h instead of $1.43/h, so $19.5533/h x 730 x 3 = $42,821.67
+    a month. The owned H100 keeps the Qwen3-30B-A3B batch pool; the B200s take onboarding-rt (no H100 route
+    serves it), lc-clearing, code-completion and internal-chat; credit-memos stays on its API ($1,423.50);
+    agent-steps has no route. Bill 24,104.60 + 42,821.67 + 1,423.50 = $68,349.77, 6 of 7 served. Chains that
+    cost less serve less (2 H100 bought outright: $45,941.55, 5 of 7): a plan serves what it can, so the mix
+    does too.
     """
     sc = Scenario(owned_nodes_by_gpu={"H100 SXM": 1}, buy_gpus=GPUS)
     bo = mix.buy_options(seed_catalog, sample, sc, memo_evaluate)
     assert len(bo.rows) == 12 and not bo.skipped
     today = next(p for p in bo.rows if p.gpu == "H100 SXM" and p.option == "savings_1y")
     assert (today.owned_usd, today.new_nodes_usd, today.api_usd, today.total_usd) == \
-        (24104.60, 72313.80, 1423.50, 97841.90)
-    assert today.new_nodes[0].nodes == 3
+        (24104.60, 48209.20, 1657.33, 73971.13)
+    assert today.new_nodes[0].nodes == 2
     best = bo.best
-    assert (best.gpu, best.option, best.new_nodes[0].nodes) == ("B200", "owned", 1)
-    assert (best.owned_usd, best.new_nodes_usd, best.api_usd, best.total_usd) == (24104.60, 14341.43, 1423.50, 39869.53)
+    assert (best.gpu, best.option, best.new_nodes[0].nodes) == ("B200", "owned", 3)
+    assert (best.owned_usd, best.new_nodes_usd, best.api_usd, best.total_usd) == (24104.60, 42821.67, 1423.50, 68349.77)
     assert round(best.owned_usd + best.new_nodes_usd + best.api_usd + best.licence_usd, 2) == best.total_usd
-    # Energy, a line within the node lines: the B200 bought outright draws 5.7929 kW x PUE 1.3 x $0.10/kWh =
-    # $0.75308/h, x 730 = $549.76 a month; the owned H100 is priced at a reserved rate, which includes its power.
-    assert best.energy_usd == 549.76 and best.new_nodes[0].energy_usd_per_month == 549.76
+    assert best.unserved == 1 and min(p.unserved for p in bo.rows) == 1
+    cheapest = min(bo.rows, key=lambda p: p.total_usd)
+    assert (cheapest.gpu, cheapest.option, cheapest.total_usd, cheapest.unserved) == ("H100 SXM", "owned", 45941.55, 2)
+    # Energy, a line within the node lines: each B200 bought outright draws 5.0814 kW x PUE 1.3 x $0.10/kWh =
+    # $0.66058/h, x 730 x 3 = $1,446.67 a month; the owned H100 is priced at a reserved rate, which includes its power.
+    assert best.energy_usd == 1446.67 and best.new_nodes[0].energy_usd_per_month == 1446.67
     assert today.energy_usd == 0.0
     on_owned = {d.gpu for d in best.deployments if d.on_owned_nodes}
     assert on_owned == {"H100 SXM"}  # the owned node stays an H100
@@ -117,13 +123,15 @@ def test_one_candidate_equal_to_the_owned_gpu_is_todays_plan(seed_catalog, sampl
 @given(cands=hs.lists(hs.sampled_from(GPUS), min_size=1, max_size=2, unique=True), extra=hs.sampled_from(GPUS),
        opts=hs.lists(hs.sampled_from(list(mix.OPTION_ORDER)), min_size=1, max_size=2, unique=True),
        owned=hs.sampled_from([{"H100 SXM": 1}, {"H200 SXM": 1}, {"H100 SXM": 1, "B200": 1}]))
-def test_adding_a_candidate_never_raises_the_bill(seed_catalog, sample, cands, extra, opts, owned):
-    """Property: the best mix with one more candidate GPU costs at most what it cost without it."""
+def test_adding_a_candidate_never_serves_less_or_raises_the_bill(seed_catalog, sample, cands, extra, opts, owned):
+    """Property: the best mix with one more candidate GPU leaves no more workloads unserved, and where it
+    serves as many costs at most what it cost without it."""
     sc = Scenario(owned_nodes_by_gpu=owned, buy_gpus=tuple(cands), buy_pricing=tuple(opts))
     more = sc.model_copy(update={"buy_gpus": tuple(dict.fromkeys([*cands, extra]))})
-    before = mix.buy_options(seed_catalog, sample, sc, memo_evaluate).best.total_usd
-    after = mix.buy_options(seed_catalog, sample, more, memo_evaluate).best.total_usd
-    assert after <= before
+    before = mix.buy_options(seed_catalog, sample, sc, memo_evaluate).best
+    after = mix.buy_options(seed_catalog, sample, more, memo_evaluate).best
+    assert after.unserved <= before.unserved
+    assert after.unserved < before.unserved or after.total_usd <= before.total_usd
 
 
 @pytest.mark.slow
@@ -131,41 +139,44 @@ def test_the_top_level_fleet_is_the_chosen_mix(tmp_path, capsys):
     """`--buy "H100 SXM,H200 SXM,B200"` on the sample (owned 1 x H100 SXM): fleet.* is the best mix, not the
     one-kind plan, and its attribution adds up to its bill to the cent.
 
-    Bill (the golden above): owned 24,104.60 + new B200 14,341.43 + API 1,423.50 = $39,869.53 (the one-kind plan,
-    fleet.one_kind: $97,841.90, 4 nodes). Nodes: 1 owned H100 + 1 new B200 = 2.
-    Pool shares: kyc-overnight keeps the owned H100's batch pool, 3.41196 GPU-hours a day; the H100 node's money
-    is 24,104.60 / 8 GPUs = $3,013.075 per GPU-month, and its batch hours are charged as GPU-days: 3.41196 / 24 x
-    3,013.075 = $428.36. The new B200's 8 GPUs are all reserved by the LLaDA2.0-flash pool: its $14,341.43 is
-    shared by its three members (lc-clearing, code-completion, internal-chat). credit-memos: its API, $1,423.50.
-    Full allocation (the default, as the one-kind plan does it): the node money no pool uses, 39,869.53 - 428.36 -
-    14,341.43 - 1,423.50 = $23,676.24 (the owned H100's idle GPUs), is shared by the workloads on nodes by their
-    node share: kyc-overnight 23,676.24 x 428.36 / 14,769.79 = $686.67, so 428.36 + 686.67 = $1,115.03; the B200
-    members 14,341.43 + 22,989.57 = $37,331.00. Attributed = the bill; unallocated $0.
+    Bill (the golden above): owned 24,104.60 + new B200 42,821.67 + API 1,423.50 = $68,349.77 (the one-kind plan,
+    fleet.one_kind: $73,971.13, 3 nodes). Nodes: 1 owned H100 + 3 new B200 = 4.
+    Pool shares: kyc-overnight keeps the owned H100's batch pool, 3.30320 GPU-hours a day; the H100 node's money
+    is 24,104.60 / 8 GPUs = $3,013.075 per GPU-month, and its batch hours are charged as GPU-days: 3.30320 / 24 x
+    3,013.075 = $414.70. The B200 pools reserve 23 of the 3 nodes' 24 GPUs (LLaDA2.0-flash 16 for onboarding-rt
+    and lc-clearing; Llama 3.3 70B FP8 + draft 6 for code-completion and 1 for internal-chat): 42,821.67 x 23 / 24
+    = $41,037.44 shared by their members. credit-memos: its API, $1,423.50.
+    Full allocation (the default, as the one-kind plan does it): the node money no pool uses, 68,349.77 - 414.70 -
+    41,037.44 - 1,423.50 = $25,474.13 (the owned H100's idle GPUs and one B200 GPU), is shared by the workloads on
+    nodes by their node share: kyc-overnight 25,474.13 x 414.70 / 41,452.14 = $254.85, so 414.70 + 254.85 =
+    $669.55; the B200 members 41,037.44 + 25,219.28 = $66,256.72. Attributed = the bill; unallocated $0.
     """
     db = str(tmp_path / "s.duckdb")
     assert main(["--db", db, "evaluate", "--buy", "H100 SXM,H200 SXM,B200", "--format", "json",
                  "--detail", "verdicts"]) == 0
     f = json.loads(capsys.readouterr().out)["fleet"]
     assert (f["owned_monthly_usd"], f["extra_nodes_monthly_usd"], f["api_monthly_usd"], f["total_monthly_usd"]) == \
-        (24104.60, 14341.43, 1423.50, 39869.53) == tuple(f["mix"][k] for k in (
+        (24104.60, 42821.67, 1423.50, 68349.77) == tuple(f["mix"][k] for k in (
             "owned_usd_per_month", "new_nodes_usd_per_month", "api_usd_per_month", "total_monthly_usd"))
-    assert (f["owned_nodes"], f["nodes_needed"], f["workloads_served"], f["workloads_total"]) == (1, 2, 5, 7)
-    assert f["one_kind"]["total_monthly_usd"] == 97841.90 and f["one_kind"]["nodes_needed"] == 4
+    assert (f["owned_nodes"], f["nodes_needed"], f["workloads_served"], f["workloads_total"]) == (1, 4, 6, 7)
+    assert f["one_kind"]["total_monthly_usd"] == 73971.13 and f["one_kind"]["nodes_needed"] == 3
     assert f["owned_nodes_by_gpu"] == {"H100 SXM": 1}  # the owned node stays an H100
     assert [(d["gpu"], d["on_owned_nodes"], d["route_id"]) for d in f["deployments"]] == [
-        ("H100 SXM", True, "owned:qwen3-30b-a3b-fp8"), ("B200", False, "owned:llada2-flash")]
+        ("H100 SXM", True, "owned:qwen3-30b-a3b-fp8"), ("B200", False, "owned:llama70b-fp8-spec"),
+        ("B200", False, "owned:llama70b-fp8-spec"), ("B200", False, "owned:llada2-flash")]
     share = {r["workload_id"]: r["monthly_usd"] for r in f["attribution_by_workload"]}
-    assert share["kyc-overnight"] == 1115.03 and share["credit-memos"] == 1423.50
-    assert round(share["lc-clearing"] + share["code-completion"] + share["internal-chat"], 2) == 37331.00
-    assert share["onboarding-rt"] == share["agent-steps"] == 0.0  # unserved: no share
-    assert f["energy_usd_per_month"] == f["mix"]["energy_usd_per_month"] == 549.76  # the B200's power, in its line
-    assert f["attributed_usd_per_month"] == 39869.53 and f["unallocated_usd_per_month"] == 0.0
+    assert share["kyc-overnight"] == 669.55 and share["credit-memos"] == 1423.50
+    b200 = ("onboarding-rt", "lc-clearing", "code-completion", "internal-chat")
+    assert round(sum(share[w] for w in b200), 2) == 66256.72
+    assert share["agent-steps"] == 0.0  # unserved: no share
+    assert f["energy_usd_per_month"] == f["mix"]["energy_usd_per_month"] == 1446.67  # the B200s' power, in its line
+    assert f["attributed_usd_per_month"] == 68349.77 and f["unallocated_usd_per_month"] == 0.0
     assert round(sum(share.values()) + f["unallocated_usd_per_month"], 2) == f["total_monthly_usd"]
     assert round(sum(f["monthly_usd_by_route"].values()), 2) == f["attributed_usd_per_month"]
-    assert f["purchase"]["gpu"] == "B200" and f["purchase"]["buy_now_new_nodes"] == 1
+    assert f["purchase"]["gpu"] == "B200" and f["purchase"]["buy_now_new_nodes"] == 2
     rg = f["performance_range"]
-    # An end's bill is above the central one only where it serves more (the optimistic end finds a route for one
-    # of the two unserved: 3 nodes, $55,199), and below it only where it serves less.
+    # An end's bill is above the central one only where it serves more, and below it only where it serves less
+    # (both ends need 3 nodes: the optimistic end serves all 7 for $54,393, the pessimistic end 5 for $54,070).
     unserved = f["workloads_total"] - f["workloads_served"]
     assert rg["total_monthly_usd_optimistic"] <= f["total_monthly_usd"] or rg["unserved_optimistic"] < unserved
     assert rg["total_monthly_usd_pessimistic"] >= f["total_monthly_usd"] or rg["unserved_pessimistic"] > unserved
@@ -224,29 +235,29 @@ def test_the_report_names_gpu_option_and_count(mixed_report):
     """The brief's "What to buy next" section names the GPU type, the purchase option and the count bought."""
     text = mixed_report[1]
     assert "## What to buy next" in text
-    assert "Buy 1 × B200, bought outright (TCO): \\$39,869.53 a month" in text  # "$" escaped: not Markdown math
+    assert "Buy 3 × B200, bought outright (TCO): \\$68,349.77 a month" in text  # "$" escaped: not Markdown math
     assert "| buy nothing | nothing |" in text
-    assert "Buy 1 × B200, bought outright (TCO): $39,869.53 a month" in mixed_report[2]
+    assert "Buy 3 × B200, bought outright (TCO): $68,349.77 a month" in mixed_report[2]
 
 
 @pytest.mark.slow
 def test_the_overview_and_the_report_describe_the_mix(mixed_report):
     """The Overview's words, the cash bill lines and the report's headline read the chosen mix (1 owned H100 +
-    1 new B200, $39,869.53: 4 workloads on nodes, 1 on an API), not the one-kind plan ($97,841.90, 4 nodes)."""
+    3 new B200, $68,349.77: 5 workloads on nodes, 1 on an API), not the one-kind plan ($73,971.13, 3 nodes)."""
     from core.presentation import views
 
     s, ev = mixed_report[0], mixed_report[4]
     words = views.overview_summary(ev)
-    assert any(w.startswith("4 of 7 workloads run on owned GPUs in the plan (3 on diffusion, 1 on MoE), 1 on "
-                            "public APIs ($1,424 a month)") for w in words)
-    assert any(w.startswith("The plan's cash bill is $39,870 a month") for w in words)
+    assert any(w.startswith("5 of 7 workloads run on owned GPUs in the plan (2 on diffusion, 2 on speculative, 1 on "
+                            "MoE), 1 on public APIs ($1,424 a month)") for w in words)
+    assert any(w.startswith("The plan's cash bill is $68,350 a month") for w in words)
     bill = views.cash_bill(ev).set_index("line")["usd_per_month"]
     assert round(bill["Owned nodes"] + bill["New nodes"] + bill["Public APIs"] + bill["Licences"], 2) \
-        == bill["Cash bill"] == round(bill["Attributed to workloads"] + bill["Not attributed"], 2) == 39869.53
-    assert "1 × B200, bought outright (TCO)" in views.cash_bill(ev).set_index("line").loc["New nodes", "what"]
-    assert (s.figure("total_monthly_usd").value, s.figure("nodes_needed").value) == (39869.53, 2)
-    assert s.changes[0].text.startswith("Buy 1 × B200, bought outright (TCO): the chosen mix needs 2 nodes")
-    assert round(sum(r["monthly_usd"] for r in s.cost_by_route.rows), 2) == 39869.53
+        == bill["Cash bill"] == round(bill["Attributed to workloads"] + bill["Not attributed"], 2) == 68349.77
+    assert "3 × B200, bought outright (TCO)" in views.cash_bill(ev).set_index("line").loc["New nodes", "what"]
+    assert (s.figure("total_monthly_usd").value, s.figure("nodes_needed").value) == (68349.77, 4)
+    assert s.changes[0].text.startswith("Buy 3 × B200, bought outright (TCO): the chosen mix needs 4 nodes")
+    assert round(sum(r["monthly_usd"] for r in s.cost_by_route.rows), 2) == 68349.77
 
 
 @pytest.mark.slow
@@ -254,8 +265,8 @@ def test_the_workbook_has_a_what_to_buy_sheet(mixed_report):
     """The What to buy sheet: one row per candidate GPU's best option, the best mix, buy nothing; money formats;
     owned + new + API + licences = bill on each row; the source line under the table.
 
-    Best mix (the golden above): 1 x B200 bought outright, owned $24,104.60 + new $14,341.43 (of which energy
-    $549.76) + API $1,423.50 = $39,869.53, 5 of 7 workloads served (4 on nodes, 1 by API, 2 unserved)."""
+    Best mix (the golden above): 3 x B200 bought outright, owned $24,104.60 + new $42,821.67 (of which energy
+    $1,446.67) + API $1,423.50 = $68,349.77, 6 of 7 workloads served (5 on nodes, 1 by API, 1 unserved)."""
     import io
 
     import openpyxl
@@ -270,15 +281,14 @@ def test_the_workbook_has_a_what_to_buy_sheet(mixed_report):
     table = [r for r in rows if not str(r["Choice"]).startswith("Source:")]
     assert [r["Choice"] for r in table] == ["best with H100 SXM", "best with B200", "best mix", "buy nothing"]
     best = table[2]
-    assert (best["GPU"], best["Option"], best["New nodes"]) == ("B200", "bought outright (TCO)", 1)
+    assert (best["GPU"], best["Option"], best["New nodes"]) == ("B200", "bought outright (TCO)", 3)
     assert (best["Owned nodes $/month"], best["New nodes $/month"], best["of which energy $/month"],
-            best["API $/month"], best["Bill $/month"]) == (24104.60, 14341.43, 549.76, 1423.50, 39869.53)
-    assert best["Served of total"] == "5 of 7" and (best["On nodes"], best["By API"], best["Unserved"]) == (4, 1, 2)
+            best["API $/month"], best["Bill $/month"]) == (24104.60, 42821.67, 1446.67, 1423.50, 68349.77)
+    assert best["Served of total"] == "6 of 7" and (best["On nodes"], best["By API"], best["Unserved"]) == (5, 1, 1)
     for r in table:
         parts = r["Owned nodes $/month"] + r["New nodes $/month"] + r["API $/month"] + r["Licences $/month"]
         assert round(parts, 2) == r["Bill $/month"]
-        # Each end plans its own served set: its bill is the range's, for its own work (H100's optimistic end
-        # buys a node to serve one more workload: $36,271 against the pessimistic end's $25,528 serving fewer).
+        # Each end plans its own served set: its bill is the range's, for its own work.
         assert r["Bill $/month, optimistic (estimate)"] > 0 and r["Bill $/month, pessimistic (estimate)"] > 0
         assert "new node" in str(r["Estimate range (bill, new nodes)"])
     bill = ws.cell(row=head + 4, column=header.index("Bill $/month") + 1)
@@ -312,11 +322,11 @@ def test_fleet_page_shows_the_choice(monkeypatch, tmp_path):
     from tests.apptest_support import figures, mixed_app
 
     at = mixed_app(monkeypatch, tmp_path, "H100 SXM,H200 SXM,B200", "screens/fleet.py")
-    assert any("Buy 1 × B200, bought outright (TCO)" in m.value for m in at.markdown)
-    # The figures at the top are the chosen mix (1 owned H100 + 1 new B200, $39,869.53), not the one-kind plan.
+    assert any("Buy 3 × B200, bought outright (TCO)" in m.value for m in at.markdown)
+    # The figures at the top are the chosen mix (1 owned H100 + 3 new B200, $68,349.77), not the one-kind plan.
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Cash bill a month"] == "$39,870" and metrics["Nodes needed"] == "2"
-    assert any("less than the one-kind plan (3 more H100 SXM" in m.value for m in at.markdown)
+    assert metrics["Cash bill a month"] == "$68,350" and metrics["Nodes needed"] == "4"
+    assert any("less than the one-kind plan (2 more H100 SXM" in m.value for m in at.markdown)
     (chart,) = [c for t, c in figures(at).items() if t.startswith("What to buy next")]
     assert len(chart["data"][0]["y"]) == 5
     table = next(t.value for t in at.table if "Row" in t.value.columns)
@@ -331,7 +341,7 @@ def test_the_table_names_what_to_buy(tmp_path, capsys):
     db = str(tmp_path / "s.duckdb")
     assert main(["--db", db, "evaluate", "--owned", "H100 SXM:1", "--buy", "B200", "--buy-pricing", "owned"]) == 0
     text = capsys.readouterr().out
-    assert "What to buy next: 1 × B200, bought outright (TCO), $39,870/month in all" in text
+    assert "What to buy next: 3 × B200, bought outright (TCO), $68,350/month in all" in text
     assert "  buy nothing: buy nothing: new nothing;" in text
     assert main(["--db", db, "evaluate"]) == 0
     assert "What to buy next" not in capsys.readouterr().out

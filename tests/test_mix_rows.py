@@ -16,7 +16,7 @@ from core.decision.showback import showback, workload_showback
 from core.models import PricingOption, Scenario
 from core.store.seed import sample_workloads_path
 
-BILL = 39869.53  # the chosen mix on the sample: tests/test_mix.py's golden
+BILL = 68349.77  # the chosen mix on the sample: tests/test_mix.py's golden
 
 
 @pytest.fixture(scope="module")
@@ -30,29 +30,32 @@ def mixed(seed_catalog):
 
 @pytest.mark.slow
 def test_workloads_add_up_to_the_mix_bill_and_agree_everywhere(mixed):
-    """The best mix (tests/test_mix.py): 1 owned H100 + 1 new B200 bought outright, $39,869.53 a month.
+    """The best mix (tests/test_mix.py): 1 owned H100 + 3 new B200 bought outright, $68,349.77 a month.
 
     workloads[].verdict.monthly_usd is each workload's attribution in the mix (tests/test_mix.py works it out):
-    kyc-overnight keeps the owned H100's batch pool, 3.41196 GPU-hours a day / 24 x ($24,104.60 / 8 GPUs) =
-    $428.36 (the one-kind plan attributes it $0 on its own 4-node fleet); credit-memos its API, $1,423.50;
-    lc-clearing, code-completion and internal-chat share the B200 pool's $14,341.43 (internal-chat is on the B200 in
-    the mix, on the H100s in the one-kind plan); onboarding-rt and agent-steps have no route (null
-    verdict). Full allocation shares the owned H100's idle 39,869.53 - 428.36 - 1,423.50 - 14,341.43 = $23,676.24
-    by node share: kyc-overnight 428.36 + 686.67 = $1,115.03; the B200 members $37,331.00. Sum = $39,869.53 to
-    the cent, nothing unallocated. The routing table, the JSON (both details), fleet.attribution_by_workload and
-    showback name the same route, GPU and $ per workload; the teams add up to the mix's bill."""
+    kyc-overnight keeps the owned H100's batch pool, 3.30320 GPU-hours a day / 24 x ($24,104.60 / 8 GPUs) =
+    $414.70 (the one-kind plan attributes it $0 on its own 3-node fleet); credit-memos its API, $1,423.50;
+    onboarding-rt, lc-clearing, code-completion and internal-chat share the B200 pools' 23 of 24 GPUs, $41,037.44
+    (internal-chat is on the B200 in the mix, on its API in the one-kind plan; onboarding-rt has a route only on
+    the B200); agent-steps has no route (null verdict). Full allocation shares the node money no pool uses,
+    68,349.77 - 414.70 - 1,423.50 - 41,037.44 = $25,474.13, by node share: kyc-overnight 414.70 + 254.85 =
+    $669.55; the B200 members $66,256.72. Sum = $68,349.77 to the cent, nothing unallocated. The routing table,
+    the JSON (both details), fleet.attribution_by_workload and showback name the same route, GPU and $ per
+    workload; the teams add up to the mix's bill."""
     doc = contract.to_dict(mixed, "verdicts")
     f = doc["fleet"]
     assert f["total_monthly_usd"] == BILL
     verdicts = {w["workload_id"]: w["verdict"] for w in doc["workloads"]}
     total = sum(v["monthly_usd"] for v in verdicts.values() if v is not None)
     assert round(total, 2) == BILL and f["unallocated_usd_per_month"] == 0.0
-    assert (verdicts["kyc-overnight"]["gpu"], verdicts["kyc-overnight"]["monthly_usd"]) == ("H100 SXM", 1115.03)
+    assert (verdicts["kyc-overnight"]["gpu"], verdicts["kyc-overnight"]["monthly_usd"]) == ("H100 SXM", 669.55)
     assert verdicts["credit-memos"]["gpu"] is None and verdicts["credit-memos"]["monthly_usd"] == 1423.50
-    assert (verdicts["internal-chat"]["route_id"], verdicts["internal-chat"]["gpu"]) == ("owned:llada2-flash", "B200")
-    # The one-kind plan runs internal-chat on its own H100 fleet: the mix moves it to the B200.
-    assert mixed.routes[int(mixed.verdict[6])].hosting == "owned" and mixed.fleet.gpu == "H100 SXM"
-    assert verdicts["onboarding-rt"] is None and verdicts["agent-steps"] is None
+    assert (verdicts["internal-chat"]["route_id"], verdicts["internal-chat"]["gpu"]) == \
+        ("owned:llama70b-fp8-spec", "B200")
+    # The one-kind plan sends internal-chat to its API: the mix moves it onto the B200 capacity it buys.
+    assert mixed.routes[int(mixed.verdict[6])].hosting == "api" and mixed.fleet.gpu == "H100 SXM"
+    assert (verdicts["onboarding-rt"]["route_id"], verdicts["onboarding-rt"]["gpu"]) == ("owned:llada2-flash", "B200")
+    assert verdicts["agent-steps"] is None
     assert "kept on the 1 owned H100 SXM node" in verdicts["kyc-overnight"]["plan"]
 
     vf = contract.verdicts_frame(mixed)
@@ -75,14 +78,14 @@ def test_workloads_add_up_to_the_mix_bill_and_agree_everywhere(mixed):
 @pytest.mark.slow
 def test_the_cli_table_and_csv_show_the_mix(mixed):
     """`hangover evaluate` (table, CSV) on the same evaluation: each workload's line carries the mix's route, its
-    $ and GPU (internal-chat: LLaDA2.0-flash on the B200 at $12,881 a month with its share of the idle, not the
-    one-kind plan's API)."""
+    $ and GPU (internal-chat: Llama 3.3 70B FP8 + draft on the B200 at $2,881 a month with its share of the idle,
+    not the one-kind plan's API)."""
     from core.commands.evaluate import format_table
     from core.presentation.csv_export import routing_csv
 
     text = format_table(mixed)
     line = next(x for x in text.splitlines() if x.startswith("internal-chat"))
-    assert "LLaDA2.0-flash" in line and "$12,881" in line and line.rstrip().endswith("B200")
+    assert "Llama 3.3 70B (FP8) + speculative draft" in line and "$2,881" in line and line.rstrip().endswith("B200")
     table = pd.read_csv(io.BytesIO(routing_csv(contract.verdicts_frame(mixed))))
     att = {r["workload_id"]: r for r in mixfleet.by_workload(mixed)}
     for r in table.itertuples():
@@ -92,18 +95,18 @@ def test_the_cli_table_and_csv_show_the_mix(mixed):
 
 @pytest.mark.slow
 def test_reasons_are_true_to_the_mix(mixed):
-    """kyc-overnight's reasons say where the mix runs it and its mix money ($408 on the owned H100), not the
-    one-kind plan's $0 ($1,115 with its share of the idle H100), and leave out the fill stage's standalone comparisons (priced with new nodes barred);
+    """kyc-overnight's reasons say where the mix runs it and its mix money ($670 on the owned H100 with its share
+    of the idle), not the one-kind plan's $0, and leave out the fill stage's standalone comparisons (priced with new nodes barred);
     the B200 pool's members name the B200 plan; each row's sensitivity is the chain's at the estimate ends."""
     i = {w: k for k, w in enumerate(mixed.workloads["workload_id"])}
     kyc = mixrows.reasons(mixed, i["kyc-overnight"])
     assert any("kept on the 1 owned H100 SXM node" in s for s in kyc)
-    assert any(s.startswith("Attributed $1,115 a month in the chosen mix") for s in kyc)
+    assert any(s.startswith("Attributed $670 a month in the chosen mix") for s in kyc)
     assert not any(s.startswith(("Cheapest other route", "Attributed $0")) for s in kyc)
     chat = mixrows.reasons(mixed, i["internal-chat"])
-    assert any("LLaDA2.0-flash" in s and "on B200, placed by the B200 plan (1 new, bought outright (TCO))" in s
-               for s in chat)
-    assert any(s.startswith("Attributed $12,881 a month in the chosen mix") for s in chat)
+    assert any("Llama 3.3 70B (FP8) + speculative draft on B200, placed by the B200 plan (3 new, bought outright "
+               "(TCO))" in s for s in chat)
+    assert any(s.startswith("Attributed $2,881 a month in the chosen mix") for s in chat)
     vf = contract.verdicts_frame(mixed)
     central, fast, slow = mixrows.ends(mixed)
     assert list(vf["sensitive"]) == [c != a or c != b for c, a, b in zip(central, fast, slow, strict=True)]
@@ -138,7 +141,7 @@ def test_routing_and_showback_pages_show_the_mix(monkeypatch, tmp_path):
     at = mixed_app(monkeypatch, tmp_path, "H100 SXM,B200", "screens/routing.py")
     table = at.dataframe(key="routing_table").value.set_index("workload_id")
     assert table.loc["internal-chat", "route"].endswith("on B200")
-    assert table.loc["kyc-overnight", "monthly_usd"] == 1115.03
+    assert table.loc["kyc-overnight", "monthly_usd"] == 669.55
     assert round(float(np.nansum(table["monthly_usd"])), 2) == BILL  # full allocation: nothing unallocated
     words = " ".join(m.value for m in at.markdown)
     assert "Chosen mix (B200, bought outright (TCO))" in words  # the first row's reasons (kyc-overnight)

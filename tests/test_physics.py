@@ -390,16 +390,37 @@ def test_moe_expert_gemms_run_at_an_efficiency_set_by_expert_size():
 
 
 def test_moe_all_to_all_per_layer_on_several_gpus():
-    """Qwen3-30B-A3B (48 layers, hidden 2048, k = 8) on 8 x H100 NVLink, one token:
+    """Qwen3-30B-A3B (48 layers, hidden 2048, k = 8) on 8 x H100 NVLink, one token.
 
-    per layer: attention all-reduce 18 us + 1.75 x 4,096 B / 360e9 = 18.02 us;
-      dispatch + combine: 2 x (10 us x 3 = 30 us + 4,096 x 8 x 7/64 B / 360e9 = 0.01 us) = 60.02 us;
-    48 layers x 78.04 us = 3.746 ms (a dense model of the same shape: 48 x 2 x 18.02 = 1.730 ms).
+    TensorRT-LLM (attention data parallel, experts whole on GPUs): per layer a dispatch and a combine,
+    2 x (3.5 us x 3 = 10.5 us + 4,096 B x 8 x 7/64 / 360e9 = 0.01 us) = 21.02 us; 48 layers: 1.009 ms.
+    vLLM (every expert sliced over the 8 GPUs): no token leaves its GPU, two all-reduces a layer like a dense
+    model of the same shape: 48 x 2 x (18 us + 1.75 x 4,096 B / 360e9 = 18.02 us) = 1.730 ms.
     """
-    assert float(physics.tp_comm_ms(QWEN_MOE_L, H100_NV, 8, 1.0)) == pytest.approx(3.746, abs=0.002)
+    trt = QWEN_MOE_L.model_copy(update={"engine": "trtllm"})
+    assert physics.attention_dp(trt, 8) and not physics.attention_dp(QWEN_MOE_L, 8)
+    assert float(physics.tp_comm_ms(trt, H100_NV, 8, 1.0)) == pytest.approx(1.009, abs=0.001)
+    assert float(physics.tp_comm_ms(QWEN_MOE_L, H100_NV, 8, 1.0)) == pytest.approx(1.730, abs=0.002)
     dense_shape = QWEN_MOE_L.model_copy(update={"n_experts": None, "experts_per_token": None,
                                                 "architecture": "autoregressive", "params_active_b": 30.5})
     assert float(physics.tp_comm_ms(dense_shape, H100_NV, 8, 1.0)) == pytest.approx(1.730, abs=0.002)
+
+
+def test_attention_data_parallel_reads_the_dense_weights_on_every_gpu():
+    """Under attention data parallelism each GPU streams the dense (attention) weights whole every step.
+
+    Qwen3-30B-A3B on TensorRT-LLM, 8 x H100, one stream: the dense part's read takes one GPU's bandwidth,
+    not eight GPUs'; the step's bytes count eight copies. The same stack sliced (vLLM) reads 1/8 per GPU.
+    """
+    trt = QWEN_MOE_L.model_copy(update={"engine": "trtllm"})
+    dense, _ = physics._expert_split(trt)
+    one_gpu = dense * physics.param_bytes(trt) / (H100_NV.hbm_tb_per_s * 1e12 * 0.8) * 1e3
+    step_dp, _, moved_dp, _ = physics.decode_step(trt, H100_NV, 8, 1, 0)
+    sliced = trt.model_copy(update={"engine": "vllm"})
+    step_tp, _, moved_tp, _ = physics.decode_step(sliced, H100_NV, 8, 1, 0)
+    assert float(moved_dp) - float(moved_tp) == pytest.approx(7 * dense * physics.param_bytes(trt))
+    # One GPU's read of the dense weights is in the step (with floors and fixed costs around it).
+    assert float(step_dp) > one_gpu
 
 
 def test_engine_batch_cap_bounds_concurrency():
@@ -510,7 +531,10 @@ def test_assumption_ranges_bracket_the_central_estimate():
                     for e in (lo, DEFAULT_EFFICIENCY, hi)]
             assert np.all(tput[0] <= tput[1] * (1 + 1e-9)) and np.all(tput[1] <= tput[2] * (1 + 1e-9)), stack.stack_id
     names = {a.name for a in physics.applicable_assumptions(QWEN_MOE_L, 8)}
-    assert {"MoE expert-GEMM efficiency", "MoE all-to-all latency", "tensor-parallel all-reduce cost"} <= names
+    assert {"MoE expert-GEMM efficiency", "tensor-parallel all-reduce cost"} <= names
+    assert "MoE all-to-all latency" not in names  # sliced experts: no all-to-all
+    ep_names = {a.name for a in physics.applicable_assumptions(QWEN_MOE_L.model_copy(update={"engine": "trtllm"}), 8)}
+    assert {"MoE all-to-all latency", "MoE expert-parallel efficiency"} <= ep_names
     assert "MoE expert-GEMM efficiency" not in {a.name for a in physics.applicable_assumptions(LLAMA8_BF16, 1)}
 
 
@@ -574,16 +598,16 @@ def test_attention_data_parallel_moe_splits_host_work_and_drops_the_attention_al
 
     TensorRT-LLM (attention data parallel): host 1,600 / 8 x 30 us = 6.0 ms (vLLM, one scheduler: 48 ms).
     per layer, dispatch + combine only: bytes 1,000 x 4,096 x 2 x 8 x 7/64 = 7.168 MB / 360 GB/s = 19.91 us;
-      2 x (10 us x 3 + 19.91 us) = 99.82 us; x 94 = 9.383 ms.
-    vLLM (tensor parallel) adds the attention all-reduce: 18 us + 1.75 x 8.192 MB / 360 GB/s = 57.82 us per layer:
-      94 x 157.64 us = 14.819 ms.
+      2 x (3.5 us x 3 + 19.91 us) = 60.82 us; x 94 = 5.717 ms.
+    vLLM (tensor parallel, every expert sliced): two all-reduces a layer, after attention and after the experts,
+      each 18 us + 1.75 x 8.192 MB / 360 GB/s = 57.82 us: 94 x 115.64 us = 10.870 ms.
     """
     assert physics.attention_dp(Q235_TRT, 8) and not physics.attention_dp(Q235_TRT, 1)
     assert not physics.attention_dp(Q235_VLLM, 8) and not physics.attention_dp(L70_TP, 8)
     assert one(physics.host_ms(Q235_TRT, 8, 1600)) == pytest.approx(6.0)
     assert one(physics.host_ms(Q235_VLLM, 8, 1600)) == pytest.approx(48.0)
-    assert float(physics.tp_comm_ms(Q235_TRT, H100_NV, 8, 1000.0)) == pytest.approx(9.383, abs=1e-3)
-    assert float(physics.tp_comm_ms(Q235_VLLM, H100_NV, 8, 1000.0)) == pytest.approx(14.819, abs=1e-3)
+    assert float(physics.tp_comm_ms(Q235_TRT, H100_NV, 8, 1000.0)) == pytest.approx(5.717, abs=1e-3)
+    assert float(physics.tp_comm_ms(Q235_VLLM, H100_NV, 8, 1000.0)) == pytest.approx(10.870, abs=1e-3)
 
 
 def test_expert_parallel_moe_runs_its_experts_at_the_ep_share():

@@ -61,14 +61,14 @@ def test_largest_remainder_adds_up_and_stays_within_a_cent(total, weights):
 
 def test_tokens_key_golden(marginal):
     """Marginal basis, idle by tokens sent to owned GPUs. Owned work: kyc-overnight (100,000 req/day × (3,000 +
-    400) tokens), lc-clearing, code-completion and internal-chat (on the LLaDA2.0-flash pools in the 4-node
-    plan); a month is 365/12 days. Operations' only served workload is
+    400) tokens), lc-clearing and code-completion (on the LLaDA2.0-flash pool in the 3-node plan; internal-chat
+    goes to an API); a month is 365/12 days. Operations' only served workload is
     kyc-overnight (onboarding… is Retail banking; agent-steps has no route), so its idle share is
     U × 100,000 × 3,400 / Σ(owned tokens a day), U the plan's unallocated $, and its $ is that share alone
     (kyc rides on hours the interactive pools already reserve: attributed $0)."""
     per = workload_showback(marginal, "tokens")
     w = marginal.workloads.set_index("workload_id")
-    owned_ids = ["kyc-overnight", "lc-clearing", "code-completion", "internal-chat"]
+    owned_ids = ["kyc-overnight", "lc-clearing", "code-completion"]
     day_tokens = {i: w.loc[i, "requests_per_day"] * (w.loc[i, "input_tokens"] + w.loc[i, "output_tokens"])
                   for i in owned_ids}
     assert day_tokens["kyc-overnight"] == 100_000 * 3_400

@@ -26,64 +26,60 @@ def _pool(ev, route_id, tier=None):
 
 
 def test_sample_pool_why_figures_by_hand(sample):
-    """The sample's LLaDA2.0-flash edge pool (code-completion 500 ms, internal-chat; 3 replicas, cap 4; lc-clearing
-    runs beside it in the route's throughput tier, 1 replica).
+    """The sample's LLaDA2.0-flash latency tier (lc-clearing 3,000 ms and code-completion 500 ms; 3 replicas,
+    cap 4).
 
     Peak rate = requests_per_day x peak_factor / 86,400 per member:
       code-completion 200,000 x 4.0 / 86,400 = 9.259259 req/s
-      internal-chat    30,000 x 3.0 / 86,400 = 1.041667 req/s      sum 10.300926 req/s.
+      lc-clearing       6,000 x 2.5 / 86,400 = 0.173611 req/s      sum 9.432870 req/s.
     Slots = 3 replicas x cap 4 = 12. In flight = sum of rate x mean service (Little's law), from the sizing.
-    code-completion's service p95 alone is 385 ms of its 500 ms target at batch 1, 497 ms at batch 2 and over it at
-    batch 3, so each replica may hold 2 of its requests: ceil(3.36 in flight / 2) = 2 replicas for the load; the plan's third
-    keeps the queue short enough at the peak.
+    lc-clearing's service p95 alone is 2,479 ms of its 3,000 ms target at batch 1 and over it at batch 2, so each
+    replica may hold 1 of its requests: ceil(1.98 in flight / 1) = 2 replicas for the load; the plan's third keeps
+    the queue short enough at the peak.
     """
-    dep = _pool(sample, "owned:llada2-flash", "edge pool")
+    dep = _pool(sample, "owned:llada2-flash")
     y = dep.why
     assert y is not None and dep.replicas == 3 and dep.concurrency_cap == 4
-    assert y.peak_requests_per_s == pytest.approx(200000 * 4.0 / 86400 + 30000 * 3.0 / 86400, rel=1e-12)
+    assert set(dep.workloads) == {"lc-clearing", "code-completion"}
+    assert y.peak_requests_per_s == pytest.approx(200000 * 4.0 / 86400 + 6000 * 2.5 / 86400, rel=1e-12)
     assert y.slots == 12
     (d,) = [s for s in sample.plan.sizes.values() if s.feasible and s.replicas == 3]
     lam = sample.plan_inputs.lam_peak[d.rows] * d.shares
     assert y.requests_in_flight_at_peak == pytest.approx(float((lam * d.service_s).sum()), rel=1e-12)
-    assert 3.3 < y.requests_in_flight_at_peak < 3.4
-    assert y.binding_workload == "code-completion" and y.latency_slo_ms == 500.0
-    assert y.requests_per_replica_within_target == 2
-    assert y.replicas_for_load == math.ceil(y.requests_in_flight_at_peak / 2) == 2
-    # p95 alone, recomputed from the route's service curve: within target at batch 2, over it at batch 3.
+    assert 1.9 < y.requests_in_flight_at_peak < 2.0
+    assert y.binding_workload == "lc-clearing" and y.latency_slo_ms == 3000.0
+    assert y.requests_per_replica_within_target == 1
+    assert y.replicas_for_load == math.ceil(y.requests_in_flight_at_peak / 1) == 2
+    # p95 alone, recomputed from the route's service curve: within target at batch 1, over it at batch 2.
     inp = sample.plan_inputs
-    row = np.array([list(inp.workload_ids).index("code-completion")])
+    row = np.array([list(inp.workload_ids).index("lc-clearing")])
     (route,) = [o for o in inp.owned if o.index == int(sample.plan.assignment[row[0]])]
     p95 = service_p95_alone_ms(np.asarray(route.service_s[row], dtype=float), route.prefill_ms[row],
                                inp.output_tokens[row], inp.output_p95_tokens[row],
                                block_tokens_of(route.stack))[0, 0]
     assert y.p95_alone_ms == pytest.approx(p95[0], rel=1e-9)
-    assert p95[1] <= 500.0 < p95[2]
+    assert p95[0] <= 3000.0 < p95[1]
 
 
 def test_sample_pool_why_words(sample):
-    """The words carry the figures: 3 replicas x 4 = 12 slots, 10.30 req/s, 3.4 in flight, 2 each -> 2 replicas,
-    the third for the queue; the throughput tier's lone lc-clearing: 1 replica x 64 slots, 1 at once."""
-    text = explain.deployment_why_words(_pool(sample, "owned:llada2-flash", "edge pool"))
-    for part in ("3 replicas × up to 4 requests = 12 slots", "10.30 requests/s at peak", "about 3.4 in flight",
-                 "code-completion, takes 385 ms alone", "77% of its 500 ms target",
-                 "may hold only 2 requests at once", "at 2 each need 2 replicas",
+    """The words carry the figures: 3 replicas x 4 = 12 slots, 9.43 req/s, 2.0 in flight, 1 each -> 2 replicas,
+    the third for the queue."""
+    text = explain.deployment_why_words(_pool(sample, "owned:llada2-flash"))
+    for part in ("3 replicas × up to 4 requests = 12 slots", "9.43 requests/s at peak", "about 2.0 in flight",
+                 "lc-clearing, takes 2.5 s alone", "83% of its 3.0 s target",
+                 "may hold only 1 request at once", "at 1 each need 2 replicas",
                  "the other 1 keep the queue short enough"):
         assert part in text, (part, text)
-    lone = explain.deployment_why_words(_pool(sample, "owned:llada2-flash", "throughput tier"))
-    for part in ("1 replica × up to 64 requests = 64 slots", "lc-clearing, takes 2.8 s alone",
-                 "94% of its 3.0 s target", "at 1 each need 1 replica"):
-        assert part in lone, (part, lone)
     # A batch-only deployment has no why-figures and no words.
     assert _pool(sample, "owned:qwen3-30b-a3b-fp8").why is None
     assert explain.deployment_why_words(_pool(sample, "owned:qwen3-30b-a3b-fp8")) == ""
 
 
 def test_nodes_forced_is_the_plan_priced_without_the_workload(sample):
-    """Sample: 4 nodes. Without code-completion the edge pool carries internal-chat alone and the plan needs 2
-    nodes: 2 fewer; without lc-clearing its 1-replica tier (1 node) goes: 1 fewer; internal-chat and kyc-overnight
-    fill slots and hours bought anyway: 0."""
+    """Sample: 3 nodes. Without code-completion the pool carries lc-clearing alone on 1 node: 2 fewer; without
+    lc-clearing code-completion needs 2: 1 fewer; kyc-overnight fills hours bought anyway: 0."""
     forced = {d.workload_id: d.nodes_forced for d in sample.fleet.node_drivers}
-    assert forced == {"code-completion": 2, "lc-clearing": 1, "internal-chat": 0, "kyc-overnight": 0}
+    assert forced == {"code-completion": 2, "lc-clearing": 1, "kyc-overnight": 0}
     ids = list(sample.plan_inputs.workload_ids)
     for wid, n in forced.items():
         moved = sample.plan.assignment.copy()
@@ -113,7 +109,7 @@ def test_fleet_page_says_why_each_pool_and_what_each_workload_forces(app_pages):
     at = app_pages("screens/fleet.py")
     text = [m.value for m in at.markdown]
     assert any("Why each interactive pool" in t for t in text)
-    assert any("12 slots for 10.30 requests/s at peak" in t and "at 2 each need 2 replicas" in t for t in text)
+    assert any("12 slots for 9.43 requests/s at peak" in t and "at 1 each need 2 replicas" in t for t in text)
     drivers = [t.value for t in at.table if "Nodes it forces" in t.value.columns]
     assert drivers, "the node drivers table has a 'Nodes it forces' column"
     forced = dict(zip(drivers[0]["Workload"], drivers[0]["Nodes it forces"], strict=False))
@@ -126,7 +122,7 @@ def test_routing_page_says_why_for_a_pooled_workload(app_pages):
     at = app_pages("screens/routing.py", select="code-completion")
     text = "\n".join(m.value for m in at.markdown)
     assert "Why: " in "\n".join(h.value for h in at.subheader)
-    assert "at 2 each need 2 replicas" in text
+    assert "at 1 each need 2 replicas" in text
     assert "Without it the plan would need 2 nodes fewer" in text
 
 

@@ -116,12 +116,13 @@ class Efficiency:
     moe_overhead_ms: float = 1.0  # MoE routing per step, only for stacks without a layer count
     link: float = 0.80  # share of one direction of the GPU link an all-reduce reaches (bus bandwidth)
     allreduce_us_per_doubling: float = 6.0  # latency of one small all-reduce, per doubling of GPUs
-    alltoall_us_per_doubling: float = 10.0  # latency of one MoE dispatch or combine, per doubling of GPUs
+    alltoall_us_per_doubling: float = 3.5  # latency of one MoE dispatch or combine, per doubling of GPUs
     moe_expert: float = 0.90  # expert GEMMs' best share of the dense GEMM efficiency
     moe_expert_half_mparams: float = 10.0  # expert size (M params) at which that share halves
     moe_ep_efficiency: float = 0.26  # expert efficiency multiplier under expert parallelism (experts whole on g > 1 GPUs)
     moe_layer_overhead_us: float = 15.0  # router, top-k and token permutation per MoE layer per step
     moe_gemm_floor_us: float = 50.0  # least time of one MoE layer's grouped expert GEMMs, however few tokens
+    moe_ep_gemm_floor_us: float = 25.0  # the same where experts sit whole on g > 1 GPUs (each runs a few)
     draft_step_overhead_ms: float = 0.15  # launches of one draft-model or draft-head step
     spec_acceptance_scale: float = 1.0  # multiplies the stack's acceptance (ranges: task and temperature)
     diffusion_progress_scale: float = 1.0  # multiplies tokens committed per pass (ranges)
@@ -155,7 +156,7 @@ DEFAULT_EFFICIENCY = Efficiency()
 PERFECT_EFFICIENCY = Efficiency(
     mem=1.0, compute=1.0, prefill_compute=1.0, step_overhead_ms=0.0, comm_ms_per_doubling=0.0, moe_overhead_ms=0.0,
     link=1.0, allreduce_us_per_doubling=0.0, alltoall_us_per_doubling=0.0, moe_expert=1.0, moe_expert_half_mparams=0.0,
-    moe_layer_overhead_us=0.0, moe_gemm_floor_us=0.0, draft_step_overhead_ms=0.0, memory_headroom=1.0, fp4_compute=1.0, host_us_per_seq=0.0,
+    moe_layer_overhead_us=0.0, moe_gemm_floor_us=0.0, moe_ep_gemm_floor_us=0.0, draft_step_overhead_ms=0.0, memory_headroom=1.0, fp4_compute=1.0, host_us_per_seq=0.0,
     layer_overhead_us=0.0,
 )
 
@@ -368,10 +369,12 @@ def allreduce_ms(gpu: GpuSpec, gpus: int, nbytes, eff: Efficiency = DEFAULT_EFFI
 def tp_comm_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
     """Tensor-parallel communication of one forward pass over `tokens` token positions (ms).
 
-    Dense layer: two all-reduces (after attention, after the MLP) of tokens x
-    hidden x 2 bytes. MoE layer: the attention all-reduce plus a dispatch and a
-    combine all-to-all, each sending every token's hidden state to the k experts'
-    GPUs: per GPU tokens x k x hidden x 2 x (g - 1) / g^2 bytes. Stacks without a
+    Dense layer, and MoE layer with every expert sliced across the GPUs: two
+    all-reduces (after attention, after the MLP or experts) of tokens x hidden x
+    2 bytes. MoE with attention data parallelism and experts whole on GPUs: a
+    dispatch and a combine all-to-all, each sending every token's hidden state
+    to the k experts' GPUs: per GPU tokens x k x hidden x 2 x (g - 1) / g^2
+    bytes, plus a latency per doubling of GPUs. Stacks without a
     layer count or hidden size, or GPUs without a link figure, fall back to a
     fixed cost per doubling of GPUs.
     """
@@ -382,15 +385,19 @@ def tp_comm_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, tokens, eff: Effici
     if not (stack.n_layers and stack.hidden_size and bw):
         return np.full_like(t, eff.comm_ms_per_doubling * np.log2(gpus))
     per_layer = t * stack.hidden_size * ACTIVATION_BYTES
-    _, experts = _expert_split(stack)
-    if experts == 0.0:
+    if not attention_dp(stack, gpus):
+        # Dense, and MoE with every expert sliced across the GPUs: partial sums all-reduced after attention and
+        # after the MLP or experts; no token leaves its GPU.
         return 2.0 * stack.n_layers * allreduce_ms(gpu, gpus, per_layer, eff)
     a2a_alpha = eff.alltoall_us_per_doubling * np.log2(gpus) * 1e-3
     a2a_bytes = per_layer * _set(stack.experts_per_token, "experts_per_token", stack) * (gpus - 1) / gpus**2
-    a2a = 2.0 * (a2a_alpha + a2a_bytes / bw * 1e3)
-    if attention_dp(stack, gpus):
-        return stack.n_layers * a2a
-    return stack.n_layers * (allreduce_ms(gpu, gpus, per_layer, eff) + a2a)
+    return stack.n_layers * 2.0 * (a2a_alpha + a2a_bytes / bw * 1e3)
+
+
+def _moe_gemm_floor_us(stack: ServingStack, gpus: int, eff: Efficiency) -> float:
+    """Least time of one MoE layer's expert GEMMs: lower where experts sit whole on several GPUs (each GPU runs
+    the few it holds) than where every expert is sliced across them or all sit on one GPU."""
+    return eff.moe_ep_gemm_floor_us if expert_parallel(stack, gpus) else eff.moe_gemm_floor_us
 
 
 def _moe_overhead_ms(stack: ServingStack, eff: Efficiency) -> float:
@@ -514,10 +521,14 @@ def decode_step(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, conte
     dense, experts = _expert_split(stack)
     dense_bytes = dense * param_bytes(stack)
     dense_flops = 2.0 * dense * tokens
-    t_dense = np.maximum(dense_bytes / bw, dense_flops / fl)
-    moved = dense_bytes + 0.0 * tokens
+    # Under attention data parallelism every GPU holds the dense (attention) weights whole and streams them
+    # each step for its own requests: the read takes one GPU's bandwidth, g copies are moved.
+    copies = gpus if attention_dp(stack, gpus) else 1
+    t_dense_mem = dense_bytes * copies / bw
+    t_dense = np.maximum(t_dense_mem, dense_flops / fl)
+    moved = dense_bytes * copies + 0.0 * tokens
     flops = dense_flops
-    t_mem: float | np.ndarray = dense_bytes / bw  # an array once experts add their per-token bytes
+    t_mem: float | np.ndarray = t_dense_mem  # an array once experts add their per-token bytes
     t_cmp = dense_flops / fl
     if experts:
         ee = expert_efficiency(stack, eff, gpus)
@@ -526,8 +537,9 @@ def decode_step(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, conte
         # The experts touched this step are streamed once at the GPU's bandwidth share like any weight; the
         # grouped GEMMs' losses (small experts, expert parallelism) slow their arithmetic, not the bytes.
         t_exp = np.maximum(exp_bytes / bw, exp_flops / (fl * ee))
-        if stack.n_layers and eff.moe_gemm_floor_us:
-            t_exp = np.maximum(t_exp, stack.n_layers * eff.moe_gemm_floor_us * 1e-6)
+        floor = _moe_gemm_floor_us(stack, gpus, eff)
+        if stack.n_layers and floor:
+            t_exp = np.maximum(t_exp, stack.n_layers * floor * 1e-6)
         t_dense = t_dense + t_exp
         moved = moved + exp_bytes
         flops = flops + exp_flops
@@ -695,8 +707,8 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
     Assumption("GPU link bandwidth share", ("link",), 0.6, 1.15, "tp"),
     Assumption("MoE expert-GEMM efficiency", ("moe_expert",), 0.6, 1.1, "moe"),
     Assumption("MoE routing overhead", ("moe_layer_overhead_us", "moe_overhead_ms"), 2.0, 0.5, "moe"),
-    Assumption("MoE expert-kernel floor", ("moe_gemm_floor_us",), 1.5, 0.6, "moe"),
-    Assumption("MoE all-to-all latency", ("alltoall_us_per_doubling",), 2.0, 0.6, "moe_tp"),
+    Assumption("MoE expert-kernel floor", ("moe_gemm_floor_us", "moe_ep_gemm_floor_us"), 1.5, 0.6, "moe"),
+    Assumption("MoE all-to-all latency", ("alltoall_us_per_doubling",), 2.0, 0.6, "moe_ep"),
     Assumption("MoE expert-parallel efficiency", ("moe_ep_efficiency",), 0.75, 1.25, "moe_ep"),
     Assumption("speculative acceptance rate", ("spec_acceptance_scale",), 0.85, 1.08, "speculative"),
     Assumption("diffusion tokens committed per pass", ("diffusion_progress_scale",), 0.75, 1.2, "diffusion"),
