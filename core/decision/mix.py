@@ -552,5 +552,8 @@ def _range_columns(rg: dict | None) -> dict:
     lo, hi = rg["total_monthly_usd_optimistic"], rg["total_monthly_usd_pessimistic"]
     nodes = (f"{rg['nodes_new_optimistic']}" if rg["nodes_new_optimistic"] == rg["nodes_new_pessimistic"]
              else f"{rg['nodes_new_optimistic']}-{rg['nodes_new_pessimistic']}")
-    return {"total_usd_optimistic": lo, "total_usd_pessimistic": hi,
-            "estimate_range": f"{money(lo, decimals=0)} - {money(hi, decimals=0)} ({nodes} new node{'s' if nodes != '1' else ''})"}
+    words = f"{money(lo, decimals=0)} - {money(hi, decimals=0)} ({nodes} new node{'s' if nodes != '1' else ''})"
+    uo, up = rg.get("unserved_optimistic"), rg.get("unserved_pessimistic")
+    if uo != up:  # each end plans its own served set: a bill is for what that end serves
+        words += f"; unserved {uo} at the optimistic end, {up} at the pessimistic"
+    return {"total_usd_optimistic": lo, "total_usd_pessimistic": hi, "estimate_range": words}
