@@ -166,3 +166,22 @@ def test_a_one_kind_scenario_keeps_its_routing_table(seed_catalog):
     assert "gpu" not in vf.columns and "plan" not in vf.columns
     assert mixrows.plan_reasons(ev, 0) == reasons(ev, 0)
     assert json.dumps(contract.to_dict(ev, "verdicts")["workloads"][0]["verdict"]).count('"gpu"') == 0
+
+
+@pytest.mark.slow
+def test_the_unserved_work_shown_is_the_mixs(mixed):
+    """The mix serves onboarding-rt on the B200s, which the one-kind H100 plan leaves out: the pages, the report
+    and the JSON price only what the mix leaves unserved, agent-steps, at its cheapest route after the smallest
+    change (Qwen3-235B-A22B at a 3.0 s target, 32 GPUs = 4 x $24,104.60 = $96,418.40), so the bill with it is
+    68,349.77 + 96,418.40 = $164,768.17 (it read $261,187, onboarding-rt counted as unserved, before)."""
+    from core.presentation import served
+
+    assert (mixed.verdict[list(mixed.workloads["workload_id"]).index("onboarding-rt")]) < 0  # one-kind: unserved
+    words = served.unserved_priced_words(mixed).splitlines()
+    assert words[0].startswith("The plan serves 6 of 7 workloads; 1 unserved: the $68,350 bill leaves their work out.")
+    assert "the bill with them would be $164,768 a month:" in words[0]
+    assert len(words) == 2 and words[1].startswith("- agent-steps: Qwen3-235B-A22B (MoE; FP8), $96,418/month")
+    assert served.with_unserved_total(mixed) == pytest.approx(164768.17, abs=0.01)
+    js = contract.to_dict(mixed, "verdicts")["fleet"]["unserved_work"]
+    assert [w["workload_id"] for w in js["workloads"]] == ["agent-steps"]
+    assert js["total_monthly_usd_with_unserved"] == pytest.approx(164768.17, abs=0.01)

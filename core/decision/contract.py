@@ -136,7 +136,7 @@ def mixed_fleet_json(ev: Evaluation, purchase_settings=None) -> dict:
     out["one_kind"] = {"gpu": one.gpu, "owned_nodes": one.owned_nodes, "nodes_needed": one.nodes_needed,
                        "new_nodes": one.new_nodes, "total_monthly_usd": one.total_monthly_usd,
                        "workloads_served": one.workloads_served}
-    out["unserved_work"] = mixfleet.unserved_json(ev, unserved_json(ev))
+    out["unserved_work"] = mixfleet.unserved_json(ev)
     # Burst is priced on one GPU type's nodes: the one-kind plan's figure sits with its headline, not beside the mix.
     out["burst"] = {"priced": False, "verdict": "Not priced for a mixed fleet: see one_kind.burst (the one-kind plan)."}
     out["one_kind"]["burst"] = burst_json(ev)

@@ -341,16 +341,25 @@ def purchase_json(ev, purchase_settings=None) -> dict | None:
     return None if p is None else {"gpu": best.gpu, "option": best.option, **purchase_json(p)}
 
 
-def unserved_json(ev, one_kind: dict) -> dict:
-    """`fleet.unserved_work` of the mix: the workloads the mix leaves unserved, each with the cheapest route the
-    one-kind plan's search found for it (a standalone estimate; none: unpriced), and the mix's bill with them."""
+def unserved_mask(ev) -> np.ndarray:
+    """True for the workloads (inventory order) the chosen mix leaves unserved."""
     from core.decision import mix
 
+    mask = np.ones(len(ev.workloads), dtype=bool)
+    mask[mix.of(ev).best.served_rows] = False
+    return mask
+
+
+def unserved_json(ev) -> dict:
+    """`fleet.unserved_work` of the mix: the workloads the mix leaves unserved, each with its cheapest route after
+    the smallest change that gives it one (unserved.shown_unserved: a standalone estimate; route null: none found),
+    and the mix's bill with them."""
+    from core.decision import mix
+    from core.decision.unserved import shown_unserved
+
     best = mix.of(ev).best
-    ids = ev.workloads["workload_id"].astype(str).to_numpy()
-    left = sorted(set(range(len(ids))) - set(best.served_rows.tolist()))
-    names = {str(ids[i]) for i in left}
-    rows = [r for r in one_kind["workloads"] if r["workload_id"] in names]
-    priced = round(sum(r["monthly_usd"] or 0.0 for r in rows if r["route_id"]), 2)
-    return {"priced_monthly_usd": priced, "unpriced": len(names) - sum(1 for r in rows if r["route_id"]),
-            "total_monthly_usd_with_unserved": round(best.total_usd + priced, 2), "workloads": rows}
+    left = shown_unserved(ev)
+    return {"priced_monthly_usd": left.priced_usd_per_month, "unpriced": left.unpriced,
+            "total_monthly_usd_with_unserved": round(best.total_usd + left.priced_usd_per_month, 2),
+            "workloads": [{"workload_id": r.workload_id, "route_id": r.route_id, "route": r.route,
+                           "change": r.change, "monthly_usd": r.monthly_usd} for r in left.routes]}

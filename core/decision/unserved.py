@@ -82,6 +82,16 @@ def plan_unserved(ev: eng.Evaluation) -> UnservedWork:
     return ev.answers.get("unserved", lambda: priced(ev, ev.verdict < 0))
 
 
+def shown_unserved(ev: eng.Evaluation) -> UnservedWork:
+    """The unserved work of the fleet every page and export shows: the chosen mix's in a mixed scenario (it may
+    serve what the one-kind plan leaves out, or the reverse), else the plan's own."""
+    from core.decision import mixfleet
+
+    if mixfleet.record(ev) is None:
+        return plan_unserved(ev)
+    return ev.answers.get("mix_unserved", lambda: priced(ev, mixfleet.unserved_mask(ev)))
+
+
 def priced(ev: eng.Evaluation, unserved: np.ndarray) -> UnservedWork:
     """The workloads in the boolean mask `unserved`, each priced: first on a route the plan may use as the scenario
     stands (a fleet option's excluded routes), else by the ladder of changes (`_ladder`, computed once per

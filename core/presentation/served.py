@@ -6,7 +6,7 @@ import pandas as pd
 
 from core.decision.engine import Evaluation
 from core.decision.mixfleet import top
-from core.decision.unserved import plan_unserved
+from core.decision.unserved import shown_unserved
 from core.presentation.format import integer, money
 
 
@@ -37,7 +37,7 @@ def unserved_priced_parts(ev: Evaluation, shown: int = 5) -> tuple[str, list[str
     """(lead sentence, one line per unserved workload priced): the plan's served count, the bill with its unserved
     work priced, and each workload's cheapest route after the smallest change. None when every workload is served."""
     f = top(ev)
-    left = plan_unserved(ev)
+    left = shown_unserved(ev)
     if not left.count:
         return None
     lead = (f"The plan {served_words(f.workloads_served, f.workloads_total)}: the {money(f.total_monthly_usd)} "
@@ -61,7 +61,7 @@ def unserved_priced_words(ev: Evaluation, shown: int = 5) -> str | None:
 
 def with_unserved_total(ev: Evaluation) -> float:
     """The plan's bill plus its unserved work priced (estimate): the figure to compare across targets."""
-    return float(top(ev).total_monthly_usd + plan_unserved(ev).priced_usd_per_month)
+    return float(top(ev).total_monthly_usd + shown_unserved(ev).priced_usd_per_month)
 
 
 def options_table(options: pd.DataFrame) -> pd.DataFrame:
@@ -94,7 +94,7 @@ def with_unserved_note(option: dict) -> str:
 def unserved_figures(ev: Evaluation) -> list[tuple[str, str, float, str, str]]:
     """The report's headline figure (key, label, value, kind, note) for the bill with the plan's unserved work
     priced; none when every workload is served. One row, short: the one-pager fits two A4 pages."""
-    left = plan_unserved(ev)
+    left = shown_unserved(ev)
     if not left.count:
         return []
     total = float(top(ev).total_monthly_usd) + left.priced_usd_per_month
