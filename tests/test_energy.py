@@ -39,16 +39,16 @@ def test_every_gpu_row_is_sourced_dated_and_idle_below_busy():
 
 def test_the_samples_owned_tco_bill_carries_energy_at_the_plans_utilization(seed_catalog):
     """The bank on 1 owned + 2 bought H100 nodes priced at their TCO (data/owned_hardware.csv: 8 kW average,
-    PUE 1.3, $0.10/kWh: $1.04 of power per node-hour). The plan's utilization u = 0.1290420 (GPU-hours busy over
-    the 3 nodes' 24 GPUs): 2.6 + 7.6 u = 3.580719 kW; x 1.3 x 0.10 x 730 = $339.8102 a node; x 3 = $1,019.43 a
+    PUE 1.3, $0.10/kWh: $1.04 of power per node-hour). The plan's utilization u = 0.1287604 (GPU-hours busy over
+    the 3 nodes' 24 GPUs): 2.6 + 7.6 u = 3.578579 kW; x 1.3 x 0.10 x 730 = $339.6071 a node; x 3 = $1,018.82 a
     month, instead of the flat 8 kW: 8 x 0.13 x 730 x 3 = $2,277.60. The node lines fall by the difference,
-    $1,258.17: 3 x 14.396164 x 730 = $31,527.60 becomes $30,269.43 (without energy 3 x 13.356164 x 730 =
+    $1,258.78: 3 x 14.396164 x 730 = $31,527.60 becomes $30,268.82 (without energy 3 x 13.356164 x 730 =
     $29,250.00)."""
     ev = evaluate(seed_catalog, pd.read_csv(sample_workloads_path()), Scenario(pricing_option="owned"))
     f = ev.fleet
-    assert f.nodes_needed == 3 and f.utilization == pytest.approx(0.1290420, abs=1e-6)
-    assert f.energy_usd_per_month == 1019.43 and f.energy.flat_usd_per_month == 2277.60
-    assert round(f.owned_monthly_usd + f.extra_nodes_monthly_usd, 2) == 30269.43
+    assert f.nodes_needed == 3 and f.utilization == pytest.approx(0.1287604, abs=1e-6)
+    assert f.energy_usd_per_month == 1018.82 and f.energy.flat_usd_per_month == 2277.60
+    assert round(f.owned_monthly_usd + f.extra_nodes_monthly_usd, 2) == 30268.82
     j = contract.fleet_json(ev)
     e = j["energy"]
     # The bill reconciles to the cent: nodes without energy + energy + API + licences.
@@ -67,16 +67,16 @@ def test_cloud_prices_have_no_energy_line(seed_catalog, option):
 
 
 def test_the_overview_bill_has_energy_as_its_own_line_and_still_adds_up(seed_catalog):
-    """Owned TCO on the sample: owned 1 node and new 2 nodes each lose their share of the $1,019.43 (owned
-    round(1,019.43 / 3) = $339.81, new round(2 x 339.81) = $679.62); the lines above the cash bill add up to
-    it to the cent."""
+    """Owned TCO on the sample: owned 1 node and new 2 nodes each lose their share of the $1,018.82 (owned
+    round(1,018.82 / 3) = $339.61, new the rest, 1,018.82 - 339.61 = $679.21: largest remainder to the cent);
+    the lines above the cash bill add up to it to the cent."""
     from core.presentation import views
 
     ev = evaluate(seed_catalog, pd.read_csv(sample_workloads_path()), Scenario(pricing_option="owned"))
     bill = views.cash_bill(ev).set_index("line")["usd_per_month"]
     f = ev.fleet
-    assert bill["Energy"] == 1019.43
-    assert bill["Owned nodes, without energy"] == round(f.owned_monthly_usd - 339.81, 2)
-    assert bill["New nodes, without energy"] == round(f.extra_nodes_monthly_usd - 679.62, 2)
+    assert bill["Energy"] == 1018.82
+    assert bill["Owned nodes, without energy"] == round(f.owned_monthly_usd - 339.61, 2)
+    assert bill["New nodes, without energy"] == round(f.extra_nodes_monthly_usd - 679.21, 2)
     parts = ["Owned nodes, without energy", "New nodes, without energy", "Energy", "Public APIs", "Licences"]
     assert round(float(bill[parts].sum()), 2) == bill["Cash bill"] == f.total_monthly_usd

@@ -747,22 +747,23 @@ def test_the_plan_does_not_depend_on_the_order_of_the_rows(catalog, twelve_plan,
 @pytest.mark.slow
 def test_a_restart_from_dearer_apis_is_never_dearer(catalog, monkeypatch):
     """101 generated workloads (bench/gen.py seed 1014, frozen), 1 owned node, 99 servable. Above
-    settings.multi_start_rows the search has one start; from it, with and without the restart from that plan at
-    dearer APIs (Planner._from_dearer_apis, APIs x1.5), the plan ends at 15 interactive GPUs (Llama-70B+draft x1
-    on 4 GPUs (4), Qwen3-30B x2 (2), Qwen3-235B x1 on 4 (4), LLaDA-8B x1 (1), LLaDA2-flash x1 on 4 (4)) -> 2
-    nodes: 2 x 33.02 x 730 = $48,209.20 + $5,316.65 of API = $53,525.85, 99 served, every owned member within its
-    target: the restart may only keep or lower the bill, and keeps it here. With the restart from faster routes
-    on as well: $48,209.20 + $5,067.43 = $53,276.63, $249.22 less. (The dearer-API restart saved $609.12 here
-    before model v3.2, $1,337.57 until every pass paid the engine's kernel-boundary time per layer, and a whole
-    node before expert bytes streamed at the GPU's bandwidth share; no instance where it saves money under
-    today's physics is frozen.)"""
+    settings.multi_start_rows the search has one start; the restart from that plan at dearer APIs
+    (Planner._from_dearer_apis, APIs x1.5 and x2.25) may only keep or lower the bill, and lowers it here. Without
+    it the plan is 16 interactive GPUs (Llama-70B+draft x1 on 4 (4), Qwen3-30B x2 (2), Qwen3-235B x1 on 8 (8),
+    LLaDA-8B 1 + 1) -> 2 nodes: 2 x 33.02 x 730 = $48,209.20 + $5,521.94 of API = $53,731.14. With it, 15 GPUs
+    (Llama-70B+draft x1 on 4 (4), Qwen3-30B x3 (3), Qwen3-235B x1 on 4 (4), LLaDA-8B 1 + 3) and more traffic
+    owned: $48,209.20 + $4,067.47 = $52,276.67, $1,454.47 less, 99 served either way, every owned member within
+    its target. The restart from faster routes on as well finds nothing more ($52,276.67). (Before BF16 prefill
+    reached its larger share of peak the restart kept the plan here, $53,525.85, and the faster one saved
+    $249.22; it saved $609.12 before model v3.2 and a whole node before expert bytes streamed at the GPU's
+    bandwidth share.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_one_workloads_dearer_apis.csv")
     monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY.but(faster_restart=False))
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     f = ev.fleet
     assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (2, 15)
-    assert f.api_monthly_usd == pytest.approx(5316.65, abs=0.01)
-    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 5316.65, abs=0.01)
+    assert f.api_monthly_usd == pytest.approx(4067.47, abs=0.01)
+    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 4067.47, abs=0.01)
     assert (ev.verdict >= 0).sum() == 99
     _assert_owned_within_targets(ev, inv)
 
@@ -770,20 +771,21 @@ def test_a_restart_from_dearer_apis_is_never_dearer(catalog, monkeypatch):
     one = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     assert one.fleet.nodes_needed == 2 and (one.verdict >= 0).sum() == 99
     assert f.total_monthly_usd <= one.fleet.total_monthly_usd + 0.01
-    assert one.fleet.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 5316.65, abs=0.01)
+    assert one.fleet.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 5521.94, abs=0.01)
 
     monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY)
     both = evaluate(catalog, inv, Scenario(fleet_nodes=1)).fleet
-    assert both.nodes_needed == 2 and both.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 5067.43, abs=0.01)
+    assert both.nodes_needed == 2 and both.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 4067.47, abs=0.01)
 
 
 @pytest.mark.slow
 def test_the_restart_from_faster_routes_is_never_dearer(catalog, monkeypatch):
     """100 generated workloads (bench/gen.py seed 100, frozen), 1 owned node. The restart from the plan made with
     every owned route at the fast end of its efficiency range (priced at the central speeds, improved by moves)
-    may only keep or lower the bill: with it and without it the plan needs 3 nodes, $73,769.28 a month, serving
-    89 workloads. (Until model v3.2 the search alone stopped at 4 nodes, $98,913.54, and the restart found the
-    3-node plan, $76,421.56; no instance where it saves a node under today's physics is frozen.)"""
+    may only keep or lower the bill: with it and without it the plan needs 3 nodes, $73,854.87 a month, serving
+    89 workloads ($73,769.28 before BF16 prefill reached its larger share of peak). (Until model v3.2 the search
+    alone stopped at 4 nodes, $98,913.54, and the restart found the 3-node plan, $76,421.56; no instance where it
+    saves a node under today's physics is frozen.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_workloads_faster_restart.csv")
     monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY)
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
@@ -793,7 +795,7 @@ def test_the_restart_from_faster_routes_is_never_dearer(catalog, monkeypatch):
     off = evaluate(catalog, inv, Scenario(fleet_nodes=1)).fleet
     assert (off.nodes_needed, on.nodes_needed) == (3, 3)
     assert on.total_monthly_usd <= off.total_monthly_usd + 0.01
-    assert on.total_monthly_usd == pytest.approx(73769.28, abs=0.01)
+    assert on.total_monthly_usd == pytest.approx(73854.87, abs=0.01)
     assert on.workloads_served == off.workloads_served == 89
 
 
@@ -821,24 +823,25 @@ def _optimistic_end_starts_from_the_faster_search(catalog, ev):
 @pytest.mark.slow
 def test_the_second_dearer_api_restart_is_never_dearer(catalog, monkeypatch):
     """117 generated workloads (bench/gen.py seed 1009, frozen), no owned node, 107 servable. The plan: 16
-    interactive GPUs -> 2 nodes: 2 x 33.02 x 730 = $48,209.20 + $1,523.83 of API = $49,733.03, the same with the
+    interactive GPUs -> 2 nodes: 2 x 33.02 x 730 = $48,209.20 + $1,785.19 of API = $49,994.39, the same with the
     restart from APIs x1.5 only: the restart from APIs x2.25 may only keep or lower the bill, and keeps it here.
     (It lowered it by $41.35 before model v3.2, and saved two nodes, 3 against 5, before expert bytes streamed at
-    the GPU's bandwidth share; none that does under today's physics is frozen.) Without the restart from faster
-    routes, which would double the test's time."""
+    the GPU's bandwidth share; none that does under today's physics is frozen. $49,733.03 before BF16 prefill
+    reached its larger share of peak.) Without the restart from faster routes, which would double the test's
+    time."""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "hundred_seventeen_workloads_dearer_apis.csv")
     monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY.but(faster_restart=False))
     ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     f = ev.fleet
     assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (2, 16)
-    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 1523.83, abs=0.01)
+    assert f.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 1785.19, abs=0.01)
     assert (ev.verdict >= 0).sum() == 107
     _assert_owned_within_targets(ev, inv)
 
     monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY.but(dearer_apis=(1.5,), faster_restart=False))
     one = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     assert f.total_monthly_usd <= one.fleet.total_monthly_usd + 0.01
-    assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (2, 49733.03)
+    assert (one.fleet.nodes_needed, round(one.fleet.total_monthly_usd, 2)) == (2, 49994.39)
     assert (one.verdict >= 0).sum() == 107
 
 
