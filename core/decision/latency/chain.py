@@ -197,7 +197,9 @@ class PooledDeployments:
         if ((caps < 1) | (caps > width)).any():
             raise ValueError("at_caps: a cap beyond the load's step curve")
         out = copy.copy(self)
-        arrays: dict[str, Any] = {name: np.tile(getattr(self, name)[rows], J) for name in (
+        # One index for all twelve arrays: np.tile per array was ~20 us each, a sizing's largest fixed cost here.
+        tiled = np.tile(rows, J)
+        arrays: dict[str, Any] = {name: getattr(self, name)[tiled] for name in (
             "arrival_rate_per_s", "prefill_ms", "output_mean_tokens", "output_p95_tokens", "slo_ms",
             "escalated_share", "escalated_extra_ms", "output_mu", "output_sigma", "row_block_tokens",
             "effective_mean_tokens", "effective_second_moment")}
