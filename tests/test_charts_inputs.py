@@ -301,6 +301,21 @@ def test_curve_view_passes_through_a_measured_point_and_reports_the_fit(cat):
     assert list(traces(fig, "measured")[0].x) == [1.0]
 
 
+def test_the_curve_note_gives_the_prefill_share_in_use_on_bf16_cores(cat):
+    """A BF16 route's note names the share of the BF16 peak its prefill reaches, 1.3 x the fitted prefill_compute
+    (physics.prefill_share; at most the peak), not prefill_compute itself: Llama 3.3 70B BF16 on 8 x A100, fitted
+    to its two measured points."""
+    from core.performance import calibration
+
+    l70, a100 = stack(cat, "llama70b-bf16"), cat.gpu("A100 40GB SXM")
+    cal = calibration.calibrate(l70, a100, 8, cat.benchmarks)
+    assert cal.fit is not None
+    share = min(cal.efficiency.prefill_compute * 1.3, 1.0)
+    _, note = ci.curve_view(l70, a100, 8, 1000, 256, cat.benchmarks)
+    assert f"prefill {share:.2f}," in note
+    assert f"prefill {cal.efficiency.prefill_compute:.2f}," in cal.fit.describe()
+
+
 def test_curve_view_without_points_says_it_is_an_estimate(cat):
     l8 = stack(cat, "llama8b-bf16")
     g, n_in, n_out = ci.perf_defaults(l8, cat.gpu("H100 SXM"), cat.benchmarks)

@@ -174,13 +174,15 @@ class Fit:
             ]
         )
 
-    def describe(self) -> str:
-        """One line a reader can quote."""
+    def describe(self, prefill_share: float | None = None) -> str:
+        """One line a reader can quote. prefill_share: the share of the route's peak prefill reaches with these
+        factors (physics.prefill_share; BF16 tensor cores reach 1.3 x prefill_compute); default prefill_compute."""
         eff = self.efficiency
+        prefill = eff.prefill_compute if prefill_share is None else prefill_share
         return (
             f"calibrated to {self.basis}: fit error max {self.max_abs_error:.1%}, "
             f"mean {self.mean_abs_error:.1%} (uncalibrated roofline: max {self.default_max_abs_error:.1%}); "
-            f"HBM {eff.mem:.2f}, compute {eff.compute:.2f}, prefill {eff.prefill_compute:.2f}, "
+            f"HBM {eff.mem:.2f}, compute {eff.compute:.2f}, prefill {prefill:.2f}, "
             f"step overhead {eff.step_overhead_ms:.2f} ms"
         )
 
@@ -740,8 +742,10 @@ def performance_curve(
     df["fits"] = est["fits"]
 
     eff = cal.efficiency
+    # The prefill share in use (BF16 tensor cores reach 1.3 x prefill_compute: physics.prefill_share).
+    share = physics.prefill_share(physics.peak_flops(stack, gpu), gpu, eff)
     model = (
-        f"roofline, calibrated (HBM {eff.mem:.2f}, compute {eff.compute:.2f}, prefill {eff.prefill_compute:.2f}, "
+        f"roofline, calibrated (HBM {eff.mem:.2f}, compute {eff.compute:.2f}, prefill {share:.2f}, "
         f"overhead {eff.step_overhead_ms:.2f} ms)"
         if cal.fit
         else f"roofline, default efficiency (HBM {eff.mem:.2f}, compute {eff.compute:.2f})"

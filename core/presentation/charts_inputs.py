@@ -151,10 +151,11 @@ def perf_defaults(stack: ServingStack, gpu: GpuSpec, benchmarks: Iterable[Benchm
     return (choice[0] if choice else 1), *DEFAULT_TOKENS
 
 
-def curve_note(cal: Calibration) -> str:
-    """What the curve rests on: the fit and its error when calibrated, else that it is a plain estimate."""
+def curve_note(cal: Calibration, prefill_share: float | None = None) -> str:
+    """What the curve rests on: the fit and its error when calibrated, else that it is a plain estimate
+    (prefill_share: Fit.describe's)."""
     if cal.fit is not None:
-        text = cal.fit.describe()
+        text = cal.fit.describe(prefill_share)
     else:
         text = (f"no measured or vendor-claim points for {cal.stack_id} on {cal.gpu} x{cal.gpus}: the whole curve is "
                 f"the roofline estimate with default efficiency (HBM {percent(cal.efficiency.mem)}, compute "
@@ -166,7 +167,8 @@ def curve_view(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens: float
                benchmarks: Iterable[Benchmark]) -> tuple[pd.DataFrame, str]:
     """(curve over the engine's concurrencies, the note on what it rests on) for one route; the frame carries no attrs."""
     curve = performance_curve(stack, gpu, gpus, CONCURRENCY_GRID, input_tokens, output_tokens, benchmarks)
-    note = curve_note(curve.attrs["calibration"])
+    cal = curve.attrs["calibration"]
+    note = curve_note(cal, physics.prefill_share(physics.peak_flops(stack, gpu), gpu, cal.efficiency))
     curve.attrs = {}  # the Calibration object is not table data (Streamlit would try to serialise it)
     return curve, note
 
