@@ -124,7 +124,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
     ridge = physics.ridge_point(stack, gpu)
     print(f"ridge point {ridge:.0f} FLOP/byte: below it a decode step waits on memory, above it on compute")
     if cal.fit:
-        print(cal.fit.describe(physics.prefill_share(physics.peak_flops(stack, gpu), gpu, cal.efficiency)))
+        print(cal.fit.describe(physics.gemm_prefill_share(stack, gpu, cal.efficiency)))
     else:
         print("no measured or vendor-claim points for this route: default efficiency (estimate)")
     print()

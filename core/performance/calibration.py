@@ -743,7 +743,7 @@ def performance_curve(
 
     eff = cal.efficiency
     # The prefill share in use (BF16 tensor cores reach 1.3 x prefill_compute: physics.prefill_share).
-    share = physics.prefill_share(physics.peak_flops(stack, gpu), gpu, eff)
+    share = physics.gemm_prefill_share(stack, gpu, eff)
     model = (
         f"roofline, calibrated (HBM {eff.mem:.2f}, compute {eff.compute:.2f}, prefill {share:.2f}, "
         f"overhead {eff.step_overhead_ms:.2f} ms)"

@@ -438,6 +438,11 @@ def prefill_share(peak: float, gpu: GpuSpec, eff: Efficiency) -> float:
     return min(eff.prefill_compute * (eff.bf16_prefill if bf16 else 1.0), 1.0)
 
 
+def gemm_prefill_share(stack: ServingStack, gpu: GpuSpec, eff: Efficiency) -> float:
+    """prefill_share of the stack's GEMM peak on this GPU (what `perf` and the Performance page print)."""
+    return prefill_share(peak_flops(stack, gpu), gpu, eff)
+
+
 def prefill_ms(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
     """Prefill of one request (ms).
 

@@ -168,7 +168,7 @@ def curve_view(stack: ServingStack, gpu: GpuSpec, gpus: int, input_tokens: float
     """(curve over the engine's concurrencies, the note on what it rests on) for one route; the frame carries no attrs."""
     curve = performance_curve(stack, gpu, gpus, CONCURRENCY_GRID, input_tokens, output_tokens, benchmarks)
     cal = curve.attrs["calibration"]
-    note = curve_note(cal, physics.prefill_share(physics.peak_flops(stack, gpu), gpu, cal.efficiency))
+    note = curve_note(cal, physics.gemm_prefill_share(stack, gpu, cal.efficiency))
     curve.attrs = {}  # the Calibration object is not table data (Streamlit would try to serialise it)
     return curve, note
 
