@@ -399,6 +399,69 @@ def test_tighter_target_never_needs_fewer_replicas(dep, tighter):
     assert tight == -1 or (loose != -1 and tight >= loose)
 
 
+random_pools = st.builds(
+    lambda seed, configs, items, batches: _random_pool(np.random.default_rng(seed), configs, items, batches),
+    st.integers(0, 2**32 - 1), st.integers(1, 10), st.integers(1, 25), st.sampled_from([1, 4, 16, 64, 256]))
+
+
+def _random_pool(rng, R, n_items, B):
+    """Pools of every shape the plan sizes: idle and busy members, no prefill, one slot to 256, AR and
+    speculative/diffusion step counts, default and given output spreads."""
+    dep = L.PooledDeployments.build(
+        row=rng.integers(0, R, n_items),
+        arrival_rate_per_s=rng.uniform(0, 5, n_items) * (rng.random(n_items) > 0.1),
+        prefill_ms=rng.uniform(0, 500, n_items) * (rng.random(n_items) > 0.2),
+        output_mean_tokens=rng.uniform(10, 800, n_items), slo_ms=rng.uniform(500, 20000, n_items),
+        step_ms=np.sort(rng.uniform(5, 60, (R, B)), axis=1), concurrency_cap=rng.integers(1, B + 1, R),
+        output_p95_tokens=np.where(rng.random(n_items) > 0.5, np.nan, rng.uniform(900, 3000, n_items)),
+        steps_per_token=rng.choice([1.0, 0.5, 0.25], R))
+    replicas = [rng.integers(0, 40, R).astype(float), np.full(R, 1e15), rng.integers(1, 3, R).astype(float),
+                rng.integers(50, 500, R).astype(float)][int(rng.integers(0, 4))]
+    return dep, replicas
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_pools)
+def test_compiled_chain_is_the_reference_chain(pool):
+    """pooled_state (numba loops) gives pooled_state_py's figures (numpy arrays) to rounding: the loops sum in
+    order where numpy sums pairwise, ~1e-13 relative at most (the stretch 1 / (1 - phi) near a full replica
+    amplifies it); batch_cv2 = E c^2 / (E c)^2 - 1 cancels, so it compares absolutely."""
+    from dataclasses import fields
+
+    from core.decision.latency.chain import pooled_state_py
+
+    dep, replicas = pool
+    got, want = L.pooled_state(dep, replicas), pooled_state_py(dep, replicas)
+    for f in fields(got):
+        x, y = np.asarray(getattr(got, f.name), dtype=float), np.asarray(getattr(want, f.name), dtype=float)
+        assert x.shape == y.shape
+        if f.name == "batch_cv2":
+            np.testing.assert_allclose(x, y, rtol=0, atol=1e-12, err_msg=f.name)
+        else:
+            np.testing.assert_allclose(x, y, rtol=1e-11, atol=0, err_msg=f.name)
+
+
+def test_compiled_chain_wait_scale_is_queueing_wait_scale():
+    """The compiled loop inlines queueing.wait_scale: its wait rate theta = D_eff (1 - r_q) / k gives back
+    the same k on deployments that queue."""
+    from core.decision.queueing import wait_scale
+
+    rng = np.random.default_rng(7)
+    dep, _ = _random_pool(rng, 8, 20, 64)
+    st_ = L.pooled_state(dep, np.full(8, 3.0))
+    k = np.asarray(dep.concurrency_cap, dtype=float) * 3.0
+    ok = st_.stable & (st_.wait_rate_per_ms > 0)
+    assert ok.any()
+    step_cap = dep.step_ms[np.arange(8), dep.concurrency_cap - 1]
+    en = dep.moments.n / dep.moments.lam
+    tau_cap = dep.steps_per_token * en * step_cap + step_cap / 2.0
+    r_q = dep.moments.lam / 1000.0 * (tau_cap / k + dep.moments.pre / dep.moments.lam / 3.0)
+    f_q = np.maximum(np.minimum(st_.prefill_share / r_q, 1.0 - 1e-9), np.minimum(st_.prefill_share, 1.0))
+    d_eff = k / tau_cap * (1.0 - f_q)
+    implied = d_eff * (1.0 - r_q) / st_.wait_rate_per_ms
+    np.testing.assert_allclose(implied[ok], wait_scale(k, r_q, st_.drain_cv2)[ok], rtol=1e-12)
+
+
 def test_bad_input_names_the_array():
     with pytest.raises(ValueError, match="slo_ms"):
         one(slo_ms=-1.0)

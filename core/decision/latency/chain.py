@@ -341,7 +341,25 @@ class PooledState:
 
 
 def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
-    """Requests in system, batch, service and wait distribution of every configuration with `replicas` replicas.
+    """Requests in system, batch, service and wait distribution of every configuration with `replicas` replicas:
+    pooled_state_py's figures (its docstring derives them), from the compiled loop (core.decision.latency.chainloop)."""
+    from core.decision.latency.chainloop import (  # numba: imported when first solved
+        OUTPUTS,
+        chain_kernel,
+    )
+
+    m = dep.moments
+    n = np.broadcast_to(np.asarray(replicas, dtype=float), (dep.rows,)).astype(float)
+    out = chain_kernel(n, m.lam, m.pre, m.pre2, m.n, m.pre_n, m.n2, dep.concurrency_cap, dep.steps_per_token,
+                       dep.step_ms, float(_CHAIN_POINTS))
+    got = dict(zip(OUTPUTS, out, strict=True))
+    got["stable"] = got["stable"] > 0.5
+    return PooledState(**got)
+
+
+def pooled_state_py(dep: PooledDeployments, replicas) -> PooledState:
+    """Requests in system, batch, service and wait distribution of every configuration with `replicas` replicas
+    (the reference pooled_state's compiled loop follows).
 
     The birth–death chain (module docstring) over k requests in system on n replicas x
     cap slots: pi(k) / pi(k - 1) = lambda tau(b_k) / k + lambda E[p] / min(k, n), b_k =
