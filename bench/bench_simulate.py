@@ -96,6 +96,26 @@ def main() -> None:
         print(f"min_replicas, {workloads:,} workloads x {len(caps_used)} caps on 10 routes "
               f"({inv.row.size:,} rows): median {t_min:.2f} s wall / {c_min:.2f} s CPU; "
               f"p95 of every row: {t_p95:.2f} s wall / {c_p95:.2f} s CPU")
+    chain_per_call()
+
+
+def chain_per_call(calls: int = 2000) -> None:
+    """CPU per pooled_state call, compiled and the numpy reference, on the pool sizes the plan's search solves
+    (one pool at one cap, and 3 pools x 6 caps: a batch of sized moves)."""
+    from core.decision.latency.chain import pooled_state_py
+
+    latency.pooled_state(inventory(10, 1, np.array([8])), np.ones(1))  # the compiled loop loaded or compiled
+    for configs, caps in ((1, np.array([32])), (18, np.array([2, 4, 8, 16, 32, 64]))):
+        dep = inventory(9 * configs, configs // len(caps) or 1, caps, seed=1)
+        n = np.full(dep.rows, 3.0)
+        per = []
+        for fn in (latency.pooled_state, pooled_state_py):
+            c = time.process_time()
+            for _ in range(calls):
+                fn(dep, n)
+            per.append((time.process_time() - c) / calls * 1e6)
+        print(f"pooled_state on {dep.rows} configuration(s): {per[0]:.0f} us CPU a call compiled, "
+              f"{per[1]:.0f} us the numpy reference ({per[1] / per[0]:.1f}x)")
 
 
 if __name__ == "__main__":
