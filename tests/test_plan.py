@@ -816,8 +816,14 @@ def _optimistic_end_starts_from_the_faster_search(catalog, ev):
     central_only = sensitivity._end(catalog, ev.workloads, ev.scenario, ev.rate, "high", start)
     assert (given_both.nodes_needed, round(given_both.total_monthly_usd, 2)) == (4, 97033.67)
     assert (central_only.nodes_needed, round(central_only.total_monthly_usd, 2)) == (4, 96948.09)
+    # The ranges' optimistic end reuses the faster search's pool sizings (the same inputs: a first pass of moves
+    # from its plan sizes nothing new), and plans what the end planned above without them; then drops them.
+    kept = ev.answers.known("faster_sizings")
+    assert kept and len(kept) > 100
     high = sensitivity.end_evaluations(catalog, ev.workloads, ev.scenario, ev)[1]
     assert high.total_monthly_usd == pytest.approx(given_both.total_monthly_usd, abs=0.01)
+    assert high.nodes_needed == given_both.nodes_needed
+    assert ev.answers.known("faster_sizings") is None
 
 
 @pytest.mark.slow

@@ -33,6 +33,7 @@ from core.decision.records import (
     Deployment,
     FleetPlan,
 )
+from core.decision.sizing import shared_sizings, shared_store
 from core.errors import InputError
 from core.format import integer
 from core.models import (
@@ -435,15 +436,20 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
                         catalog=catalog, efficiency_labels=eff_labels)
     cut = settings_mod.current()
     faster = None
-    made: dict[str, list] = {}
+    made: dict[str, Any] = {}
     if faster_restart and start_keys is None and cut.faster_restart \
             and cut.multi_start_rows < W <= cut.dearer_api_rows:
         def faster() -> list:
             """The plan of these workloads with every owned route at the fast end of its range (a whole search),
             as a start for this plan's (fleet.plan_evaluation restart_from)."""
             fast = catalog.at_efficiency_end("high", peer_ranges=bool(getattr(scenario, "peer_ranges", False)))
-            ev = _evaluate(fast, w, scenario, rate, break_even=False, checked=False, faster_restart=False)
+            # Its pools' sizings are kept for the ranges' optimistic end, a search of the same inputs from this
+            # plan (sensitivity.end_evaluations): its first pass of moves is the one this search ended with.
+            sizings = shared_store() or {}  # a store of the caller's (the smallest change's re-plans) or its own
+            with shared_sizings(sizings):
+                ev = _evaluate(fast, w, scenario, rate, break_even=False, checked=False, faster_restart=False)
             made["keys"] = planning.plan_start_keys(ev.plan_inputs, ev.plan.assignment)
+            made["sizings"] = sizings
             return made["keys"]
     planned = planning.plan_evaluation(scored, gpu, c.lam_peak, c.rpd, c.n_in, c.n_out, c.slo, c.interactive, c.pf,
                                        grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even,
@@ -452,6 +458,7 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     answers = Answers({"licensed_routes": planned.licensed_job} if planned.licensed_job is not None else None)
     if "keys" in made:
         answers.get("faster_start_keys", lambda: made["keys"])
+        answers.get("faster_sizings", lambda: made["sizings"])
     ev = replace(scored, verdict=planned.verdict, fleet=planned.fleet, plan=planned.plan,
                  plan_inputs=planned.plan_inputs, planner=planned.planner, answers=answers)
     # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as

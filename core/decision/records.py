@@ -474,3 +474,9 @@ class Answers:
     def known(self, name: str) -> Any:
         """The answer if already computed, else None (never computes)."""
         return self._values.get(name)
+
+    def take(self, name: str) -> Any:
+        """The answer if already computed, removed (None if not): for what one later computation consumes and
+        nothing should hold afterwards, such as a search's sizings."""
+        with self._guard:
+            return self._values.pop(name, None)

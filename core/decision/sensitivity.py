@@ -25,6 +25,7 @@ is safe (the CLI's main thread) the two ends run side by side, one per core.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +35,7 @@ from core import background
 from core.decision import settings as settings_mod
 from core.decision.engine import _evaluate
 from core.decision.records import PerformanceRange, VerdictRanges
+from core.decision.sizing import shared_sizings
 
 # Above this many workloads ranges are computed only when asked (they triple the engine time).
 # From this many workloads the pessimistic end is planned in a forked process beside the optimistic one (below it
@@ -95,7 +97,11 @@ def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev) -> tupl
                                    len(workloads) >= settings_mod.PLAN.side_by_side_rows)
     # The central plan's restart from faster routes (engine) searched these very inputs whole: a start too.
     fast = base_ev.answers.known("faster_start_keys")
-    high = _end(catalog, workloads, scenario, base_ev.rate, "high", start, () if fast is None else (fast,))
+    # ... and its pools' sizings, keyed by content (the same physics and members give the same sizing): taken,
+    # so the evaluation does not hold them once the ends are planned.
+    sizings = base_ev.answers.take("faster_sizings")
+    with shared_sizings(sizings) if sizings is not None else contextlib.nullcontext():
+        high = _end(catalog, workloads, scenario, base_ev.rate, "high", start, () if fast is None else (fast,))
     return low(), high
 
 

@@ -54,6 +54,11 @@ def shared_sizings(store: dict) -> Iterator[None]:
         _SHARED.reset(token)
 
 
+def shared_store() -> dict | None:
+    """The store of the shared_sizings block this runs in (None: none)."""
+    return _SHARED.get()
+
+
 def _given(a: np.ndarray | None, what: str) -> np.ndarray:
     """A latency-model input the plan was built with (PlanInputs/OwnedRoute allow None for older callers)."""
     if a is None:
