@@ -462,6 +462,42 @@ def test_compiled_chain_wait_scale_is_queueing_wait_scale():
     np.testing.assert_allclose(implied[ok], wait_scale(k, r_q, st_.drain_cv2)[ok], rtol=1e-12)
 
 
+def test_compiled_tail_functions_are_scipys():
+    """tailloop's ndtr (Cephes' formula on libm's erf/erfc) and erfcx (direct below 5, continued fraction above,
+    reflection below 0) against scipy's over the range the bounds reach."""
+    from scipy import special
+
+    from core.decision.latency.tailloop import erfcx, ndtr
+
+    xs = np.concatenate([np.linspace(-26.0, 60.0, 4001), [1e3, 1e8, 0.0, -0.0]])
+    np.testing.assert_allclose([erfcx(x) for x in xs], special.erfcx(xs), rtol=1e-13)
+    ys = np.linspace(-37.0, 9.0, 4001)
+    np.testing.assert_allclose([ndtr(y) for y in ys], special.ndtr(ys), rtol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_pools, st.floats(0.3, 2.0), st.booleans())
+def test_compiled_bounds_are_the_reference_bounds(pool, at, escalates):
+    """The closed-form bounds of P(T > t) from the compiled loop (token-by-token service) equal the numpy
+    reference's to ~1e-15, escalated requests and unstable pools included."""
+    from core.decision.latency.exact import _p_items
+
+    dep, replicas = pool
+    if escalates:
+        dep = L.PooledDeployments.build(
+            row=dep.row, arrival_rate_per_s=dep.arrival_rate_per_s, prefill_ms=dep.prefill_ms,
+            output_mean_tokens=dep.output_mean_tokens, output_p95_tokens=dep.output_p95_tokens, slo_ms=dep.slo_ms,
+            step_ms=np.nan_to_num(dep.step_ms, nan=1.0), concurrency_cap=dep.concurrency_cap,
+            steps_per_token=dep.steps_per_token, escalated_share=np.where(np.arange(dep.row.size) % 3 == 0, 0.1, 0.0),
+            escalated_extra_ms=1500.0)
+    state = L.pooled_state(dep, replicas)
+    idx = np.arange(dep.row.size)
+    t = dep.slo_ms * at
+    for got, want in zip(_p_items(dep, state, idx, t, exact=False),
+                         _p_items(dep, state, idx, t, exact=False, compiled=False), strict=True):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-14)
+
+
 def test_bad_input_names_the_array():
     with pytest.raises(ValueError, match="slo_ms"):
         one(slo_ms=-1.0)

@@ -72,8 +72,9 @@ def _j_bounds(t, a, c, mu, sigma, theta_per_ms, block_tokens=None):
     return lo, hi
 
 
-def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True):
-    """P(T > t) for workload rows idx; with exact=False, (lo, hi) bounds in closed form.
+def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True, compiled: bool = True):
+    """P(T > t) for workload rows idx; with exact=False, (lo, hi) bounds in closed form (compiled=False: in numpy
+    also where the compiled loop covers them, the reference it is tested against).
 
     A request finds a free slot with probability 1 - C and is served at the typical
     batch; otherwise it waits Exp(theta) and is served at the full batch:
@@ -85,6 +86,17 @@ def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True
     r = dep.row[idx]
     c_wait = st.p_wait[r]
     sf, sw = st.service(dep, idx), st.service_full(dep, idx)
+    if not exact and compiled and not (dep.row_block_tokens[idx] > 1).any():
+        # Token-by-token service: the same bounds in one compiled loop (core.decision.latency.tailloop).
+        from core.decision.latency.tailloop import bounds_kernel
+
+        def f64(x):
+            return np.ascontiguousarray(np.broadcast_to(x, idx.shape), dtype=float)
+
+        return bounds_kernel(f64(t), f64(c_wait), f64(sf.a_ms), f64(sf.c_ms_per_token), f64(sf.mu), f64(sf.sigma),
+                             f64(sw.a_ms), f64(sw.c_ms_per_token), f64(sw.mu), f64(sw.sigma),
+                             f64(st.wait_rate_per_ms[r]), f64(dep.escalated_share[idx]),
+                             f64(dep.escalated_extra_ms[idx]), np.ascontiguousarray(~st.stable[r]))
     free = (sf.a_ms, sf.c_ms_per_token, sf.mu, sf.sigma, sf.block_tokens, sf.spread_sigma)
     full = (sw.a_ms, sw.c_ms_per_token, sw.mu, sw.sigma)
     blk = sw.block_tokens
