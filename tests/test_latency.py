@@ -476,26 +476,30 @@ def test_compiled_tail_functions_are_scipys():
 
 
 @settings(max_examples=60, deadline=None)
-@given(random_pools, st.floats(0.3, 2.0), st.booleans())
-def test_compiled_bounds_are_the_reference_bounds(pool, at, escalates):
-    """The closed-form bounds of P(T > t) from the compiled loop (token-by-token service) equal the numpy
-    reference's to ~1e-15, escalated requests and unstable pools included."""
+@given(random_pools, st.floats(0.3, 2.0), st.booleans(), st.sampled_from([(1.0,), (4.0, 1.0), (16.0, 32.0)]))
+def test_compiled_bounds_are_the_reference_bounds(pool, at, escalates, blocks):
+    """The closed-form bounds of P(T > t) from the compiled loop equal the numpy reference's: to ~1e-15 for
+    token-by-token service; within 1e-9 where whole blocks are decoded with a spread of the per-token time (the
+    geometric groups' edges are whole blocks floored from exp(), which numpy and libm may round a block apart:
+    the grouping itself is an approximation within 3e-7). Escalated requests, unstable pools, calls mixing
+    block sizes and a subset of the rows (the groups are the call's) included."""
     from core.decision.latency.exact import _p_items
 
     dep, replicas = pool
-    if escalates:
-        dep = L.PooledDeployments.build(
-            row=dep.row, arrival_rate_per_s=dep.arrival_rate_per_s, prefill_ms=dep.prefill_ms,
-            output_mean_tokens=dep.output_mean_tokens, output_p95_tokens=dep.output_p95_tokens, slo_ms=dep.slo_ms,
-            step_ms=np.nan_to_num(dep.step_ms, nan=1.0), concurrency_cap=dep.concurrency_cap,
-            steps_per_token=dep.steps_per_token, escalated_share=np.where(np.arange(dep.row.size) % 3 == 0, 0.1, 0.0),
-            escalated_extra_ms=1500.0)
+    L_cfg = np.resize(np.asarray(blocks), dep.rows)
+    dep = L.PooledDeployments.build(
+        row=dep.row, arrival_rate_per_s=dep.arrival_rate_per_s, prefill_ms=dep.prefill_ms,
+        output_mean_tokens=dep.output_mean_tokens, output_p95_tokens=dep.output_p95_tokens, slo_ms=dep.slo_ms,
+        step_ms=np.nan_to_num(dep.step_ms, nan=1.0), concurrency_cap=dep.concurrency_cap,
+        steps_per_token=dep.steps_per_token, block_tokens=L_cfg, escalated_extra_ms=1500.0,
+        escalated_share=np.where(np.arange(dep.row.size) % 3 == 0, 0.1, 0.0) if escalates else 0.0)
     state = L.pooled_state(dep, replicas)
-    idx = np.arange(dep.row.size)
-    t = dep.slo_ms * at
-    for got, want in zip(_p_items(dep, state, idx, t, exact=False),
-                         _p_items(dep, state, idx, t, exact=False, compiled=False), strict=True):
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-14)
+    for idx in (np.arange(dep.row.size), np.arange(0, dep.row.size, 2)):
+        t = dep.slo_ms[idx] * at
+        tol = 1e-9 if (dep.row_block_tokens[idx] > 1).any() else 1e-14
+        for got, want in zip(_p_items(dep, state, idx, t, exact=False),
+                             _p_items(dep, state, idx, t, exact=False, compiled=False), strict=True):
+            np.testing.assert_allclose(got, want, rtol=0, atol=tol)
 
 
 def test_bad_input_names_the_array():

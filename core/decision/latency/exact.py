@@ -15,6 +15,7 @@ from scipy import special
 
 from core.decision.latency.chain import PooledDeployments, PooledState, pooled_state
 from core.decision.latency.service import (
+    _BLOCK_TERMS,
     _INV_SQRT2PI,
     _SQRT2,
     ServiceTime,
@@ -86,8 +87,8 @@ def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True
     r = dep.row[idx]
     c_wait = st.p_wait[r]
     sf, sw = st.service(dep, idx), st.service_full(dep, idx)
-    if not exact and compiled and not (dep.row_block_tokens[idx] > 1).any():
-        # Token-by-token service: the same bounds in one compiled loop (core.decision.latency.tailloop).
+    if not exact and compiled:
+        # The same bounds in one compiled loop (core.decision.latency.tailloop).
         from core.decision.latency.tailloop import bounds_kernel
 
         def f64(x):
@@ -96,7 +97,8 @@ def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True
         return bounds_kernel(f64(t), f64(c_wait), f64(sf.a_ms), f64(sf.c_ms_per_token), f64(sf.mu), f64(sf.sigma),
                              f64(sw.a_ms), f64(sw.c_ms_per_token), f64(sw.mu), f64(sw.sigma),
                              f64(st.wait_rate_per_ms[r]), f64(dep.escalated_share[idx]),
-                             f64(dep.escalated_extra_ms[idx]), np.ascontiguousarray(~st.stable[r]))
+                             f64(dep.escalated_extra_ms[idx]), np.ascontiguousarray(~st.stable[r]),
+                             f64(dep.row_block_tokens[idx]), f64(sf.spread_sigma), _BLOCK_TERMS)
     free = (sf.a_ms, sf.c_ms_per_token, sf.mu, sf.sigma, sf.block_tokens, sf.spread_sigma)
     full = (sw.a_ms, sw.c_ms_per_token, sw.mu, sw.sigma)
     blk = sw.block_tokens
