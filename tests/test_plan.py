@@ -439,6 +439,9 @@ def test_a_move_priced_from_its_base_is_the_full_pricing_bit_for_bit(catalog, ba
             (full.bill, full.api_monthly, full.licence_monthly, full.nodes_needed, full.gpu_hours_per_day,
              full.mean_latency_ms, full.offline_gpu_hours_per_day)
         assert np.array_equal(fast.busy, full.busy) and np.array_equal(fast.fill, full.fill)
+        # Per-row terms too: a one-row move takes the scalar path, the full pricing the array one.
+        assert np.array_equal(fast.row_api, full.row_api) and np.array_equal(fast.esc_share, full.esc_share)
+        assert np.array_equal(fast.esc_owned, full.esc_owned)
         assert sorted(fast.sizes) == sorted(full.sizes)
         base = fast if rng.random() < 0.5 else base  # chains of moves, each from the last
     assert moves >= 10

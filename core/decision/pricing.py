@@ -99,6 +99,8 @@ class Pricer(Sizer):
         self._terms_memo: tuple[PlanCost | None, dict[bytes, tuple]] = (None, {})
         # fill_idle by (busy GPUs per hour, capacity, offline GPU-hours): most moves leave all three as they were.
         self._fills: dict[tuple[bytes, float, float], np.ndarray] = {}
+        self._no_fill = np.zeros(24)
+        self._no_fill.flags.writeable = False
 
     def _groups(self, col: np.ndarray) -> dict[int, np.ndarray]:
         """Rows per owned plan column (ascending row order), from one stable sort instead of a mask per column."""
@@ -112,6 +114,18 @@ class Pricer(Sizer):
         """Per row: API spend (its API, or its escalations paid per request), the escalated share and
         whether its escalations load an owned fallback column."""
         inp = self.inp
+        if rows.size == 1:  # a single move's row (most calls): the same float operations on scalars
+            i = int(rows[0])
+            ai = int(assign[i])
+            on = ai >= 0
+            er1 = int(inp.col_route[ai if on else 0])
+            api = inp.api_monthly_r[i, er1]
+            f1 = inp.fallback_share_r[i, er1] if on else 0.0
+            esc1 = on and f1 > 0 and inp.fallback_route[i] >= 0
+            fbo = bool(self._fb_owned[i])
+            api1 = (api if on and np.isfinite(api) else 0.0) \
+                + (f1 * inp.fallback_api_monthly[i] if esc1 and not fbo else 0.0)
+            return np.array([api1], dtype=float), np.array([f1], dtype=float), np.array([esc1 and fbo])
         a = assign[rows]
         has = a >= 0
         safe = np.where(has, a, 0)
@@ -264,6 +278,8 @@ class Pricer(Sizer):
 
     def _fill_idle(self, busy: np.ndarray, capacity: float, gpu_hours: float) -> np.ndarray:
         """fill_idle, remembered (read-only: plans share the array)."""
+        if gpu_hours <= 0:  # nothing offline to fill (fill_idle's own first answer), without the key
+            return self._no_fill
         key = (busy.tobytes(), float(capacity), float(gpu_hours))
         fill = self._fills.get(key)
         if fill is None:
