@@ -502,6 +502,18 @@ def test_compiled_bounds_are_the_reference_bounds(pool, at, escalates, blocks):
             np.testing.assert_allclose(got, want, rtol=0, atol=tol)
 
 
+def test_a_configuration_without_members_is_solved():
+    """No member rows at all (the traffic sums are then integer zeros from bincount): the compiled chain and tail
+    bounds take them as floats: no traffic, nothing waits, no replica needed."""
+    none = np.zeros(0)
+    dep = L.PooledDeployments.build(row=np.zeros(0, dtype=int), arrival_rate_per_s=none, prefill_ms=none,
+                                    output_mean_tokens=none, slo_ms=none, step_ms=[[10.0, 11.0]], concurrency_cap=2)
+    state = L.pooled_state(dep, [1.0])
+    assert state.p_wait[0] == 0.0 and bool(state.stable[0])
+    assert L.min_replicas(dep).replicas.tolist() == [0]
+    assert L.p95_ms(dep, [1.0]).size == 0
+
+
 def test_bad_input_names_the_array():
     with pytest.raises(ValueError, match="slo_ms"):
         one(slo_ms=-1.0)

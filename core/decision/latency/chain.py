@@ -350,8 +350,13 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
 
     m = dep.moments
     n = np.broadcast_to(np.asarray(replicas, dtype=float), (dep.rows,)).astype(float)
-    out = chain_kernel(n, m.lam, m.pre, m.pre2, m.n, m.pre_n, m.n2, dep.concurrency_cap, dep.steps_per_token,
-                       dep.step_ms, float(_CHAIN_POINTS))
+    def f64(x):  # one compiled signature: bincount of no rows gives int64, a slice is not contiguous
+        a = np.ascontiguousarray(x, dtype=np.float64)
+        return a if a.flags.writeable else a.copy()  # numba types a read-only array apart (another compile)
+
+    out = chain_kernel(f64(n), f64(m.lam), f64(m.pre), f64(m.pre2), f64(m.n), f64(m.pre_n), f64(m.n2),
+                       np.ascontiguousarray(dep.concurrency_cap, dtype=np.int64), f64(dep.steps_per_token),
+                       f64(dep.step_ms), float(_CHAIN_POINTS))
     got = dict(zip(OUTPUTS, out, strict=True))
     got["stable"] = got["stable"] > 0.5
     return PooledState(**got)

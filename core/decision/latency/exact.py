@@ -91,13 +91,13 @@ def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True
         # The same bounds in one compiled loop (core.decision.latency.tailloop).
         from core.decision.latency.tailloop import bounds_kernel
 
-        def f64(x):
-            return np.ascontiguousarray(np.broadcast_to(x, idx.shape), dtype=float)
+        def f64(x):  # one compiled signature: C-contiguous, writable (numba types a read-only array apart)
+            return np.array(np.broadcast_to(x, idx.shape), dtype=np.float64)
 
         return bounds_kernel(f64(t), f64(c_wait), f64(sf.a_ms), f64(sf.c_ms_per_token), f64(sf.mu), f64(sf.sigma),
                              f64(sw.a_ms), f64(sw.c_ms_per_token), f64(sw.mu), f64(sw.sigma),
                              f64(st.wait_rate_per_ms[r]), f64(dep.escalated_share[idx]),
-                             f64(dep.escalated_extra_ms[idx]), np.ascontiguousarray(~st.stable[r]),
+                             f64(dep.escalated_extra_ms[idx]), np.array(~st.stable[r], dtype=np.bool_),
                              f64(dep.row_block_tokens[idx]), f64(sf.spread_sigma), _BLOCK_TERMS)
     free = (sf.a_ms, sf.c_ms_per_token, sf.mu, sf.sigma, sf.block_tokens, sf.spread_sigma)
     full = (sw.a_ms, sw.c_ms_per_token, sw.mu, sw.sigma)
