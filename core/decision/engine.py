@@ -445,7 +445,8 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
             fast = catalog.at_efficiency_end("high", peer_ranges=bool(getattr(scenario, "peer_ranges", False)))
             # Its pools' sizings are kept for the ranges' optimistic end, a search of the same inputs from this
             # plan (sensitivity.end_evaluations): its first pass of moves is the one this search ended with.
-            sizings = shared_store() or {}  # a store of the caller's (the smallest change's re-plans) or its own
+            outer = shared_store()  # a store of the caller's (the smallest change's re-plans), else its own
+            sizings = outer if outer is not None else {}
             with shared_sizings(sizings):
                 ev = _evaluate(fast, w, scenario, rate, break_even=False, checked=False, faster_restart=False)
             made["keys"] = planning.plan_start_keys(ev.plan_inputs, ev.plan.assignment)
@@ -458,7 +459,8 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
     answers = Answers({"licensed_routes": planned.licensed_job} if planned.licensed_job is not None else None)
     if "keys" in made:
         answers.get("faster_start_keys", lambda: made["keys"])
-        answers.get("faster_sizings", lambda: made["sizings"])
+        if cut.ranges_max_workloads >= W:  # the ranges are planned automatically and take it; above, not kept
+            answers.get("faster_sizings", lambda: made["sizings"])
     ev = replace(scored, verdict=planned.verdict, fleet=planned.fleet, plan=planned.plan,
                  plan_inputs=planned.plan_inputs, planner=planned.planner, answers=answers)
     # What only the plan read, and what the plan wrote that nothing reads: held by a shared evaluation for as

@@ -350,6 +350,7 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
 
     m = dep.moments
     n = np.broadcast_to(np.asarray(replicas, dtype=float), (dep.rows,)).astype(float)
+
     def f64(x):  # one compiled signature: bincount of no rows gives int64, a slice is not contiguous
         a = np.ascontiguousarray(x, dtype=np.float64)
         return a if a.flags.writeable else a.copy()  # numba types a read-only array apart (another compile)
