@@ -419,6 +419,73 @@ def test_a_part_block_past_the_committed_blocks_is_not_damage(tmp_path):
     assert {"Kept", "Written after"} <= {g.name for g in store.gpus()}
 
 
+def _store_with_free_blocks_cut_off(path) -> tuple[int, set[int]]:
+    """A store whose committed header counts free blocks DuckDB dropped from the file's end (as the kill test's
+    store is after every other commit); returns (block size, free block ids)."""
+    import struct
+
+    from core.store.integrity import HEADER_BYTES, _free_blocks
+
+    store = Store(path)
+    for i in range(20):
+        store.add("gpus", [_gpu(f"Row {i}-{j}") for j in range(50)], origin="user")
+        store.close()
+        with open(path, "rb") as f:
+            head = f.read(3 * HEADER_BYTES)
+            headers = [struct.unpack_from("<5Q", head, k * HEADER_BYTES + 8) for k in (1, 2)]
+            _, _, free_pointer, blocks, block_size = max(headers)
+            whole = (path.stat().st_size - 3 * HEADER_BYTES) // block_size
+            free = _free_blocks(f, free_pointer, blocks, block_size, whole)
+        if free and whole < blocks and set(range(whole, blocks)) <= free:
+            return block_size, free
+    raise AssertionError("no commit left free blocks cut off the file's end")
+
+
+def test_the_free_list_read_is_duckdbs_own(tmp_path):
+    """The integrity check reads the committed free list itself; DuckDB's `PRAGMA database_size` counts the same."""
+    path = tmp_path / "free.duckdb"
+    _, free = _store_with_free_blocks_cut_off(path)
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        assert len(free) == con.execute("SELECT free_blocks FROM pragma_database_size()").fetchone()[0] > 0
+    finally:
+        con.close()
+
+
+def test_a_kill_mid_checkpoint_into_a_free_block_is_not_damage(tmp_path):
+    """The flake behind `test_kill_9_mid_commit...`: a checkpoint writes its new blocks into the committed free list,
+    which may lie past the file's end; a process killed there leaves the file ending part-way through a free block
+    (and a torn free block inside it). The committed state is whole: the store opens and reads as before."""
+    path = tmp_path / "killed.duckdb"
+    block_size, free = _store_with_free_blocks_cut_off(path)
+    users = Store(path).frame("SELECT count(*) AS n FROM gpus WHERE origin = 'user'").n[0]
+    inside = min(free)
+    with open(path, "r+b") as f:
+        f.seek(0, os.SEEK_END)
+        f.write(b"\x01" * (block_size // 3))  # a part-block past the file's whole blocks, all of them free
+        if (path.stat().st_size - 3 * 4096) // block_size > inside:
+            f.seek(3 * 4096 + inside * block_size + 64)
+            f.write(b"\x02" * 4096)  # a torn write inside a free block the file still holds
+    store = Store(path)
+    assert store.frame("SELECT count(*) AS n FROM gpus WHERE origin = 'user'").n[0] == users
+    store.add("gpus", [_gpu("After the kill")])
+    assert "After the kill" in {g.name for g in store.gpus()}
+
+
+def test_a_used_block_missing_from_the_end_is_refused(tmp_path):
+    """The other side of reading the free list: a file cut at a block boundary inside the blocks the committed state
+    uses is damage, not dropped free blocks."""
+    path = tmp_path / "cut.duckdb"
+    block_size, free = _store_with_free_blocks_cut_off(path)
+    used = max(set(range(min(free))) - free)
+    with open(path, "r+b") as f:
+        f.truncate(3 * 4096 + used * block_size)
+    before = _sha(path)
+    with pytest.raises(StoreError, match=f"is damaged: the file is cut short .*before block {used}"):
+        Store(path)
+    assert _sha(path) == before
+
+
 def test_a_failed_check_with_a_pending_wal_never_advises_db_init(tmp_path):
     """Changes still in the write-ahead log: the advice is to free space and keep the .wal, never `db init`."""
     path = tmp_path / "pending.duckdb"

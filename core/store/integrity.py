@@ -6,13 +6,20 @@ with a damaged block in a table a write does not read would accept the write
 Reading the file once before writing closes that gap. A file that ends part-way
 through a block past every block the header counts is a write that failed
 part-way (disk full, file-size limit), not damage: the last committed state is
-intact and DuckDB opens it. The layout checked is
+intact and DuckDB opens it. Blocks on the committed free list are not read at
+all: a checkpoint writes its new blocks there (shadow paging), so a process
+killed mid-checkpoint can leave one part-written or cut short while every block
+the committed state uses is whole. The layout checked is
 DuckDB's storage format (checked against DuckDB 2.0): three 4 KiB headers (the
 main header holds the magic "DUCK" at byte 8; the two database headers hold
 iteration, meta block, free list, block count and block size as little-endian
 uint64 after their checksum), then whole blocks of `block size` bytes (up to
 `block count`; free blocks at the end may be cut off), each starting with a
-uint64 checksum of the rest of the block. The checksum is
+uint64 checksum of the rest of the block. The free list is metadata: a pointer
+(block id in the low 56 bits, one of 64 sub-blocks of (block size - 8) / 64
+bytes, floored to 8, in the top 8) to a chain of sub-blocks, each opening with
+the next one's pointer, holding a uint64 count and that many int64 block ids.
+The checksum is
 DuckDB's own: 5381 xor the xor of every 8-byte word times 0xbf58476d1ce4e5b9.
 A layout this module does not recognise is left to DuckDB's own checks rather
 than refused (a newer DuckDB must not make every store look damaged).
@@ -48,6 +55,67 @@ def _block_checksums(raw: np.ndarray, block_words: int) -> tuple[np.ndarray, np.
     return blocks[:, 0], computed
 
 
+_INVALID = 2**64 - 1
+_METADATA_SUBBLOCKS = 64
+
+
+def _free_blocks(f, header_free: int, blocks: int, block_size: int, whole: int) -> set[int] | None:
+    """The committed free list's block ids, or None when it cannot be read soundly (then nothing is taken as free).
+
+    Only whole blocks present in the file are read, and each metadata block the chain visits must pass its
+    checksum: a free list read from a damaged block must not excuse anything.
+    """
+    if header_free == _INVALID:
+        return set()  # DuckDB writes no free list when no block is free
+    sub = (block_size - 8) // _METADATA_SUBBLOCKS // 8 * 8
+    cache: dict[int, bytes] = {}
+
+    def subblock(pointer: int) -> bytes | None:
+        block, index = pointer & (2**56 - 1), pointer >> 56
+        if block >= min(blocks, whole) or index >= _METADATA_SUBBLOCKS:
+            return None
+        if block not in cache:
+            f.seek(HEADERS * HEADER_BYTES + block * block_size)
+            raw = f.read(block_size)
+            words = np.frombuffer(raw, dtype="<u8")
+            if len(raw) < block_size or int(words[0]) != _checksum(words[1:]):
+                return None
+            cache[block] = raw
+        start = 8 + index * sub
+        return cache[block][start:start + sub]
+
+    chunk = subblock(header_free)
+    if chunk is None:
+        return None
+    data, nxt, visited = chunk[8:], struct.unpack_from("<Q", chunk)[0], 1
+
+    def take(n: int) -> bytes | None:
+        nonlocal data, nxt, visited
+        while len(data) < n:
+            if nxt == _INVALID or visited > blocks * _METADATA_SUBBLOCKS:
+                return None
+            more = subblock(nxt)
+            if more is None:
+                return None
+            data, nxt, visited = data + more[8:], struct.unpack_from("<Q", more)[0], visited + 1
+        out, data = data[:n], data[n:]
+        return out
+
+    head = take(8)
+    if head is None:
+        return None
+    count = struct.unpack("<Q", head)[0]
+    if count > blocks:
+        return None
+    body = take(8 * count)
+    if body is None:
+        return None
+    ids = np.frombuffer(body, dtype="<i8")
+    if ids.size and (ids.min() < 0 or ids.max() >= blocks):
+        return None
+    return {int(i) for i in ids}
+
+
 def check_store_file(path: Path) -> str | None:
     """None when the file is sound (or not a layout we know); else one sentence saying what is wrong."""
     try:
@@ -70,17 +138,27 @@ def check_store_file(path: Path) -> str | None:
         valid = [h for h in headers if h[0]]
         if not valid:
             return "both of its database headers fail their checksum"
-        _, _, _, _, blocks, block_size = max(valid, key=lambda h: h[1])
+        _, _, _, free_pointer, blocks, block_size = max(valid, key=lambda h: h[1])
         if not (4096 <= block_size <= 2**30 and block_size & (block_size - 1) == 0 and blocks < 2**40):
             return None  # a layout we do not know: leave it to DuckDB
         body = size - HEADERS * HEADER_BYTES
-        if body % block_size and body // block_size < blocks:
-            return f"the file is cut short (it ends part-way through block {body // block_size})"
-        # A part-block past every block the header counts is a write that never completed (the disk filled
-        # while DuckDB grew the file): the committed state does not reference it, so it is not damage.
-        # DuckDB drops free blocks from the end of the file, so the header may count more blocks than
-        # the file holds; the blocks present must all be sound.
-        blocks = min(blocks, body // block_size)
+        whole = body // block_size
+        free = _free_blocks(f, free_pointer, blocks, block_size, whole)
+        if free is None:
+            # Free list unreadable: the older, coarser rule. A part-block inside the counted blocks is refused;
+            # whole blocks missing at the end are taken as free (DuckDB drops free blocks from the file's end).
+            if body % block_size and whole < blocks:
+                return f"the file is cut short (it ends part-way through block {whole})"
+            free = set()
+            blocks = min(blocks, whole)
+        else:
+            # A part-block, or blocks missing, past every block the committed state uses is a write that never
+            # completed (the disk filled, or the process was killed, while DuckDB grew the file): not damage.
+            missing = next((b for b in range(whole, blocks) if b not in free), None)
+            if missing is not None:
+                where = "part-way through" if body % block_size and missing == whole else "before"
+                return f"the file is cut short (it ends {where} block {missing}, which the committed state uses)"
+            blocks = min(blocks, whole)
         words_per_block = block_size // 8
         per_chunk = max(1, _CHUNK_BYTES // block_size)
         f.seek(HEADERS * HEADER_BYTES)
@@ -91,10 +169,13 @@ def check_store_file(path: Path) -> str | None:
             if raw.size < n * words_per_block:
                 return "the file is cut short"
             stored, computed = _block_checksums(raw, words_per_block)
-            # A block never written since the file grew is all zeros: not damage.
-            bad = np.flatnonzero((stored != computed) & ~((stored == 0) & ~raw.reshape(n, -1).any(axis=1)))
-            if bad.size:
-                return f"block {done + int(bad[0])} of {blocks} fails its checksum (the file is damaged)"
+            # A block never written since the file grew is all zeros: not damage; nor is a free block.
+            bad = (stored != computed) & ~((stored == 0) & ~raw.reshape(n, -1).any(axis=1))
+            if free:
+                bad &= ~np.isin(np.arange(done, done + n), list(free))
+            bad_at = np.flatnonzero(bad)
+            if bad_at.size:
+                return f"block {done + int(bad_at[0])} of {blocks} fails its checksum (the file is damaged)"
             done += n
     return None
 
