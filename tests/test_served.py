@@ -67,6 +67,19 @@ def test_the_sample_plan_serves_5_of_7_and_prices_the_other_two(sample):
     assert len(words) == 3
 
 
+def test_the_ladders_steps_scored_together_price_as_one_call_a_step(seed_catalog, bank, monkeypatch):
+    """_ladder scores several relaxed targets in one call (scoring is row by row) and still takes the steps in order:
+    with a call per step (the chunk at one pair, so one step a call) every workload is priced the same, to the cent
+    and in words. Targets x0.5 on the sample: four unserved workloads, several steps each."""
+    from core.decision import unserved
+
+    ev = evaluate(seed_catalog, bank, Scenario(sla_scale=0.5))
+    together = unserved._ladder(ev)
+    monkeypatch.setattr(unserved, "LADDER_CHUNK_ROWS", 1)
+    one_step_a_call = unserved._ladder(ev)
+    assert len(together) == 4 and together == one_step_a_call
+
+
 def test_served_words_say_what_a_bill_leaves_out():
     assert served.served_words(7, 7) == "serves all 7 workloads"
     assert served.served_words(3, 7) == "serves 3 of 7 workloads; 4 unserved"
