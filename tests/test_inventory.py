@@ -910,3 +910,14 @@ def test_a_million_row_csv_imports(tmp_path, store):
     result = commit_inventory(store, report.frame, file_name="big.csv")
     assert result.created and result.version == 1
     assert store.frame("SELECT count(*) AS n FROM workloads").loc[0, "n"] == 1_000_000
+
+
+def test_the_written_out_whitespace_is_pythons_strip_set():
+    """core.inventory.raw trims with a written-out set (scanning every code point cost each process ~60 ms at start);
+    it must be exactly what str.isspace() (and so str.strip() and pydantic) treats as whitespace here."""
+    import sys
+
+    from core.inventory.raw import WHITESPACE
+
+    assert set(WHITESPACE) == {ch for ch in map(chr, range(sys.maxunicode + 1)) if ch.isspace()}
+    assert len(set(WHITESPACE)) == len(WHITESPACE)
