@@ -931,3 +931,22 @@ def test_budgeted_single_moves_end_where_no_single_move_pays(catalog, bank):
             assign[i] = r
             cand = planner.price(assign)
             assert not (cand.feasible and cand.key < found.key), (i, int(r), cand.key, found.key)
+
+
+@settings(max_examples=300, deadline=None)
+@given(x=st.floats(min_value=-1e9, max_value=1e9, allow_nan=False), digits=st.sampled_from([2, 3, 6]),
+       half=st.booleans())
+def test_the_search_keys_round_as_round_does(x: float, digits: int, half: bool) -> None:
+    """PlanCost.key's _round gives what round() gives, for numpy and Python floats: the search breaks ties on
+    these keys, so a faster rounding must never order two plans differently. `half` puts x on a decimal
+    half-way point (x.xx5 for 2 digits), where numpy's and Python's roundings can part."""
+    from core.decision.pricing import _round
+
+    if half:
+        x = float(np.trunc(x * 10.0**digits)) / 10.0**digits + 0.5 / 10.0**digits
+    for v in (np.float64(x), x):
+        got, want = _round(v, digits), round(v, digits)
+        assert got == want and type(got) is float
+    for v in (np.float64(np.inf), np.float64(-np.inf), float("inf")):
+        assert _round(v, digits) == v
+    assert np.isnan(_round(np.float64(np.nan), digits))
