@@ -109,6 +109,8 @@ class PooledDeployments:
 
         def items(name, x):
             arr = np.asarray(np.nan if x is None else x, dtype=float)
+            if arr.shape == (n,):  # one value per row already (most calls): the copy broadcast_to(...).copy() makes
+                return arr.copy()
             try:
                 return np.broadcast_to(arr, (n,)).copy()
             except ValueError:

@@ -92,6 +92,8 @@ def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True
         from core.decision.latency.tailloop import bounds_kernel
 
         def f64(x):  # one compiled signature: C-contiguous, writable (numba types a read-only array apart)
+            if type(x) is np.ndarray and x.shape == idx.shape:  # most are: a copy, without broadcast_to's cost
+                return np.array(x, dtype=np.float64)
             return np.array(np.broadcast_to(x, idx.shape), dtype=np.float64)
 
         return bounds_kernel(f64(t), f64(c_wait), f64(sf.a_ms), f64(sf.c_ms_per_token), f64(sf.mu), f64(sf.sigma),
