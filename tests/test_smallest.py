@@ -217,12 +217,20 @@ def test_plans_sharing_sizings_equal_the_plans_made_alone(seed_catalog, bank):
     with shared_sizings(store):
         changed = [evaluate(seed_catalog, inv, scenario) for inv in (looser, leaves)]
         filled = len(store)
+        made_before_again = sum(1 for k in store if k[0] == "owned_timing")
         again = evaluate(seed_catalog, bank, scenario)
     own: dict = {}
     with shared_sizings(own):
         alone = evaluate(seed_catalog, bank, scenario)
+    def timings(d: dict) -> set:
+        return {k for k in d if k[0] == "owned_timing"}
+
     # The last plan read sizings the others made: it made fewer of its own than it makes alone.
     assert 0 < len(store) - filled < len(own)
+    # The timings read no target: the looser target's plan re-timed only the stacks where it changed which rows
+    # are allowed (their rows are in the key), and the last plan found every timing it needed in the store.
+    assert timings(own) <= timings(store) and len(timings(store)) < 2 * len(timings(own))
+    assert len(timings(store)) == made_before_again
     assert changed[0].fleet.total_monthly_usd != alone.fleet.total_monthly_usd  # the changes changed the plans
     assert again.fleet.total_monthly_usd == pytest.approx(alone.fleet.total_monthly_usd, abs=0.005)
     assert again.fleet.nodes_needed == alone.fleet.nodes_needed

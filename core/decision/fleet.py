@@ -25,6 +25,7 @@ from core.decision.plan import (
     service_p95_alone_ms,
 )
 from core.decision.records import Deployment, FleetPlan, LicensedRoute, NodeDriver, Relaxation
+from core.decision.sizing import shared_store
 from core.decision.why import deployment_why, nodes_forced
 from core.format import integer
 from core.models import CostBasis, Weights
@@ -252,25 +253,16 @@ def _owned_physics(ev: Evaluation, stack, gpu, g: int, r: int, rows_mask: np.nda
     alone_ok = np.zeros(W, dtype=bool)
     tier_ok = np.zeros((len(CAP_BANDS), W), dtype=bool)
     if rows.size:
-        pre = physics.prefill_ms(stack, gpu, g, n_in[rows], eff)
+        pre, svc_rows, step1, p95 = _owned_timing(stack, gpu, g, eff, rows, n_in, n_out, n_out_p95, grid, q_ratio)
         prefill[rows] = pre
-        maxc = physics.max_concurrency(stack, gpu, g, n_in[rows] + n_out[rows], eff)
-        for j, b in enumerate(grid):
-            fits = b <= maxc
-            if not fits.any():
-                break
-            lat = physics.e2e_ms(stack, gpu, g, b, n_in[rows], n_out[rows], eff, prefill=pre) / 1e3
-            svc[rows, 0, j] = np.where(fits, lat, np.nan)
+        svc[rows] = svc_rows
         # Alone (batch 1, nobody else's prefill, no wait), with its escalations in the same 5 % budget:
         # the best any deployment of this column can do for the workload (latency.min_replicas's test).
-        step1 = physics.decode_step(stack, gpu, g, 1.0, n_in[rows] + 0.5 * n_out[rows], eff)[0]
         e = np.where(fb_all[rows] >= 0, np.nan_to_num(a["fallback_share"][rows, r]), 0.0)
         alone = latency.ServiceTime(pre, spt * step1, out_mu[rows], out_sigma[rows], latency.block_tokens_of(stack))
         p_miss = (1.0 - e) * alone.survival(slo[rows]) + e * alone.survival(slo[rows] - fb_extra[rows])
         alone_ok[rows] = np.isfinite(svc[rows, 0, 0]) & (p_miss <= 1.0 - ev.scenario.sla_percentile)
         # Per tier: its service p95 alone at some cap of the band within target (the search's linear view).
-        p95 = service_p95_alone_ms(svc[rows], prefill[rows], n_out[rows], n_out_p95[rows],
-                                   latency.block_tokens_of(stack), q_ratio[rows])[:, 0, :]
         meets = np.isfinite(p95) & (p95 <= slo[rows, None])
         g_arr = np.asarray(grid)
         for t, (lo, hi) in enumerate(CAP_BANDS):
@@ -278,6 +270,43 @@ def _owned_physics(ev: Evaluation, stack, gpu, g: int, r: int, rows_mask: np.nda
         tier_ok[0, rows] |= alone_ok[rows]  # the latency tier holds anyone who meets the target at batch 1
     return {"svc": svc, "tail": np.array([eff.p95_over_mean]), "prefill": prefill, "spt": spt, "eff": eff,
             "alone_ok": alone_ok, "tier_ok": tier_ok}
+
+
+def _owned_timing(stack, gpu, g: int, eff, rows: np.ndarray, n_in, n_out, n_out_p95, grid,
+                  q_ratio) -> tuple[np.ndarray, ...]:
+    """_owned_physics' part that reads no target: the rows' prefill, mean service on the grid (s; NaN where the
+    batch does not fit), decode step at batch 1 and service p95 alone on the grid (ms). Kept in the block's
+    shared_sizings store where there is one: the smallest change's re-plans differ in a target or a policy, and
+    timed every owned stack's rows again each (~4 % of a 20-workload evaluation). The key holds what it reads
+    (the store is one scenario's GPU and grid; the efficiency is in the key: a range end shares the store)."""
+    store = shared_store()
+    key = None
+    if store is not None:
+        key = ("owned_timing", stack.stack_id, gpu.name, int(g), eff, rows.tobytes(), n_in[rows].tobytes(),
+               n_out[rows].tobytes(), n_out_p95[rows].tobytes(), q_ratio[rows].tobytes(),
+               np.asarray(grid, dtype=float).tobytes())
+        got = store.get(key)
+        if got is not None:
+            return got
+    svc = np.full((rows.size, 1, len(grid)), np.nan, dtype=np.float32)
+    pre = physics.prefill_ms(stack, gpu, g, n_in[rows], eff)
+    maxc = physics.max_concurrency(stack, gpu, g, n_in[rows] + n_out[rows], eff)
+    for j, b in enumerate(grid):
+        fits = b <= maxc
+        if not fits.any():
+            break
+        lat = physics.e2e_ms(stack, gpu, g, b, n_in[rows], n_out[rows], eff, prefill=pre) / 1e3
+        svc[:, 0, j] = np.where(fits, lat, np.nan)
+    step1 = physics.decode_step(stack, gpu, g, 1.0, n_in[rows] + 0.5 * n_out[rows], eff)[0]
+    p95 = service_p95_alone_ms(svc, pre, n_out[rows], n_out_p95[rows], latency.block_tokens_of(stack),
+                               q_ratio[rows])[:, 0, :]
+    out = (pre, svc, step1, p95)
+    for x in out:
+        if isinstance(x, np.ndarray):
+            x.flags.writeable = False  # shared by the re-plans that find it
+    if store is not None and key is not None:
+        store[key] = out
+    return out
 
 
 def _optional_column(workloads: pd.DataFrame, name: str, n: int) -> np.ndarray:
