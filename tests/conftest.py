@@ -32,6 +32,7 @@ def _isolated_store_path(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "xdg"))
     monkeypatch.delenv("HANGOVER_DATA_DIR", raising=False)
     monkeypatch.setenv("HANGOVER_PEER_CACHE", str(home / "peer-cache.json"))  # AIConfigurator's answers
+    monkeypatch.setenv("HANGOVER_FIT_CACHE", str(home / "fits"))  # calibration fits kept across runs
     # The dashboard's error boundary turns a crash into one line for users; in tests it re-raises, so
     # AppTest's `at.exception` still catches a broken page.
     monkeypatch.setenv("HANGOVER_RAISE_ERRORS", "1")

@@ -499,7 +499,9 @@ def calibrate(stack: ServingStack, gpu: GpuSpec, gpus: int, benchmarks: Iterable
 def _calibrate_cached(stack, gpu, gpus, used: tuple[Benchmark, ...], notes: tuple[str, ...]) -> Calibration:
     if not used:
         return Calibration(stack.stack_id, gpu.name, gpus, DEFAULT_EFFICIENCY, None, (), notes)
-    fit = _fit_cached(stack, gpu, gpus, used, notes)
+    from core.performance.fitcache import cached_fit
+
+    fit = cached_fit(stack, gpu, gpus, used, notes, lambda: _fit_cached(stack, gpu, gpus, used, notes))
     return Calibration(stack.stack_id, gpu.name, gpus, fit.efficiency, fit, _anchors(stack, gpu, gpus, used, fit.efficiency), notes)
 
 
