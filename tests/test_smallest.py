@@ -307,3 +307,48 @@ def test_a_row_scored_alone_equals_its_scores_among_all(seed_catalog, bank, whic
             assert np.allclose(spliced.value, whole.value, rtol=1e-12, atol=0.0, equal_nan=True)
             checked += 1
     assert checked >= 2 * len(w)
+
+
+def test_rows_scored_ahead_equal_the_row_scored_alone(seed_catalog, bank, monkeypatch):
+    """Replanner.prescore scores one workload at several targets in one call (the bisection's next steps): each
+    target's scores equal the row scored alone at it (codes exactly, floats within 1e-12 relative: numpy may round
+    an element's last bit by where it sits, test above), and the re-plans at those targets then score nothing
+    and answer as re-plans that scored the row themselves."""
+    from core.decision import engine
+    from core.decision.smallest import Change, Replanner
+
+    ev = evaluate(seed_catalog, bank, Scenario(fleet_nodes=1))
+    wid = "code-completion"
+    slo = float(ev.plan_inputs.slo_ms[int(np.flatnonzero(bank["workload_id"] == wid)[0])])
+    targets = [1.3 * slo, 1.7 * slo, 2.2 * slo]
+    ahead = Replanner(ev, 40, 80)
+    alone = Replanner(ev, 40, 80)
+    ahead.prescore(wid, targets)
+    assert len(ahead._ahead) == len(targets)
+    calls: list[int] = []
+    real = engine.score_routes
+
+    def counting(catalog, w, scenario, rate):
+        calls.append(len(w))
+        return real(catalog, w, scenario, rate)
+
+    monkeypatch.setattr(engine, "score_routes", counting)
+    for t in targets:
+        change = frozenset({Change("target", wid, t)})
+        before = len(calls)
+        got = ahead(change, light=True)
+        assert calls[before:] in ([], [len(bank)])  # at most the base's own scores, once
+        want = alone(change, light=True)
+        assert got is not None and want is not None
+        assert (got.nodes_needed, got.served, got.route_of) == (want.nodes_needed, want.served, want.route_of)
+        assert got.total_monthly_usd == pytest.approx(want.total_monthly_usd, abs=0.005)
+        w = ev.workloads.copy()
+        i = int(np.flatnonzero(w["workload_id"].astype(str) == wid)[0])
+        w.iloc[i, w.columns.get_loc("latency_slo_ms")] = t / ev.scenario.sla_scale
+        one = real(ev.catalog, w.iloc[[i]], ev.scenario, ev.rate)
+        part = ahead._ahead[(i, t / ev.scenario.sla_scale, str(w.iloc[i]["data_policy"]))]
+        for k, arr in one.a.items():
+            if np.issubdtype(arr.dtype, np.floating):
+                assert np.allclose(part.a[k], arr, rtol=1e-12, atol=0.0, equal_nan=True), k
+            else:
+                assert np.array_equal(part.a[k], arr), k

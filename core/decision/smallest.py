@@ -108,9 +108,50 @@ class Replanner:
         # The re-plans differ from one another in a target, a policy or a fee: most of their pools are the same.
         self._sizings: dict = {}
         self._scores: Scores | None = None  # the base's route scores: a target or policy change re-scores its rows only
+        # One changed row's scores by (row, target as stored, data policy), scored ahead in batches (prescore).
+        self._ahead: dict[tuple[int, float, str], Scores] = {}
 
     def left(self) -> int:
         return self.budget - self.used
+
+    def prescore(self, wid: str, targets) -> None:
+        """Score workload `wid`'s row at each of these targets (ms, as planned) in one call, for the re-plans that
+        will ask for them. A row's scores read only that row, so each equals the row scored alone; scoring is
+        mostly a fixed cost per route and call (~6 stacks x GPU counts of small numpy steps), so a bisection that
+        scores its next steps' targets together pays it once for several re-plans."""
+        from core.decision.engine import Scores, score_routes
+
+        ev = self.ev
+        w = ev.workloads
+        i = _row(ev, wid)
+        col = w.columns.get_loc("latency_slo_ms")
+        policy = str(w.iat[i, w.columns.get_loc("data_policy")])
+        todo = sorted({float(t) / ev.scenario.sla_scale for t in targets}
+                      - {k[1] for k in self._ahead if k[0] == i and k[2] == policy})
+        if len(todo) < 2:
+            return  # one target: the re-plan scores it itself (the same call)
+        rows = w.iloc[[i] * len(todo)].reset_index(drop=True)
+        rows.iloc[:, col] = todo
+        got = score_routes(ev.catalog, rows, ev.scenario, ev.rate)
+        for k, slo in enumerate(todo):
+            self._ahead[(i, slo, policy)] = Scores(got.routes, {n: v[k:k + 1] for n, v in got.a.items()},
+                                                   got.value[k:k + 1], got.eff_labels)
+
+    def _rows_scored(self, w, rows: np.ndarray) -> Scores:
+        """The scores of these rows of the changed inventory `w`: each row's made ahead (prescore) when one was,
+        else all scored here in one call."""
+        from core.decision.engine import Scores, score_routes
+
+        slo_col, policy_col = w.columns.get_loc("latency_slo_ms"), w.columns.get_loc("data_policy")
+        found = [self._ahead.get((int(i), float(w.iat[i, slo_col]), str(w.iat[i, policy_col]))) for i in rows]
+        parts = [p for p in found if p is not None]
+        if len(parts) < len(found):
+            return score_routes(self.ev.catalog, w.iloc[rows], self.ev.scenario, self.ev.rate)
+        if len(parts) == 1:
+            return parts[0]
+        first = parts[0]
+        return Scores(first.routes, {n: np.concatenate([p.a[n] for p in parts]) for n in first.a},
+                      np.concatenate([p.value for p in parts]), first.eff_labels)
 
     def __call__(self, changes: frozenset[Change], light: bool = False) -> Replanned | None:
         """The re-plan with `changes` (None once the budget is spent). light: moves from the base plan only
@@ -153,7 +194,7 @@ class Replanner:
             if self._scores is None:
                 self._scores = score_routes(catalog, ev.workloads, ev.scenario, ev.rate)
             rows = np.array(sorted({row[c.key] for c in changes}), dtype=int)
-            scores = self._scores.with_rows(rows, score_routes(catalog, w.iloc[rows], ev.scenario, ev.rate))
+            scores = self._scores.with_rows(rows, self._rows_scored(w, rows))
         with shared_sizings(self._sizings):
             out = _evaluate(catalog, w, ev.scenario, ev.rate, break_even=False, checked=False,
                             start_keys=self._start if light else None, scores=scores)
@@ -235,6 +276,9 @@ def _target_search(rp: Replanner, ev: Evaluation, driver: NodeDriver, *,
     cands = sorted({2.0 * slo} | {float(math.ceil(p + 1e-6)) for p in alone[np.isfinite(alone)] if slo < p <= top})
     lo, hi, hit = slo, None, None
     seed = _priced_breakpoint(ev, i, slo, 2.0 * slo, n0)
+    # The targets the first steps may try, scored in one call (Replanner.prescore); the bisection's in its loop.
+    first = ([seed, TIGHTER * seed] if seed is not None else []) + cands
+    rp.prescore(wid, first + [TIGHTER * c for c in first])
     if seed is not None:
         got = at(seed)
         if got is None:
@@ -255,11 +299,15 @@ def _target_search(rp: Replanner, ev: Evaluation, driver: NodeDriver, *,
         lo = c
     if hi is None or hit is None:
         return None
+    ahead: set[tuple[float, float]] = set()  # bisection intervals whose targets are scored
     while True:
         while lo < TIGHTER * hi:
-            mid = float(math.ceil((lo + hi) / 2.0))
-            if mid >= hi:
-                mid = (lo + hi) / 2.0
+            mid = _mid(lo, hi)
+            if (lo, hi) not in ahead:
+                # The next steps' targets, whichever way each step goes, and the check 1 % tighter than hi.
+                todo = _bisection_ahead(lo, hi, BISECTION_AHEAD)
+                ahead.update(todo)
+                rp.prescore(wid, [_mid(*pair) for pair in todo] + [TIGHTER * hi])
             got = at(mid)
             if got is None:
                 return None
@@ -275,6 +323,30 @@ def _target_search(rp: Replanner, ev: Evaluation, driver: NodeDriver, *,
         # The re-plan is not monotone in the target: 1 % tighter also lowers it; search below that.
         hi, hit, lo = TIGHTER * hi, tighter, slo
     return hi, hit
+
+
+BISECTION_AHEAD = 3  # bisection steps whose targets one prescore call scores (2^3 - 1 intervals)
+
+
+def _mid(lo: float, hi: float) -> float:
+    """The bisection's next target: a whole ms between lo and hi, or the midpoint where none is left."""
+    mid = float(math.ceil((lo + hi) / 2.0))
+    return mid if mid < hi else (lo + hi) / 2.0
+
+
+def _bisection_ahead(lo: float, hi: float, depth: int) -> list[tuple[float, float]]:
+    """The intervals the bisection from (lo, hi) may reach within `depth` steps, whichever way each goes."""
+    out: list[tuple[float, float]] = []
+    frontier = [(lo, hi)]
+    for _ in range(depth):
+        nxt = []
+        for a, b in frontier:
+            if a < TIGHTER * b:
+                out.append((a, b))
+                m = _mid(a, b)
+                nxt += [(a, m), (m, b)]
+        frontier = nxt
+    return out
 
 
 def _priced_breakpoint(ev: Evaluation, i: int, slo: float, top: float, n0: int) -> float | None:
