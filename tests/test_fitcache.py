@@ -110,3 +110,16 @@ def test_disabled_writes_nothing(route, fresh, monkeypatch):
     stack, gpu, g, points = route
     assert calibration.calibrate(stack, gpu, g, points).fit is not None
     assert not fresh.exists()
+
+
+def test_no_home_directory_fits_in_process(route, fresh, monkeypatch):
+    """Without HANGOVER_FIT_CACHE, XDG_CACHE_HOME or a home directory to be found, the fit is made in process."""
+    monkeypatch.delenv("HANGOVER_FIT_CACHE")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+
+    def no_home():
+        raise RuntimeError("Could not determine home directory.")
+    monkeypatch.setattr(fitcache.Path, "home", staticmethod(no_home))
+    assert fitcache.cache_dir() is None
+    stack, gpu, g, points = route
+    assert calibration.calibrate(stack, gpu, g, points).fit is not None

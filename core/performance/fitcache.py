@@ -40,7 +40,10 @@ def cache_dir() -> Path | None:
     env = os.environ.get("HANGOVER_FIT_CACHE")
     if env is not None:
         return None if env.strip().lower() in ("", "off", "0") else Path(env)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hangover" / "fits"
+    try:
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hangover" / "fits"
+    except RuntimeError:  # no home directory to be found (a bare container): fit in process only
+        return None
 
 
 @lru_cache(maxsize=1)
