@@ -482,6 +482,25 @@ def test_fill_idle_is_a_water_level(busy, capacity, share):
         assert (busy[~took] >= level.min() - 1e-7).all()
 
 
+@given(busy=st.lists(st.floats(0.0, 40.0), min_size=24, max_size=24), capacity=st.sampled_from([8.0, 16.0, 64.0]),
+       share=st.floats(0.0, 1.5), scale=st.sampled_from([1.0, 1e3]))
+@settings(max_examples=80, deadline=None)
+def test_the_work_left_over_is_what_the_water_level_leaves(busy, capacity, share, scale):
+    """The pricer reads how much offline work does not fit (it buys nodes for it) without filling the hours:
+    that remainder equals the work less the water-filled hours (to 1e-9, the node count's own tolerance), and
+    is exactly the work less the room where the work exceeds it."""
+    from core.decision.plan import fill_idle
+    from core.decision.pricing import Pricer
+
+    busy = np.array(busy) * scale
+    capacity *= scale
+    room = float(np.maximum(capacity - busy, 0.0).sum())
+    work = share * room
+    left = Pricer._leftover(busy, capacity, work)
+    assert left == pytest.approx(max(work - float(fill_idle(busy, capacity, work).sum()), 0.0), abs=1e-9)
+    assert left == (work - room if work >= room else 0.0) and left >= 0.0
+
+
 def test_the_search_terms_are_let_go_and_one_row_is_the_same_without_them(catalog, bank):
     """After planning, the evaluation holds no (workloads x plan columns) linear terms; one workload's standalone
     costs (its reasons on the Routing page) computed from its own row equal that row of the full matrix,

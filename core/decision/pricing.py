@@ -61,7 +61,7 @@ class PlanCost:
     licence_monthly: float
     sizes: dict[int, DeploymentSize]
     busy: np.ndarray  # (24,) GPUs busy with interactive work
-    fill: np.ndarray  # (24,) GPUs filled with offline work
+    fill_capacity: float  # GPUs the offline work may fill each hour up to (fill)
     offline_gpu_hours_per_day: float
     # What a move from this plan re-uses (Planner.price(base=)): per row its API spend, escalated share and
     # whether it escalates onto an owned column; per owned column its part of the bill. None: not a base.
@@ -70,6 +70,15 @@ class PlanCost:
     esc_owned: np.ndarray | None = field(default=None, repr=False)
     parts: dict[int, tuple] | None = field(default=None, repr=False)
     owned_usd: float = 0.0  # the owned nodes' monthly cost: the same in every plan of these inputs
+
+    @cached_property
+    def fill(self) -> np.ndarray:
+        """(24,) GPUs filled with offline work (fill_idle up to fill_capacity). Made when read: only the chosen
+        plan's is shown, and the search prices tens of thousands of plans (fill_idle was ~6 % of its CPU at
+        100 workloads); the node count needs only how much does not fit (Pricer.price)."""
+        fill = fill_idle(self.busy, self.fill_capacity, self.offline_gpu_hours_per_day)
+        fill.flags.writeable = False
+        return fill
 
     @cached_property  # read several times per move the search weighs; the plan never changes
     def key(self) -> tuple[float, float, float]:
@@ -82,7 +91,7 @@ class PlanCost:
 
 
 def _round(x: float, digits: int) -> float:
-    """round(x, digits) as the type of x rounds it, in a quarter of the time for a numpy float: numpy rounds
+    """round(x, digits) as the type of x rounds it, in a tenth of the time for a numpy float: numpy rounds
     x * 10**digits half to even and divides back (not Python's correctly rounded round), which Python's round
     of the product reproduces exactly (tests/test_plan.py compares the two); numpy's own round() of a scalar
     took ~25 us, ~3 % of a 20-workload evaluation's CPU in the search's keys."""
@@ -109,10 +118,6 @@ class Pricer(Sizer):
         # The last prefetch_plans batch's per-move terms and sizing requests, which price() then needs again for
         # the same moves from the same base: (base, {assignment bytes: (terms, requests)}).
         self._terms_memo: tuple[PlanCost | None, dict[bytes, tuple]] = (None, {})
-        # fill_idle by (busy GPUs per hour, capacity, offline GPU-hours): most moves leave all three as they were.
-        self._fills: dict[tuple[bytes, float, float], np.ndarray] = {}
-        self._no_fill = np.zeros(24)
-        self._no_fill.flags.writeable = False
 
     def _groups(self, col: np.ndarray) -> dict[int, np.ndarray]:
         """Rows per owned plan column (ascending row order), from one stable sort instead of a mask per column."""
@@ -261,7 +266,7 @@ class Pricer(Sizer):
                 sizes[pos] = d
                 if not d.feasible:
                     return PlanCost(assign, False, np.inf, np.inf, np.inf, 0, 0, 0, api_monthly, licence, sizes,
-                                    busy, np.zeros(24), offline_hours)
+                                    busy, 0.0, offline_hours)
                 interactive_gpus.append((d.gpus_per_replica, d.replicas))
                 busy += d.busy
                 lat_sum += d.lat_sum
@@ -272,11 +277,10 @@ class Pricer(Sizer):
         gpn = inp.gpus_per_node
         nodes_i = pack_nodes(interactive_gpus, gpn)
         capacity = max(inp.owned_nodes, nodes_i) * gpn
-        fill = self._fill_idle(busy, capacity, offline_hours)
-        leftover = max(offline_hours - float(fill.sum()), 0.0)
+        leftover = self._leftover(busy, capacity, offline_hours)
         extra_nodes = int(np.ceil(leftover / (gpn * 24.0) - 1e-9)) if leftover > 1e-9 else 0
         if extra_nodes:
-            fill = self._fill_idle(busy, (max(inp.owned_nodes, nodes_i) + extra_nodes) * gpn, offline_hours)
+            capacity = (max(inp.owned_nodes, nodes_i) + extra_nodes) * gpn
         needed = max(nodes_i + extra_nodes, int(np.ceil(offline_min / gpn - 1e-9)))
         owned_usd = inp.owned_nodes * inp.full_usd_per_node_hour * HOURS_PER_MONTH
         bill = (max(inp.owned_nodes, needed) * inp.full_usd_per_node_hour * HOURS_PER_MONTH
@@ -285,22 +289,18 @@ class Pricer(Sizer):
         # A plan priced with one member's target overridden is not a base for moves (its sizings differ).
         keep = slo_override is None
         return PlanCost(assign, True, bill, gpu_hours, lat_sum / lat_w if lat_w else 0.0, needed, nodes_i,
-                        extra_nodes, api_monthly, licence, sizes, busy, fill, offline_hours,
+                        extra_nodes, api_monthly, licence, sizes, busy, capacity, offline_hours,
                         row_api if keep else None, f if keep else None, esc_owned if keep else None,
                         parts if keep else None, owned_usd)
 
-    def _fill_idle(self, busy: np.ndarray, capacity: float, gpu_hours: float) -> np.ndarray:
-        """fill_idle, remembered (read-only: plans share the array)."""
-        if gpu_hours <= 0:  # nothing offline to fill (fill_idle's own first answer), without the key
-            return self._no_fill
-        key = (busy.tobytes(), float(capacity), float(gpu_hours))
-        fill = self._fills.get(key)
-        if fill is None:
-            if len(self._fills) >= 4096:
-                self._fills.clear()
-            fill = self._fills[key] = fill_idle(busy, capacity, gpu_hours)
-            fill.flags.writeable = False
-        return fill
+    @staticmethod
+    def _leftover(busy: np.ndarray, capacity: float, gpu_hours: float) -> float:
+        """Offline GPU-hours a day that do not fit below `capacity` beside `busy` (fill_idle's remainder): all the
+        room is filled when the work exceeds it, else the work fits (the water level stays below capacity)."""
+        if gpu_hours <= 0:
+            return 0.0
+        room = float(np.maximum(capacity - busy, 0.0).sum())
+        return gpu_hours - room if gpu_hours >= room else 0.0
 
     def _column_request(self, pos: int, prim: np.ndarray | None, extra: np.ndarray | None, f: np.ndarray,
                         slo_override: tuple[int, float] | None) -> tuple | None:
