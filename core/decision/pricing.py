@@ -239,10 +239,10 @@ class Pricer(Sizer):
         if known is None:
             terms = self._terms(assign, base, slo_override)
             requests = self._requests(terms[3], terms[4], terms[5], terms[1], slo_override)
-        else:
+            self.prefetch(requests)
+        else:  # prefetch_plans made this move's requests and prefetched them with its batch's
             terms, requests = known
         row_api, f, esc_owned, touched, prim_groups, extra_groups = terms
-        self.prefetch(requests)
         # Each column priced below was asked for in `requests` (_requests visits every touched one): absent, it
         # has no interactive work (request None).
         asked = {req[0]: req for req in requests}
