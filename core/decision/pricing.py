@@ -19,8 +19,6 @@ from core.decision.economics import HOURS_PER_MONTH
 from core.decision.settings import SearchSettings
 from core.decision.sizing import DeploymentSize, OwnedRoute, PlanInputs, Sizer
 
-_NO_REQUEST: Any = object()  # Pricer._price_column: no request given (None is one: no interactive work there)
-
 _NO_ROWS = np.zeros(0, dtype=np.intp)  # no rows (shared: read-only)
 _NO_ROWS.flags.writeable = False
 
@@ -262,8 +260,7 @@ class Pricer(Sizer):
             if touched is not None and r not in touched:
                 part = base.parts.get(pos) if base is not None and base.parts is not None else None
             else:
-                part = self._price_column(pos, route, prim_groups.get(r), extra_groups.get(r), f, slo_override,
-                                          asked.get(pos))
+                part = self._price_column(pos, route, prim_groups.get(r), extra_groups.get(r), f, asked.get(pos))
             if part is None:
                 continue
             d, off_hours, off_min, lic = part
@@ -327,17 +324,15 @@ class Pricer(Sizer):
         return pos, inter_rows, shares, slo, p_int.size
 
     def _price_column(self, pos: int, route: OwnedRoute, prim: np.ndarray | None, extra: np.ndarray | None,
-                      f: np.ndarray, slo_override: tuple[int, float] | None, req: Any = _NO_REQUEST) -> tuple | None:
+                      f: np.ndarray, req: tuple | None) -> tuple | None:
         """One owned column's part of the bill: (its interactive deployment or None, offline GPU-hours a day,
         offline GPUs needed at once, licence $/month); None when nothing runs there. req: the column's sizing
-        request (_column_request) where the caller made it already."""
+        request (_column_request: None where no interactive work runs there), made once by the caller."""
         inp = self.inp
         if prim is None and extra is None:
             return None
         prim = prim if prim is not None else np.zeros(0, dtype=int)
         extra = extra if extra is not None else np.zeros(0, dtype=int)
-        if req is _NO_REQUEST:
-            req = self._column_request(pos, prim, extra, f, slo_override)
         d = None
         d_gpus = 0
         if req is not None:
