@@ -1,10 +1,17 @@
 """Times the whole `hangover evaluate` process (read the CSV, plan, write JSON/CSV) at 1k, 10k and 100k workloads.
 
 Run by hand: python bench/bench_evaluate_cli.py [--sizes 1000,10000,100000] [--format json]
+             python bench/bench_evaluate_cli.py --against REV [--sizes sample,20,100] [--runs 2]
 A size `sample` is the bundled data/workloads_sample.csv (7 workloads); any other size is bench/gen.py's
 synthetic_inventory(n, seed=n). Prints wall and CPU seconds per size (CPU = the child process's user + system
 time, with the processes it forks and waits for, such as the ranges' end plans: steadier on a loaded machine),
 the output size, and each size's ratio to the first.
+
+--against REV: an A/B of this checkout against git revision REV (checked out in a temporary worktree, each with
+its own store), the two processes alternating `--runs` times per size, so a machine's drift and load fall on
+both alike: CPU seconds of each run, the ratio of the medians (this checkout / REV) and whether the two outputs
+are byte for byte the same (a speed change that moves no plan leaves them identical). The first run of a new
+worktree also compiles its numba loops: one warm-up run of each is made first and not counted.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,36 +33,84 @@ from gen import synthetic_inventory  # noqa: E402
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "workloads_sample.csv"
 
 
-def run_once(db: Path, csv: Path, out: Path, fmt: str) -> tuple[float, float]:
-    """Wall and CPU seconds of one `hangover evaluate` process."""
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_once(db: Path, csv: Path, out: Path, fmt: str, cwd: Path = ROOT) -> tuple[float, float]:
+    """Wall and CPU seconds of one `hangover evaluate` process (of the checkout in `cwd`: `python -m` puts it
+    first on the path)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "core.cli", "--db", str(db), "evaluate", "--workloads", str(csv),
-                    "--format", fmt, "--detail", "verdicts", "--out", str(out)], check=True)
+                    "--format", fmt, "--detail", "verdicts", "--out", str(out)], check=True, cwd=cwd)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def inventory(size: str, folder: Path) -> Path:
+    """The CSV of one size: the bundled sample, or bench/gen.py's inventory of that many rows (seed = size)."""
+    if size == "sample":
+        return SAMPLE
+    csv = folder / f"inv{size}.csv"
+    synthetic_inventory(int(size), seed=int(size)).to_csv(csv, index=False)
+    return csv
+
+
+def init_store(db: Path, cwd: Path = ROOT) -> None:
+    subprocess.run([sys.executable, "-m", "core.cli", "--db", str(db), "db", "init"], check=True,
+                   stdout=subprocess.DEVNULL, cwd=cwd)
+
+
+def against(rev: str, sizes: list[str], runs: int, fmt: str) -> None:
+    """A/B of this checkout against git revision `rev` (module docstring)."""
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        base = tmp / "base"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), rev], check=True)
+        try:
+            sides = {"base": base, "head": ROOT}
+            for name, cwd in sides.items():
+                init_store(tmp / f"{name}.duckdb", cwd)
+            print(f"{'workloads':>10} {rev + ' cpu s':>24} {'this checkout cpu s':>24} {'head / base':>12} {'output':>10}")
+            for size in sizes:
+                csv = inventory(size, tmp)
+                cpu: dict[str, list[float]] = {name: [] for name in sides}
+                for k in range(runs + 1):
+                    for name, cwd in sides.items():
+                        out = tmp / f"{name}.{fmt}"
+                        _, c = run_once(tmp / f"{name}.duckdb", csv, out, fmt, cwd)
+                        if k:  # run 0 warms each checkout up (numba's compiled loops, the fit cache)
+                            cpu[name].append(c)
+                same = (tmp / f"base.{fmt}").read_bytes() == (tmp / f"head.{fmt}").read_bytes()
+                ratio = statistics.median(cpu["head"]) / statistics.median(cpu["base"])
+                label = "sample (7)" if size == "sample" else f"{int(size):,}"
+                print(f"{label:>10} {', '.join(f'{c:.1f}' for c in cpu['base']):>24} "
+                      f"{', '.join(f'{c:.1f}' for c in cpu['head']):>24} {ratio:>12.2f} "
+                      f"{'identical' if same else 'DIFFERS':>10}")
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
+
+
 def main() -> None:
-    """Print a table of wall/CPU seconds per inventory size."""
+    """Print a table of wall/CPU seconds per inventory size (or an A/B against a revision: --against)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,100000")
     ap.add_argument("--format", default="json", choices=["json", "csv", "parquet"])
+    ap.add_argument("--against", metavar="REV", help="A/B against this git revision (module docstring)")
+    ap.add_argument("--runs", type=int, default=2, help="with --against: counted runs of each side per size")
     args = ap.parse_args()
     sizes = [s.strip() for s in args.sizes.split(",")]
+    if args.against:
+        against(args.against, sizes, max(args.runs, 1), args.format)
+        return
     with tempfile.TemporaryDirectory() as d:
         db = Path(d) / "bench.duckdb"
-        subprocess.run([sys.executable, "-m", "core.cli", "--db", str(db), "db", "init"], check=True,
-                       stdout=subprocess.DEVNULL)
+        init_store(db)
         print(f"{'workloads':>10} {'wall s':>8} {'cpu s':>8} {'output MB':>10} {'x first (cpu)':>14}")
         first = None
         for size in sizes:
-            if size == "sample":
-                csv = SAMPLE
-            else:
-                csv = Path(d) / f"inv{size}.csv"
-                synthetic_inventory(int(size), seed=int(size)).to_csv(csv, index=False)
+            csv = inventory(size, Path(d))
             out = Path(d) / f"out{size}.{args.format}"
             wall, cpu = run_once(db, csv, out, args.format)
             first = first or cpu
