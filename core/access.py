@@ -55,6 +55,12 @@ def require_sign_in() -> None:
     _SIGN_IN_REQUIRED = True
 
 
+def sign_in_required() -> bool:
+    """Whether this process requires sign-in (require_sign_in was called): a run without an actor is then not
+    local mode but a run whose user is unknown."""
+    return _SIGN_IN_REQUIRED
+
+
 def current() -> Actor | None:
     """The signed-in user of this thread's run, or None in local single-user mode."""
     return _ACTOR.get()

@@ -46,9 +46,12 @@ def sign_in() -> None:
 
 def read_only() -> bool:
     """True when this run's signed-in user is a viewer: the pages disable every control that writes (core refuses
-    the write anyway; a disabled button is the honest answer before the click)."""
+    the write anyway; a disabled button is the honest answer before the click). Fails closed like core: with
+    sign-in on, a run whose actor is not known (none set in this thread's context) offers no write either."""
     actor = access.current()
-    return actor is not None and actor.role == access.Role.VIEWER
+    if actor is None:
+        return access.sign_in_required()
+    return actor.role == access.Role.VIEWER
 
 
 READ_ONLY_HELP = "Read only: you are signed in as a viewer (an admin grants the editor role)."

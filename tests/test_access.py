@@ -144,6 +144,23 @@ def test_with_sign_in_required_a_write_without_an_actor_is_refused(store, monkey
     assert [s.name for s in S.list_scenarios(store)] == ["Fine"]
 
 
+
+def test_the_pages_offer_no_write_to_a_run_without_its_actor_when_sign_in_is_on(monkeypatch):
+    """The pages' read-only switch fails closed as core does: with sign-in on, a run with no actor set (a thread
+    without the run's context) disables every write control; a viewer is read only, an editor is not; with
+    sign-in off (local mode, no actor) nothing is disabled."""
+    from dashboard.signin import read_only
+
+    monkeypatch.setattr(access, "_SIGN_IN_REQUIRED", False)
+    with acting_as(None):
+        assert read_only() is False  # local single-user mode
+        access.require_sign_in()
+        assert read_only() is True
+    with acting_as(VIEWER):
+        assert read_only() is True
+    with acting_as(EDITOR):
+        assert read_only() is False
+
 def test_auth_settings_are_off_unless_set():
     assert access.auth_settings({}) == ("off", "X-Forwarded-Email")
     assert access.auth_settings({"HANGOVER_AUTH": "Header", "HANGOVER_AUTH_HEADER": "X-User"}) == ("header", "X-User")
