@@ -210,13 +210,13 @@ class PooledDeployments:
             "arrival_rate_per_s", "prefill_ms", "output_mean_tokens", "output_p95_tokens", "slo_ms",
             "escalated_share", "escalated_extra_ms", "output_mu", "output_sigma", "row_block_tokens",
             "effective_mean_tokens", "effective_second_moment")}
-        arrays["row"] = np.repeat(np.arange(J, dtype=np.int64), k)
+        arrays["row"] = np.arange(J, dtype=np.int64).repeat(k)  # the methods: np.repeat's wrapper cost more
         arrays["step_ms"] = np.where(np.arange(width)[None, :] < caps[:, None], self.step_ms[0][None, :], np.nan)
         arrays["concurrency_cap"] = caps.copy()
-        arrays["steps_per_token"] = np.repeat(self.steps_per_token, J)
-        arrays["block_tokens"] = np.repeat(np.asarray(self.block_tokens), J)  # set by __post_init__
+        arrays["steps_per_token"] = self.steps_per_token.repeat(J)
+        arrays["block_tokens"] = np.asarray(self.block_tokens).repeat(J)  # set by __post_init__
         m = self.moments
-        arrays["moments"] = _Moments(*(np.repeat(getattr(m, f), J) for f in ("lam", "pre", "pre2", "n", "pre_n", "n2")))
+        arrays["moments"] = _Moments(*(getattr(m, f).repeat(J) for f in ("lam", "pre", "pre2", "n", "pre_n", "n2")))
         for name, value in arrays.items():
             object.__setattr__(out, name, value)
         return out
@@ -369,7 +369,9 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
     )
 
     m = dep.moments
-    n = np.broadcast_to(np.asarray(replicas, dtype=float), (dep.rows,)).astype(float)
+    n = np.asarray(replicas, dtype=float)
+    # A fresh float array of one count per configuration (broadcast_to only where one count is given for all).
+    n = n.astype(float) if n.shape == (dep.rows,) else np.broadcast_to(n, (dep.rows,)).astype(float)
 
     def f64(x):  # one compiled signature: bincount of no rows gives int64, a slice is not contiguous
         a = np.ascontiguousarray(x, dtype=np.float64)
