@@ -118,6 +118,7 @@ class Pricer(Sizer):
         # The last prefetch_plans batch's per-move terms and sizing requests, which price() then needs again for
         # the same moves from the same base: (base, {assignment bytes: (terms, requests)}).
         self._terms_memo: tuple[PlanCost | None, dict[bytes, tuple]] = (None, {})
+        self._base_order: tuple[PlanCost | None, list[int]] = (None, [])  # _positions: a base's sorted positions
 
     def _groups(self, col: np.ndarray) -> dict[int, np.ndarray]:
         """Rows per owned plan column (ascending row order), from one stable sort instead of a mask per column."""
@@ -202,7 +203,15 @@ class Pricer(Sizer):
             return range(len(self.inp.owned))
         pos = {self._owned_pos[r] for r in touched if r in self._owned_pos}
         if base is not None and base.parts is not None:
-            pos |= set(base.parts)
+            # The base's positions sorted once per base (a search prices hundreds of moves from one plan);
+            # a move onto a column the base does not run needs the merge.
+            held, order = self._base_order
+            if held is not base:
+                order = sorted(base.parts)
+                self._base_order = (base, order)
+            if all(p in base.parts for p in pos):
+                return order
+            pos.update(order)
         return sorted(pos)
 
     def prefetch_plans(self, assigns, base: PlanCost | None) -> None:
