@@ -115,6 +115,7 @@ class Pricer(Sizer):
         owned_cols[[o.index for o in inp.owned]] = True
         self._fb_owned = owned_cols[inp.fallback_route]  # index -1 hits the spare False at the end
         self._owned_cols = np.array(sorted(o.index for o in inp.owned), dtype=int)
+        self._offline = ~inp.interactive  # per row: offline work (filled into idle hours, not sized)
         # The last prefetch_plans batch's per-move terms and sizing requests, which price() then needs again for
         # the same moves from the same base: (base, {assignment bytes: (terms, requests)}).
         self._terms_memo: tuple[PlanCost | None, dict[bytes, tuple]] = (None, {})
@@ -320,9 +321,9 @@ class Pricer(Sizer):
         """The sizing of owned column `pos`'s interactive deployment: (pos, rows, shares, targets or None,
         primary rows); None when no interactive work runs there."""
         inp = self.inp
-        prim = prim if prim is not None else np.zeros(0, dtype=int)
-        extra = extra if extra is not None else np.zeros(0, dtype=int)
-        p_int, e_int = prim[inp.interactive[prim]], extra[inp.interactive[extra]]
+        p_int = prim[inp.interactive[prim]] if prim is not None else _NO_ROWS
+        # No escalations in (most columns): what indexing no rows gives, without the two steps.
+        e_int = extra[inp.interactive[extra]] if extra is not None and extra.size else _NO_ROWS
         inter_rows = np.concatenate([p_int, e_int]) if e_int.size else p_int
         if not inter_rows.size:
             return None
@@ -341,8 +342,6 @@ class Pricer(Sizer):
         inp = self.inp
         if prim is None and extra is None:
             return None
-        prim = prim if prim is not None else np.zeros(0, dtype=int)
-        extra = extra if extra is not None else np.zeros(0, dtype=int)
         d = None
         d_gpus = 0
         if req is not None:
@@ -350,7 +349,8 @@ class Pricer(Sizer):
             if not d.feasible:
                 return d, 0.0, 0.0, 0.0
             d_gpus = d.gpus
-        p_off, e_off = prim[~inp.interactive[prim]], extra[~inp.interactive[extra]]
+        p_off = prim[self._offline[prim]] if prim is not None else _NO_ROWS
+        e_off = extra[self._offline[extra]] if extra is not None and extra.size else _NO_ROWS
         er = route.route_index
         if p_off.size or e_off.size:
             # np.nansum / np.nanmax's own steps (NaN to 0, sum; NaN ignored, max with 0), without their wrappers.
