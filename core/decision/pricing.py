@@ -175,10 +175,16 @@ class Pricer(Sizer):
             assert base.row_api is not None and base.esc_share is not None and base.esc_owned is not None
             row_api, f, esc_owned = base.row_api.copy(), base.esc_share.copy(), base.esc_owned.copy()
             row_api[changed], f[changed], esc_owned[changed] = self._row_terms(assign, changed)
-            old_fb = changed[base.esc_owned[changed]]
-            new_fb = changed[esc_owned[changed]]
-            touched = set(base.assignment[changed].tolist()) | set(assign[changed].tolist()) \
-                | set(fb[old_fb].tolist()) | set(fb[new_fb].tolist())
+            if changed.size == 1:  # a single move (most pricings): the same set from scalars
+                i = int(changed[0])
+                touched = {int(base.assignment[i]), int(assign[i])}
+                if base.esc_owned[i] or esc_owned[i]:
+                    touched.add(int(fb[i]))
+            else:
+                old_fb = changed[base.esc_owned[changed]]
+                new_fb = changed[esc_owned[changed]]
+                touched = set(base.assignment[changed].tolist()) | set(assign[changed].tolist()) \
+                    | set(fb[old_fb].tolist()) | set(fb[new_fb].tolist())
             # .nonzero() of the 1-D mask: np.flatnonzero's ravel and wrapper cost more than the mask of a few rows.
             prim_groups = {c: (assign == c).nonzero()[0] for c in touched if c >= 0}
             if esc_owned.any():

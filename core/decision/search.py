@@ -619,12 +619,14 @@ class Planner(Pricer):
                     return False
                 return focus is None or bool(focus[r]) or bool(focus[best.assignment[i]])
 
-            targets = np.flatnonzero(inp.allowed[i])
+            targets = inp.allowed[i].nonzero()[0].tolist()
+            # Whether each is tried, from the plan as it stands (again from the new plan after a move is taken).
+            ok = [tried(t, best) for t in targets]
             # Every move of this row sized in one batch (few are taken: on 100 generated workloads sizing them
             # settings.speculate_moves at a time took 1.6x as long); after a move is taken, the rest from the new plan.
-            self._speculate(best, [(i, t) for t in targets if tried(t, best)])
+            self._speculate(best, [(i, t) for t, yes in zip(targets, ok, strict=True) if yes])
             for k, r in enumerate(targets):
-                if not tried(r, best):
+                if not ok[k]:
                     continue
                 cand = self._better(best, np.array([i]), r)
                 if cand is not None:
@@ -632,7 +634,8 @@ class Planner(Pricer):
                     # 300 generated workloads the last two of six passes moved members for latency alone.
                     gained |= self.settings.full_move_rows >= W or cand.key[:2] < best.key[:2]
                     best = cand
-                    self._speculate(best, [(i, t) for t in targets[k + 1:] if tried(t, best)])
+                    ok[k + 1:] = [tried(t, best) for t in targets[k + 1:]]
+                    self._speculate(best, [(i, t) for t, yes in zip(targets[k + 1:], ok[k + 1:], strict=True) if yes])
         return best, gained
 
     def _tried(self, i: int, r: int, best: PlanCost, focus: np.ndarray | None) -> bool:
