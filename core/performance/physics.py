@@ -531,57 +531,81 @@ def decode_step(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, conte
     engine overhead (+ MoE routing per layer) (+ drafting, for speculative).
     memory_bound says whether the bytes, at full bandwidth share, outweigh the FLOPs.
     """
-    eff = _eff(eff, stack)
-    b = np.asarray(concurrency, dtype=float)
-    ctx = np.asarray(context_tokens, dtype=float)
-    per_stream = tokens_computed_per_step(stack)
-    tokens = b * per_stream
-    bw = gpus * gpu.hbm_tb_per_s * 1e12 * eff.mem
-    fl = gpus * peak_flops(stack, gpu) * eff.compute * gemm_share(stack, gpu, eff)
+    return _DecodeStep(stack, gpu, gpus, concurrency, eff).at(context_tokens)
 
-    dense, experts = _expert_split(stack)
-    dense_bytes = dense * param_bytes(stack)
-    dense_flops = 2.0 * dense * tokens
-    # Under attention data parallelism every GPU holds the dense (attention) weights whole and streams them
-    # each step for its own requests: the read takes one GPU's bandwidth, g copies are moved.
-    copies = gpus if attention_dp(stack, gpus) else 1
-    t_dense_mem = dense_bytes * copies / bw
-    t_dense = np.maximum(t_dense_mem, dense_flops / fl)
-    moved = dense_bytes * copies + 0.0 * tokens
-    flops = dense_flops
-    t_mem: float | np.ndarray = t_dense_mem  # an array once experts add their per-token bytes
-    t_cmp = dense_flops / fl
-    if experts:
-        ee = expert_efficiency(stack, eff, gpus)
-        exp_bytes = experts * _touched_share(stack, tokens) * param_bytes(stack)
-        exp_flops = 2.0 * (stack.params_active_b * 1e9 - dense) * tokens
-        # The experts touched this step are streamed once at the GPU's bandwidth share like any weight; the
-        # grouped GEMMs' losses (small experts, expert parallelism) slow their arithmetic, not the bytes.
-        t_exp = np.maximum(exp_bytes / bw, exp_flops / (fl * ee))
-        floor = _moe_gemm_floor_us(stack, gpus, eff)
-        if stack.n_layers and floor:
-            t_exp = np.maximum(t_exp, stack.n_layers * floor * 1e-6)
-        t_dense = t_dense + t_exp
-        moved = moved + exp_bytes
-        flops = flops + exp_flops
-        t_mem, t_cmp = t_mem + exp_bytes / bw, t_cmp + exp_flops / (fl * ee)
-    kv = b * ctx * stack.kv_bytes_per_token
-    attn = _attention_flops(stack, ctx, tokens)
-    fl_attn = gpus * attention_peak_flops(stack, gpu) * eff.compute
-    t_attn = np.maximum(kv / bw, attn / fl_attn)
-    moved = moved + kv
-    flops = flops + attn
-    t_mem, t_cmp = t_mem + kv / bw, t_cmp + attn / fl_attn
 
-    step_ms = ((t_dense + t_attn) * 1e3 + pass_overhead_ms(stack, eff) + tp_comm_ms(stack, gpu, gpus, tokens, eff)
-               + _moe_overhead_ms(stack, eff))
-    if stack.architecture is Architecture.SPECULATIVE:
-        d_ms, d_flops, d_bytes = _draft_ms(stack, gpu, gpus, b, bw, fl, eff)
-        step_ms = step_ms + d_ms
-        flops = flops + d_flops
-        moved = moved + d_bytes
-    step_ms = np.maximum(step_ms, host_ms(stack, gpus, b, eff))
-    return step_ms, flops, moved, t_mem >= t_cmp
+def decode_step_curve(stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, eff: Efficiency = DEFAULT_EFFICIENCY):
+    """decode_step's step_ms as a function of the context alone, what does not depend on it computed once: the
+    fleet plan asks for one deployment's step curve at a new mean context thousands of times."""
+    step = _DecodeStep(stack, gpu, gpus, concurrency, eff)
+    return lambda context_tokens: step.at(context_tokens)[0]
+
+
+class _DecodeStep:
+    """decode_step in two parts: the weights' and overheads' terms (per concurrency), then the context's."""
+
+    def __init__(self, stack: ServingStack, gpu: GpuSpec, gpus: int, concurrency, eff: Efficiency):
+        eff = _eff(eff, stack)
+        self.stack = stack
+        b = self.b = np.asarray(concurrency, dtype=float)
+        per_stream = tokens_computed_per_step(stack)
+        tokens = self.tokens = b * per_stream
+        bw = self.bw = gpus * gpu.hbm_tb_per_s * 1e12 * eff.mem
+        fl = gpus * peak_flops(stack, gpu) * eff.compute * gemm_share(stack, gpu, eff)
+
+        dense, experts = _expert_split(stack)
+        dense_bytes = dense * param_bytes(stack)
+        dense_flops = 2.0 * dense * tokens
+        # Under attention data parallelism every GPU holds the dense (attention) weights whole and streams them
+        # each step for its own requests: the read takes one GPU's bandwidth, g copies are moved.
+        copies = gpus if attention_dp(stack, gpus) else 1
+        t_dense_mem = dense_bytes * copies / bw
+        t_dense = np.maximum(t_dense_mem, dense_flops / fl)
+        moved = dense_bytes * copies + 0.0 * tokens
+        flops = dense_flops
+        t_mem: float | np.ndarray = t_dense_mem  # an array once experts add their per-token bytes
+        t_cmp = dense_flops / fl
+        if experts:
+            ee = expert_efficiency(stack, eff, gpus)
+            exp_bytes = experts * _touched_share(stack, tokens) * param_bytes(stack)
+            exp_flops = 2.0 * (stack.params_active_b * 1e9 - dense) * tokens
+            # The experts touched this step are streamed once at the GPU's bandwidth share like any weight; the
+            # grouped GEMMs' losses (small experts, expert parallelism) slow their arithmetic, not the bytes.
+            t_exp = np.maximum(exp_bytes / bw, exp_flops / (fl * ee))
+            floor = _moe_gemm_floor_us(stack, gpus, eff)
+            if stack.n_layers and floor:
+                t_exp = np.maximum(t_exp, stack.n_layers * floor * 1e-6)
+            t_dense = t_dense + t_exp
+            moved = moved + exp_bytes
+            flops = flops + exp_flops
+            t_mem, t_cmp = t_mem + exp_bytes / bw, t_cmp + exp_flops / (fl * ee)
+        self.t_dense, self.moved, self.flops, self.t_mem, self.t_cmp = t_dense, moved, flops, t_mem, t_cmp
+        self.fl_attn = gpus * attention_peak_flops(stack, gpu) * eff.compute
+        self.overheads = (pass_overhead_ms(stack, eff), tp_comm_ms(stack, gpu, gpus, tokens, eff),
+                          _moe_overhead_ms(stack, eff))
+        self.draft = _draft_ms(stack, gpu, gpus, b, bw, fl, eff) \
+            if stack.architecture is Architecture.SPECULATIVE else None
+        self.host = host_ms(stack, gpus, b, eff)
+
+    def at(self, context_tokens):
+        """(step_ms, flops, bytes, memory_bound) at this mean context."""
+        stack, b, bw, fl_attn = self.stack, self.b, self.bw, self.fl_attn
+        ctx = np.asarray(context_tokens, dtype=float)
+        kv = b * ctx * stack.kv_bytes_per_token
+        attn = _attention_flops(stack, ctx, self.tokens)
+        t_attn = np.maximum(kv / bw, attn / fl_attn)
+        moved = self.moved + kv
+        flops = self.flops + attn
+        t_mem, t_cmp = self.t_mem + kv / bw, self.t_cmp + attn / fl_attn
+        pass_ms, comm_ms, moe_ms = self.overheads
+        step_ms = (self.t_dense + t_attn) * 1e3 + pass_ms + comm_ms + moe_ms
+        if self.draft is not None:
+            d_ms, d_flops, d_bytes = self.draft
+            step_ms = step_ms + d_ms
+            flops = flops + d_flops
+            moved = moved + d_bytes
+        step_ms = np.maximum(step_ms, self.host)
+        return step_ms, flops, moved, t_mem >= t_cmp
 
 
 def decode_steps(stack: ServingStack, output_tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
