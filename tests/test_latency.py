@@ -521,3 +521,23 @@ def test_bad_input_names_the_array():
         one(prefill_ms=[1.0, 2.0])
     with pytest.raises(ValueError, match="concurrency_cap"):
         one(concurrency_cap=9)
+
+
+@pytest.mark.parametrize(("name", "bad"), [
+    ("arrival_rate_per_s", -0.1), ("arrival_rate_per_s", np.nan), ("prefill_ms", -1.0),
+    ("output_mean_tokens", 0.0), ("output_p95_tokens", 0.0), ("output_p95_tokens", -5.0), ("slo_ms", 0.0),
+    ("slo_ms", np.nan), ("escalated_share", 1.01), ("escalated_share", -0.01), ("escalated_extra_ms", -1.0)])
+def test_each_out_of_range_row_array_is_named_alone(name, bad):
+    """Each per-row array's range, checked over one block (build): the bad one is named, and only it."""
+    with pytest.raises(ValueError, match="values in " + name + "$"):
+        one(**{name: bad})
+
+
+def test_in_range_edges_and_a_missing_p95_are_accepted():
+    """The edges build allows: no traffic, no prefill, everything escalated, a NaN p95 (the default spread), and
+    one value for all rows broadcast to each."""
+    dep = one(row=[0, 0], arrival_rate_per_s=0.0, prefill_ms=0.0, output_p95_tokens=[np.nan, 300.0],
+              escalated_share=1.0, escalated_extra_ms=0.0, output_mean_tokens=[100.0, 200.0])
+    assert dep.arrival_rate_per_s.tolist() == [0.0, 0.0] and dep.escalated_share.tolist() == [1.0, 1.0]
+    assert np.isnan(dep.output_p95_tokens[0]) and dep.output_p95_tokens[1] == 300.0
+    assert dep.output_mean_tokens.tolist() == [100.0, 200.0]
