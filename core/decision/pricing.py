@@ -120,6 +120,7 @@ class Pricer(Sizer):
         # the same moves from the same base: (base, {assignment bytes: (terms, requests)}).
         self._terms_memo: tuple[PlanCost | None, dict[bytes, tuple]] = (None, {})
         self._base_order: tuple[PlanCost | None, list[int]] = (None, [])  # _positions: a base's sorted positions
+        self._base_extra: tuple[PlanCost | None, dict] = (None, {})  # _terms: a base's escalated-in rows per column
 
     def _groups(self, col: np.ndarray) -> dict[int, np.ndarray]:
         """Rows per owned plan column (ascending row order), from one stable sort instead of a mask per column."""
@@ -165,6 +166,7 @@ class Pricer(Sizer):
         fb = inp.fallback_route
         if base is None or base.parts is None or slo_override is not None:
             row_api, f, esc_owned = self._row_terms(assign, self._rows)
+            same_offline = False
             has = assign >= 0
             prim_groups = self._groups(np.where(has, assign, -1))
             extra_groups = self._groups(np.where(esc_owned, fb, -1)) if esc_owned.any() else {}
@@ -177,21 +179,38 @@ class Pricer(Sizer):
             row_api[changed], f[changed], esc_owned[changed] = self._row_terms(assign, changed)
             if changed.size == 1:  # a single move (most pricings): the same set from scalars
                 i = int(changed[0])
+                same_offline = not self._offline[i]
                 touched = {int(base.assignment[i]), int(assign[i])}
-                if base.esc_owned[i] or esc_owned[i]:
+                same_escalations = not (base.esc_owned[i] or esc_owned[i])
+                if not same_escalations:
                     touched.add(int(fb[i]))
             else:
+                same_escalations = False
+                same_offline = not self._offline[changed].any()
                 old_fb = changed[base.esc_owned[changed]]
                 new_fb = changed[esc_owned[changed]]
                 touched = set(base.assignment[changed].tolist()) | set(assign[changed].tolist()) \
                     | set(fb[old_fb].tolist()) | set(fb[new_fb].tolist())
             # .nonzero() of the 1-D mask: np.flatnonzero's ravel and wrapper cost more than the mask of a few rows.
             prim_groups = {c: (assign == c).nonzero()[0] for c in touched if c >= 0}
-            if esc_owned.any():
+            if same_escalations:
+                # The moved row escalates onto no owned column, before or after: each column's escalated-in
+                # rows are the base's, found once per base (a search prices hundreds of moves from one plan).
+                held, extra = self._base_extra
+                if held is not base:
+                    extra = {}
+                    self._base_extra = (base, extra)
+                for c in touched:
+                    if c >= 0 and c not in extra:
+                        extra[c] = (esc_owned & (fb == c)).nonzero()[0] if esc_owned.any() else _NO_ROWS
+                extra_groups = {c: extra[c] for c in touched if c >= 0}
+            elif esc_owned.any():
                 extra_groups = {c: (esc_owned & (fb == c)).nonzero()[0] for c in touched if c >= 0}
             else:  # nothing escalates onto an owned column (most plans): what the masks give, without them
                 extra_groups = {c: _NO_ROWS for c in touched if c >= 0}
-        return row_api, f, esc_owned, touched, prim_groups, extra_groups
+        # Whether only interactive rows moved: every column's offline work (its own rows, the escalations onto it)
+        # is then base's, and so are its offline GPU-hours and GPUs needed at once (_price_column's offline part).
+        return row_api, f, esc_owned, touched, prim_groups, extra_groups, same_offline
 
     def _requests(self, touched, prim_groups, extra_groups, f, slo_override) -> list[tuple]:
         """The deployment sizings pricing these columns asks for (prefetch's requests)."""
@@ -229,7 +248,7 @@ class Pricer(Sizer):
         for assign in assigns:
             assign = np.asarray(assign)
             terms = self._terms(assign, base, None)
-            _, f, _, touched, prim_groups, extra_groups = terms
+            _, f, _, touched, prim_groups, extra_groups, _ = terms
             mine = self._requests(touched, prim_groups, extra_groups, f, None)
             reqs += mine
             if base is not None:
@@ -256,7 +275,7 @@ class Pricer(Sizer):
             self.prefetch(requests)
         else:  # prefetch_plans made this move's requests and prefetched them with its batch's
             terms, requests = known
-        row_api, f, esc_owned, touched, prim_groups, extra_groups = terms
+        row_api, f, esc_owned, touched, prim_groups, extra_groups, same_offline = terms
         # Each column priced below was asked for in `requests` (_requests visits every touched one): absent, it
         # has no interactive work (request None).
         asked = {req[0]: req for req in requests}
@@ -276,7 +295,10 @@ class Pricer(Sizer):
             if touched is not None and r not in touched:
                 part = base.parts.get(pos) if base is not None and base.parts is not None else None
             else:
-                part = self._price_column(pos, route, prim_groups.get(r), extra_groups.get(r), f, asked.get(pos))
+                held = base.parts.get(pos) if same_offline and base is not None and base.parts is not None else None
+                part = self._price_column(pos, route, prim_groups.get(r), extra_groups.get(r), f, asked.get(pos),
+                                          None if held is None or (held[0] is not None and not held[0].feasible)
+                                          else held[1:3])
             if part is None:
                 continue
             d, off_hours, off_min, lic = part
@@ -341,10 +363,12 @@ class Pricer(Sizer):
         return pos, inter_rows, shares, slo, p_int.size
 
     def _price_column(self, pos: int, route: OwnedRoute, prim: np.ndarray | None, extra: np.ndarray | None,
-                      f: np.ndarray, req: tuple | None) -> tuple | None:
+                      f: np.ndarray, req: tuple | None, offline: tuple[float, float] | None = None) -> tuple | None:
         """One owned column's part of the bill: (its interactive deployment or None, offline GPU-hours a day,
         offline GPUs needed at once, licence $/month); None when nothing runs there. req: the column's sizing
-        request (_column_request: None where no interactive work runs there), made once by the caller."""
+        request (_column_request: None where no interactive work runs there), made once by the caller.
+        offline: the column's offline GPU-hours a day and GPUs needed at once where they are known (the base
+        plan's, when only interactive rows moved)."""
         inp = self.inp
         if prim is None and extra is None:
             return None
@@ -355,6 +379,10 @@ class Pricer(Sizer):
             if not d.feasible:
                 return d, 0.0, 0.0, 0.0
             d_gpus = d.gpus
+        if offline is not None:
+            off_hours, off_min = offline
+            lic = route.licence_usd_per_gpu_month * (d_gpus + np.ceil(off_hours / 24.0 - 1e-9))
+            return d, off_hours, off_min, lic
         p_off = prim[self._offline[prim]] if prim is not None else _NO_ROWS
         e_off = extra[self._offline[extra]] if extra is not None and extra.size else _NO_ROWS
         er = route.route_index
