@@ -121,6 +121,7 @@ class Pricer(Sizer):
         self._terms_memo: tuple[PlanCost | None, dict[bytes, tuple]] = (None, {})
         self._base_order: tuple[PlanCost | None, list[int]] = (None, [])  # _positions: a base's sorted positions
         self._base_extra: tuple[PlanCost | None, dict] = (None, {})  # _terms: a base's escalated-in rows per column
+        self._base_sums: tuple[PlanCost | None, list[int], tuple] = (None, [], ())  # price: a base's running sums
 
     def _groups(self, col: np.ndarray) -> dict[int, np.ndarray]:
         """Rows per owned plan column (ascending row order), from one stable sort instead of a mask per column."""
@@ -222,6 +223,37 @@ class Pricer(Sizer):
                 out.append(req)
         return out
 
+    def _base_prefix(self, base: PlanCost, positions, touched: set[int]) -> tuple[int, tuple]:
+        """Where pricing a move from base may start (price()): the index in `positions` of the first touched
+        position, and base's running sums before it with its parts and replicas so far; 0 where `positions`
+        are not base's own order (a move onto a column base does not run) or the first is touched."""
+        held, order, sums = self._base_sums
+        if held is not base:
+            order = self._base_order[1] if self._base_order[0] is base else sorted(base.parts or {})
+            items = [(p, base.parts[p]) for p in order] if base.parts is not None else []
+            sums = [], items, [], {p: k for k, p in enumerate(order)}
+            busy, licence, off_hours, off_min, lat_sum, lat_w = np.zeros(24), 0.0, 0.0, 0.0, 0.0, 0.0
+            for _, (d, h, m, lic) in items:  # price()'s loop over a feasible plan's parts, recorded before each
+                sums[0].append((busy.copy(), licence, off_hours, off_min, lat_sum, lat_w, len(sums[2])))
+                if d is not None:
+                    sums[2].append((d.gpus_per_replica, d.replicas))
+                    busy += d.busy
+                    lat_sum += d.lat_sum
+                    lat_w += d.lat_w
+                off_hours += h
+                if m > off_min:
+                    off_min = m
+                licence += lic
+            sums[0].append((busy.copy(), licence, off_hours, off_min, lat_sum, lat_w, len(sums[2])))
+            self._base_sums = (base, order, sums)
+        if positions is not order:
+            return 0, ()
+        index = sums[3]
+        first = min((index[self._owned_pos[r]] for r in touched if r in self._owned_pos), default=len(order))
+        if first == 0:
+            return 0, ()
+        return first, (sums[0][first], sums[1], sums[2])
+
     def _positions(self, touched: set[int] | None, base: PlanCost | None = None) -> list[int] | range:
         """Owned positions to visit, ascending: all (touched None), else the touched ones and those running in
         base (the only ones with a part: a position with none adds nothing, so sums keep their order)."""
@@ -289,7 +321,19 @@ class Pricer(Sizer):
         offline_hours = 0.0
         offline_min = 0.0
         lat_sum, lat_w = 0.0, 0.0
-        for pos in self._positions(touched, base):
+        positions = self._positions(touched, base)
+        if touched is not None and base is not None and base.parts is not None and positions:
+            # The positions before the first touched one are base's own, in base's order: their sums are base's
+            # running sums there (the same additions in the same order), taken instead of added again.
+            k0, prefix = self._base_prefix(base, positions, touched)
+            if k0:
+                (acc, licence, offline_hours, offline_min, lat_sum, lat_w, n_gpus), items, gpus = prefix
+                busy = acc.copy()
+                parts = dict(items[:k0])
+                sizes = {p: part[0] for p, part in items[:k0] if part[0] is not None}
+                interactive_gpus = gpus[:n_gpus]
+                positions = positions[k0:]
+        for pos in positions:
             route = inp.owned[pos]
             r = route.index
             if touched is not None and r not in touched:
