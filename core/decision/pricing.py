@@ -131,22 +131,27 @@ class Pricer(Sizer):
         hi = np.searchsorted(ordered, self._owned_cols, side="right")
         return {int(c): order[a:b] for c, a, b in zip(self._owned_cols, lo, hi, strict=True) if b > a}
 
+    def _row_terms_one(self, assign: np.ndarray, i: int) -> tuple[float, float, bool]:
+        """_row_terms of one row as scalars: the same float operations (math.isfinite gives np.isfinite's answer
+        on a float without a ufunc call)."""
+        inp = self.inp
+        ai = int(assign[i])
+        on = ai >= 0
+        er1 = int(inp.col_route[ai if on else 0])
+        api = inp.api_monthly_r[i, er1]
+        f1 = inp.fallback_share_r[i, er1] if on else 0.0
+        esc1 = on and f1 > 0 and inp.fallback_route[i] >= 0
+        fbo = bool(self._fb_owned[i])
+        api1 = (api if on and math.isfinite(api) else 0.0) + (f1 * inp.fallback_api_monthly[i] if esc1 and not fbo else 0.0)
+        return api1, f1, bool(esc1 and fbo)
+
     def _row_terms(self, assign: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per row: API spend (its API, or its escalations paid per request), the escalated share and
         whether its escalations load an owned fallback column."""
         inp = self.inp
         if rows.size == 1:  # a single move's row (most calls): the same float operations on scalars
-            i = int(rows[0])
-            ai = int(assign[i])
-            on = ai >= 0
-            er1 = int(inp.col_route[ai if on else 0])
-            api = inp.api_monthly_r[i, er1]
-            f1 = inp.fallback_share_r[i, er1] if on else 0.0
-            esc1 = on and f1 > 0 and inp.fallback_route[i] >= 0
-            fbo = bool(self._fb_owned[i])
-            api1 = (api if on and np.isfinite(api) else 0.0) \
-                + (f1 * inp.fallback_api_monthly[i] if esc1 and not fbo else 0.0)
-            return np.array([api1], dtype=float), np.array([f1], dtype=float), np.array([esc1 and fbo])
+            api1, f1, esc1 = self._row_terms_one(assign, int(rows[0]))
+            return np.array([api1], dtype=float), np.array([f1], dtype=float), np.array([esc1])
         a = assign[rows]
         has = a >= 0
         safe = np.where(has, a, 0)
@@ -177,15 +182,16 @@ class Pricer(Sizer):
             # A plan with parts has its per-row terms too (price() sets all four or none).
             assert base.row_api is not None and base.esc_share is not None and base.esc_owned is not None
             row_api, f, esc_owned = base.row_api.copy(), base.esc_share.copy(), base.esc_owned.copy()
-            row_api[changed], f[changed], esc_owned[changed] = self._row_terms(assign, changed)
-            if changed.size == 1:  # a single move (most pricings): the same set from scalars
+            if changed.size == 1:  # a single move (most pricings): its terms and the touched set from scalars
                 i = int(changed[0])
+                row_api[i], f[i], esc_owned[i] = self._row_terms_one(assign, i)
                 same_offline = not self._offline[i]
                 touched = {int(base.assignment[i]), int(assign[i])}
                 same_escalations = not (base.esc_owned[i] or esc_owned[i])
                 if not same_escalations:
                     touched.add(int(fb[i]))
             else:
+                row_api[changed], f[changed], esc_owned[changed] = self._row_terms(assign, changed)
                 same_escalations = False
                 same_offline = not _ANY(self._offline[changed])
                 old_fb = changed[base.esc_owned[changed]]
