@@ -969,3 +969,43 @@ def test_the_search_keys_round_as_round_does(x: float, digits: int, half: bool) 
     for v in (np.float64(np.inf), np.float64(-np.inf), float("inf")):
         assert _round(v, digits) == v
     assert np.isnan(_round(np.float64(np.nan), digits))
+
+
+def test_rows_settled_on_a_plan_are_not_priced_again_and_the_search_path_is_the_same(catalog, bank, monkeypatch):
+    """A row whose every single move was priced from one plan (under one focus) and refused is skipped when the
+    search meets that plan again (Planner._settled): pricing is a function of the plan and the move, so the
+    search takes the same moves and ends on the same plan as when every row is priced again, with fewer
+    pricings. Three copies of the bank at different traffic (21 rows), one owned node."""
+    w = pd.concat([bank.assign(workload_id=bank["workload_id"] + f"-{k}",
+                               requests_per_day=bank["requests_per_day"] * (0.5 + k)) for k in range(3)],
+                  ignore_index=True)
+    from core.decision import search
+
+    def run(skip: bool):
+        priced, taken = [0], []
+        better, single = search.Planner._better, search.Planner._single_moves
+
+        def counted(self, best, rows, target):
+            priced[0] += 1
+            out = better(self, best, rows, target)
+            if out is not None:
+                taken.append((rows.tolist(), np.asarray(target).tolist(), out.key))
+            return out
+
+        def forgetful(self, best, focus, exhaustive=False):
+            self._settled = (None, None, set())  # nothing settled: every row priced again
+            return single(self, best, focus, exhaustive)
+
+        with monkeypatch.context() as m:
+            m.setattr(search.Planner, "_better", counted)
+            if not skip:
+                m.setattr(search.Planner, "_single_moves", forgetful)
+            ev = evaluate(catalog, w, Scenario(fleet_nodes=1))
+        return ev, priced[0], taken
+
+    ev, priced, taken = run(skip=True)
+    ev_all, priced_all, taken_all = run(skip=False)
+    assert taken == taken_all  # the same moves, in the same order
+    assert np.array_equal(ev.plan.assignment, ev_all.plan.assignment) and ev.plan.key == ev_all.plan.key
+    assert ev.fleet.total_monthly_usd == ev_all.fleet.total_monthly_usd
+    assert priced < priced_all

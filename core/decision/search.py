@@ -47,6 +47,8 @@ class Planner(Pricer):
         self._evict_budget = self.settings.evict_pricings
         self._alone: np.ndarray | None = None  # standalone_cost(), for the budgeted single moves' order
         self._rank: np.ndarray | None = None  # each row's place in the order the search visits rows (_search_rank)
+        # _single_moves: a plan, the focus its moves were tried under, and the rows none of whose moves from it won.
+        self._settled: tuple[PlanCost | None, np.ndarray | None, set[int]] = (None, None, set())
         # Plan column -> (engine route, GPUs per replica) of owned columns, and the top tier of each.
         self._col_group = {o.index: (o.route_index, o.tp_options[0]) for o in inp.owned}
         top: dict[tuple[int, int], OwnedRoute] = {}
@@ -609,6 +611,13 @@ class Planner(Pricer):
             return self._budgeted_moves(best, focus)
         gained = False
         for i in np.argsort(self._search_rank()).tolist():
+            # A row whose every move was priced from this same plan (and focus) and none taken: pricing is a
+            # function of the plan and the move, so they would be refused again (the pass after a pass's last
+            # taken move re-tried every row after it: ~a third of the single moves at 300 workloads).
+            held, held_focus, done = self._settled
+            if held is best and held_focus is focus and i in done:
+                continue
+            moved = False
             own = self._col_group.get(int(best.assignment[i]))
 
             def tried(r, best, own=own, i=i):
@@ -633,9 +642,14 @@ class Planner(Pricer):
                     # Another pass only after a gain in the bill or GPU-hours (small inventories: any gain): on
                     # 300 generated workloads the last two of six passes moved members for latency alone.
                     gained |= self.settings.full_move_rows >= W or cand.key[:2] < best.key[:2]
-                    best = cand
+                    best, moved = cand, True
                     ok[k + 1:] = [tried(t, best) for t in targets[k + 1:]]
                     self._speculate(best, [(i, t) for t, yes in zip(targets[k + 1:], ok[k + 1:], strict=True) if yes])
+            if not moved:  # every move of row i priced from best, none taken
+                if held is best and held_focus is focus:
+                    done.add(i)
+                else:
+                    self._settled = (best, focus, {i})
         return best, gained
 
     def _tried(self, i: int, r: int, best: PlanCost, focus: np.ndarray | None) -> bool:
