@@ -109,13 +109,20 @@ def _enabled_writes(page, url: str, path: str) -> list[str]:
     page.goto(f"{url}/{path}")
     wait_until_idle(page)
     _no_exception(page)
+    # Every button's label and state in one snapshot of the page: asked one locator at a time, a rerun that
+    # re-renders the page between the two questions (a page whose analysis lands after its headline) paired one
+    # button's label with another's state (a loaded machine saw a viewer's "Save licence fee" as enabled).
+    # (Disabled as Playwright's is_enabled reads it: the element's own disabled, or aria-disabled on it or above.)
     main_area = page.locator('[data-testid="stMain"]')
+    snapshot = main_area.evaluate(
+        """main => Array.from(main.querySelectorAll('button, [role="button"]')).map(b => [
+            b.innerText.trim(), !(b.disabled || b.closest('[aria-disabled="true"]') !== null)])""")
     out = []
-    for b in main_area.get_by_role("button").all():
-        label = b.inner_text().strip().splitlines()[-1].strip() if b.inner_text().strip() else ""
-        if WRITES.search(label) and b.is_enabled():
+    for text, enabled in snapshot:
+        label = text.splitlines()[-1].strip() if text else ""
+        if WRITES.search(label) and enabled:
             out.append(label)
-    # A file uploader is a write path too (an import's first step).
+    # A file uploader is a write path too (an import's first step); one kind of element, nothing to pair.
     for u in main_area.locator('[data-testid="stFileUploaderDropzoneInput"]').all():
         if u.is_enabled():
             out.append("file upload")
