@@ -370,10 +370,10 @@ class Pricer(Sizer):
         nodes_i = pack_nodes(interactive_gpus, gpn)
         capacity = max(inp.owned_nodes, nodes_i) * gpn
         leftover = self._leftover(busy, capacity, offline_hours)
-        extra_nodes = int(np.ceil(leftover / (gpn * 24.0) - 1e-9)) if leftover > 1e-9 else 0
+        extra_nodes = math.ceil(leftover / (gpn * 24.0) - 1e-9) if leftover > 1e-9 else 0  # math: a float's ceil
         if extra_nodes:
             capacity = (max(inp.owned_nodes, nodes_i) + extra_nodes) * gpn
-        needed = max(nodes_i + extra_nodes, int(np.ceil(offline_min / gpn - 1e-9)))
+        needed = max(nodes_i + extra_nodes, math.ceil(offline_min / gpn - 1e-9))
         owned_usd = inp.owned_nodes * inp.full_usd_per_node_hour * HOURS_PER_MONTH
         bill = (max(inp.owned_nodes, needed) * inp.full_usd_per_node_hour * HOURS_PER_MONTH
                 + api_monthly + licence)
@@ -466,11 +466,12 @@ def _ones(n: int) -> np.ndarray:
 
 def pack_nodes(replicas: list[tuple[int, int]], gpus_per_node: int) -> int:
     """Whole nodes holding every replica: first-fit decreasing (exact when replica sizes divide the node)."""
-    sizes = sorted(((g, n) for g, n in replicas if n > 0), reverse=True)
+    sizes = [(g, n) for g, n in replicas if n > 0]
     if not sizes:
         return 0
-    if all(gpus_per_node % g == 0 for g, _ in sizes):
-        return int(np.ceil(sum(g * n for g, n in sizes) / gpus_per_node - 1e-9))
+    if all(gpus_per_node % g == 0 for g, _ in sizes):  # whole GPUs per node: their count, in any order
+        return math.ceil(sum(g * n for g, n in sizes) / gpus_per_node - 1e-9)
+    sizes.sort(reverse=True)
     free: list[int] = []
     for g, n in sizes:
         for _ in range(int(n)):
