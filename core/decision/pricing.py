@@ -17,7 +17,7 @@ import numpy as np
 
 from core.decision.economics import HOURS_PER_MONTH
 from core.decision.settings import SearchSettings
-from core.decision.sizing import DeploymentSize, OwnedRoute, PlanInputs, Sizer
+from core.decision.sizing import _ANY, _SUM, DeploymentSize, OwnedRoute, PlanInputs, Sizer
 
 _NO_ROWS = np.zeros(0, dtype=np.intp)  # no rows (shared: read-only)
 _NO_ROWS.flags.writeable = False
@@ -412,6 +412,24 @@ class Pricer(Sizer):
             slo[inter_rows == slo_override[0]] = slo_override[1]
         return pos, inter_rows, shares, slo, p_int.size
 
+    def _offline_part(self, route: OwnedRoute, prim: np.ndarray | None, extra: np.ndarray | None,
+                      f: np.ndarray) -> tuple[float, float]:
+        """A column's offline GPU-hours a day and offline GPUs needed at once (its own offline rows and the
+        offline rows escalating onto it)."""
+        inp = self.inp
+        p_off = prim[self._offline[prim]] if prim is not None else _NO_ROWS
+        e_off = extra[self._offline[extra]] if extra is not None and extra.size else _NO_ROWS
+        if not (p_off.size or e_off.size):  # an interactive pool alone (most columns): the sums of nothing
+            return 0.0, 0.0
+        er = route.route_index
+        # np.nansum / np.nanmax's own steps (NaN to 0, sum; NaN ignored, max with 0), without their wrappers.
+        own = inp.gpu_hours_day_r[p_off, er]
+        esc = inp.gpu_hours_day_r[e_off, er] * f[e_off]
+        own[np.isnan(own)] = 0.0
+        esc[np.isnan(esc)] = 0.0
+        off_min = float(np.fmax.reduce(inp.offline_min_gpus_r[p_off, er], initial=0.0))
+        return float(_SUM(own)) + float(_SUM(esc)), off_min
+
     def _price_column(self, pos: int, route: OwnedRoute, prim: np.ndarray | None, extra: np.ndarray | None,
                       f: np.ndarray, req: tuple | None, offline: tuple[float, float] | None = None) -> tuple | None:
         """One owned column's part of the bill: (its interactive deployment or None, offline GPU-hours a day,
@@ -419,7 +437,6 @@ class Pricer(Sizer):
         request (_column_request: None where no interactive work runs there), made once by the caller.
         offline: the column's offline GPU-hours a day and GPUs needed at once where they are known (the base
         plan's, when only interactive rows moved)."""
-        inp = self.inp
         if prim is None and extra is None:
             return None
         d = None
@@ -429,31 +446,10 @@ class Pricer(Sizer):
             if not d.feasible:
                 return d, 0.0, 0.0, 0.0
             d_gpus = d.gpus
-        if offline is not None:
-            off_hours, off_min = offline
-            lic = route.licence_usd_per_gpu_month * (d_gpus + np.ceil(off_hours / 24.0 - 1e-9))
-            return d, off_hours, off_min, lic
-        p_off = prim[self._offline[prim]] if prim is not None else _NO_ROWS
-        e_off = extra[self._offline[extra]] if extra is not None and extra.size else _NO_ROWS
-        er = route.route_index
-        if p_off.size or e_off.size:
-            # np.nansum / np.nanmax's own steps (NaN to 0, sum; NaN ignored, max with 0), without their wrappers.
-            own = inp.gpu_hours_day_r[p_off, er]
-            esc = inp.gpu_hours_day_r[e_off, er] * f[e_off]
-            own[np.isnan(own)] = 0.0
-            esc[np.isnan(esc)] = 0.0
-            off_hours = float(_SUM(own)) + float(_SUM(esc))
-            off_min = float(np.fmax.reduce(inp.offline_min_gpus_r[p_off, er], initial=0.0))
-        else:  # an interactive pool alone (most columns): what the sums of nothing give
-            off_hours, off_min = 0.0, 0.0
+        off_hours, off_min = offline if offline is not None else self._offline_part(route, prim, extra, f)
         lic = route.licence_usd_per_gpu_month * (d_gpus + np.ceil(off_hours / 24.0 - 1e-9))
         return d, off_hours, off_min, lic
 
-
-# The reductions the array methods .sum() and .any() call, without their Python wrapper (~1 us a call; the search
-# prices ~100,000 moves at 300 workloads): the same values.
-_SUM = np.add.reduce
-_ANY = np.logical_or.reduce
 
 _ONES = np.ones(4096)
 _ONES.flags.writeable = False

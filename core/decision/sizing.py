@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -495,12 +495,9 @@ class Sizer:
         free = m.pre[0] + m.lam[0] * st.join_ms + st.ms_per_token * m.n[0]
         waited = m.pre[0] + m.lam[0] * st.full_join_ms + st.waited_ms_per_token * m.n[0] \
             + m.lam[0] / np.where(theta > 0, theta, np.inf)
-        esc_ms = float(_SUM(lam * esc_share * esc_extra))
-        if _ANY(np.isinf(free)) or _ANY(np.isinf(waited)):
-            with np.errstate(invalid="ignore"):
-                lat = (1.0 - st.p_wait) * free + st.p_wait * waited + esc_ms
-        else:
-            lat = (1.0 - st.p_wait) * free + st.p_wait * waited + esc_ms
+        infinite = _ANY(np.isinf(free)) or _ANY(np.isinf(waited))
+        with np.errstate(invalid="ignore") if infinite else nullcontext():
+            lat = (1.0 - st.p_wait) * free + st.p_wait * waited + float(_SUM(lam * esc_share * esc_extra))
         gpus = np.where(ok, reps * g, np.inf)
         # np.nan_to_num(lat, nan=np.inf)'s values (infinities to the largest float, then NaN to inf) in two calls.
         best = int(np.lexsort((np.where(np.isnan(lat), np.inf, np.clip(lat, -_FMAX, _FMAX)), gpus))[0])
