@@ -162,6 +162,108 @@ def hangover_curve(store, m: GridModel, gpu_name: str, g: int, n_in: int, n_out:
                              n_in, n_out, store.benchmarks())
 
 
+def _gemm_split(peer, r: dict, m: GridModel, backend: str) -> tuple[float, float, float]:
+    """(TPOT, decode-only step, its dense GEMMs) in ms from the peer's per-operation breakdown of one point."""
+    import contextlib
+    import io
+    import warnings
+
+    g = int(r["gpus_per_replica"])
+    moe: dict[str, int] = {}
+    if m.moe:
+        moe = {"moe_tp_size": 1, "moe_ep_size": g} if r["moe_parallel"] == "moe_ep" else {"moe_tp_size": g, "moe_ep_size": 1}
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), peer_mod._quiet_logs(), \
+            peer_mod._quiet_fd2():
+        warnings.simplefilter("ignore")
+        x = peer._api.cli_estimate(peer._model(m.model_path), peer_mod.SYSTEMS[r["gpu"]], mode="agg",
+                                   backend_name=backend, isl=int(r["input_tokens"]), osl=int(r["output_tokens"]),
+                                   batch_size=int(r["concurrency"]), tp_size=g, **moe, **dict(m.quant))
+    step = x.per_ops_data["genonly_step"]
+    # The weight GEMMs (QKV, output projection, MLP); the router and logits GEMMs are BF16 on every engine.
+    gemm = sum(v for k, v in step.items() if k.endswith("_gemm") and "router" not in k and "logits" not in k)
+    return float(x.tpot), float(x.per_ops_data["scheduling"]["genonly_step_latency_ms"]), float(gemm)
+
+
+def gemm_swapped(peer, rows: list[dict], models: list[GridModel]) -> None:
+    """For vLLM rows, the peer's per-stream tok/s with its vLLM dense-GEMM times replaced by its TensorRT-LLM
+    ones for the same shapes (``aic_trt_gemm_tok_s``): its vLLM FP8 block-scaled GEMM table holds ~60-90 us a
+    call whatever the shape (docs/performance-model.md), which this isolates. Cached beside the peer's answers."""
+    import json
+
+    by_label = {m.label: m for m in models}
+    path = (peer_mod.cache_path() or Path("/nonexistent")).with_name("gemm-swap.json")
+    cache: dict[str, list[float]] = {}
+    if path.is_file():
+        cache = json.loads(path.read_text())
+    for r in rows:
+        if r["backend"] != "vllm" or r["note"]:
+            continue
+        m = by_label[r["model"]]
+        split = {}
+        for backend in ("vllm", "trtllm"):
+            key = "|".join(str(r[k]) for k in ("model", "gpu", "gpus_per_replica", "input_tokens", "output_tokens",
+                                               "concurrency", "moe_parallel")) + f"|{backend}|{peer.version}"
+            if key not in cache:
+                try:
+                    cache[key] = list(_gemm_split(peer, r, m, backend))
+                except Exception:  # the peer refuses one side (memory): no swapped figure for the row
+                    cache[key] = []
+            split[backend] = cache[key]
+        if split["vllm"] and split["trtllm"]:
+            tpot, step, gemm = split["vllm"]
+            # Under load TPOT mixes decode-only and prefill steps: scale it by the decode step's change.
+            swapped = tpot * (step - gemm + split["trtllm"][2]) / step
+            r["aic_trt_gemm_tok_s"] = 1000.0 / swapped
+    if peer_mod.cache_path() is not None:
+        path.write_text(json.dumps(cache))
+
+
+def gemm_table(system: str = "h100_sxm") -> list[str]:
+    """The peer's measured FP8 dense-GEMM times (us) for a few weight shapes and token counts, by engine and kernel
+    family, beside the time to read the weights at the datasheet bandwidth (H100 SXM: 3.35 TB/s)."""
+    from importlib import resources
+
+    import pandas as pd
+
+    base = resources.files("aiconfigurator_core") / "systems" / "data" / system / "gemm"
+    tables = {"vllm": "vllm/0.24.0", "trtllm": "trtllm/1.3.0rc20", "sglang": "sglang/0.5.14"}
+    frames = {k: pd.read_parquet(str(base / v / "gemm_perf.parquet")) for k, v in tables.items()}
+    cols = [("vllm", "fp8_block"), ("vllm", "fp8"), ("trtllm", "fp8_block"), ("sglang", "fp8_block")]
+    lines = [f"{'n x k':>12} {'m':>4} " + " ".join(f"{e + ' ' + d:>17}" for e, d in cols) + f" {'weights at HBM':>15}"]
+    for n, k in ((5120, 2048), (10240, 8192), (8192, 8192)):
+        for m in (1, 8, 64):
+            cells = []
+            for e, d in cols:
+                f = frames[e]
+                hit = f[(f.gemm_dtype == d) & (f.n == n) & (f.k == k) & (f.m == m)].latency
+                cells.append(f"{hit.min() * 1e3:>17.1f}" if len(hit) else f"{'-':>17}")
+            lines.append(f"{n:>6}x{k:<5} {m:>4} " + " ".join(cells) + f" {n * k / 3.35e12 * 1e6:>15.1f}")
+    # One layer's weight GEMMs (QKV, output, gate and up, down) of three models: the share of HBM bandwidth the
+    # weights stream at (bytes / the GEMMs' summed time), by precision: the roofline streams every precision at
+    # one share (Efficiency.mem).
+    layers = {"Llama-3.1-8B / Qwen3-8B": ((6144, 4096), (4096, 4096), (12288, 4096), (12288, 4096), (4096, 12288)),
+              "Llama-3.1-70B on 4 GPUs": ((2560, 8192), (8192, 2048), (7168, 8192), (7168, 8192), (8192, 7168)),
+              "Qwen3-30B-A3B attention": ((5120, 2048), (2048, 4096))}
+    kinds = ("bfloat16", "fp8", "fp8_block")
+    lines += ["", "share of HBM bandwidth one layer's weight GEMMs reach (bytes / summed time):",
+              f"{'layer':<24} {'engine':<7} {'m':>3} " + " ".join(f"{k:>9}" for k in kinds)]
+    for name, shapes in layers.items():
+        for e in ("trtllm", "sglang", "vllm"):
+            best = frames[e].groupby(["gemm_dtype", "n", "k", "m"]).latency.min()
+            for m in (1, 16, 64):
+                cells = []
+                for kind in kinds:
+                    try:
+                        ms = sum(best[(kind, n, k, m)] for n, k in shapes)
+                    except KeyError:
+                        cells.append(f"{'-':>9}")
+                        continue
+                    nbytes = sum(n * k * (2 if kind == "bfloat16" else 1) for n, k in shapes)
+                    cells.append(f"{nbytes / (ms * 1e-3) / 3.35e12:>9.0%}")
+                lines.append(f"{name:<24} {e:<7} {m:>3} " + " ".join(cells))
+    return lines
+
+
 def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 else float("nan")
 
@@ -202,7 +304,9 @@ def compare_rows(peer_side: list[dict], models: list[GridModel]) -> list[dict]:
                         "h_total_tok_s": float(h.output_tokens_per_s_total), "h_fits": bool(h.fits),
                         "r_per_stream": _ratio(h.output_tokens_per_s_per_stream, r["per_stream_tok_s"]),
                         "r_ttft": _ratio(h.ttft_ms, r["ttft_ms"]),
-                        "r_total": _ratio(h.output_tokens_per_s_total, r["total_tok_s"])})
+                        "r_total": _ratio(h.output_tokens_per_s_total, r["total_tok_s"]),
+                        "r_swap": _ratio(h.output_tokens_per_s_per_stream,
+                                         r.get("aic_trt_gemm_tok_s", r["per_stream_tok_s"]))})
     return out
 
 
@@ -213,9 +317,10 @@ def _worst(ratios: list[float]) -> float:
     return max(ratios, key=lambda x: abs(math.log(x)))
 
 
-def summary(rows: list[dict], band=(0.75, 1.33), same_layout: bool = False) -> list[str]:
+def summary(rows: list[dict], band=(0.75, 1.33), same_layout: bool = False, per_stream: str = "r_per_stream") -> list[str]:
     """Per family (and over all): median and worst ratio of per-stream tok/s, TTFT, total tok/s; share in band.
-    same_layout: MoE rows only where the peer's layout is the one hangover models for that engine and g."""
+    same_layout: MoE rows only where the peer's layout is the one hangover models for that engine and g;
+    per_stream: the per-stream ratio to summarise (r_swap: against the peer with TensorRT-LLM's GEMM times)."""
     rows = [r for r in rows if r.get("same_layout", True)] if same_layout else rows
     lines = [f"{'family':<16} {'points':>6} {'per-stream med':>14} {'worst':>6} {'in band':>8} "
              f"{'TTFT med':>9} {'worst':>6} {'total med':>9} {'worst':>6}"]
@@ -224,7 +329,7 @@ def summary(rows: list[dict], band=(0.75, 1.33), same_layout: bool = False) -> l
         sel = [r for r in rows if (fam == "all" or r["family"] == fam) and r["h_fits"] and not r["note"]]
         if not sel:
             continue
-        ps, tt, tot = ([r[k] for r in sel] for k in ("r_per_stream", "r_ttft", "r_total"))
+        ps, tt, tot = ([r[k] for r in sel] for k in (per_stream, "r_ttft", "r_total"))
         inband = sum(band[0] <= x <= band[1] for x in ps) / len(ps)
         lines.append(f"{fam:<16} {len(sel):>6} {statistics.median(ps):>14.2f} {_worst(ps):>6.2f} {inband:>8.0%} "
                      f"{statistics.median(tt):>9.2f} {_worst(tt):>6.2f} {statistics.median(tot):>9.2f} "
@@ -232,12 +337,14 @@ def summary(rows: list[dict], band=(0.75, 1.33), same_layout: bool = False) -> l
     return lines
 
 
-def compare(rows: list[dict], missed: list[str], models: list[GridModel], args) -> int:
+def compare(rows: list[dict], missed: list[str], models: list[GridModel], args, peer=None) -> int:
     """Print the rows (with --rows), the per-family summary, and what the peer could not cover."""
+    if args.gemm_swap:
+        gemm_swapped(peer, rows, models)
     both = compare_rows(rows, models)
     if args.csv:
         cols = PEER_COLUMNS + ["family", "same_layout", "h_per_stream_tok_s", "h_ttft_ms", "h_total_tok_s", "h_fits",
-                               "r_per_stream", "r_ttft", "r_total"]
+                               "r_per_stream", "r_ttft", "r_total"] + (["aic_trt_gemm_tok_s", "r_swap"] if args.gemm_swap else [])
         write_csv(args.csv, both, cols)
     if not args.summary:
         print(f"{'model':<22} {'gpu':<9} {'g':>2} {'backend':<7} {'in/out':>9} {'conc':>4} {'par':<6} "
@@ -261,6 +368,11 @@ def compare(rows: list[dict], missed: list[str], models: list[GridModel], args) 
           ">= 64 experts, else sliced):")
     for line in summary(both, same_layout=True):
         print(line)
+    if args.gemm_swap:
+        print("the same, vLLM rows against AIConfigurator with its vLLM dense-GEMM times replaced by its TensorRT-LLM "
+              "ones for the same shapes:")
+        for line in summary(both, same_layout=True, per_stream="r_swap"):
+            print(line)
     if missed:
         print("not covered by AIConfigurator:")
         for line in missed:
@@ -279,12 +391,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--peer-only", action="store_true", help="only AIConfigurator's figures (needs --csv)")
     ap.add_argument("--csv", help="write every row here")
     ap.add_argument("--summary", action="store_true", help="print only the summary per family, not every row")
+    ap.add_argument("--gemm-table", action="store_true",
+                    help="print the peer's measured FP8 dense-GEMM times by engine for a few shapes, then stop")
+    ap.add_argument("--gemm-swap", action="store_true",
+                    help="also compare vLLM rows against the peer with TensorRT-LLM's dense-GEMM times")
     args = ap.parse_args(argv)
 
     peer, why = peer_mod._load()
     if peer is None:
         print(why)
         return 2
+    if args.gemm_table:
+        print("AIConfigurator's measured FP8 dense GEMMs on H100 SXM (us a call; its database, per engine):")
+        print("\n".join(gemm_table()))
+        return 0
     models = [m for m in GRID if not args.models or any(s.lower() in m.label.lower() for s in args.models.split(","))]
     gpus = [g.strip() for g in args.gpus.split(",")]
     conc = [int(c) for c in args.concurrency.split(",")]
@@ -297,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in missed:
             print(f"  {line}")
         return 0
-    return compare(rows, missed, models, args)
+    return compare(rows, missed, models, args, peer)
 
 
 if __name__ == "__main__":

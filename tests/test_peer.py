@@ -164,6 +164,28 @@ def test_refused_points_are_cached_and_named(seed_catalog):
     assert not none.covered and none.reason.endswith("OOM: does not fit")
 
 
+def test_a_known_flaw_of_the_peers_database_is_said_beside_its_figures(seed_catalog):
+    """Qwen3-30B-A3B FP8 (block-scaled) on vLLM: the peer's vLLM FP8 block-GEMM table is a fixed ~60 us a call,
+    so its figures carry a caveat, in the side-by-side note and the CLI's table; the same checkpoint on
+    TensorRT-LLM, and the per-tensor Llama-3.1-70B FP8, carry none."""
+    qwen = _stack(seed_catalog, "qwen3-30b-a3b-fp8")
+    assert qwen.engine is Engine.VLLM
+    fake = FakePeer(refuse_above=4)
+    est = peer.peer_estimate(qwen, "H100 SXM", 1, [1, 8], 1000, 256, peer=fake)
+    assert est.covered and "block-scaled FP8" in est.caveat and "likely slow" in est.caveat
+    curve = pd.DataFrame({"concurrency": [1.0], "output_tokens_per_s_per_stream": [150.0], "ttft_ms": [30.0],
+                          "output_tokens_per_s_total": [150.0]})
+    view = side_by_side(curve, est)
+    # Both notes, each once: the refused load and the database's flaw.
+    assert view.note.startswith("AIConfigurator could not estimate 8 streams") and est.caveat.rstrip(".") in view.note
+    assert any(line.startswith("  note: ") and "block-scaled FP8" in line for line in text_lines(view))
+    on_trt = peer.peer_estimate(qwen.model_copy(update={"engine": Engine.TRTLLM}), "H100 SXM", 1, [1], 1000, 256,
+                                peer=fake)
+    assert on_trt.covered and on_trt.caveat == ""
+    llama = peer.peer_estimate(_stack(seed_catalog, "llama70b-fp8"), "H100 SXM", 2, [1], 1000, 256, peer=fake)
+    assert llama.covered and llama.caveat == "" and side_by_side(curve, llama).note == ""
+
+
 # -- side by side ------------------------------------------------------------------------
 
 

@@ -68,3 +68,14 @@ def test_page_shows_the_peer_beside_the_roofline_when_asked(perf_page, monkeypat
     row = table.iloc[0]  # 1 stream: the fake's TPOT 5.1 ms -> 196.1 tok/s
     assert row["per_stream_peer"] == pytest.approx(1000 / 5.1)
     assert row["per_stream_ratio"] == pytest.approx(row["per_stream_roofline"] / row["per_stream_peer"])
+
+
+def test_page_says_where_the_peers_database_is_known_to_err(perf_page, monkeypatch):
+    """Qwen3-30B-A3B FP8 runs on vLLM in the bundled data: the peer's figures come with its database's caveat."""
+    fake = FakePeer()
+    monkeypatch.setattr(peer, "_load", lambda: (fake, ""))
+    at = perf_page()
+    at.selectbox(key="perf_stack").set_value("qwen3-30b-a3b-fp8").run()
+    at.toggle(key="perf_peer").set_value(True).run()
+    assert not at.exception
+    assert "block-scaled FP8 dense GEMMs" in captions(at) and "likely slow" in captions(at)

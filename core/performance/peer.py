@@ -57,6 +57,27 @@ MODELS: dict[str, str] = {
     "qwen3-235b-a22b-fp8": "Qwen/Qwen3-235B-A22B-FP8",
 }
 
+# Mapped models whose FP8 checkpoint is block-scaled (quantization_config.weight_block_size [128, 128] in their
+# config.json, as AIConfigurator bundles it); Llama-3.1-70B-Instruct-FP8 (ModelOpt) is per-tensor.
+BLOCK_SCALED_FP8 = frozenset({"Qwen/Qwen3-30B-A3B-FP8", "Qwen/Qwen3-235B-A22B-FP8"})
+
+
+def caveat(config: PeerConfig) -> str:
+    """A known flaw of the peer's database for this configuration, in one line ('' where none is known).
+
+    Its vLLM 0.24.0 table times block-scaled FP8 dense GEMMs on H100 at 58-101 us a call whatever the weight
+    (a 10 MB and an 84 MB matrix alike), where its TensorRT-LLM and SGLang tables time the same shapes at 9-37 us
+    and stream them at ~60 % of HBM bandwidth: a fixed cost per call, not the GPU's. With those GEMMs at its own
+    TensorRT-LLM times its vLLM Qwen3-30B-A3B figures come to the roofline's (median ratio 1.32 -> 0.92;
+    docs/performance-model.md, `python bench/compare_peer.py --gemm-table` / `--gemm-swap`).
+    """
+    if config.backend == "vllm" and config.model_path in BLOCK_SCALED_FP8:
+        return ("AIConfigurator's vLLM database times block-scaled FP8 dense GEMMs at ~60-100 us a call whatever "
+                "their size (its TensorRT-LLM and SGLang tables: 9-37 us for the same shapes), so its vLLM figures "
+                "for this FP8 checkpoint are likely slow (docs/performance-model.md, \"Where the two still part\")")
+    return ""
+
+
 # AIConfigurator's backends; hangover's engine names are the same three.
 BACKENDS = ("trtllm", "vllm", "sglang")
 
@@ -96,6 +117,7 @@ class PeerEstimate:
     points: tuple[PeerPoint, ...] = ()
     reason: str = ""  # empty when covered
     note: str = ""  # covered, but some concurrencies were refused (e.g. out of memory at 128 streams)
+    caveat: str = ""  # covered, but its database is known to err for this configuration (caveat())
     config: PeerConfig | None = None
     version: str = ""
     as_of: str = field(default_factory=lambda: dt.date.today().isoformat())
@@ -381,7 +403,7 @@ def peer_estimate(
     points, why = ask(peer, config, concurrencies)
     if not points:
         return PeerEstimate(reason=why or "AIConfigurator returned no points", config=config, version=peer.version)
-    return PeerEstimate(points=tuple(points), note=why, config=config, version=peer.version)
+    return PeerEstimate(points=tuple(points), note=why, caveat=caveat(config), config=config, version=peer.version)
 
 
 # ---- widening a range to include the peer ---------------------------------------------------------------

@@ -49,7 +49,8 @@ def side_by_side(curve: pd.DataFrame, estimate: peer.PeerEstimate) -> PeerView:
         t[f"{what}_ratio"] = t[f"{what}_roofline"] / t[f"{what}_peer"]
     line = (f"Second opinion (estimate): {estimate.source}, aggregated serving; "
             "ratio = roofline / AIConfigurator")
-    return PeerView(t[COLUMNS], line, note=estimate.note, range_line=_range_line(t) if ranged else "")
+    note = " ".join(f"{text.rstrip('.')}." for text in (estimate.note, estimate.caveat) if text)
+    return PeerView(t[COLUMNS], line, note=note, range_line=_range_line(t) if ranged else "")
 
 
 def _range_line(t: pd.DataFrame) -> str:
