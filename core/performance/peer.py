@@ -68,7 +68,7 @@ def caveat(config: PeerConfig) -> str:
     Its vLLM 0.24.0 table times block-scaled FP8 dense GEMMs on H100 at 58-101 us a call whatever the weight
     (a 10 MB and an 84 MB matrix alike), where its TensorRT-LLM and SGLang tables time the same shapes at 9-37 us
     and stream them at ~60 % of HBM bandwidth: a fixed cost per call, not the GPU's. With those GEMMs at its own
-    TensorRT-LLM times its vLLM Qwen3-30B-A3B figures come to the roofline's (median ratio 1.32 -> 0.92;
+    TensorRT-LLM times its vLLM Qwen3-30B-A3B figures come near the roofline's (median ratio 1.48 -> 0.91;
     docs/performance-model.md, `python bench/compare_peer.py --gemm-table` / `--gemm-swap`).
     """
     if config.backend == "vllm" and config.model_path in BLOCK_SCALED_FP8:
