@@ -72,8 +72,8 @@ def caveat(config: PeerConfig) -> str:
     docs/performance-model.md, `python bench/compare_peer.py --gemm-table` / `--gemm-swap`).
     """
     if config.backend == "vllm" and config.model_path in BLOCK_SCALED_FP8:
-        return ("AIConfigurator's vLLM database times block-scaled FP8 dense GEMMs at ~60-100 us a call whatever "
-                "their size (its TensorRT-LLM and SGLang tables: 9-37 us for the same shapes), so its vLLM figures "
+        return ("AIConfigurator's vLLM database times block-scaled FP8 dense GEMMs at ~60-100 µs a call whatever "
+                "their size (its TensorRT-LLM and SGLang tables: 9-37 µs for the same shapes), so its vLLM figures "
                 "for this FP8 checkpoint are likely slow (docs/performance-model.md, \"Where the two still part\")")
     return ""
 
