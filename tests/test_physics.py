@@ -456,6 +456,28 @@ def test_engine_batch_cap_bounds_concurrency():
     assert not one(physics.estimate(LLAMA8_BF16, H200, 1, 300, 1000, 1000)["fits"])
 
 
+def test_fp8_weights_stream_at_the_engines_share_of_bf16s():
+    """Llama-8B in FP8 (8.0e9 weight bytes) at batch 1 on one H100: the weights stream at 3.35e12 x 0.80 = 2.68e12
+    B/s on vLLM (2.985 ms), at 0.75 of that on SGLang: 8.0e9 / 2.01e12 = 3.980 ms, 0.995 ms more; SGLang's step is
+    otherwise 0.98 ms cheaper than vLLM's (test above). The KV cache (1,000 tokens x 131,072 B = 0.131 GB) streams
+    at the full share on both. BF16 weights on SGLang, an explicit share of 1 and the perfect efficiency are
+    unaffected."""
+    fp8 = LLAMA8_BF16.model_copy(update={"bytes_per_param": 1.0})
+    vllm = one(physics.decode_step(fp8, H100, 1, 1, 1000)[0])
+    sgl = one(physics.decode_step(fp8.model_copy(update={"engine": "sglang"}), H100, 1, 1, 1000)[0])
+    assert sgl - vllm == pytest.approx(8.0e9 / 2.01e12 * 1e3 - 8.0e9 / 2.68e12 * 1e3 - 0.98, rel=1e-9)
+    assert sgl - vllm == pytest.approx(0.0150, abs=5e-4)
+    bf16 = {e: one(physics.decode_step(LLAMA8_BF16.model_copy(update={"engine": e}), H100, 1, 1, 1000)[0])
+            for e in ("vllm", "sglang")}
+    assert bf16["sglang"] - bf16["vllm"] == pytest.approx(-0.98)
+    plain = one(physics.decode_step(fp8.model_copy(update={"engine": "sglang"}), H100, 1, 1, 1000,
+                                    Efficiency(fp8_weight_share=1.0))[0])
+    assert plain == pytest.approx(vllm - 0.98)
+    perfect = physics.PERFECT_EFFICIENCY
+    assert one(physics.decode_step(fp8.model_copy(update={"engine": "sglang"}), H100, 1, 1, 1000, perfect)[0]) == \
+        pytest.approx(one(physics.decode_step(fp8, H100, 1, 1, 1000, perfect)[0]))
+
+
 def test_engine_step_overhead_differs_by_engine():
     """Batch-1 step of Llama-8B BF16 on one H100: 16.0e9 + KV / 2.68e12 plus the engine's per-step and per-layer costs.
 
