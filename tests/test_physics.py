@@ -476,6 +476,13 @@ def test_fp8_weights_stream_at_the_engines_share_of_bf16s():
     perfect = physics.PERFECT_EFFICIENCY
     assert one(physics.decode_step(fp8.model_copy(update={"engine": "sglang"}), H100, 1, 1, 1000, perfect)[0]) == \
         pytest.approx(one(physics.decode_step(fp8, H100, 1, 1, 1000, perfect)[0]))
+    # The curve says so where it applies (the source column of `perf` and the Performance page).
+    from core.performance.calibration import performance_curve
+
+    def source(stack):
+        return performance_curve(stack, H100, 1, [1.0], 1000, 256, ())["source"].iloc[0]
+    assert "FP8 weights stream at 0.75 of the HBM share (sglang's" in source(fp8.model_copy(update={"engine": "sglang"}))
+    assert "FP8 weights" not in source(fp8) and "FP8 weights" not in source(LLAMA8_BF16.model_copy(update={"engine": "sglang"}))
 
 
 def test_engine_step_overhead_differs_by_engine():

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from core.errors import InputError
-from core.models import Architecture, Benchmark, GpuSpec, Provenance, ServingStack
+from core.models import Architecture, Benchmark, Engine, GpuSpec, Provenance, ServingStack
 from core.performance import locality, physics
 from core.performance.physics import DEFAULT_EFFICIENCY, Efficiency
 
@@ -756,6 +756,8 @@ def performance_curve(
         if cal.fit
         else f"roofline, default efficiency (HBM {eff.mem:.2f}, compute {eff.compute:.2f})"
     )
+    if (fp8 := physics.weight_stream_share(stack, eff.for_stack(stack))) != 1.0:
+        model += f"; FP8 weights stream at {fp8:.2f} of the HBM share ({Engine(stack.engine).value}'s FP8 kernels)"
     if near:
         span = ", ".join(f"{a.concurrency:g}" for a in sorted(near, key=lambda a: a.concurrency))
         model += f" x correction through the points at concurrency {span}"
