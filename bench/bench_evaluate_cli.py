@@ -2,7 +2,8 @@
 
 Run by hand: python bench/bench_evaluate_cli.py [--sizes 1000,10000,100000] [--format json]
              python bench/bench_evaluate_cli.py --against REV [--sizes sample,20,100] [--runs 2]
-A size `sample` is the bundled data/workloads_sample.csv (7 workloads); any other size is bench/gen.py's
+A size `sample` is the bundled data/workloads_sample.csv (7 workloads), `archN` bench/gen.py's
+archetype_inventory(N) (N copies of the sample's seven, traffic varied); any other size is bench/gen.py's
 synthetic_inventory(n, seed=n). Prints wall and CPU seconds per size (CPU = the child process's user + system
 time, with the processes it forks and waits for, such as the ranges' end plans: steadier on a loaded machine),
 the output size, and each size's ratio to the first.
@@ -28,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gen import synthetic_inventory  # noqa: E402
+from gen import archetype_inventory, synthetic_inventory  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "workloads_sample.csv"
 
@@ -49,12 +50,23 @@ def run_once(db: Path, csv: Path, out: Path, fmt: str, cwd: Path = ROOT) -> tupl
 
 
 def inventory(size: str, folder: Path) -> Path:
-    """The CSV of one size: the bundled sample, or bench/gen.py's inventory of that many rows (seed = size)."""
+    """The CSV of one size: the bundled sample, bench/gen.py's inventory of that many rows (seed = size), or with
+    an `arch` prefix (arch100000) its archetype_inventory: that many copies of the sample's seven."""
     if size == "sample":
         return SAMPLE
     csv = folder / f"inv{size}.csv"
-    synthetic_inventory(int(size), seed=int(size)).to_csv(csv, index=False)
+    if size.startswith("arch"):
+        archetype_inventory(int(size[4:])).to_csv(csv, index=False)
+    else:
+        synthetic_inventory(int(size), seed=int(size)).to_csv(csv, index=False)
     return csv
+
+
+def _label(size: str) -> str:
+    """A size as the tables print it: `sample (7)`, `100,000`, `100,000 arch`."""
+    if size == "sample":
+        return "sample (7)"
+    return f"{int(size[4:]):,} arch" if size.startswith("arch") else f"{int(size):,}"
 
 
 def init_store(db: Path, cwd: Path = ROOT) -> None:
@@ -84,7 +96,7 @@ def against(rev: str, sizes: list[str], runs: int, fmt: str) -> None:
                             cpu[name].append(c)
                 same = (tmp / f"base.{fmt}").read_bytes() == (tmp / f"head.{fmt}").read_bytes()
                 ratio = statistics.median(cpu["head"]) / statistics.median(cpu["base"])
-                label = "sample (7)" if size == "sample" else f"{int(size):,}"
+                label = _label(size)
                 print(f"{label:>10} {', '.join(f'{c:.1f}' for c in cpu['base']):>24} "
                       f"{', '.join(f'{c:.1f}' for c in cpu['head']):>24} {ratio:>12.2f} "
                       f"{'identical' if same else 'DIFFERS':>10}")
@@ -114,7 +126,7 @@ def main() -> None:
             out = Path(d) / f"out{size}.{args.format}"
             wall, cpu = run_once(db, csv, out, args.format)
             first = first or cpu
-            label = "sample (7)" if size == "sample" else f"{int(size):,}"
+            label = _label(size)
             print(f"{label:>10} {wall:>8.2f} {cpu:>8.2f} {os.path.getsize(out) / 1e6:>10.1f} {cpu / first:>14.1f}")
 
 

@@ -28,3 +28,17 @@ def synthetic_inventory(n: int, seed: int = 0) -> pd.DataFrame:
         "cached_input_share": np.round(rng.uniform(0, 0.8, n), 2),
         "notes": None,
     })
+
+
+def archetype_inventory(n: int, seed: int = 7) -> pd.DataFrame:
+    """n workloads drawn from the bundled sample's seven (a real bank's few archetypes, copied), each at a
+    thousandth of its daily requests times a lognormal (sigma 0.8), so no two are quite the same."""
+    from core.store.seed import sample_workloads_path
+
+    sample = pd.read_csv(sample_workloads_path())
+    rng = np.random.default_rng(seed)
+    inv = sample.iloc[rng.integers(0, len(sample), n)].reset_index(drop=True)
+    inv["workload_id"] = [f"a{i:06d}" for i in range(n)]
+    traffic = inv["requests_per_day"] / 1000 * rng.lognormal(0, 0.8, n)
+    inv["requests_per_day"] = np.maximum(1, traffic.round()).astype(int)
+    return inv

@@ -7,14 +7,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.decision import settings as settings_mod
 from core.decision.checks import check_plan
+from core.decision.closeloop import under_share
 from core.decision.engine import evaluate
 from core.models import Scenario
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from gen import synthetic_inventory  # noqa: E402
+from gen import archetype_inventory, synthetic_inventory  # noqa: E402
 
 
 def _every_member_holds(ev, z: float = 0.0) -> list[tuple[str, float]]:
@@ -67,7 +70,7 @@ def test_a_check_blind_to_the_runs_error_buys_replicas_for_noise(catalog, monkey
     the 100 workloads above the blind check added a LLaDA2.0-flash replica until BF16 prefill reached its larger
     share of peak; it adds none there now.) Planned with the restart from faster routes off, as the test was
     written."""
-    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(close_loop_z=0.0, faster_restart=False))
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(close_loop_z=0.0, close_loop_familywise=False, faster_restart=False))
     blind = evaluate(catalog, synthetic_inventory(80, seed=80), Scenario(fleet_nodes=1))
     raised = {d.route_id: d.replicas_added_by_simulation for d in blind.fleet.deployments
               if d.replicas_added_by_simulation}
@@ -116,3 +119,77 @@ def test_a_sub_second_member_stays_off_the_throughput_tier(catalog, monkeypatch)
     monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT)
     on = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     _no_sub_second_member_in_a_throughput_tier(on)
+
+
+def test_under_share_is_an_exact_binomial_test_for_the_pools_members_together():
+    """Hand-worked, target 95 % (a miss has probability 0.05 for a member exactly at its share), z = 2, so the
+    level is Phi(-2) = 0.02275 for the whole pool.
+    One member, 14 requests: P(K <= 2) = 0.95^14 + 14 x 0.05 x 0.95^13 + 91 x 0.0025 x 0.95^12
+    = 0.48767 + 0.35934 + 0.12294 = 0.96995, so 3 misses have p = 0.03005 (not under: a normal-share test at z = 2
+    would call 11 of 14, 78.6 % against 95 - 11.6, under); 4 misses: p = 0.03005 - 364 x 0.05^3 x 0.95^11
+    = 0.03005 - 0.02588 = 0.00417 < 0.02275 (under).
+    That member among nine with no miss: eleven tests (ten members and the pool's 4 misses of 140 together), level
+    0.02275 / 11 = 0.00207 < 0.00417: not under; judged alone (familywise False) it is.
+    A thousand members of 14 requests with one miss each: none tells anything alone (p = 1 - 0.95^14 = 0.51), but
+    together 1,000 misses in 14,000 (7.1 % against 5 %) is far beyond chance: under. With no miss at all, or no
+    member with traffic (NaN shares), nothing is under."""
+    assert not under_share(np.array([11 / 14]), np.array([14.0]), 0.95, 2.0)
+    assert under_share(np.array([10 / 14]), np.array([14.0]), 0.95, 2.0)
+    shares, counts = np.array([10 / 14] + [1.0] * 9), np.full(10, 14.0)
+    assert not under_share(shares, counts, 0.95, 2.0)
+    assert under_share(shares, counts, 0.95, 2.0, familywise=False)
+    assert under_share(np.full(1000, 13 / 14), np.full(1000, 14.0), 0.95, 2.0)
+    assert not under_share(np.ones(5), np.full(5, 100.0), 0.95, 2.0)
+    assert not under_share(np.array([np.nan, np.nan]), np.array([1.0, 1.0]), 0.95, 2.0)
+
+
+def test_a_pool_of_members_at_their_share_is_called_under_about_as_often_as_the_level_says():
+    """Members exactly at their share (misses drawn Binomial(n, 0.05), n from 1 to 60): of 2,000 pools of 300
+    members the family-wise check calls at most Phi(-2) = 2.3 % under (plus three standard errors of 2,000 draws,
+    1.0 point); checking each member alone at the same level calls nearly every pool under (300 members at 2.3 %
+    each: 1 - 0.977^300 ~ 99.9 %, less for members too quiet to show anything)."""
+    rng = np.random.default_rng(31)
+    pools, members = 2000, 300
+    n = rng.integers(1, 61, size=(pools, members)).astype(float)
+    k = rng.binomial(n.astype(int), 0.05)
+    shares = 1.0 - k / n
+    together = np.mean([under_share(shares[i], n[i], 0.95, 2.0) for i in range(pools)])
+    alone = np.mean([under_share(shares[i], n[i], 0.95, 2.0, familywise=False) for i in range(pools)])
+    assert together <= 0.02275 + 3 * np.sqrt(0.02275 * 0.97725 / pools)
+    assert alone > 0.9
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 400), st.floats(0.0, 1.0)), min_size=1, max_size=12),
+       st.integers(0, 11), st.integers(1, 50))
+def test_more_misses_never_make_a_pool_look_better(members, which, extra):
+    """Monotone: a member with more of its requests over target (the same count) never turns an "under" pool
+    into one that holds."""
+    n = np.array([float(c) for c, _ in members])
+    k = np.floor(np.array([f for _, f in members]) * n)
+    j = which % len(members)
+    more = k.copy()
+    more[j] = min(k[j] + extra, n[j])
+    if under_share(1.0 - k / n, n, 0.95, 2.0):
+        assert under_share(1.0 - more / n, n, 0.95, 2.0)
+
+
+def test_thousand_quiet_copies_buy_no_replica_for_noise(catalog):
+    """1,000 workloads drawn from the sample's seven (bench/gen.py archetype_inventory, seed 7: each at a
+    thousandth of its daily requests times a lognormal, sigma 0.8): the LLaDA2.0-flash pool holds 427 of them, ~470 of its 200,000 simulated requests
+    each, 98.2 % of them within target. Its least likely member (p = 0.019) is no surprise among 427: the
+    family-wise check adds no replica, and the plan needs 1 node. The same check made for each member alone (the
+    rule before it: 8 members "under" at two standard errors) adds a replica and plans 2 nodes (at 3,000 such
+    workloads: 4 replicas and 6 nodes against 2; at 100,000, 38 nodes against 30)."""
+    inv = archetype_inventory(1000, seed=7)
+    ev = evaluate(catalog, inv, Scenario())
+    assert all(d.replicas_added_by_simulation == 0 for d in ev.fleet.deployments)
+    assert ev.fleet.nodes_needed == 1
+    try:
+        settings_mod.PLAN = settings_mod.DEFAULT.but(close_loop_familywise=False)
+        alone = evaluate(catalog, inv, Scenario())
+    finally:
+        settings_mod.PLAN = settings_mod.DEFAULT
+    added = {d.route_id: d.replicas_added_by_simulation for d in alone.fleet.deployments
+             if d.replicas_added_by_simulation}
+    assert added == {"owned:llada2-flash": 1} and alone.fleet.nodes_needed == 2

@@ -10,8 +10,9 @@ about +-2 %, the same run `hangover simulate` makes), and while a member with tr
 percentile (95 % by default) within its target, the pool gains a replica, up to
 SearchSettings.close_loop_max_added. Simulated requests are counted against SearchSettings.close_loop_requests
 (a count, not a clock: the plan does not depend on the machine); past it the remaining pools keep their
-analytic sizing. A member counts as under its share only where it is below it by more than the run's sampling
-error (SearchSettings.close_loop_z standard errors of a binomial share on the member's simulated requests). The
+analytic sizing. A member counts as under its share only where the run says so beyond its sampling error, for
+the pool's members together (simulate.under_share: an exact binomial test at the one-sided level of
+SearchSettings.close_loop_z standard errors, divided among the members). The
 raised sizings replace the cached ones, and the plan is priced again: nodes and bill include
 the replicas the simulation asked for. The assignment is not searched again.
 """
@@ -27,7 +28,7 @@ import numpy as np
 from core.decision import latency
 from core.decision.checks import pool_load
 from core.decision.settings import SearchSettings
-from core.decision.simulate import DeploymentLoad, simulate_deployment
+from core.decision.simulate import DeploymentLoad, simulate_deployment, under_share
 
 if TYPE_CHECKING:
     from core.decision.pricing import PlanCost, Pricer
@@ -66,12 +67,8 @@ def close_by_simulation(pricer: Pricer, best: PlanCost, settings: SearchSettings
         while spent < budget:
             requests, shares, counts = _simulated(load.with_replicas(n), d.n_primary)
             spent += requests
-            # A miss is a share below the target by more than the run's sampling error (close_loop_z binomial
-            # standard errors): a member at 94.9 % on 1,873 requests is at its target as far as the run can tell,
-            # and a replica bought for it (a whole node where a replica is 8 GPUs) buys noise. NaN: a member with
-            # no request in the run (no traffic) has nothing to hold.
-            error = settings.close_loop_z * np.sqrt(target * (1.0 - target) / counts)
-            if not (shares < target - error).any() or n - d.replicas >= settings.close_loop_max_added:
+            if not under_share(shares, counts, target, settings.close_loop_z, settings.close_loop_familywise) \
+                    or n - d.replicas >= settings.close_loop_max_added:
                 break
             n += 1
         if n > d.replicas:

@@ -127,9 +127,12 @@ class SearchSettings:
                    "remaining pools keep their analytic sizing. A count, not a clock, so the plan does not depend "
                    "on the machine. 0 turns the check off.")
     close_loop_z: float = _knob(
-        2.0, "A member falls under its target share in the simulation check only where it is below it by more than "
-             "this many binomial standard errors of its simulated share (sqrt(p (1 - p) / requests)): a miss the run "
-             "cannot tell from noise buys no replica.")
+        2.0, "A pool's simulation check finds a member under its target share only where the run says so at the "
+             "one-sided level of this many standard errors (Phi(-z), 2.3 % at 2), exact binomial, shared among the "
+             "pool's members (close_loop_familywise): a miss the run cannot tell from noise buys no replica.")
+    close_loop_familywise: bool = _knob(
+        True, "The simulation check's level is for a pool's members together (Bonferroni: Phi(-z) / members), not "
+              "for each alone: a pool of thousands of members always has some that look under by chance.")
     close_loop_max_added: int = _knob(
         4, "Replicas the simulation check may add to one pool at most.")
     sub_second_ms: float = _knob(
