@@ -283,8 +283,9 @@ st.caption("Replays the peak hour of every owned deployment that serves interact
            "simulation of continuous batching (Poisson arrivals, admission up to the concurrency cap, the step "
            "time at the running batch, other requests' prefills), with the planned replicas and with one fewer. "
            "Estimates: it checks the queueing arithmetic the plan sized on, not the physics. The plan itself was "
-           "checked this way before it was final: a pool gained a replica where a member fell under its target "
-           "share (the deployments' reasons above say where).")
+           "checked this way before it was final: a pool gained a replica where the run showed a member under its "
+           "target share beyond the noise of its simulated requests, judged for the pool's members together (the "
+           "deployments' reasons above say where); the verdicts below use the same test.")
 if st.button("Check by simulation", key="fleet_simulate"):
     bar = st.progress(0.0, text="Simulating…")
     result = service.check_plan(ev, seed=0, progress=lambda done, total, dep: bar.progress(
