@@ -174,6 +174,7 @@ def test_more_misses_never_make_a_pool_look_better(members, which, extra):
         assert under_share(1.0 - more / n, n, 0.95, 2.0)
 
 
+@pytest.mark.slow
 def test_thousand_quiet_copies_buy_no_replica_for_noise(catalog):
     """1,000 workloads drawn from the sample's seven (bench/gen.py archetype_inventory, seed 7: each at a
     thousandth of its daily requests times a lognormal, sigma 0.8): the LLaDA2.0-flash pool holds 427 of them, ~470 of its 200,000 simulated requests
