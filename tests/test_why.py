@@ -174,7 +174,7 @@ def test_words_of_the_issue_payments_pool():
     more = explain.deployment_why_words(pool(2, math.ceil(12.1 / 2), added=1))
     assert "at 2 each need 7 replicas" in more and "it runs 5, as most requests finish well inside the p95" in more
     assert more.endswith("1 replica of these was added by the plan's simulation check: as sized on the latency "
-                         "model, a member held under its target share in the simulated peak hour.")
+                         "model, a member held under its target share in the simulated peak hour, by more than the run's noise.")
 
 
 def test_best_relaxation_never_offers_a_change_that_costs_more():

@@ -202,7 +202,7 @@ def deployment_why_words(dep: Deployment) -> str:
         body += (f" {_plural(dep.replicas_added_by_simulation, 'replica')} of these "
                  f"{'were' if dep.replicas_added_by_simulation != 1 else 'was'} added by the plan's simulation "
                  "check: as sized on the latency model, a member held under its target share in the simulated "
-                 "peak hour.")
+                 "peak hour, by more than the run's noise.")
     return head + body
 
 
@@ -269,7 +269,7 @@ def smallest_change_words(fleet, answer) -> list[str]:
         out.append(f"On the latency model the plan fits on {owned}; the {integer(new)} new "
                    f"{'nodes hold' if new != 1 else 'node holds'} the {integer(added)} "
                    f"replica{'s' if added != 1 else ''} the simulation check added where a member fell under its "
-                   "target share in the simulated peak hour. No relaxation was searched for them: the smallest "
+                   "target share in the simulated peak hour, beyond the run's noise. No relaxation was searched for them: the smallest "
                    "change re-plans on the latency model, which already fits.")
     else:
         out.append(f"No set of the relaxations tried avoids a new node (the targets of the workloads that force "
