@@ -194,3 +194,32 @@ def test_thousand_quiet_copies_buy_no_replica_for_noise(catalog):
     added = {d.route_id: d.replicas_added_by_simulation for d in alone.fleet.deployments
              if d.replicas_added_by_simulation}
     assert added == {"owned:llada2-flash": 1} and alone.fleet.nodes_needed == 2
+
+
+def test_simulate_verdicts_judge_a_big_pool_as_the_plan_does():
+    """400 members of 470 simulated requests each, each exactly at its share (misses drawn Binomial(470, 0.05),
+    seed 5) and a hair above it with one replica fewer (Binomial(470, 0.045)). One by one, members whose 95 %
+    interval lies under 95 % turn up by chance (share + 1.96 sqrt(share (1 - share) / 470) < 0.95, i.e. about 33
+    misses or more against 23.5 expected: a few of 400); the pool's verdict, taken with the plan's test for the
+    members together, says the replicas hold and one fewer would also do. With every member 10 % over target
+    (Binomial(470, 0.10)) it does not hold."""
+    from core.decision.checks import PlanCheck, within
+    from core.decision.simulate import SimulationResult, WorkloadSimulation
+
+    rng = np.random.default_rng(5)
+
+    def check(p_now: float, p_fewer: float) -> tuple[str, list[bool]]:
+        now = 1 - rng.binomial(470, p_now, 400) / 470
+        fewer = 1 - rng.binomial(470, p_fewer, 400) / 470
+        ws = tuple(WorkloadSimulation(f"w{i}", 1000.0, 900.0, 500.0, 950.0, 1200.0, (940.0, 960.0), float(now[i]),
+                                      float(fewer[i]), 470) for i in range(400))
+        res = SimulationResult("pool", 3, 8, ws, float(now.min()), float(fewer.min()), 0.1, 0.1, 188_000, 0,
+                               seconds=0.0)
+        alone = [within(w.share_within_slo, w.requests) for w in ws]
+        return PlanCheck((res,), frozenset(w.workload_id for w in ws), 0.95).verdicts()[0], alone
+
+    verdict, alone = check(0.05, 0.045)
+    assert not all(alone)
+    assert " hold every target" in verdict and "one replica fewer would also do" in verdict
+    verdict, _ = check(0.10, 0.12)
+    assert "do NOT hold" in verdict and "one replica fewer would not do" in verdict

@@ -174,17 +174,11 @@ class PlanCheck:
         for d in self.deployments(detail=True):
             mine = [w for w in self.workloads(detail=True) if w["deployment_id"] == d["deployment_id"]]
             worst = min((w["share_within_slo"] for w in mine if w["share_within_slo"] is not None), default=None)
-            # The plan's own simulation check's test (simulate.under_share): the members together, so a pool of
-            # thousands is not called short because some of them look under by chance.
-            shares = np.array([np.nan if w["share_within_slo"] is None else w["share_within_slo"] for w in mine])
-            counts = np.array([max(w["requests"], 1) for w in mine], dtype=float)
-            cut = settings_mod.current()
-            holds = worst is not None and not under_share(shares, counts, self.percentile, cut.close_loop_z,
-                                                          cut.close_loop_familywise)
+            holds = worst is not None and not _short(mine, "share_within_slo", self.percentile)
             fewer = d["share_within_slo_one_replica_fewer"]
             if d["replicas"] <= 1:
                 tight = "it runs one replica, the fewest possible"
-            elif fewer is not None and fewer >= self.percentile:
+            elif fewer is not None and not _short(mine, "share_within_slo_one_replica_fewer", self.percentile):
                 tight = f"one replica fewer would also do (worst workload {percent(fewer, decimals=1)} within target)"
             else:
                 tight = ("one replica fewer would not do (worst workload "
@@ -224,6 +218,16 @@ def check_plan(ev: Evaluation, requests: int | None = None, seed: int = 0, deplo
         progress(len(loads), len(loads), "")
     primary = frozenset(w.workload_id for d in loads for w in d.workloads if not w.workload_id.endswith(" (escalated)"))
     return PlanCheck(tuple(results), primary, ev.scenario.sla_percentile)
+
+
+def _short(members: list[dict], key: str, percentile: float) -> bool:
+    """Whether the members' simulated shares (`key`: with the planned replicas, or one fewer, run on the same
+    requests) show the pool under its targets: the plan's own check's test (simulate.under_share), for the members
+    together, so a pool of thousands is not called short because some of them look under by chance."""
+    shares = np.array([np.nan if w[key] is None else w[key] for w in members], dtype=float)
+    counts = np.array([max(w["requests"], 1) for w in members], dtype=float)
+    cut = settings_mod.current()
+    return under_share(shares, counts, percentile, cut.close_loop_z, cut.close_loop_familywise)
 
 
 def _num(x) -> float | None:
