@@ -90,16 +90,26 @@ def _assert_plan_holds(ev, check, min_members: int = 1, architectures=None, agre
         assert within(r["share_within_slo"], r["requests"]), r
         # The analytic p95 the plan sized on meets the target.
         assert r["analytic_p95_ms"] <= r["slo_ms"] * (1 + 1e-4)
-    # One replica fewer drops some workload below 95 % wherever there is more than one replica.
+    # One replica fewer is never shown to do wherever there is more than one replica (short, or within the
+    # run's noise: the run is sized for the pool, so a quiet member's share with one fewer may read either side).
+    members = check.workloads(detail=True)
     for dep_id, d in deployments.items():
         if d["replicas"] > 1:
-            assert d["share_within_slo_one_replica_fewer"] < 0.95, (dep_id, d)
+            mine = [r for r in members if r["deployment_id"] == dep_id]
+            assert check.one_fewer({**d, "share_within_slo_one_replica_fewer": min(
+                r["share_within_slo_one_replica_fewer"] for r in mine)}, mine) != "would do", (dep_id, d)
     return rows
 
 
 def test_sample_plan_holds_under_simulation(sample_check):
+    """The sample's plan holds in simulation, and is tight: on a run long enough for its quiet member (200,000
+    requests, ~3,500 of them its), one replica fewer leaves some member under 95 % (94.5 %)."""
     ev, check = sample_check
     rows = _assert_plan_holds(ev, check)
+    for load in deployment_loads(ev):
+        if load.replicas > 1:
+            long = simulate_deployment(load, requests=200_000, seed=SEED)
+            assert long.share_within_slo_one_replica_fewer < 0.95, load.deployment_id
     # The plan reports the same analytic p95 it sized on (the verdict's p95 cell).
     vf = contract.verdicts_frame(ev).set_index("workload_id")
     for r in rows:
