@@ -285,7 +285,9 @@ st.caption("Replays the peak hour of every owned deployment that serves interact
            "Estimates: it checks the queueing arithmetic the plan sized on, not the physics. The plan itself was "
            "checked this way before it was final: a pool gained a replica where the run showed a member under its "
            "target share beyond the noise of its simulated requests, judged for the pool's members together (the "
-           "deployments' reasons above say where); the verdicts below use the same test.")
+           "deployments' reasons above say where); the verdicts below use the same test. \"One replica fewer would "
+           "also do\" is said only where the run shows every workload at or above its target share with one "
+           "fewer (a cut needs evidence that it holds); where the run shows neither, it says so.")
 if st.button("Check by simulation", key="fleet_simulate"):
     bar = st.progress(0.0, text="Simulating…")
     result = service.check_plan(ev, seed=0, progress=lambda done, total, dep: bar.progress(
