@@ -58,12 +58,21 @@ def api_equivalent_usd_per_mtok(ev: Evaluation) -> float | None:
 
     Token-weighted over workloads whose verdict is an owned route:
     Σ(value $/M × output tokens/day) / Σ(output tokens/day). Data policy is
-    ignored on purpose: this is the value of the token, not a feasible route.
+    ignored on purpose: this is the value of the token, not a feasible route. Read from the verdicts, not the
+    verdicts frame: the frame's sensitivity columns plan both ends of the ranges, and the overview's headline
+    waited for them (issue 31: the headline first).
     """
-    vf = contract.verdicts_frame(ev)
-    tokens = vf["requests_per_day"].to_numpy(dtype=float) * ev.workloads["output_tokens"].to_numpy(dtype=float)
-    value = vf["value_usd_per_mtok"].to_numpy(dtype=float)
-    use = (vf["hosting"] == "owned").to_numpy() & np.isfinite(value) & (tokens > 0)
+    w = ev.workloads
+    tokens = w["requests_per_day"].to_numpy(dtype=float) * w["output_tokens"].to_numpy(dtype=float)
+    if ev.scenario.mixed:  # the chosen mix's routes and figures (core.decision.mixrows)
+        vf = contract.verdicts_frame(ev)
+        owned = (vf["hosting"] == "owned").to_numpy()
+        value = vf["value_usd_per_mtok"].to_numpy(dtype=float)
+    else:
+        hosting = np.array([r.hosting == "owned" for r in ev.routes] + [False])
+        owned = hosting[np.where(ev.verdict >= 0, ev.verdict, len(ev.routes))]
+        value = np.asarray(ev.value_usd_per_mtok, dtype=float)
+    use = owned & np.isfinite(value) & (tokens > 0)
     if not use.any():
         return None
     return float((value[use] * tokens[use]).sum() / tokens[use].sum())
