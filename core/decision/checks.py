@@ -201,11 +201,9 @@ class PlanCheck:
             return "one replica"
         if _short(mine, "share_within_slo_one_replica_fewer", self.percentile):
             return "would not do"
-        shares = np.array([np.nan if w["share_within_slo_one_replica_fewer"] is None
-                           else w["share_within_slo_one_replica_fewer"] for w in mine], dtype=float)
-        counts = np.array([max(w["requests"], 1) for w in mine], dtype=float)
-        return "would do" if over_share(shares, counts, self.percentile, settings_mod.current().close_loop_z) \
-            else "within noise"
+        shown = over_share(*_shares_counts(mine, "share_within_slo_one_replica_fewer"), self.percentile,
+                           settings_mod.current().close_loop_z)
+        return "would do" if shown else "within noise"
 
     def to_dict(self) -> dict:
         """The `hangover simulate --format json` contract."""
@@ -243,10 +241,15 @@ def _short(members: list[dict], key: str, percentile: float) -> bool:
     """Whether the members' simulated shares (`key`: with the planned replicas, or one fewer, run on the same
     requests) show the pool under its targets: the plan's own check's test (simulate.under_share), for the members
     together, so a pool of thousands is not called short because some of them look under by chance."""
+    cut = settings_mod.current()
+    return under_share(*_shares_counts(members, key), percentile, cut.close_loop_z, cut.close_loop_familywise)
+
+
+def _shares_counts(members: list[dict], key: str) -> tuple[np.ndarray, np.ndarray]:
+    """The members' simulated shares within target (`key`; NaN where none) and their simulated requests."""
     shares = np.array([np.nan if w[key] is None else w[key] for w in members], dtype=float)
     counts = np.array([max(w["requests"], 1) for w in members], dtype=float)
-    cut = settings_mod.current()
-    return under_share(shares, counts, percentile, cut.close_loop_z, cut.close_loop_familywise)
+    return shares, counts
 
 
 def _num(x) -> float | None:

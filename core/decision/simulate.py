@@ -387,11 +387,9 @@ def percentile_ci(values: np.ndarray, q: float = 95.0, sections: int = SECTIONS)
     return est, est - half, est + half
 
 
-def _relative_half_width(values: np.ndarray, q: float = 95.0,
-                         ci: tuple[float, float, float] | None = None) -> float:
-    """Half-width of the q-th percentile's interval over it (inf when there are too few requests to tell);
-    ci: percentile_ci(values, q), where the caller has it."""
-    est, lo, hi = percentile_ci(values, q) if ci is None else ci
+def _relative_half_width(values: np.ndarray, q: float = 95.0) -> float:
+    """Half-width of the q-th percentile's interval over it (inf when there are too few requests to tell)."""
+    est, lo, hi = percentile_ci(values, q)
     if not (np.isfinite(lo) and np.isfinite(hi)) or est <= 0:
         return math.inf if values.size else 0.0
     return (hi - lo) / 2.0 / est
