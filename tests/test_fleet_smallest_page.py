@@ -14,12 +14,12 @@ def _lines(at) -> list[str]:
 
 @pytest.mark.slow
 def test_fleet_page_says_the_smallest_change_on_the_sample(app):  # noqa: F811
-    """The sample on 1 owned node needs 3: the page says each driver's smallest target (code-completion 725 ms
+    """The sample on 1 owned node needs 3: the page says each driver's smallest target (code-completion 553 ms
     instead of 500 ms) and what it takes to stay on the node owned; the drivers' table lists the smallest target."""
     at = show(app, "screens/fleet.py")
     words = " ".join(_lines(at))
     assert "**The smallest change that avoids them**" in _lines(at)
-    assert "code-completion: a target of 725 ms instead of 500 ms" in words
+    assert "code-completion: a target of 553 ms instead of 500 ms" in words
     assert "To stay on the 1 node you own" in words
     drivers = next(t.value for t in at.table if "If" in t.value.columns)
     assert drivers["If"].str.contains("the smallest that lowers the node count").sum() == 2

@@ -193,6 +193,10 @@ def _plan_columns(ev: Evaluation, phys: dict[tuple[int, int], dict], tp_options:
             if 0 in tiers:
                 # Beside a latency tier, a second low-batch pool: the search moves there the few members whose
                 # target sits at the edge of what the hardware does alone (see Planner._evict).
+                if 1 not in tiers and top > 1:
+                    # And the middle tier: a member that meets its target in the throughput tier but not in the
+                    # big pool already there would otherwise get a pool of its own only at caps of 4.
+                    tiers.insert(1, 1)
                 tiers.append(EDGE_TIER)
             for t in tiers:
                 owned_spec.append((len(cols), r, g, t))
