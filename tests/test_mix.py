@@ -58,13 +58,13 @@ def test_sample_buy_options_golden(seed_catalog, sample):
     The best mix buys three B200 at its TCO (seed estimate): capex 450,000 / 4 y = 112,500 a year, cost of
     capital 450,000 x 0.5 x 8 % = 18,000 a year -> 130,500 / 8,760 = $14.8973/h; power 11 kW x 1.3 x $0.10 =
     $1.43/h; support 35,000 / 8,760 = $3.9954/h; $20.3227/h at the TCO's average draw. Bought outright, each node
-    pays its power at the B200 plan's utilization u = 0.12198 (data/node_power.csv: idle 3.8 kW, busy 14.3 kW):
-    3.8 + 10.5 u = 5.0808 kW x 1.3 x $0.10 = $0.66050/h instead of $1.43/h, so $19.5532/h x 730 x 3 = $42,821.51
-    a month. The owned H100 keeps the Qwen3-30B-A3B batch pool; the B200s take onboarding-rt (no H100 route
-    serves it), lc-clearing, code-completion and internal-chat; credit-memos stays on its API ($1,423.50);
-    agent-steps has no route. Bill 24,104.60 + 42,821.51 + 1,423.50 = $68,349.61, 6 of 7 served. Chains that
-    cost less serve less (2 H100 bought outright: $45,941.14, 5 of 7): a plan serves what it can, so the mix
-    does too.
+    pays its power at the B200 plan's utilization u = 0.10862 (data/node_power.csv: idle 3.8 kW, busy 14.3 kW):
+    3.8 + 10.5 u = 4.9405 kW x 1.3 x $0.10 = $0.64227/h instead of $1.43/h, so $19.5350/h x 730 x 3 = $42,781.56
+    a month. The owned H100 keeps the Qwen3-30B-A3B batch pool; the B200s run LLaDA2.0-flash: onboarding-rt and
+    lc-clearing (no H100 route serves onboarding-rt) in its latency tier on 2 x 8 GPUs, code-completion and
+    internal-chat in its middle tier on 4; credit-memos stays on its API ($1,423.50); agent-steps has no route.
+    Bill 24,104.60 + 42,781.56 + 1,423.50 = $68,309.66, 6 of 7 served. Chains that cost less serve less (2 H100
+    bought outright: $45,941.14, 5 of 7): a plan serves what it can, so the mix does too.
     """
     sc = Scenario(owned_nodes_by_gpu={"H100 SXM": 1}, buy_gpus=GPUS)
     bo = mix.buy_options(seed_catalog, sample, sc, memo_evaluate)
@@ -75,14 +75,14 @@ def test_sample_buy_options_golden(seed_catalog, sample):
     assert today.new_nodes[0].nodes == 2
     best = bo.best
     assert (best.gpu, best.option, best.new_nodes[0].nodes) == ("B200", "owned", 3)
-    assert (best.owned_usd, best.new_nodes_usd, best.api_usd, best.total_usd) == (24104.60, 42821.51, 1423.50, 68349.61)
+    assert (best.owned_usd, best.new_nodes_usd, best.api_usd, best.total_usd) == (24104.60, 42781.56, 1423.50, 68309.66)
     assert round(best.owned_usd + best.new_nodes_usd + best.api_usd + best.licence_usd, 2) == best.total_usd
     assert best.unserved == 1 and min(p.unserved for p in bo.rows) == 1
     cheapest = min(bo.rows, key=lambda p: p.total_usd)
     assert (cheapest.gpu, cheapest.option, cheapest.total_usd, cheapest.unserved) == ("H100 SXM", "owned", 45941.14, 2)
-    # Energy, a line within the node lines: each B200 bought outright draws 5.0808 kW x PUE 1.3 x $0.10/kWh =
-    # $0.66050/h, x 730 x 3 = $1,446.51 a month; the owned H100 is priced at a reserved rate, which includes its power.
-    assert best.energy_usd == 1446.51 and best.new_nodes[0].energy_usd_per_month == 1446.51
+    # Energy, a line within the node lines: each B200 bought outright draws 4.9405 kW x PUE 1.3 x $0.10/kWh =
+    # $0.64227/h, x 730 x 3 = $1,406.56 a month; the owned H100 is priced at a reserved rate, which includes its power.
+    assert best.energy_usd == 1406.56 and best.new_nodes[0].energy_usd_per_month == 1406.56
     assert today.energy_usd == 0.0
     on_owned = {d.gpu for d in best.deployments if d.on_owned_nodes}
     assert on_owned == {"H100 SXM"}  # the owned node stays an H100
@@ -139,44 +139,44 @@ def test_the_top_level_fleet_is_the_chosen_mix(tmp_path, capsys):
     """`--buy "H100 SXM,H200 SXM,B200"` on the sample (owned 1 x H100 SXM): fleet.* is the best mix, not the
     one-kind plan, and its attribution adds up to its bill to the cent.
 
-    Bill (the golden above): owned 24,104.60 + new B200 42,821.51 + API 1,423.50 = $68,349.61 (the one-kind plan,
+    Bill (the golden above): owned 24,104.60 + new B200 42,781.56 + API 1,423.50 = $68,309.66 (the one-kind plan,
     fleet.one_kind: $73,971.13, 3 nodes). Nodes: 1 owned H100 + 3 new B200 = 4.
     Pool shares: kyc-overnight keeps the owned H100's batch pool, 3.30320 GPU-hours a day; the H100 node's money
     is 24,104.60 / 8 GPUs = $3,013.075 per GPU-month, and its batch hours are charged as GPU-days: 3.30320 / 24 x
-    3,013.075 = $414.70. The B200 pools reserve 23 of the 3 nodes' 24 GPUs (LLaDA2.0-flash 16 for onboarding-rt
-    and lc-clearing; Llama 3.3 70B FP8 + draft 6 for code-completion and 1 for internal-chat): 42,821.51 x 23 / 24
-    = $41,037.28 shared by their members. credit-memos: its API, $1,423.50.
-    Full allocation (the default, as the one-kind plan does it): the node money no pool uses, 68,349.61 - 414.70 -
-    41,037.28 - 1,423.50 = $25,474.13 (the owned H100's idle GPUs and one B200 GPU), is shared by the workloads on
-    nodes by their node share: kyc-overnight 25,474.13 x 414.70 / 41,451.98 = $254.85, so 414.70 + 254.85 =
-    $669.55; the B200 members 41,037.28 + 25,219.28 = $66,256.56. Attributed = the bill; unallocated $0.
+    3,013.075 = $414.70. The B200 pools reserve 20 of the 3 nodes' 24 GPUs (LLaDA2.0-flash: 16 for onboarding-rt
+    and lc-clearing, 4 for code-completion and internal-chat): 42,781.56 x 20 / 24 = $35,651.30 shared by their
+    members. credit-memos: its API, $1,423.50.
+    Full allocation (the default, as the one-kind plan does it): the node money no pool uses, 68,309.66 - 414.70 -
+    35,651.30 - 1,423.50 = $30,820.16 (the owned H100's idle GPUs and four B200 GPUs), is shared by the workloads
+    on nodes by their node share: kyc-overnight 30,820.16 x 414.70 / 36,066.00 = $354.38, so 414.70 + 354.38 =
+    $769.08; the B200 members 35,651.30 + 30,465.78 = $66,117.08. Attributed = the bill; unallocated $0.
     """
     db = str(tmp_path / "s.duckdb")
     assert main(["--db", db, "evaluate", "--buy", "H100 SXM,H200 SXM,B200", "--format", "json",
                  "--detail", "verdicts"]) == 0
     f = json.loads(capsys.readouterr().out)["fleet"]
     assert (f["owned_monthly_usd"], f["extra_nodes_monthly_usd"], f["api_monthly_usd"], f["total_monthly_usd"]) == \
-        (24104.60, 42821.51, 1423.50, 68349.61) == tuple(f["mix"][k] for k in (
+        (24104.60, 42781.56, 1423.50, 68309.66) == tuple(f["mix"][k] for k in (
             "owned_usd_per_month", "new_nodes_usd_per_month", "api_usd_per_month", "total_monthly_usd"))
     assert (f["owned_nodes"], f["nodes_needed"], f["workloads_served"], f["workloads_total"]) == (1, 4, 6, 7)
     assert f["one_kind"]["total_monthly_usd"] == 73971.13 and f["one_kind"]["nodes_needed"] == 3
     assert f["owned_nodes_by_gpu"] == {"H100 SXM": 1}  # the owned node stays an H100
     assert [(d["gpu"], d["on_owned_nodes"], d["route_id"]) for d in f["deployments"]] == [
-        ("H100 SXM", True, "owned:qwen3-30b-a3b-fp8"), ("B200", False, "owned:llama70b-fp8-spec"),
-        ("B200", False, "owned:llama70b-fp8-spec"), ("B200", False, "owned:llada2-flash")]
+        ("H100 SXM", True, "owned:qwen3-30b-a3b-fp8"), ("B200", False, "owned:llada2-flash"),
+        ("B200", False, "owned:llada2-flash")]
     share = {r["workload_id"]: r["monthly_usd"] for r in f["attribution_by_workload"]}
-    assert share["kyc-overnight"] == 669.55 and share["credit-memos"] == 1423.50
+    assert share["kyc-overnight"] == 769.08 and share["credit-memos"] == 1423.50
     b200 = ("onboarding-rt", "lc-clearing", "code-completion", "internal-chat")
-    assert round(sum(share[w] for w in b200), 2) == 66256.56
+    assert round(sum(share[w] for w in b200), 2) == 66117.08
     assert share["agent-steps"] == 0.0  # unserved: no share
-    assert f["energy_usd_per_month"] == f["mix"]["energy_usd_per_month"] == 1446.51  # the B200s' power, in its line
-    assert f["attributed_usd_per_month"] == 68349.61 and f["unallocated_usd_per_month"] == 0.0
+    assert f["energy_usd_per_month"] == f["mix"]["energy_usd_per_month"] == 1406.56  # the B200s' power, in its line
+    assert f["attributed_usd_per_month"] == 68309.66 and f["unallocated_usd_per_month"] == 0.0
     assert round(sum(share.values()) + f["unallocated_usd_per_month"], 2) == f["total_monthly_usd"]
     assert round(sum(f["monthly_usd_by_route"].values()), 2) == f["attributed_usd_per_month"]
     assert f["purchase"]["gpu"] == "B200" and f["purchase"]["buy_now_new_nodes"] == 2
     rg = f["performance_range"]
     # An end's bill is above the central one only where it serves more, and below it only where it serves less
-    # (both ends need 3 nodes: the optimistic end serves all 7 for $54,393, the pessimistic end 5 for $54,070).
+    # (the optimistic end serves all 7 on 3 nodes for $54,393, the pessimistic end 5 on 2 for $39,877).
     unserved = f["workloads_total"] - f["workloads_served"]
     assert rg["total_monthly_usd_optimistic"] <= f["total_monthly_usd"] or rg["unserved_optimistic"] < unserved
     assert rg["total_monthly_usd_pessimistic"] >= f["total_monthly_usd"] or rg["unserved_pessimistic"] > unserved
@@ -235,29 +235,29 @@ def test_the_report_names_gpu_option_and_count(mixed_report):
     """The brief's "What to buy next" section names the GPU type, the purchase option and the count bought."""
     text = mixed_report[1]
     assert "## What to buy next" in text
-    assert "Buy 3 × B200, bought outright (TCO): \\$68,349.61 a month" in text  # "$" escaped: not Markdown math
+    assert "Buy 3 × B200, bought outright (TCO): \\$68,309.66 a month" in text  # "$" escaped: not Markdown math
     assert "| buy nothing | nothing |" in text
-    assert "Buy 3 × B200, bought outright (TCO): $68,349.61 a month" in mixed_report[2]
+    assert "Buy 3 × B200, bought outright (TCO): $68,309.66 a month" in mixed_report[2]
 
 
 @pytest.mark.slow
 def test_the_overview_and_the_report_describe_the_mix(mixed_report):
     """The Overview's words, the cash bill lines and the report's headline read the chosen mix (1 owned H100 +
-    3 new B200, $68,349.61: 5 workloads on nodes, 1 on an API), not the one-kind plan ($73,971.13, 3 nodes)."""
+    3 new B200, $68,309.66: 5 workloads on nodes, 1 on an API), not the one-kind plan ($73,971.13, 3 nodes)."""
     from core.presentation import views
 
     s, ev = mixed_report[0], mixed_report[4]
     words = views.overview_summary(ev)
-    assert any(w.startswith("5 of 7 workloads run on owned GPUs in the plan (2 on diffusion, 2 on speculative, 1 on "
-                            "MoE), 1 on public APIs ($1,424 a month)") for w in words)
-    assert any(w.startswith("The plan's cash bill is $68,350 a month") for w in words)
+    assert any(w.startswith("5 of 7 workloads run on owned GPUs in the plan (4 on diffusion, 1 on MoE), 1 on public "
+                            "APIs ($1,424 a month)") for w in words)
+    assert any(w.startswith("The plan's cash bill is $68,310 a month") for w in words)
     bill = views.cash_bill(ev).set_index("line")["usd_per_month"]
     assert round(bill["Owned nodes"] + bill["New nodes"] + bill["Public APIs"] + bill["Licences"], 2) \
-        == bill["Cash bill"] == round(bill["Attributed to workloads"] + bill["Not attributed"], 2) == 68349.61
+        == bill["Cash bill"] == round(bill["Attributed to workloads"] + bill["Not attributed"], 2) == 68309.66
     assert "3 × B200, bought outright (TCO)" in views.cash_bill(ev).set_index("line").loc["New nodes", "what"]
-    assert (s.figure("total_monthly_usd").value, s.figure("nodes_needed").value) == (68349.61, 4)
+    assert (s.figure("total_monthly_usd").value, s.figure("nodes_needed").value) == (68309.66, 4)
     assert s.changes[0].text.startswith("Buy 3 × B200, bought outright (TCO): the chosen mix needs 4 nodes")
-    assert round(sum(r["monthly_usd"] for r in s.cost_by_route.rows), 2) == 68349.61
+    assert round(sum(r["monthly_usd"] for r in s.cost_by_route.rows), 2) == 68309.66
 
 
 @pytest.mark.slow
@@ -265,8 +265,8 @@ def test_the_workbook_has_a_what_to_buy_sheet(mixed_report):
     """The What to buy sheet: one row per candidate GPU's best option, the best mix, buy nothing; money formats;
     owned + new + API + licences = bill on each row; the source line under the table.
 
-    Best mix (the golden above): 3 x B200 bought outright, owned $24,104.60 + new $42,821.51 (of which energy
-    $1,446.51) + API $1,423.50 = $68,349.61, 6 of 7 workloads served (5 on nodes, 1 by API, 1 unserved)."""
+    Best mix (the golden above): 3 x B200 bought outright, owned $24,104.60 + new $42,781.56 (of which energy
+    $1,406.56) + API $1,423.50 = $68,309.66, 6 of 7 workloads served (5 on nodes, 1 by API, 1 unserved)."""
     import io
 
     import openpyxl
@@ -283,7 +283,7 @@ def test_the_workbook_has_a_what_to_buy_sheet(mixed_report):
     best = table[2]
     assert (best["GPU"], best["Option"], best["New nodes"]) == ("B200", "bought outright (TCO)", 3)
     assert (best["Owned nodes $/month"], best["New nodes $/month"], best["of which energy $/month"],
-            best["API $/month"], best["Bill $/month"]) == (24104.60, 42821.51, 1446.51, 1423.50, 68349.61)
+            best["API $/month"], best["Bill $/month"]) == (24104.60, 42781.56, 1406.56, 1423.50, 68309.66)
     assert best["Served of total"] == "6 of 7" and (best["On nodes"], best["By API"], best["Unserved"]) == (5, 1, 1)
     for r in table:
         parts = r["Owned nodes $/month"] + r["New nodes $/month"] + r["API $/month"] + r["Licences $/month"]
@@ -323,9 +323,9 @@ def test_fleet_page_shows_the_choice(monkeypatch, tmp_path):
 
     at = mixed_app(monkeypatch, tmp_path, "H100 SXM,H200 SXM,B200", "screens/fleet.py")
     assert any("Buy 3 × B200, bought outright (TCO)" in m.value for m in at.markdown)
-    # The figures at the top are the chosen mix (1 owned H100 + 3 new B200, $68,349.61), not the one-kind plan.
+    # The figures at the top are the chosen mix (1 owned H100 + 3 new B200, $68,309.66), not the one-kind plan.
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Cash bill a month"] == "$68,350" and metrics["Nodes needed"] == "4"
+    assert metrics["Cash bill a month"] == "$68,310" and metrics["Nodes needed"] == "4"
     assert any("less than the one-kind plan (2 more H100 SXM" in m.value for m in at.markdown)
     (chart,) = [c for t, c in figures(at).items() if t.startswith("What to buy next")]
     assert len(chart["data"][0]["y"]) == 5
@@ -341,7 +341,7 @@ def test_the_table_names_what_to_buy(tmp_path, capsys):
     db = str(tmp_path / "s.duckdb")
     assert main(["--db", db, "evaluate", "--owned", "H100 SXM:1", "--buy", "B200", "--buy-pricing", "owned"]) == 0
     text = capsys.readouterr().out
-    assert "What to buy next: 3 × B200, bought outright (TCO), $68,350/month in all" in text
+    assert "What to buy next: 3 × B200, bought outright (TCO), $68,310/month in all" in text
     assert "  buy nothing: buy nothing: new nothing;" in text
     assert main(["--db", db, "evaluate"]) == 0
     assert "What to buy next" not in capsys.readouterr().out

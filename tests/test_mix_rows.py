@@ -16,7 +16,7 @@ from core.decision.showback import showback, workload_showback
 from core.models import PricingOption, Scenario
 from core.store.seed import sample_workloads_path
 
-BILL = 68349.61  # the chosen mix on the sample: tests/test_mix.py's golden
+BILL = 68309.66  # the chosen mix on the sample: tests/test_mix.py's golden
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +30,16 @@ def mixed(seed_catalog):
 
 @pytest.mark.slow
 def test_workloads_add_up_to_the_mix_bill_and_agree_everywhere(mixed):
-    """The best mix (tests/test_mix.py): 1 owned H100 + 3 new B200 bought outright, $68,349.61 a month.
+    """The best mix (tests/test_mix.py): 1 owned H100 + 3 new B200 bought outright, $68,309.66 a month.
 
     workloads[].verdict.monthly_usd is each workload's attribution in the mix (tests/test_mix.py works it out):
     kyc-overnight keeps the owned H100's batch pool, 3.30320 GPU-hours a day / 24 x ($24,104.60 / 8 GPUs) =
     $414.70 (the one-kind plan attributes it $0 on its own 3-node fleet); credit-memos its API, $1,423.50;
-    onboarding-rt, lc-clearing, code-completion and internal-chat share the B200 pools' 23 of 24 GPUs, $41,037.28
+    onboarding-rt, lc-clearing, code-completion and internal-chat share the B200 pools' 20 of 24 GPUs, $35,651.30
     (internal-chat is on the B200 in the mix, on its API in the one-kind plan; onboarding-rt has a route only on
     the B200); agent-steps has no route (null verdict). Full allocation shares the node money no pool uses,
-    68,349.61 - 414.70 - 1,423.50 - 41,037.28 = $25,474.13, by node share: kyc-overnight 414.70 + 254.85 =
-    $669.55; the B200 members $66,256.56. Sum = $68,349.61 to the cent, nothing unallocated. The routing table,
+    68,309.66 - 414.70 - 1,423.50 - 35,651.30 = $30,820.16, by node share: kyc-overnight 414.70 + 354.38 =
+    $769.08; the B200 members $66,117.08. Sum = $68,309.66 to the cent, nothing unallocated. The routing table,
     the JSON (both details), fleet.attribution_by_workload and showback name the same route, GPU and $ per
     workload; the teams add up to the mix's bill."""
     doc = contract.to_dict(mixed, "verdicts")
@@ -48,10 +48,10 @@ def test_workloads_add_up_to_the_mix_bill_and_agree_everywhere(mixed):
     verdicts = {w["workload_id"]: w["verdict"] for w in doc["workloads"]}
     total = sum(v["monthly_usd"] for v in verdicts.values() if v is not None)
     assert round(total, 2) == BILL and f["unallocated_usd_per_month"] == 0.0
-    assert (verdicts["kyc-overnight"]["gpu"], verdicts["kyc-overnight"]["monthly_usd"]) == ("H100 SXM", 669.55)
+    assert (verdicts["kyc-overnight"]["gpu"], verdicts["kyc-overnight"]["monthly_usd"]) == ("H100 SXM", 769.08)
     assert verdicts["credit-memos"]["gpu"] is None and verdicts["credit-memos"]["monthly_usd"] == 1423.50
     assert (verdicts["internal-chat"]["route_id"], verdicts["internal-chat"]["gpu"]) == \
-        ("owned:llama70b-fp8-spec", "B200")
+        ("owned:llada2-flash", "B200")
     # The one-kind plan sends internal-chat to its API: the mix moves it onto the B200 capacity it buys.
     assert mixed.routes[int(mixed.verdict[6])].hosting == "api" and mixed.fleet.gpu == "H100 SXM"
     assert (verdicts["onboarding-rt"]["route_id"], verdicts["onboarding-rt"]["gpu"]) == ("owned:llada2-flash", "B200")
@@ -78,14 +78,14 @@ def test_workloads_add_up_to_the_mix_bill_and_agree_everywhere(mixed):
 @pytest.mark.slow
 def test_the_cli_table_and_csv_show_the_mix(mixed):
     """`hangover evaluate` (table, CSV) on the same evaluation: each workload's line carries the mix's route, its
-    $ and GPU (internal-chat: Llama 3.3 70B FP8 + draft on the B200 at $2,881 a month with its share of the idle,
+    $ and GPU (internal-chat: LLaDA2.0-flash on the B200 at $4,995 a month with its share of the idle,
     not the one-kind plan's API)."""
     from core.commands.evaluate import format_table
     from core.presentation.csv_export import routing_csv
 
     text = format_table(mixed)
     line = next(x for x in text.splitlines() if x.startswith("internal-chat"))
-    assert "Llama 3.3 70B (FP8) + speculative draft" in line and "$2,881" in line and line.rstrip().endswith("B200")
+    assert "LLaDA2.0-flash" in line and "$4,995" in line and line.rstrip().endswith("B200")
     table = pd.read_csv(io.BytesIO(routing_csv(contract.verdicts_frame(mixed))))
     att = {r["workload_id"]: r for r in mixfleet.by_workload(mixed)}
     for r in table.itertuples():
@@ -95,18 +95,18 @@ def test_the_cli_table_and_csv_show_the_mix(mixed):
 
 @pytest.mark.slow
 def test_reasons_are_true_to_the_mix(mixed):
-    """kyc-overnight's reasons say where the mix runs it and its mix money ($670 on the owned H100 with its share
+    """kyc-overnight's reasons say where the mix runs it and its mix money ($769 on the owned H100 with its share
     of the idle), not the one-kind plan's $0, and leave out the fill stage's standalone comparisons (priced with new nodes barred);
     the B200 pool's members name the B200 plan; each row's sensitivity is the chain's at the estimate ends."""
     i = {w: k for k, w in enumerate(mixed.workloads["workload_id"])}
     kyc = mixrows.reasons(mixed, i["kyc-overnight"])
     assert any("kept on the 1 owned H100 SXM node" in s for s in kyc)
-    assert any(s.startswith("Attributed $670 a month in the chosen mix") for s in kyc)
+    assert any(s.startswith("Attributed $769 a month in the chosen mix") for s in kyc)
     assert not any(s.startswith(("Cheapest other route", "Attributed $0")) for s in kyc)
     chat = mixrows.reasons(mixed, i["internal-chat"])
-    assert any("Llama 3.3 70B (FP8) + speculative draft on B200, placed by the B200 plan (3 new, bought outright "
+    assert any("LLaDA2.0-flash (diffusion MoE 100B / 6.1B active) on B200, placed by the B200 plan (3 new, bought outright "
                "(TCO))" in s for s in chat)
-    assert any(s.startswith("Attributed $2,881 a month in the chosen mix") for s in chat)
+    assert any(s.startswith("Attributed $4,995 a month in the chosen mix") for s in chat)
     vf = contract.verdicts_frame(mixed)
     central, fast, slow = mixrows.ends(mixed)
     assert list(vf["sensitive"]) == [c != a or c != b for c, a, b in zip(central, fast, slow, strict=True)]
@@ -141,7 +141,7 @@ def test_routing_and_showback_pages_show_the_mix(monkeypatch, tmp_path):
     at = mixed_app(monkeypatch, tmp_path, "H100 SXM,B200", "screens/routing.py")
     table = at.dataframe(key="routing_table").value.set_index("workload_id")
     assert table.loc["internal-chat", "route"].endswith("on B200")
-    assert table.loc["kyc-overnight", "monthly_usd"] == 669.55
+    assert table.loc["kyc-overnight", "monthly_usd"] == 769.08
     assert round(float(np.nansum(table["monthly_usd"])), 2) == BILL  # full allocation: nothing unallocated
     words = " ".join(m.value for m in at.markdown)
     assert "Chosen mix (B200, bought outright (TCO))" in words  # the first row's reasons (kyc-overnight)
@@ -173,15 +173,15 @@ def test_the_unserved_work_shown_is_the_mixs(mixed):
     """The mix serves onboarding-rt on the B200s, which the one-kind H100 plan leaves out: the pages, the report
     and the JSON price only what the mix leaves unserved, agent-steps, at its cheapest route after the smallest
     change (Qwen3-235B-A22B at a 3.0 s target, 32 GPUs = 4 x $24,104.60 = $96,418.40), so the bill with it is
-    68,349.61 + 96,418.40 = $164,768.01 (it read $261,187, onboarding-rt counted as unserved, before)."""
+    68,309.66 + 96,418.40 = $164,728.06 (it read $261,187, onboarding-rt counted as unserved, before)."""
     from core.presentation import served
 
     assert (mixed.verdict[list(mixed.workloads["workload_id"]).index("onboarding-rt")]) < 0  # one-kind: unserved
     words = served.unserved_priced_words(mixed).splitlines()
-    assert words[0].startswith("The plan serves 6 of 7 workloads; 1 unserved: the $68,350 bill leaves their work out.")
-    assert "the bill with them would be $164,768 a month:" in words[0]
+    assert words[0].startswith("The plan serves 6 of 7 workloads; 1 unserved: the $68,310 bill leaves their work out.")
+    assert "the bill with them would be $164,728 a month:" in words[0]
     assert len(words) == 2 and words[1].startswith("- agent-steps: Qwen3-235B-A22B (MoE; FP8), $96,418/month")
-    assert served.with_unserved_total(mixed) == pytest.approx(164768.01, abs=0.01)
+    assert served.with_unserved_total(mixed) == pytest.approx(164728.06, abs=0.01)
     js = contract.to_dict(mixed, "verdicts")["fleet"]["unserved_work"]
     assert [w["workload_id"] for w in js["workloads"]] == ["agent-steps"]
-    assert js["total_monthly_usd_with_unserved"] == pytest.approx(164768.01, abs=0.01)
+    assert js["total_monthly_usd_with_unserved"] == pytest.approx(164728.06, abs=0.01)

@@ -71,7 +71,7 @@ ol.changes li { margin-bottom: 0.6mm; break-inside: avoid; page-break-inside: av
 .chart svg { display: block; width: 100%; height: auto; }
 .estimate { color: var(--muted); font-size: 7pt; }
 footer { margin-top: 2mm; border-top: 1px solid var(--line); padding-top: 1mm; }
-@page { size: A4; margin: 12mm; }
+@page { size: A4; margin: 10mm; }
 @media print {
   body { padding: 0; max-width: none; }
 }
