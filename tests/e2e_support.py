@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -88,6 +89,83 @@ def streamlit_server(db_path: Path, *, app: str = "dashboard/app.py", env: dict[
             proc.wait(timeout=5)
         if proc.stdout:
             proc.stdout.close()
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    """Copy bytes from src to dst until either side closes."""
+    with contextlib.suppress(OSError):
+        while data := src.recv(65536):
+            dst.sendall(data)
+    for s in (src, dst):
+        with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_RDWR)
+
+
+def _forward_requests(client: socket.socket, upstream: socket.socket, header: bytes, value: bytes) -> None:
+    """Client to server: each request's head with `header: value` put in (a copy the client sent taken out), its
+    Content-Length body as is; after a WebSocket upgrade, the raw stream."""
+    buf = b""
+    with contextlib.suppress(OSError):
+        while True:
+            while b"\r\n\r\n" not in buf:
+                data = client.recv(65536)
+                if not data:
+                    raise OSError("client closed")
+                buf += data
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            lines = [x for x in head.split(b"\r\n") if not x.lower().startswith(header.lower() + b":")]
+            upstream.sendall(b"\r\n".join([lines[0], header + b": " + value, *lines[1:]]) + b"\r\n\r\n")
+            fields = {k.strip().lower(): v.strip() for k, _, v in (x.partition(b":") for x in lines[1:])}
+            if fields.get(b"upgrade", b"").lower() == b"websocket":
+                upstream.sendall(buf)
+                _pipe(client, upstream)
+                return
+            need = int(fields.get(b"content-length", b"0") or 0)
+            while len(buf) < need:
+                data = client.recv(65536)
+                if not data:
+                    raise OSError("client closed")
+                buf += data
+            upstream.sendall(buf[:need])
+            buf = buf[need:]
+    for s in (client, upstream):
+        with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_RDWR)
+
+
+@contextlib.contextmanager
+def header_proxy(upstream_url: str, header: str, value: str) -> Iterator[str]:
+    """A sign-in proxy in front of the server at upstream_url: every request, the WebSocket upgrade included, reaches
+    the server with `header: value` (what a company's proxy adds after its own sign-in; a copy sent by the browser
+    is dropped). Yields the proxy's base URL. A browser's own extra headers are not enough: whether Chromium sends
+    them on a WebSocket upgrade depends on its version (150 does not)."""
+    host, port = upstream_url.removeprefix("http://").split(":")
+    listener = socket.create_server(("127.0.0.1", free_port()))
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                client, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            client.settimeout(None)
+            upstream = socket.create_connection((host, int(port)))
+            threading.Thread(target=_forward_requests, args=(client, upstream, header.encode(), value.encode()),
+                             daemon=True).start()
+            threading.Thread(target=_pipe, args=(upstream, client), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()
 
 
 @contextlib.contextmanager

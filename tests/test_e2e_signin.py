@@ -21,6 +21,7 @@ from tests.e2e_support import (
     VIEWPORT,
     chromium_page,
     free_port,
+    header_proxy,
     streamlit_server,
     wait_until_idle,
 )
@@ -130,9 +131,9 @@ def _enabled_writes(page, url: str, path: str) -> list[str]:
 
 
 def test_a_viewer_in_a_browser_reaches_no_write_and_an_editors_write_is_audited(tmp_path):
-    """Behind a trusted-header proxy (the header set on every request of the browser, websocket included): a
-    viewer sees every page, but no page offers an enabled button that writes or an enabled upload; an editor gets
-    them enabled, saves a scenario, and the audit trail names the editor."""
+    """Behind a trusted-header proxy (one per user, tests/e2e_support.header_proxy: the header on every request,
+    websocket included): a viewer sees every page, but no page offers an enabled button that writes or an enabled
+    upload; an editor gets them enabled, saves a scenario, and the audit trail names the editor."""
     from playwright.sync_api import sync_playwright
 
     db = tmp_path / "header.duckdb"
@@ -142,16 +143,18 @@ def test_a_viewer_in_a_browser_reaches_no_write_and_an_editors_write_is_audited(
         S.save_scenario(store, "Kept", Scenario(), created_by="setup")
     finally:
         store.close()
-    with streamlit_server(db, env={"HANGOVER_AUTH": "header"}) as url, sync_playwright() as pw:
+    with streamlit_server(db, env={"HANGOVER_AUTH": "header"}) as server, \
+            header_proxy(server, "X-Forwarded-Email", "val@bank.example") as viewer_url, \
+            header_proxy(server, "X-Forwarded-Email", "eve@bank.example") as editor_url, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
         try:
-            def as_user(email: str):
-                ctx = browser.new_context(viewport=VIEWPORT, extra_http_headers={"X-Forwarded-Email": email})
-                page = ctx.new_page()
+            def as_user():
+                page = browser.new_context(viewport=VIEWPORT).new_page()
                 page.set_default_timeout(60_000)
                 return page
 
-            viewer = as_user("val@bank.example")
+            url = viewer_url
+            viewer = as_user()
             viewer.goto(url + "/")
             wait_until_idle(viewer)
             assert "Signed in as val@bank.example (viewer)" in _sidebar(viewer)
@@ -159,7 +162,8 @@ def test_a_viewer_in_a_browser_reaches_no_write_and_an_editors_write_is_audited(
             assert not any(seen.values()), seen
             assert "Read only: you are signed in as a viewer" in viewer.locator('[data-testid="stMain"]').inner_text()
 
-            editor = as_user("eve@bank.example")
+            url = editor_url
+            editor = as_user()
             editor.goto(url + "/")
             wait_until_idle(editor)
             assert "Signed in as eve@bank.example (editor)" in _sidebar(editor)
