@@ -3,7 +3,8 @@
 Run: python bench/validate_perf_overview.py   (prints the table quoted in docs/performance-model.md)
 Published figures: NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (v1.0), vendor claims,
 total output tokens/s at maximum load. The table states no concurrency: it is taken as what fits in memory
-under TensorRT-LLM's 2,048-sequence cap. No constant of the model is fitted to these figures.
+under TensorRT-LLM's 2,048-sequence cap (per attention-DP rank for the MoE rows). No constant of the model is fitted
+to these figures.
 """
 
 from __future__ import annotations

@@ -456,6 +456,21 @@ def test_engine_batch_cap_bounds_concurrency():
     assert not one(physics.estimate(LLAMA8_BF16, H200, 1, 300, 1000, 1000)["fits"])
 
 
+def test_the_batch_cap_is_per_attention_data_parallel_rank():
+    """TensorRT-LLM's max_batch_size binds each scheduler; with attention data parallelism each of the g GPUs
+    schedules its own requests. Qwen3-235B-A22B FP8 (235e9 weight bytes, 96,256 KV bytes a token) on 8 x H200
+    at 2,000 tokens of context: (8 x 141e9 x 0.9 - 235e9) / (2,000 x 96,256) = 780.2e9 / 192.5e6 = 4,052.7, so
+    4,052 fit; the replica admits 8 x 2,048 = 16,384, so memory decides (a cap per replica stopped it at 2,048).
+    On 8 x H100: (576e9 - 235e9) / 192.5e6 = 1,771 either way. On vLLM (experts sliced, one scheduler) 256; a
+    stack's own cap of 100 admits 800 on 8 ranks."""
+    assert physics.engine_batch_cap(Q235_TRT, 8) == 16_384 and physics.engine_batch_cap(Q235_TRT, 1) == 2_048
+    assert physics.max_concurrency(Q235_TRT, H200, 8, 2000) == 4_052
+    assert physics.max_concurrency(Q235_TRT, H100, 8, 2000) == 1_771
+    assert physics.max_concurrency(Q235_VLLM, H200, 8, 2000) == 256
+    assert physics.max_concurrency(Q235_TRT.model_copy(update={"max_running_seqs": 100}), H200, 8, 2000) == 800
+    assert physics.engine_batch_cap(LLAMA8_BF16.model_copy(update={"engine": "trtllm"}), 8) == 2_048  # dense: TP
+
+
 def test_fp8_weights_stream_at_the_engines_share_of_bf16s():
     """Llama-8B in FP8 (8.0e9 weight bytes) at batch 1 on one H100: the weights stream at 3.35e12 x 0.80 = 2.68e12
     B/s on vLLM (2.985 ms), at 0.75 of that on SGLang: 8.0e9 / 2.01e12 = 3.980 ms, 0.995 ms more; SGLang's step is

@@ -142,7 +142,7 @@ def cmd_perf(args: argparse.Namespace) -> int:
     for r in measured.itertuples(index=False):
         print(f"  at {r.concurrency:g}: measured {r.measured_fields} from {r.source}")
     if not df["fits"].all():
-        cap = physics.engine_batch_cap(stack)
+        cap = physics.engine_batch_cap(stack, gpus)
         print(f"  fits = NO: weights plus KV cache for that many sequences exceed the GPUs' memory (90 % usable), "
               f"or the engine's running-batch cap ({stack.engine.value}: {cap:,} sequences)")
     for n in [*notes, *cal.notes]:

@@ -79,7 +79,9 @@ ENGINES: dict[Engine, EngineProfile] = {
         0.4, 2048, "TensorRT-LLM LLM API max_batch_size default 2,048; overhead per step an estimate (C++ runtime); "
         "per layer 8 us (fused kernels, programmatic dependent launch), set on Llama 3.3 70B FP8 at batch 1 on "
         "an H200 (51 tok/s, NVIDIA speculative-decoding blog, data/benchmarks.csv); "
-        "MoE with attention data parallelism as in its performance overview (enable_attention_dp: true)",
+        "MoE with attention data parallelism as in its performance overview (enable_attention_dp: true), the "
+        "batch cap then per attention-DP rank (DeepSeek-R1 max throughput on 8 GPUs: --max_batch_size 384, "
+        "--concurrency 3072; docs/source/blogs/Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md)",
         moe_attention_dp=True, layer_overhead_us=8.0),
     Engine.NIM: EngineProfile(
         0.5, 2048, "NVIDIA NIM for LLMs runs a TensorRT-LLM engine (vLLM for some models) behind its own API server: "
@@ -353,16 +355,19 @@ def resident_weight_bytes(stack: ServingStack) -> float:
     return (stack.params_total_b + draft) * 1e9 * param_bytes(stack)
 
 
-def engine_batch_cap(stack: ServingStack) -> int:
-    """Largest running batch the stack's engine admits (the stack's own cap, else the engine default)."""
-    return int(stack.max_running_seqs or ENGINES[Engine(stack.engine)].max_running_seqs)
+def engine_batch_cap(stack: ServingStack, gpus: int = 1) -> int:
+    """Largest running batch the stack's engine admits on one replica of g GPUs: the stack's own cap, else the
+    engine default, per scheduler. With attention data parallelism every GPU schedules its own requests
+    (TensorRT-LLM's max_batch_size is per attention-DP rank), so the replica admits g times the cap."""
+    per_scheduler = int(stack.max_running_seqs or ENGINES[Engine(stack.engine)].max_running_seqs)
+    return per_scheduler * (gpus if attention_dp(stack, gpus) else 1)
 
 
 def max_concurrency(stack: ServingStack, gpu: GpuSpec, gpus: int, context_tokens, eff: Efficiency = DEFAULT_EFFICIENCY):
     """Largest number of sequences whose KV cache fits beside the weights, at most the engine's batch cap (0 if the weights alone do not fit)."""
     usable = gpus * gpu.hbm_gb * 1e9 * eff.memory_headroom - resident_weight_bytes(stack)
     per_seq = np.maximum(np.asarray(context_tokens, dtype=float), 1.0) * max(stack.kv_bytes_per_token, 1.0)
-    return np.minimum(np.floor(np.maximum(usable, 0.0) / per_seq), engine_batch_cap(stack))
+    return np.minimum(np.floor(np.maximum(usable, 0.0) / per_seq), engine_batch_cap(stack, gpus))
 
 
 # -- communication ----------------------------------------------------------------------
