@@ -291,7 +291,9 @@ class ServingStack(Sourced, Quality):
         description="Attention heads x head dimension, where it differs from the hidden size (Qwen3); sets attention FLOPs.")
     engine: Engine = Field(default=Engine.VLLM, description="vllm, sglang, trtllm or nim: per-step overhead and batch cap.")
     max_running_seqs: int | None = Field(
-        default=None, ge=1, description="Largest running batch the engine admits; empty: the engine's default.")
+        default=None, ge=1,
+        description="Largest running batch one engine scheduler admits (per attention-DP rank for TensorRT-LLM MoE); "
+                    "empty: the engine's default.")
     spec_method: SpecMethod | None = Field(default=None, description="Speculative: draft, medusa or eagle (empty: draft).")
     spec_draft_layers: int | None = Field(default=None, ge=1, description="Speculative: layers of the draft model or head.")
     spec_verify_tokens: int | None = Field(

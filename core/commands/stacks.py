@@ -34,7 +34,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--precision", required=True, choices=list(PRECISIONS), help="weight precision")
     add.add_argument("--name", help="human-readable name (default: from the id)")
     add.add_argument("--engine", default="vllm", choices=[e.value for e in Engine], help="serving engine (default vllm)")
-    add.add_argument("--max-running-seqs", type=int, help="the engine's cap on the running batch (default: the engine's)")
+    add.add_argument("--max-running-seqs", type=int, help="the engine's cap on the running batch, per scheduler: per attention-DP rank "
+                     "for TensorRT-LLM MoE (default: the engine's)")
     add.add_argument("--weights", default="open", choices=["open", "licensed"], help="hosting rights (default open)")
     add.add_argument("--speculative-method", choices=["draft", "medusa", "eagle"], help="serve with speculative decoding")
     add.add_argument("--draft-config", metavar="CONFIG_JSON", help="config.json of the draft model or draft head")
