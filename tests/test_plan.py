@@ -839,6 +839,30 @@ def test_the_restart_from_faster_routes_is_never_dearer(catalog, monkeypatch):
     assert on.workloads_served == off.workloads_served == 89
 
 
+@pytest.mark.slow
+def test_the_restart_from_whole_moves_is_never_dearer(catalog, monkeypatch):
+    """88 generated workloads (bench/gen.py seed 1024, frozen), no owned node, 83 servable. After the other
+    restarts, where the plan buys nodes, one more from the cheapest shadow-price candidate moved by whole
+    deployments until none helps, then by every move (Planner.from_whole_moves); kept only if cheaper, so it may
+    only keep or lower the bill. Without it: 8 GPUs (Qwen3-30B x3 (3), Qwen3-235B x1 on 4 (4), LLaDA-8B x1 (1))
+    -> 1 node, 33.02 x 730 = $24,104.60 + $1,543.79 of API = $25,648.39. With it the same 8 GPUs carry more of
+    the traffic: $24,104.60 + $1,407.93 = $25,512.53, $135.86 less, 83 served either way, every owned member
+    within its target. (On generated 184 workloads, seed 1006, it saves a node: docs/design/fleet_plan.md.)"""
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "eighty_eight_workloads_whole_moves.csv")
+    monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY.but(whole_moves_restart=False))
+    off = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    monkeypatch.setattr(settings_mod, "PLAN", SEARCH_ONLY)
+    on = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    for ev in (off, on):
+        assert ev.fleet.nodes_needed == 1 and (ev.verdict >= 0).sum() == 83
+        assert sum(d.interactive_gpus for d in ev.fleet.deployments) == 8
+    assert off.fleet.api_monthly_usd == pytest.approx(1543.79, abs=0.01)
+    assert on.fleet.api_monthly_usd == pytest.approx(1407.93, abs=0.01)
+    assert on.fleet.total_monthly_usd == pytest.approx(NODE_MONTH + 1407.93, abs=0.01)
+    assert on.fleet.total_monthly_usd <= off.fleet.total_monthly_usd - 100
+    _assert_owned_within_targets(on, inv)
+
+
 def _optimistic_end_starts_from_the_faster_search(catalog, ev):
     """The estimate range's optimistic end (every owned route at its fast end) is given, beside the central plan,
     the plan the central search's restart from faster routes made at those very speeds (a whole search, with

@@ -447,6 +447,10 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
             priced = planner.price(other)
             if priced.feasible:
                 best = planner._restart_from(priced, best, True)
+        # Last, so the plan is never dearer than the restarts above make it (docs/design/fleet_plan.md "A
+        # restart from whole moves"); not in the fast end's search, whose plan is only a start for this one.
+        if best.nodes_needed > inp.owned_nodes and planner.settings.whole_moves_restart:
+            best = planner.from_whole_moves(best)
     added: dict[int, int] = {}
     if checked:
         closed = close_by_simulation(planner, best)

@@ -291,6 +291,17 @@ class Planner(Pricer):
         sub._restarts = False
         return self._restart_from(sub.optimise(singles=False), found, moves)
 
+    def from_whole_moves(self, found: PlanCost) -> PlanCost:
+        """A restart from the cheapest shadow-price candidate moved by whole deployments only (pool merges and a
+        node fewer included) until none helps, then by every move; the cheaper of it and `found`.
+
+        The search's own descent from that candidate takes single moves from the start, and on generated
+        inventories of 184 and 195 workloads it and every restart ended dearer than this one: 4 nodes where 3 do
+        ($16,052.13 a month), and $686.42 at the same 3 (bench/bench_plan_constants.py --set
+        whole_moves_restart=0 --seeds 1000:1016 --rows 61:300; docs/design/fleet_plan.md)."""
+        start, _ = self._candidates(None, True)
+        return self._restart_from(self._improve(start, None, False), found, True)
+
     def _from_tighter_targets(self, found: PlanCost, moves: bool) -> PlanCost:
         """A restart from the plan searched with every target settings.tighter_targets times as tight (one start): a
         plan that holds the tighter targets holds these, so the search should never end dearer than it. On a

@@ -59,6 +59,10 @@ class SearchSettings:
     single_move_patience: int = _knob(
         120, "Above budget_move_rows: a pass of single moves also ends after this many exact pricings in a row "
              "that lowered neither the bill nor the GPU-hours.")
+    whole_moves_restart: bool = _knob(
+        True, "Where the restart from faster routes runs (the central plan of a whole search above multi_start_rows, "
+              "buying nodes): one more restart after it, from the cheapest shadow-price candidate moved by whole "
+              "deployments until none helps, then by every move (read by fleet).")
     full_move_rows: int = _knob(
         12, "Up to this many workloads single moves try every plan column (every tier of every stack); above, "
             "of another stack only the top tier.")
