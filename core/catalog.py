@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -11,6 +13,13 @@ from core.performance.physics import Efficiency
 
 if TYPE_CHECKING:
     from core.performance.calibration import EfficiencyBounds
+
+
+# Sizing stores a catalog keeps (Catalog.kept_sizings): a few scenarios whose pools differ (targets' tail, GPU, ...);
+# scenarios that differ only in prices or owned nodes share one.
+KEPT_SIZING_STORES = 4
+_KEPT = ("kept sizings",)
+_KEPT_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,18 @@ class Catalog:
             if g.name.lower() == name.strip().lower():
                 return g
         raise InputError(f"unknown GPU {name!r}; known GPUs: {', '.join(sorted(g.name for g in self.gpus))}")
+
+    def kept_sizings(self, identity: str) -> dict:
+        """The pool sizings kept for plans of this catalog under `identity` (engine.evaluate: the scenario's inputs
+        a sizing reads), the last KEPT_SIZING_STORES identities. Its efficiency-end copies share it (the same
+        cache); their sizings are keyed apart by the physics they read (sizing.Sizer._physics_of)."""
+        with _KEPT_LOCK:  # dashboard sessions plan on threads of their own
+            kept = self._eff_cache.setdefault(_KEPT, OrderedDict())
+            store = kept.pop(identity, None)
+            kept[identity] = store = {} if store is None else store
+            while len(kept) > KEPT_SIZING_STORES:
+                kept.popitem(last=False)
+        return store
 
     def efficiency(self, stack: ServingStack, gpu: GpuSpec, gpus: int) -> tuple[Efficiency, str]:
         """Efficiency factors for a route and a provenance label, calibrated on matching benchmarks when any exist."""

@@ -107,6 +107,7 @@ def release_other_pages_state(url_path: str) -> None:
 def bump_data_version() -> None:
     """Call after any write (upload, override, import): drops the cached reads of the old store at once."""
     st.cache_data.clear()
+    catalog.clear()
     with _held_lock:
         _evaluate.clear()
         _held.clear()
@@ -173,7 +174,10 @@ def _open_linked_scenario(link: dict) -> None:
 
 # The store stamp is a hashed argument (no leading underscore): a parameter named `_version` is left out of
 # Streamlit's cache key, so the catalog was read once and never again until a dashboard write cleared it.
-@st.cache_data(show_spinner=False, max_entries=4)
+# A resource, not data: one catalog shared by every rerun and session (frozen; cache_data handed each caller an
+# unpickled copy), so what it caches for plans is kept: calibrations, and the pools' sizings
+# (Catalog.kept_sizings), which make a change of owned nodes or prices re-plan without sizing again.
+@st.cache_resource(show_spinner=False, max_entries=4)
 def catalog(version: int) -> Catalog:
     """Reference data, re-read when the store's stamp (data_version) changes."""
     return Catalog.from_store(store())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -303,7 +304,27 @@ def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario) -> E
     w = prepare_workloads(workloads)
     catalog.gpu(scenario.gpu)  # an unknown GPU is named before any price is looked up
     rate = node_rate(scenario, list(catalog.node_prices), list(catalog.owned_hardware))
-    return _evaluate(catalog, w, scenario, rate)
+    store = kept_sizings(catalog, scenario, len(w))
+    with shared_sizings(store) if store is not None else nullcontext():
+        return _evaluate(catalog, w, scenario, rate)
+
+
+# Scenario fields no pool sizing reads (what a replica costs, how many nodes are owned, how the bill is attributed):
+# scenarios differing only in these share one kept store. The others are in the key of every sizing anyway
+# (sizing.Sizer._shared_key); they separate stores so that each stays small.
+_NOT_SIZED = {"fleet_nodes", "pricing_option", "cost_basis", "node_provider", "node_usd_per_hour", "owned_hardware",
+              "api_price_scale", "near_tie_share", "buy_pricing"}
+
+
+def kept_sizings(catalog: Catalog, scenario: Scenario, workloads: int) -> dict | None:
+    """The store of pool sizings plans of this catalog and scenario share (Catalog.kept_sizings), up to
+    settings.kept_sizings_rows workloads; None above, or inside a caller's own store (the smallest change's)."""
+    cut = settings_mod.current()
+    if shared_store() is not None or workloads > cut.kept_sizings_rows:
+        return None
+    # The search's settings too: a sizing reads none of them, but a bench that changes them compares plans
+    # made from scratch.
+    return catalog.kept_sizings(scenario.model_dump_json(exclude=_NOT_SIZED) + repr(cut))
 
 
 @dataclass(frozen=True)

@@ -92,14 +92,24 @@ def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev) -> tupl
     SearchSettings.side_by_side_rows workloads the low end is planned in a forked process while
     this one plans the high end (background.in_background: only where a fork is safe).
     """
+    from core.decision.engine import kept_sizings
+
     start = _central_start(base_ev)
-    low = background.in_background(lambda: _end(catalog, workloads, scenario, base_ev.rate, "low", start),
-                                   len(workloads) >= settings_mod.PLAN.side_by_side_rows)
+    # The sizings kept for this catalog and scenario (engine.kept_sizings: keyed by the physics they read, so
+    # the ends' own are apart from the central plan's), where they are kept: the next scenario's ends reuse them.
+    kept = kept_sizings(catalog, scenario, len(workloads))
+
+    def low_end():
+        with shared_sizings(kept) if kept is not None else contextlib.nullcontext():
+            return _end(catalog, workloads, scenario, base_ev.rate, "low", start)
+
+    low = background.in_background(low_end, len(workloads) >= settings_mod.PLAN.side_by_side_rows)
     # The central plan's restart from faster routes (engine) searched these very inputs whole: a start too.
     fast = base_ev.answers.known("faster_start_keys")
     # ... and its pools' sizings, keyed by content (the same physics and members give the same sizing): taken,
-    # so the evaluation does not hold them once the ends are planned.
+    # so the evaluation does not hold them once the ends are planned (the kept store, where there is one).
     sizings = base_ev.answers.take("faster_sizings")
+    sizings = kept if sizings is None else sizings
     with shared_sizings(sizings) if sizings is not None else contextlib.nullcontext():
         high = _end(catalog, workloads, scenario, base_ev.rate, "high", start, () if fast is None else (fast,))
     return low(), high

@@ -150,6 +150,10 @@ class SearchSettings:
     side_by_side_rows: int = _knob(
         40, "From this many workloads the ranges' low end is planned in a forked process beside the high end "
             "(read by sensitivity).")
+    kept_sizings_rows: int = _knob(
+        1_000, "Up to this many workloads an evaluation keeps its pools' sizings with its catalog, for the next "
+               "evaluation of the same pools (another owned-node count or price on the dashboard, the smallest "
+               "change's re-plans): the same plan, sized once (read by engine).")
     ranges_max_workloads: int = _knob(
         1_000, "Up to this many workloads the performance ranges are planned automatically "
                "(read by sensitivity).")

@@ -232,6 +232,7 @@ class Sizer:
         self._prefetched: dict[tuple, tuple[DeploymentSize, list[tuple[int, int]]]] = {}
         self._shared = _SHARED.get()  # shared_sizings: across plans, by content
         self._sig: dict[int, np.ndarray] = {}  # owned position -> (W, k) per-row inputs of its sizings
+        self._physics: dict[int, str] = {}  # owned position -> what its step curve and tail are made of
         self._prefill0: dict[int, np.ndarray] = {}  # owned position -> its prefill ms per row, NaN as 0
 
     def size(self, pos: int, rows: np.ndarray, shares: np.ndarray, slo_ms: np.ndarray | None = None,
@@ -310,8 +311,21 @@ class Sizer:
                 col(inp.fallback_share_r[:, o.route_index]), col(inp.fallback_extra_ms),
                 col(o.service_s[:, 0, :])]))
             self._sig[pos] = sig
-        return ((o.route_index, o.tp_options[0], o.cap_lo, o.cap_hi, o.edge), rows.tobytes(), shares.tobytes(),
-                np.asarray(slo, dtype=float).tobytes(), int(n_primary), sig[rows].tobytes())
+        return ((o.route_index, o.tp_options[0], o.cap_lo, o.cap_hi, o.edge, self._physics_of(pos)), rows.tobytes(),
+                shares.tobytes(), np.asarray(slo, dtype=float).tobytes(), int(n_primary), sig[rows].tobytes())
+
+    def _physics_of(self, pos: int) -> str:
+        """What owned column `pos`'s sizings read beside the members' rows: the stack (but its licence fee), the
+        GPU, the efficiencies its step curve is made with, its decode steps per token and the tail the targets
+        refer to. In the shared key, so plans of another efficiency end or another scenario sharing one store
+        (engine.evaluate keeps one per catalog and scenario) never take each other's sizings."""
+        got = self._physics.get(pos)
+        if got is None:
+            o = self.inp.owned[pos]
+            stack = o.stack.model_copy(update={"licence_usd_per_gpu_month": 0.0}) \
+                if hasattr(o.stack, "model_copy") else o.stack
+            got = self._physics[pos] = repr((stack, o.gpu, o.tp_options, o.eff, o.steps_per_token, self.inp.sla_tail))
+        return got
 
     def _from_shared(self, pos, rows, shares, slo, n_primary) -> tuple[DeploymentSize, list[tuple[int, int]]] | None:
         """A sizing another plan made of the same pool (shared_sizings), as this plan's; None: not made yet."""

@@ -105,8 +105,12 @@ class Replanner:
             if ev.plan is not None and ev.plan_inputs is not None else None
         self.light_budget = light_budget
         self.light_used = 0
-        # The re-plans differ from one another in a target, a policy or a fee: most of their pools are the same.
-        self._sizings: dict = {}
+        # The re-plans differ from one another and from the base in a target, a policy or a fee: most of their
+        # pools are the same, and the base's plan sized them (engine.kept_sizings, where it keeps them).
+        from core.decision.engine import kept_sizings
+
+        kept = kept_sizings(ev.catalog, ev.scenario, len(ev.workloads))
+        self._sizings: dict = kept if kept is not None else {}
         self._scores: Scores | None = None  # the base's route scores: a target or policy change re-scores its rows only
         # One changed row's scores by (row, target as stored, data policy), scored ahead in batches (prescore).
         self._ahead: dict[tuple[int, float, str], Scores] = {}
