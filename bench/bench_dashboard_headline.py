@@ -4,8 +4,9 @@ it, and to the whole page done (ranges, staged purchase, words), on the sample a
 Run by hand: python bench/bench_dashboard_headline.py [--sizes sample,100] [--changes 3]
 Needs Debian's /usr/bin/chromium and playwright (the test extra). Each size: a fresh store with that inventory
 committed, a headless Streamlit server, one warm-up load, then `--changes` sidebar changes (owned nodes 2, 3, ...:
-each a scenario not planned yet). Prints wall seconds per change and asserts issue 31's targets on the median:
-headline within 2 s on the sample and 10 s at 100 workloads (other sizes are printed, not asserted).
+each a scenario not planned yet). Prints wall seconds per change and asserts issue 31's targets on every change
+(the slowest; the median is printed beside): the headline within 2 s on the sample and 10 s at 100 workloads
+(other sizes are printed, not asserted).
 """
 
 from __future__ import annotations
@@ -93,8 +94,8 @@ def main() -> int:
         target = TARGET_S.get(size)
         print(f"{size:>10} {', '.join(f'{h:.2f}' for h in heads):>28} {med:>7.2f} "
               f"{', '.join(f'{t:.2f}' for t in dones):>28} {'-' if target is None else f'{target:.0f}':>7}")
-        if target is not None and med > target:
-            failed.append(f"{size}: headline median {med:.2f} s > {target:.0f} s")
+        if target is not None and max(heads) > target:
+            failed.append(f"{size}: slowest headline {max(heads):.2f} s > {target:.0f} s")
     assert not failed, "; ".join(failed)
     return 0
 
