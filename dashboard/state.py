@@ -288,6 +288,7 @@ def _evaluation_for(scenario_json: str, stamp: int, inventory_version: int | Non
         if _evaluated_on and _evaluated_on[0] != stamp:
             _evaluate.clear()
             _held.clear()
+            catalog.clear()  # the old store's catalogs, and the sizings they keep (re-read for the new stamp)
         _evaluated_on[:] = [stamp]
         if key not in _held:
             rows = stored_size(store(), inventory_version)
