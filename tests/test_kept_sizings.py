@@ -9,11 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.decision import contract
 from core.decision.engine import evaluate
 from core.decision.sizing import Sizer
-from core.models import Scenario
+from core.models import CostBasis, PricingOption, Scenario
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from gen import synthetic_inventory  # noqa: E402
@@ -142,3 +144,23 @@ def test_the_dashboard_shares_one_catalog_so_its_sizings_are_kept(app_db):
     first = state.catalog(version)
     assert state.catalog(version) is first
     assert first.kept_sizings("x") is state.catalog(version).kept_sizings("x")
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), rows=st.integers(6, 14),
+       scenarios=st.lists(st.fixed_dictionaries({
+           "fleet_nodes": st.integers(0, 3),
+           "api_price_scale": st.sampled_from([0.5, 1.0, 2.0, 4.0]),
+           "node_usd_per_hour": st.sampled_from([None, 25.0, 60.0, 150.0]),
+           "cost_basis": st.sampled_from(list(CostBasis)),
+           "pricing_option": st.sampled_from([PricingOption.ON_DEMAND, PricingOption.SAVINGS_3Y]),
+           "sla_percentile": st.sampled_from([0.9, 0.95])}), min_size=2, max_size=3))
+def test_any_sequence_of_scenarios_plans_what_a_fresh_catalog_plans(catalog, seed, rows, scenarios):
+    """Property: a generated inventory planned under a sequence of scenarios with one catalog (each plan taking the
+    sizings the earlier ones kept) plans, scenario by scenario, exactly what a catalog with nothing kept plans."""
+    inv = synthetic_inventory(rows, seed=seed)
+    kept = _fresh(catalog)
+    for fields in scenarios:
+        sc = Scenario(**fields)
+        _assert_same_plan(evaluate(kept, inv, sc), evaluate(_fresh(catalog), inv, sc))
