@@ -9,6 +9,7 @@ targets), so planners over the same owned routes share them.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
@@ -311,8 +312,14 @@ class Sizer:
                 col(inp.fallback_share_r[:, o.route_index]), col(inp.fallback_extra_ms),
                 col(o.service_s[:, 0, :])]))
             self._sig[pos] = sig
-        return ((o.route_index, o.tp_options[0], o.cap_lo, o.cap_hi, o.edge, self._physics_of(pos)), rows.tobytes(),
-                shares.tobytes(), np.asarray(slo, dtype=float).tobytes(), int(n_primary), sig[rows].tobytes())
+        # The members' part as a 128-bit digest, not the bytes themselves (a few KB a pool: 131 MB of keys for the
+        # 23,000 pools one 300-workload evaluation sizes); the count of members fixes where each part ends.
+        members = hashlib.blake2b(rows.tobytes(), digest_size=16)
+        members.update(shares.tobytes())
+        members.update(np.asarray(slo, dtype=float).tobytes())
+        members.update(sig[rows].tobytes())
+        return ((o.route_index, o.tp_options[0], o.cap_lo, o.cap_hi, o.edge, self._physics_of(pos)), len(rows),
+                int(n_primary), members.digest())
 
     def _physics_of(self, pos: int) -> str:
         """What owned column `pos`'s sizings read beside the members' rows: the stack (but its licence fee), the
