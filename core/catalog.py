@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 # Sizing stores a catalog keeps (Catalog.kept_sizings): a few scenarios whose pools differ (targets' tail, GPU, ...);
 # scenarios that differ only in prices or owned nodes share one.
 KEPT_SIZING_STORES = 4
+KEPT_SIZINGS_MAX = 100_000  # sizings in one store (~2 KB each with its key) before it starts again
 _KEPT = ("kept sizings",)
 _KEPT_LOCK = threading.Lock()
 
@@ -66,7 +67,9 @@ class Catalog:
         with _KEPT_LOCK:  # dashboard sessions plan on threads of their own
             kept = self._eff_cache.setdefault(_KEPT, OrderedDict())
             store = kept.pop(identity, None)
-            kept[identity] = store = {} if store is None else store
+            # Emptied when large: one identity is shared by every inventory planned with this catalog (a bench, a
+            # server's many uploads of one store version); a 300-workload evaluation sizes ~23,000 pools.
+            kept[identity] = store = {} if store is None or len(store) > KEPT_SIZINGS_MAX else store
             while len(kept) > KEPT_SIZING_STORES:
                 kept.popitem(last=False)
         return store

@@ -164,3 +164,18 @@ def test_any_sequence_of_scenarios_plans_what_a_fresh_catalog_plans(catalog, see
     for fields in scenarios:
         sc = Scenario(**fields)
         _assert_same_plan(evaluate(kept, inv, sc), evaluate(_fresh(catalog), inv, sc))
+
+
+def test_a_store_grown_past_its_bound_starts_again(catalog, monkeypatch):
+    """A store holding more than KEPT_SIZINGS_MAX sizings (many inventories planned with one catalog) is emptied
+    when next asked for, so a long-running server or bench does not hold every pool it ever sized."""
+    from core import catalog as catalog_mod
+
+    monkeypatch.setattr(catalog_mod, "KEPT_SIZINGS_MAX", 3)
+    kept = _fresh(catalog)
+    store = kept.kept_sizings("a")
+    store.update({k: None for k in range(3)})
+    assert kept.kept_sizings("a") is store and len(store) == 3
+    store[3] = None
+    fresh = kept.kept_sizings("a")
+    assert fresh is not store and fresh == {}
