@@ -503,3 +503,16 @@ def test_a_failed_check_with_a_pending_wal_never_advises_db_init(tmp_path):
     msg = str(info.value)
     assert "write-ahead log pending.duckdb.wal" in msg and "Free space" in msg
     assert "do not run `hangover db init`" in msg and "Restore it" not in msg
+
+
+def test_the_catalog_is_read_in_one_open_of_the_file(store, monkeypatch):
+    """Catalog.from_store's six table reads hold the file open once (Store.held), not once per table (~20 ms an
+    open), and the store is closed again afterwards for other processes."""
+    from core.catalog import Catalog
+
+    opened: list[int] = []
+    connect = Store._connect
+    monkeypatch.setattr(Store, "_connect", lambda self: opened.append(1) or connect(self))
+    cat = Catalog.from_store(store)
+    assert cat.gpus and cat.stacks and cat.benchmarks
+    assert len(opened) == 1 and store._con is None
