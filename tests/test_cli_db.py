@@ -103,3 +103,31 @@ def test_missing_action_is_a_usage_error(capsys):
         main(["db"])
     assert info.value.code == 2
     assert "usage: hangover db" in capsys.readouterr().err
+
+
+def test_the_hangover_process_runs_main_with_the_imports_frozen(tmp_path):
+    """The console script and `python -m core.cli` go through core.cli.run: main()'s exit code, with the objects the
+    imports made frozen out of the collector's walks and a larger young generation (why: its docstring). A user
+    error still exits 2 through it; main() itself, which tests call in one process, leaves the collector alone."""
+    import gc
+    import subprocess
+    import sys
+    import tomllib
+
+    root = DATA_DIR.parent
+    assert tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]["hangover"] == "core.cli:run"
+    probe = ("import gc, sys, core.cli as c\n"
+             "seen = []\n"
+             "main = c.main\n"
+             "c.main = lambda *a, **k: seen.append((gc.get_freeze_count(), gc.get_threshold())) or main(*a, **k)\n"
+             "code = c.run()\n"
+             "print(seen[0][0] > 100_000, *seen[0][1], code)\n")
+    db = str(tmp_path / "h.duckdb")
+    for argv, code in ((["--db", db, "db", "init"], 0),
+                       (["--db", db, "evaluate", "--workloads", str(tmp_path / "absent.csv")], 2)):
+        got = subprocess.run([sys.executable, "-c", f"import sys; sys.argv = ['hangover', *{argv!r}]\n" + probe],
+                             capture_output=True, text=True, cwd=root)
+        assert got.stdout.split()[-5:] == ["True", "10000", "20", "10", str(code)], got.stdout + got.stderr
+    before = gc.get_threshold(), gc.get_freeze_count()
+    assert main(["--db", db, "db", "info"]) == 0
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
