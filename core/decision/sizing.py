@@ -215,6 +215,12 @@ class DeploymentSize:
 
 
 
+# Sizer._physics_of's texts by the parts they are made of (equal parts, equal text). The smallest change's re-plans
+# and a search's restarts each make new sizers over the same columns: a text is ~20 us of repr each time.
+_PHYSICS_TEXT: dict[tuple, str] = {}
+_PHYSICS_TEXT_MAX = 4096
+
+
 class Sizer:
     """Sizes pooled deployments on the latency model, with a cache of sizings (the planner's first job)."""
 
@@ -329,9 +335,20 @@ class Sizer:
         got = self._physics.get(pos)
         if got is None:
             o = self.inp.owned[pos]
-            stack = o.stack.model_copy(update={"licence_usd_per_gpu_month": 0.0}) \
-                if hasattr(o.stack, "model_copy") else o.stack
-            got = self._physics[pos] = repr((stack, o.gpu, o.tp_options, o.eff, o.steps_per_token, self.inp.sla_tail))
+            parts: tuple | None = (o.stack, o.gpu, o.tp_options, o.eff, o.steps_per_token, self.inp.sla_tail)
+            try:  # the same parts give the same text: made once per process, not once per sizer (a plan's each)
+                got = _PHYSICS_TEXT.get(parts)
+            except TypeError:  # a part that cannot be hashed: made here each time
+                parts = None
+            if got is None:
+                stack = o.stack.model_copy(update={"licence_usd_per_gpu_month": 0.0}) \
+                    if hasattr(o.stack, "model_copy") else o.stack
+                got = repr((stack, o.gpu, o.tp_options, o.eff, o.steps_per_token, self.inp.sla_tail))
+                if parts is not None:
+                    if len(_PHYSICS_TEXT) >= _PHYSICS_TEXT_MAX:
+                        _PHYSICS_TEXT.clear()
+                    _PHYSICS_TEXT[parts] = got
+            self._physics[pos] = got
         return got
 
     def _from_shared(self, pos, rows, shares, slo, n_primary) -> tuple[DeploymentSize, list[tuple[int, int]]] | None:
