@@ -8,6 +8,7 @@ import importlib
 import sys
 from pathlib import Path
 
+from core.collector import settle
 from core.errorlog import log_error, shorten, unexpected_words
 from core.errors import HangoverError
 
@@ -89,21 +90,15 @@ def main(argv: list[str] | None = None, parser: argparse.ArgumentParser | None =
 
 
 def run() -> int:
-    """The `hangover` process (console script, `python -m core.cli`): main() with the collector set for one
-    short-lived command.
-
-    Why: the cyclic collector re-walks every object the imports made (pandas, pydantic, numba, scipy: ~0.5 M)
-    on each full collection, and a plan's search allocates enough to trigger several; frozen after the
-    imports, with a larger young generation, the collector takes 0.15 instead of 0.30 CPU s of the sample's
-    `evaluate`, 0.33 instead of 1.33 at 300 workloads (docs/performance.md "Evaluate"). Not in main(): tests call it in one long process, where freezing would
-    keep every earlier test's garbage."""
-    gc.set_threshold(10_000, 20, 10)
+    """The `hangover` process (console script, `python -m core.cli`): main() after the imports, with the collector
+    settled (core.collector.settle: the objects the imports made frozen, a larger young generation). Not in
+    main(): tests call it many times in one process."""
     gc.disable()  # the imports allocate only what stays
     try:
         parser = build_parser()  # imports every command module
     finally:
         gc.enable()
-    gc.freeze()
+    settle()
     return main(parser=parser)
 
 

@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.bounds import field_bounds, input_limits
 from core.catalog import Catalog
+from core.collector import settle
 from core.errors import HangoverError
 from core.models import OwnedHardware, PricingOption, Scenario
 from core.presentation.format import input_format, plain
@@ -483,3 +484,8 @@ def alias_pages(screens: list[tuple[str, str, str]], *, default: str) -> list[st
                 taken.add(variant)
                 aliases.append(st.Page(script, title=title, url_path=variant, visibility="hidden"))
     return aliases
+
+
+# Once per server process (a module's body runs once): the collector settled after the dashboard's imports, the
+# engine's among them, so a rerun's plan does not walk Streamlit's and Plotly's objects (core.collector).
+settle()

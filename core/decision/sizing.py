@@ -335,9 +335,10 @@ class Sizer:
         got = self._physics.get(pos)
         if got is None:
             o = self.inp.owned[pos]
-            parts: tuple | None = (o.stack, o.gpu, o.tp_options, o.eff, o.steps_per_token, self.inp.sla_tail)
+            key = (o.stack, o.gpu, o.tp_options, o.eff, o.steps_per_token, self.inp.sla_tail)
+            parts: tuple | None = key
             try:  # the same parts give the same text: made once per process, not once per sizer (a plan's each)
-                got = _PHYSICS_TEXT.get(parts)
+                got = _PHYSICS_TEXT.get(key)
             except TypeError:  # a part that cannot be hashed: made here each time
                 parts = None
             if got is None:
