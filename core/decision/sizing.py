@@ -336,19 +336,19 @@ class Sizer:
         if got is None:
             o = self.inp.owned[pos]
             key = (o.stack, o.gpu, o.tp_options, o.eff, o.steps_per_token, self.inp.sla_tail)
-            parts: tuple | None = key
+            hashable = True
             try:  # the same parts give the same text: made once per process, not once per sizer (a plan's each)
                 got = _PHYSICS_TEXT.get(key)
             except TypeError:  # a part that cannot be hashed: made here each time
-                parts = None
+                hashable = False
             if got is None:
                 stack = o.stack.model_copy(update={"licence_usd_per_gpu_month": 0.0}) \
                     if hasattr(o.stack, "model_copy") else o.stack
-                got = repr((stack, o.gpu, o.tp_options, o.eff, o.steps_per_token, self.inp.sla_tail))
-                if parts is not None:
+                got = repr((stack, *key[1:]))
+                if hashable:
                     if len(_PHYSICS_TEXT) >= _PHYSICS_TEXT_MAX:
                         _PHYSICS_TEXT.clear()
-                    _PHYSICS_TEXT[parts] = got
+                    _PHYSICS_TEXT[key] = got
             self._physics[pos] = got
         return got
 
