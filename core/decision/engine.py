@@ -437,11 +437,12 @@ def score_routes(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: No
 def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
               break_even: bool = True, checked: bool = True,
               start_keys: list | None = None, candidates: bool = False, faster_restart: bool = True,
+              polish: bool = True,
               other_starts: tuple = (), scores: Scores | None = None) -> Evaluation:
     """Score every workload on every route (column by column), fold in quality escalation, then plan
     (start_keys, candidates, other_starts: a search from those plans, fleet.plan_evaluation; faster_restart
     False: without the restart from the plan at the fast end of the efficiency ranges, the search that makes
-    that plan). Where that restart ran, its plan's start keys are kept as the answer "faster_start_keys": the
+    that plan; polish False: without large inventories' last descent with pool merges). Where that restart ran, its plan's start keys are kept as the answer "faster_start_keys": the
     ranges' optimistic end starts from it (sensitivity.end_evaluations). scores: score_routes of these very
     inputs, made beforehand (the smallest change splices a changed row's into the base's); consumed here."""
     gpu = catalog.gpu(scenario.gpu)
@@ -469,14 +470,16 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
             outer = shared_store()  # a store of the caller's (the smallest change's re-plans), else its own
             sizings = outer if outer is not None else {}
             with shared_sizings(sizings):
-                ev = _evaluate(fast, w, scenario, rate, break_even=False, checked=False, faster_restart=False)
+                ev = _evaluate(fast, w, scenario, rate, break_even=False, checked=False, faster_restart=False,
+                               polish=False)
             made["keys"] = planning.plan_start_keys(ev.plan_inputs, ev.plan.assignment)
             made["sizings"] = sizings
             return made["keys"]
     planned = planning.plan_evaluation(scored, gpu, c.lam_peak, c.rpd, c.n_in, c.n_out, c.slo, c.interactive, c.pf,
                                        grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even,
                                        checked=checked, start_keys=start_keys,
-                                       candidates=candidates, restart_from=faster, other_starts=other_starts)
+                                       candidates=candidates, restart_from=faster, other_starts=other_starts,
+                                       polish=polish)
     answers = Answers({"licensed_routes": planned.licensed_job} if planned.licensed_job is not None else None)
     if "keys" in made:
         answers.get("faster_start_keys", lambda: made["keys"])

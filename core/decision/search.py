@@ -180,7 +180,7 @@ class Planner(Pricer):
         return out
 
     def optimise(self, start: np.ndarray | None = None, ladder: bool = True,
-                 focus: np.ndarray | None = None, singles: bool = True) -> PlanCost:
+                 focus: np.ndarray | None = None, singles: bool = True, polishing: bool = False) -> PlanCost:
         """The cheapest plan found: shadow-price candidates (and `start`, a plan known to be allowed here, such
         as the plan without a route this one may also use), then improving moves. ladder=False (with a start)
         skips the shadow-price candidates: only moves from the start.
@@ -190,18 +190,20 @@ class Planner(Pricer):
         any other move was priced from the same plan by the search that produced it and did not improve it.
         After a move is taken, small inventories (up to settings.single_move_rows) try every move again; large ones
         keep to the focus. singles=False: no single-workload moves above settings.full_move_rows (a re-plan that only
-        needs the deployments to adjust, such as a licence fee's refinement)."""
+        needs the deployments to adjust, such as a licence fee's refinement). polishing=True: pool merges and
+        single moves in every pass whatever the inventory's size (above settings.merge_pool_rows and
+        settings.single_move_rows they are otherwise left out; the single moves then budgeted: see polish)."""
         inp = self.inp
         W, R = inp.allowed.shape
         if W == 0 or R == 0:
             return self.price(np.full(W, -1))
-        on_classes = self._optimise_classes(start, ladder, focus, singles)
+        on_classes = self._optimise_classes(start, ladder, focus, singles, polishing)
         if on_classes is not None:
             return on_classes
         best, others = self._candidates(start, ladder)
         at_start = start is not None and np.array_equal(best.assignment, np.asarray(start))
         moves = singles or self.settings.full_move_rows >= W
-        found = self._improve(best, focus if at_start else None, moves)
+        found = self._improve(best, focus if at_start else None, moves, polishing)
         # The cheapest candidate is not always the one moves improve most: on generated inventories of 20-40
         # workloads, moves from another shadow price's candidate ended a whole node cheaper (docs/design/fleet_plan.md
         # "Sizing in batches; moves from several starts"). Small inventories improve the next cheapest candidates too, keep the cheapest plan.
@@ -302,6 +304,24 @@ class Planner(Pricer):
         start, _ = self._candidates(None, True)
         return self._restart_from(self._improve(start, None, False), found, True)
 
+    def polish(self, found: PlanCost) -> PlanCost:
+        """Above settings.merge_pool_rows workloads up to settings.polish_rows, where the plan buys nodes: moves from `found` (the plan every
+        restart reached) with pool merges and single moves in every pass (the single moves budgeted by work:
+        settings.single_move_pricings a pass, in the order of their expected saving), until none helps; `found`
+        itself elsewhere.
+
+        Large inventories' passes leave both out (a pass prices every ordered pair of running pools, and every
+        workload on every route), and their moves of one pool or of the members at a pool's edge left
+        generated inventories of 800-10,000 workloads 1-4 nodes dearer than plans these moves reach
+        (docs/design/fleet_plan.md "The polish of large inventories"). A descent from the finished plan: it
+        never raises the bill."""
+        W = len(self.inp.workload_ids)
+        if not self.settings.merge_pool_rows < W <= self.settings.polish_rows or not found.feasible \
+                or found.nodes_needed <= self.inp.owned_nodes:
+            return found
+        end = self.optimise(start=found.assignment, ladder=False, polishing=True)
+        return end if end.feasible and end.key < found.key else found
+
     def _from_tighter_targets(self, found: PlanCost, moves: bool) -> PlanCost:
         """A restart from the plan searched with every target settings.tighter_targets times as tight (one start): a
         plan that holds the tighter targets holds these, so the search should never end dearer than it. On a
@@ -360,7 +380,7 @@ class Planner(Pricer):
                 found = end
         return found
 
-    def _optimise_classes(self, start, ladder, focus, singles=True) -> PlanCost | None:
+    def _optimise_classes(self, start, ladder, focus, singles=True, polishing=False) -> PlanCost | None:
         """The search run on workload classes (core.decision.classes), its plan priced exactly on the workloads;
         None when every workload is its own class or `start` splits a class (then the search runs on rows)."""
         from core.decision.classes import class_inputs, scale_classes
@@ -384,7 +404,7 @@ class Planner(Pricer):
             shared = self._cache.setdefault(key, {})
             self._sub = Planner(class_inputs(self.inp, cls, first), cache=shared, settings=self.settings)
         sub = self._sub
-        found_c = sub.optimise(start=class_start, ladder=ladder, focus=focus, singles=singles)
+        found_c = sub.optimise(start=class_start, ladder=ladder, focus=focus, singles=singles, polishing=polishing)
         # Pairings the class search found a pooled deployment cannot hold are barred for every member.
         barred = ~sub.inp.allowed[cls] & self.inp.allowed
         if barred.any():
@@ -464,7 +484,8 @@ class Planner(Pricer):
             out[:, r] = np.where(inp.interactive, inter, inp.gpu_hours_day_r[:, route.route_index] * DAYS_PER_MONTH)
         return out
 
-    def _improve(self, best: PlanCost, focus: np.ndarray | None = None, singles: bool = True) -> PlanCost:
+    def _improve(self, best: PlanCost, focus: np.ndarray | None = None, singles: bool = True,
+                 polishing: bool = False) -> PlanCost:
         inp = self.inp
         W = len(inp.workload_ids)
         focused = focus is not None
@@ -498,7 +519,7 @@ class Planner(Pricer):
                     moves.clear()
                     ahead = k + 1
                     span = 1
-            if self.settings.single_move_rows >= W:
+            if polishing or self.settings.merge_pool_rows >= W:
                 merged = self._merge_pools(best, focus)
                 if merged is not best:
                     best, improved = merged, True
@@ -512,7 +533,7 @@ class Planner(Pricer):
             # of another stack or GPU count only the top tier is tried (its pool is where most members are); the
             # other tiers of the workload's own stack and GPU count are tried too (out of a pool it holds back).
             # (Copies of one workload are one row here: the search runs on workload classes, see optimise.)
-            single = self.settings.single_move_rows >= W and singles
+            single = (self.settings.single_move_rows >= W or polishing) and singles
             if single:
                 best, gained = self._single_moves(best, focus)
                 improved |= gained
@@ -525,7 +546,8 @@ class Planner(Pricer):
                     if fewer is best:
                         break
                     best, improved = fewer, True
-            if not improved and single and self.settings.budget_move_rows < W:
+            if not improved and single and self.settings.budget_move_rows < W <= self.settings.single_move_rows:
+                # (Not in a large inventory's polish: a pass of every move at 1,000 workloads is ~10,000 pricings.)
                 # The budgeted passes found nothing more: one pass of every move before the search ends, so it
                 # ends where the exhaustive search would (no single move lowers the bill or the GPU-hours).
                 best, improved = self._single_moves(best, focus, exhaustive=True)
@@ -711,7 +733,7 @@ class Planner(Pricer):
         est = self._move_estimates(best)
         i_all, r_all = np.nonzero(np.isfinite(est))
         order = np.lexsort((r_all, self._search_rank()[i_all], -est[i_all, r_all]))
-        queue = [(int(i_all[k]), int(r_all[k])) for k in order]
+        queue = list(zip(i_all[order].tolist(), r_all[order].tolist(), strict=True))  # Python ints, made in C
         moved: set[int] = set()
         gained = False
         pricings = idle = k = 0
