@@ -1135,3 +1135,26 @@ def test_a_polish_the_simulation_check_makes_dearer_is_not_kept(catalog, monkeyp
         assert ev.fleet.total_monthly_usd == pytest.approx(3 * NODE_MONTH + 8810.50, abs=0.01)
     assert np.array_equal(off.verdict, on.verdict)
 
+
+
+@pytest.mark.slow
+def test_the_fleet_options_are_polished_as_the_plan_is(catalog, monkeypatch):
+    """The fleet options (the plan over some kinds of route) are searched, polished and checked as the plan is, so
+    the Fleet page compares like with like. The 68 workloads above, 1 owned node, LARGE_AT_30: without the polish
+    the options need 2 (the recommended mix), 0 (APIs), 3 (autoregressive only), 3 (AR + speculative + MoE) and
+    2 nodes (diffusion only); with it 1, 0, 2, 1 and 1: the mix $24,104.60 (one node) against $48,209.20, and
+    the diffusion-only option one node, not two, for its 48 workloads. The API option ($26,180.45, 21 served)
+    has no pool to polish."""
+    from core.decision.analysis import fleet_options
+
+    inv = pd.read_csv(_plan_dir() / "sixty_eight_workloads_polish.csv")
+    nodes = {}
+    for polish_rows in (0, DEFAULT.polish_rows):
+        monkeypatch.setattr(settings_mod, "PLAN", LARGE_AT_30.but(polish_rows=polish_rows))
+        options = fleet_options(evaluate(catalog, inv, Scenario(fleet_nodes=1)))
+        nodes[polish_rows] = options["nodes_needed"].tolist()
+        api = options.iloc[1]
+        assert (api["option"], api["workloads_served"]) == ("All on public APIs", 21)
+        assert api["monthly_usd"] == pytest.approx(26180.45, abs=0.01)
+        assert options.iloc[0]["monthly_usd"] == pytest.approx((2 if polish_rows == 0 else 1) * NODE_MONTH, abs=0.01)
+    assert nodes == {0: [2, 0, 3, 3, 2], DEFAULT.polish_rows: [1, 0, 2, 1, 1]}

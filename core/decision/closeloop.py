@@ -32,6 +32,7 @@ from core.decision.simulate import DeploymentLoad, simulate_deployment, under_sh
 
 if TYPE_CHECKING:
     from core.decision.pricing import PlanCost, Pricer
+    from core.decision.search import Planner
     from core.decision.sizing import DeploymentSize
 
 
@@ -79,6 +80,19 @@ def close_by_simulation(pricer: Pricer, best: PlanCost, settings: SearchSettings
         return Closed(best, {}, checked, unchecked, spent)
     again = pricer.price(best.assignment)
     return Closed(again, added, checked, unchecked, spent)
+
+
+def close_polished(planner: Planner, found: PlanCost) -> Closed:
+    """`found` and its polish (Planner.polish: a large inventory's last descent) each checked by simulation; the
+    cheaper checked plan. The polish packs pools closer to their targets, where the check may add a replica the
+    analytic plan did not need (a generated 116-workload inventory: $455 a month less before the check, a node
+    more after it)."""
+    polished = planner.polish(found)
+    closed = close_by_simulation(planner, found)
+    if polished is found:
+        return closed
+    closed_polish = close_by_simulation(planner, polished)
+    return closed_polish if closed_polish.plan.key < closed.plan.key else closed
 
 
 @lru_cache(maxsize=512)

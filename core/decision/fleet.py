@@ -12,7 +12,7 @@ import pandas as pd
 from core import background
 from core.decision import latency
 from core.decision import settings as settings_mod
-from core.decision.closeloop import close_by_simulation
+from core.decision.closeloop import close_by_simulation, close_polished
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH, cash_bill, to_cents
 from core.decision.plan import (
     CAP_BANDS,
@@ -454,20 +454,12 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
         # restart from whole moves"); not in the fast end's search, whose plan is only a start for this one.
         if best.nodes_needed > inp.owned_nodes and planner.settings.whole_moves_restart:
             best = planner.from_whole_moves(best)
-    polished = planner.polish(best) if polish else best
     added: dict[int, int] = {}
     if checked:
-        closed = close_by_simulation(planner, best)
-        if polished is not best:
-            # The polish packs pools closer to their targets, where the simulation may add a replica the
-            # analytic plan did not need (generated 116 workloads: $455 a month less before the check, a node
-            # more after it): kept only where it is cheaper checked too.
-            closed_polish = close_by_simulation(planner, polished)
-            if closed_polish.plan.key < closed.plan.key:
-                closed = closed_polish
+        closed = close_polished(planner, best) if polish else close_by_simulation(planner, best)
         best, added = closed.plan, closed.added
-    else:
-        best = polished
+    elif polish:
+        best = planner.polish(best)
     # The break-even re-plan reads the plan and writes only its own result: at scale it runs on the other core
     # while the plan is attributed (docs/design/fleet_plan.md "The break-even beside the attribution"). Above
     # SearchSettings.break_even_max_workloads it waits until asked (licensed_routes).
