@@ -1158,3 +1158,21 @@ def test_the_fleet_options_are_polished_as_the_plan_is(catalog, monkeypatch):
         assert api["monthly_usd"] == pytest.approx(26180.45, abs=0.01)
         assert options.iloc[0]["monthly_usd"] == pytest.approx((2 if polish_rows == 0 else 1) * NODE_MONTH, abs=0.01)
     assert nodes == {0: [2, 0, 3, 3, 2], DEFAULT.polish_rows: [1, 0, 2, 1, 1]}
+
+
+def test_moves_priced_in_batches_plan_what_one_batch_plans(catalog, monkeypatch):
+    """Planner._cheapest prices its candidate moves CHEAPEST_BATCH at a time (a large inventory's pool merges would
+    otherwise hold a copy of the plan's per-row terms for every ordered pair of pools at once). Batches only fill
+    the sizing cache: on the 68 workloads above as a large inventory (pool merges, evictions and a node fewer all
+    go through it), batches of 2 plan what batches of 10,000 do, assignment and bill."""
+    from core.decision import search
+
+    inv = pd.read_csv(_plan_dir() / "sixty_eight_workloads_polish.csv")
+    monkeypatch.setattr(settings_mod, "PLAN", LARGE_AT_30)
+    plans = []
+    for batch in (2, 10_000):
+        monkeypatch.setattr(search, "CHEAPEST_BATCH", batch)
+        ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
+        plans.append((ev.verdict.tolist(), round(ev.fleet.total_monthly_usd, 2), ev.fleet.nodes_needed))
+    assert plans[0] == plans[1]
+    assert plans[0][1:] == (round(NODE_MONTH, 2), 1)

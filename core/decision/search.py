@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
@@ -24,6 +25,9 @@ from core.decision.latency import service_p95_alone_ms
 from core.decision.pricing import PlanCost, Pricer
 from core.decision.settings import SearchSettings
 from core.decision.sizing import OwnedRoute, PlanInputs, _given
+
+# Moves priced per batch in Planner._cheapest: all of a small plan's at once, a bounded number of a large one's.
+CHEAPEST_BATCH = 64
 
 
 class Planner(Pricer):
@@ -305,14 +309,14 @@ class Planner(Pricer):
         return self._restart_from(self._improve(start, None, False), found, True)
 
     def polish(self, found: PlanCost) -> PlanCost:
-        """Above settings.merge_pool_rows workloads up to settings.polish_rows, where the plan buys nodes: moves from `found` (the plan every
-        restart reached) with pool merges and single moves in every pass (the single moves budgeted by work:
-        settings.single_move_pricings a pass, in the order of their expected saving), until none helps; `found`
-        itself elsewhere.
+        """Above settings.merge_pool_rows workloads up to settings.polish_rows, where the plan buys nodes: moves
+        from `found` (the plan every restart reached) with pool merges and single moves in every pass (the single
+        moves budgeted by work: settings.single_move_pricings a pass, in the order of their expected saving),
+        until none helps; `found` itself elsewhere.
 
         Large inventories' passes leave both out (a pass prices every ordered pair of running pools, and every
         workload on every route), and their moves of one pool or of the members at a pool's edge left
-        generated inventories of 800-10,000 workloads 1-4 nodes dearer than plans these moves reach
+        generated inventories of 800-50,000 workloads 1-14 nodes dearer than plans these moves reach
         (docs/design/fleet_plan.md "The polish of large inventories"). A descent from the finished plan: it
         never raises the bill."""
         W = len(self.inp.workload_ids)
@@ -609,22 +613,23 @@ class Planner(Pricer):
         if best.nodes_needed <= inp.owned_nodes:
             return best  # the GPUs a merge frees are paid for already: it can save only GPU-hours, not a node
         pools = sorted(pos for pos, d in best.sizes.items() if d.feasible and d.gpus and d.n_primary)
-        candidates = []
-        for a, b in itertools.permutations(pools, 2):
-            col_a, col_b = inp.owned[a].index, inp.owned[b].index
-            if focus is not None and not (focus[col_a] or focus[col_b]):
-                continue
-            rows = best.sizes[a].rows[:best.sizes[a].n_primary]
-            target = np.where(inp.allowed[rows, col_b], col_b, -1)
-            away = target < 0
-            if away.any():
-                target[away] = self._choose(inp.full_usd_per_gpu_hour, rows=rows[away], exclude=[col_a, col_b])
-            if away.all() or (target < 0).any():
-                continue
-            assign = best.assignment.copy()
-            assign[rows] = target
-            candidates.append(assign)
-        return self._cheapest(best, candidates)
+
+        def candidates() -> Iterator[np.ndarray]:  # made as priced: P x (P - 1) plans at 100,000 rows each
+            for a, b in itertools.permutations(pools, 2):
+                col_a, col_b = inp.owned[a].index, inp.owned[b].index
+                if focus is not None and not (focus[col_a] or focus[col_b]):
+                    continue
+                rows = best.sizes[a].rows[:best.sizes[a].n_primary]
+                target = np.where(inp.allowed[rows, col_b], col_b, -1)
+                away = target < 0
+                if away.any():
+                    target[away] = self._choose(inp.full_usd_per_gpu_hour, rows=rows[away], exclude=[col_a, col_b])
+                if away.all() or (target < 0).any():
+                    continue
+                assign = best.assignment.copy()
+                assign[rows] = target
+                yield assign
+        return self._cheapest(best, candidates())
 
     def _single_moves(self, best: PlanCost, focus: np.ndarray | None,
                       exhaustive: bool = False) -> tuple[PlanCost, bool]:
@@ -853,14 +858,18 @@ class Planner(Pricer):
                 break
         return self._cheapest(best, candidates)
 
-    def _cheapest(self, best: PlanCost, candidates: list[np.ndarray]) -> PlanCost:
-        """The cheapest of these assignments (moves from best, sized in one batch) if it beats best; else best."""
-        self.prefetch_plans(candidates, best)
+    def _cheapest(self, best: PlanCost, candidates: Iterable[np.ndarray]) -> PlanCost:
+        """The cheapest of these assignments (moves from best, sized in batches of CHEAPEST_BATCH) if it beats
+        best; else best. In batches, not all at once: each holds a copy of the plan's per-row terms until priced
+        (a large inventory's pool merges, every ordered pair of its pools, held ~7 GB at 100,000 workloads)."""
         winner = best
-        for assign in candidates:
-            cand = self.price(assign, base=best)
-            if cand.feasible and cand.key < winner.key:
-                winner = cand
+        it = iter(candidates)
+        while batch := list(itertools.islice(it, CHEAPEST_BATCH)):
+            self.prefetch_plans(batch, best)
+            for assign in batch:
+                cand = self.price(assign, base=best)
+                if cand.feasible and cand.key < winner.key:
+                    winner = cand
         return winner
 
     def _better(self, best: PlanCost, rows: np.ndarray, target) -> PlanCost | None:
