@@ -306,7 +306,7 @@ class Planner(Pricer):
         ($16,052.13 a month), and $686.42 at the same 3 (bench/bench_plan_constants.py --set
         whole_moves_restart=0 --seeds 1000:1016 --rows 61:300; docs/design/fleet_plan.md)."""
         start, _ = self._candidates(None, True)
-        return self._restart_from(self._improve(start, None, False), found, True)
+        return self._restart_from(self.optimise(start=start.assignment, ladder=False, singles=False), found, True)
 
     def polish(self, found: PlanCost) -> PlanCost:
         """Above settings.merge_pool_rows workloads up to settings.polish_rows, where the plan buys nodes: moves
@@ -347,8 +347,9 @@ class Planner(Pricer):
         start = self.price(assign)
         if not start.feasible:
             return found
-        end = self._improve(start, None, moves)
-        return end if end.key < found.key else found
+        # On the workload classes where the start keeps each on one route, as optimise searches.
+        end = self.optimise(start=assign, ladder=False, singles=moves)
+        return end if end.feasible and end.key < found.key else found
 
     def _without_stacks(self, found: PlanCost, moves: bool, stacks: int) -> PlanCost:
         """Restarts away from the plan's biggest pools: for each of the `stacks` owned stacks holding the most
