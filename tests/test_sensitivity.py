@@ -322,3 +322,40 @@ def test_the_procurement_summary_carries_both_ends_and_what_they_leave_out(sampl
             assert f"this bill {clause}" in fig.note
     # The sample's pessimistic end serves a workload fewer (what made its bill look cheap).
     assert pr.dropped_pessimistic >= 1 and "leaves out" in summary.figure("range_pessimistic_monthly_usd").note
+
+
+def test_an_end_that_could_serve_more_gives_its_figures_for_the_central_plans_work(catalog, bank):
+    """code-completion kept on owned GPUs at a 330 ms target, 1,000 requests/day (no route centrally: see the test
+    above), beside internal-chat (the central plan sends it to an API), no owned nodes. At the optimistic end
+    LLaDA2.0-flash holds 330 ms. The range is for the same purchase: the optimistic end's nodes and bill are those
+    of the central plan's work (0 nodes and internal-chat's API bill, the central bill to the cent), and serving
+    code-completion too is given beside: one new node at the scenario's $33.02/node-hour x 730 h = $24,104.60,
+    plus the same API bill. Before, the end's one plan served it and read 1 node against a central 0."""
+    two = pd.concat([bank[bank["workload_id"] == "code-completion"].assign(
+        requests_per_day=1000, latency_slo_ms=330, data_policy="owned_only"),
+        bank[bank["workload_id"] == "internal-chat"]], ignore_index=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ev = evaluate(catalog, two, Scenario(fleet_nodes=0))
+        rg = sensitivity.ranges(ev)
+    assert ev.verdict[0] < 0 and ev.verdict[1] >= 0 and ev.fleet.nodes_needed == 0  # the constructed case holds
+    assert ev.rate.usd_per_node_hour == pytest.approx(33.02)
+    pr = rg.performance
+    api = ev.fleet.api_monthly_usd
+    assert (pr.nodes_needed_optimistic, pr.total_monthly_usd_optimistic) == (0, pytest.approx(api, abs=0.005))
+    assert pr.total_monthly_usd_optimistic == pytest.approx(ev.fleet.total_monthly_usd, abs=0.005)
+    assert pr.added_optimistic == 1 and pr.unserved_optimistic == pr.unserved_central == 1
+    assert pr.with_added_at("optimistic") == (1, pytest.approx(33.02 * 730 + api, abs=0.01))
+    assert pr.with_added_at("pessimistic") is None and pr.added_pessimistic == 0
+    # The verdict ranges read the end's plan that serves it: the workload is flagged, with where it would run.
+    row = _row(ev, "code-completion")
+    assert row["sensitive"] and row["verdict_high"] == "owned:llada2-flash" and row["verdict_central"] == ""
+    from core.presentation.format import money
+
+    line = sensitivity.estimate_range_words(ev)
+    assert "for the work the central plan serves: 0 nodes and" in line
+    assert (f"The optimistic end's bill leaves out 1 workload the central plan leaves without a route and this "
+            f"end could serve; serving it too takes 1 node and {money(33.02 * 730 + api)} a month.") in line
+    got = json.loads(json.dumps(contract.to_dict(ev, detail="verdicts")))["fleet"]["performance_range"]
+    assert (got["nodes_needed_optimistic_with_added"], got["nodes_needed_pessimistic_with_added"]) == (1, None)
+    assert got["total_monthly_usd_optimistic_with_added"] == pytest.approx(33.02 * 730 + api, abs=0.01)

@@ -437,12 +437,13 @@ def score_routes(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: No
 def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
               break_even: bool = True, checked: bool = True,
               start_keys: list | None = None, candidates: bool = False, faster_restart: bool = True,
-              polish: bool = True,
+              polish: bool = True, hold: np.ndarray | None = None,
               other_starts: tuple = (), scores: Scores | None = None) -> Evaluation:
     """Score every workload on every route (column by column), fold in quality escalation, then plan
     (start_keys, candidates, other_starts: a search from those plans, fleet.plan_evaluation; faster_restart
     False: without the restart from the plan at the fast end of the efficiency ranges, the search that makes
-    that plan; polish False: without large inventories' last descent with pool merges). Where that restart ran, its plan's start keys are kept as the answer "faster_start_keys": the
+    that plan; polish False: without large inventories' last descent with pool merges; hold: rows kept without a
+    route, fleet.plan_evaluation). Where that restart ran, its plan's start keys are kept as the answer "faster_start_keys": the
     ranges' optimistic end starts from it (sensitivity.end_evaluations). scores: score_routes of these very
     inputs, made beforehand (the smallest change splices a changed row's into the base's); consumed here."""
     gpu = catalog.gpu(scenario.gpu)
@@ -479,8 +480,10 @@ def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeR
                                        grid=CONCURRENCY_GRID, tp_options=TP_OPTIONS, break_even=break_even,
                                        checked=checked, start_keys=start_keys,
                                        candidates=candidates, restart_from=faster, other_starts=other_starts,
-                                       polish=polish)
+                                       polish=polish, hold=hold)
     answers = Answers({"licensed_routes": planned.licensed_job} if planned.licensed_job is not None else None)
+    if planned.held_servable is not None:
+        answers.get("held_servable", lambda: planned.held_servable)
     if "keys" in made:
         answers.get("faster_start_keys", lambda: made["keys"])
         if cut.ranges_max_workloads >= W:  # the ranges are planned automatically and take it; above, not kept

@@ -344,6 +344,7 @@ class Planned:
     plan_inputs: PlanInputs
     planner: Planner
     licensed_job: Callable[[], tuple[LicensedRoute, ...]] | None = None  # the break-even, deferred (licensed_routes)
+    held_servable: np.ndarray | None = None  # rows `hold` kept without a route that have one here (plan_evaluation)
 
 
 def column_keys(inp: PlanInputs) -> list[tuple[int, int, int, int, bool]]:
@@ -398,7 +399,7 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
                     grid, tp_options, break_even: bool = True, checked: bool = True,
                     start_keys: list[tuple | None] | None = None, candidates: bool = False,
                     restart_from: Callable[[], list] | None = None, other_starts: tuple = (),
-                    polish: bool = True) -> Planned:
+                    polish: bool = True, hold: np.ndarray | None = None) -> Planned:
     """Plan the fleet for a scored evaluation: the verdicts, attributed costs (into its route arrays) and fleet record.
 
     break_even=False skips the licensed stacks' break-even re-plan (a search of its own, ~40 % of the time on
@@ -418,7 +419,10 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     the start (the optimistic end of the ranges is given the whole search the central plan's restart made at
     its speeds: a converged plan of the same inputs, so its moves end after one pass).
     polish=False: without the last descent with pool merges of large inventories (Planner.polish), for the fast
-    end's search that only gives the restart from faster routes its start."""
+    end's search that only gives the restart from faster routes its start.
+    hold (bool per workload): rows kept without a route, whatever this plan could serve them on (a range end
+    planned for the work the central plan serves: sensitivity.end_evaluations); those that have a route here are
+    Planned.held_servable."""
     # Built once with licensed stacks of unknown fee at a zero fee; the plan itself may not use them.
     unknown_fee = {r.route_id for r in unknown_fee_routes(ev)}
     every = build_inputs(ev, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, grid=grid,
@@ -427,6 +431,10 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
         ev.a.pop(k, None)
     barred = np.array([ev.routes[r].route_id in unknown_fee for r in every.col_route], dtype=bool)
     inp = replace(every, allowed=every.allowed & ~barred[None, :])
+    held_servable = None
+    if hold is not None:
+        held_servable = hold & inp.allowed.any(axis=1)
+        inp = replace(inp, allowed=inp.allowed & ~hold[:, None])
     planner = Planner(inp)
     start = None if start_keys is None else _warm_start(planner, start_keys)
     if start is not None and not planner.price(start).feasible:
@@ -481,7 +489,7 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
         planner._sub._prefetched.clear()
     # planner.inp, not inp: the search may bar pairings a pooled deployment cannot hold.
     return Planned(verdict=verdict, fleet=fleet, plan=best, plan_inputs=planner.inp, planner=planner,
-                   licensed_job=later)
+                   licensed_job=later, held_servable=held_servable)
 
 
 def licensed_routes(ev: Evaluation, *, force: bool = False) -> tuple[LicensedRoute, ...] | None:

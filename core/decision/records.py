@@ -179,7 +179,9 @@ class PerformanceRange:
     `*_optimistic` is the end where every owned route runs at the fast end of its efficiency range (fewest nodes),
     `*_pessimistic` the slow end. `dropped_*`: workloads the central plan serves that have no route at that end,
     and (`_usd`) their share of the central bill, which that end's bill leaves out; `added_*`: workloads only that
-    end serves.
+    end serves. `*_with_added`: the end's nodes and bill serving those too, where its figures above leave them out
+    (an end planned for the central plan's work, core/decision/sensitivity.py); None where the figures above
+    include them (the chosen mix's ends) or there are none.
     """
 
     nodes_needed_optimistic: int
@@ -196,6 +198,10 @@ class PerformanceRange:
     added_optimistic: int
     added_pessimistic: int
     basis: str
+    nodes_needed_optimistic_with_added: int | None = None
+    nodes_needed_pessimistic_with_added: int | None = None
+    total_monthly_usd_optimistic_with_added: float | None = None
+    total_monthly_usd_pessimistic_with_added: float | None = None
 
     def nodes_at(self, end: str) -> int:
         """Nodes needed at one end ("optimistic" or "pessimistic")."""
@@ -211,6 +217,13 @@ class PerformanceRange:
 
     def added_at(self, end: str) -> int:
         return self.added_optimistic if _optimistic(end) else self.added_pessimistic
+
+    def with_added_at(self, end: str) -> tuple[int, float] | None:
+        """(nodes, $ a month) of one end serving the workloads only it serves, where its figures leave them out."""
+        n, usd = (self.nodes_needed_optimistic_with_added, self.total_monthly_usd_optimistic_with_added) \
+            if _optimistic(end) else (self.nodes_needed_pessimistic_with_added,
+                                      self.total_monthly_usd_pessimistic_with_added)
+        return None if n is None or usd is None else (n, usd)
 
 
 # The ends by name; "low" and "high" (the nodes' low and high estimate) are read as before the keys were renamed.

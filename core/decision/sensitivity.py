@@ -26,7 +26,7 @@ is safe (the CLI's main thread) the two ends run side by side, one per core.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -48,7 +48,12 @@ END_WORDS = {"low": "pessimistic", "high": "optimistic"}
 class EndView:
     """What the ranges read of one end's evaluation: its routes, verdicts, each route's GPUs per replica and p95
     alone, nodes and bill. Small and picklable (an Evaluation holds its search, closures included), so an end
-    planned in another process can be sent back, and a shared evaluation does not hold two more searches."""
+    planned in another process can be sent back, and a shared evaluation does not hold two more searches.
+
+    Two plans where the end could serve workloads the central plan leaves without a route (end_evaluations):
+    `nodes_needed`, `total_monthly_usd` and `same_work_verdict` are the end's plan of the work the central plan
+    serves; `verdict` and the `*_with_added` figures its plan serving those workloads too. One plan otherwise (the
+    `*_with_added` figures None, `same_work_verdict` the verdicts)."""
 
     routes: list
     verdict: np.ndarray
@@ -56,23 +61,57 @@ class EndView:
     nodes_needed: int
     total_monthly_usd: float
     scenario: object
+    same_work_verdict: np.ndarray | None = None
+    nodes_needed_with_added: int | None = None
+    total_monthly_usd_with_added: float | None = None
 
     @classmethod
-    def of(cls, ev) -> EndView:
-        """The view of a finished evaluation."""
-        return cls(routes=ev.routes, verdict=ev.verdict, scenario=ev.scenario,
+    def of(cls, ev, same_work=None) -> EndView:
+        """The view of a finished evaluation; same_work: the end's plan of only the central plan's work, where
+        ev serves more."""
+        view = cls(routes=ev.routes, verdict=ev.verdict, scenario=ev.scenario,
                    a={k: ev.a[k] for k in ("gpus_per_replica", "best_p95_ms")},
                    nodes_needed=int(ev.fleet.nodes_needed), total_monthly_usd=float(ev.fleet.total_monthly_usd))
+        if same_work is None:
+            return view
+        return replace(view, same_work_verdict=same_work.verdict, nodes_needed=int(same_work.fleet.nodes_needed),
+                       total_monthly_usd=float(same_work.fleet.total_monthly_usd),
+                       nodes_needed_with_added=view.nodes_needed,
+                       total_monthly_usd_with_added=view.total_monthly_usd)
+
+    @property
+    def served_verdict(self) -> np.ndarray:
+        """The verdicts of the plan `nodes_needed` and `total_monthly_usd` are of."""
+        return self.verdict if self.same_work_verdict is None else self.same_work_verdict
 
 
 def _end(catalog, workloads: pd.DataFrame, scenario, rate, which: str, start_keys=None,
-         other_starts: tuple = ()) -> EndView:
+         other_starts: tuple = (), hold: np.ndarray | None = None) -> EndView:
     """The engine re-run with every owned route at one efficiency end, without the break-even re-plan
     (start_keys: a search of one start, the best of the central plan, other_starts and the shadow-price
-    candidates, without restarts: fleet.plan_evaluation)."""
+    candidates, without restarts: fleet.plan_evaluation).
+
+    hold (the rows the central plan leaves without a route): planned first without them, so the end's nodes and
+    bill are for the work the central plan serves (a range of the same purchase: on generated 1,000 workloads the
+    optimistic end serving 4 more workloads needed 27 nodes against the central 14); where the end can serve some
+    of them, planned again serving them too, from that plan (its verdicts are the end's verdicts, and its
+    figures are given beside: EndView)."""
     end = catalog.at_efficiency_end(which, peer_ranges=bool(getattr(scenario, "peer_ranges", False)))
-    return EndView.of(_evaluate(end, workloads, scenario, rate, break_even=False, start_keys=start_keys,
-                                candidates=True, other_starts=other_starts))
+
+    def plan(start, others, held=None, candidates=True):
+        return _evaluate(end, workloads, scenario, rate, break_even=False, start_keys=start, candidates=candidates,
+                         other_starts=others, hold=held)
+
+    if hold is None or not hold.any():
+        return EndView.of(plan(start_keys, other_starts))
+    same = plan(start_keys, other_starts, hold)
+    servable = same.answers.known("held_servable")
+    if servable is None or not servable.any():
+        return EndView.of(same)
+    from core.decision.fleet import plan_start_keys
+
+    return EndView.of(plan(plan_start_keys(same.plan_inputs, same.plan.assignment), (), candidates=False),
+                      same_work=same)
 
 
 def _central_start(base_ev):
@@ -99,9 +138,12 @@ def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev) -> tupl
     # the ends' own are apart from the central plan's), where they are kept: the next scenario's ends reuse them.
     kept = kept_sizings(catalog, scenario, len(workloads))
 
+    # The ends are planned for the work the central plan serves (_end): its rows without a route held there.
+    hold = None if start is None else np.asarray(base_ev.verdict) < 0
+
     def low_end():
         with shared_sizings(kept) if kept is not None else contextlib.nullcontext():
-            return _end(catalog, workloads, scenario, base_ev.rate, "low", start)
+            return _end(catalog, workloads, scenario, base_ev.rate, "low", start, hold=hold)
 
     low = background.in_background(low_end, len(workloads) >= settings_mod.PLAN.side_by_side_rows)
     # The central plan's restart from faster routes (engine) searched these very inputs whole: a start too.
@@ -111,7 +153,7 @@ def end_evaluations(catalog, workloads: pd.DataFrame, scenario, base_ev) -> tupl
     sizings = base_ev.answers.take("faster_sizings")
     sizings = kept if sizings is None else sizings
     with shared_sizings(sizings) if sizings is not None else contextlib.nullcontext():
-        high = _end(catalog, workloads, scenario, base_ev.rate, "high", start, () if fast is None else (fast,))
+        high = _end(catalog, workloads, scenario, base_ev.rate, "high", start, () if fast is None else (fast,), hold)
     return low(), high
 
 
@@ -173,22 +215,23 @@ def performance_range(base_ev, low_ev: EndView, high_ev: EndView) -> Performance
     """The whole fleet at each efficiency end: nodes needed and the monthly cash bill.
 
     `*_optimistic` is the figure at the optimistic efficiency end (the low end of
-    the estimate), `*_pessimistic` at the pessimistic end. Each end may serve a different
-    set of workloads (a slower route can miss a latency target a faster one
-    meets), so the count left without a route is given at each end: a
-    pessimistic end serving fewer workloads can need fewer nodes. `dropped_*` counts the
-    workloads the central plan serves that have no route at that end, and
-    `dropped_*_usd` their attributed share of the central bill ($ a month): the
-    part of the central bill that end's bill leaves out; `added_*` the workloads
-    without a route in the central plan that end serves (its bill includes them).
+    the estimate), `*_pessimistic` at the pessimistic end, each for the work the
+    central plan serves (EndView). An end may serve less (a slower route can miss
+    a latency target a faster one meets), so the count left without a route is
+    given at each end: a pessimistic end serving fewer workloads can need fewer
+    nodes. `dropped_*` counts the workloads the central plan serves that have no
+    route at that end, and `dropped_*_usd` their attributed share of the central
+    bill ($ a month): the part of the central bill that end's bill leaves out;
+    `added_*` the workloads without a route in the central plan that end could
+    serve, and `*_with_added` that end's nodes and bill serving them too.
     """
-    def unserved(ev):
-        return int((ev.verdict < 0).sum())
+    def unserved(verdict):
+        return int((verdict < 0).sum())
 
     def dropped(end) -> tuple[int, float]:
         """Workloads the central plan serves that have no route at this end, and their attributed share of the
         central bill: an end's bill leaves their cost out, so it can look cheaper while it serves less."""
-        rows = np.flatnonzero((base_ev.verdict >= 0) & (end.verdict < 0))
+        rows = np.flatnonzero((base_ev.verdict >= 0) & (end.served_verdict < 0))
         usd = float(np.nansum(base_ev.a["monthly_usd"][rows, base_ev.verdict[rows]])) if rows.size else 0.0
         return int(rows.size), round(usd, 2)
 
@@ -203,17 +246,21 @@ def performance_range(base_ev, low_ev: EndView, high_ev: EndView) -> Performance
         nodes_needed_pessimistic=int(low_ev.nodes_needed),
         total_monthly_usd_optimistic=float(high_ev.total_monthly_usd),
         total_monthly_usd_pessimistic=float(low_ev.total_monthly_usd),
-        unserved_optimistic=unserved(high_ev),
-        unserved_central=unserved(base_ev),
-        unserved_pessimistic=unserved(low_ev),
+        unserved_optimistic=unserved(high_ev.served_verdict),
+        unserved_central=unserved(base_ev.verdict),
+        unserved_pessimistic=unserved(low_ev.served_verdict),
         dropped_optimistic=dropped_optimistic,
         dropped_optimistic_usd=dropped_optimistic_usd,
         dropped_pessimistic=dropped_pessimistic,
         dropped_pessimistic_usd=dropped_pessimistic_usd,
         added_optimistic=added(high_ev),
         added_pessimistic=added(low_ev),
+        nodes_needed_optimistic_with_added=high_ev.nodes_needed_with_added,
+        nodes_needed_pessimistic_with_added=low_ev.nodes_needed_with_added,
+        total_monthly_usd_optimistic_with_added=high_ev.total_monthly_usd_with_added,
+        total_monthly_usd_pessimistic_with_added=low_ev.total_monthly_usd_with_added,
         basis="optimistic: every owned route at the fast end of its efficiency range; pessimistic: at the slow "
-              "end (estimates; core/decision/sensitivity.py)",
+              "end; each end planned for the work the central plan serves (estimates; core/decision/sensitivity.py)",
     )
 
 
@@ -274,7 +321,7 @@ def estimate_range_words(ev) -> str | None:
         return f"{integer(n)} node{'s' if n != 1 else ''} and {money(usd)} a month"
 
     flips = int(rg.sensitive.sum())
-    line = (f"Estimate range across the performance estimates: "
+    line = (f"Estimate range across the performance estimates, for the work the central plan serves: "
             f"{end(pr.nodes_needed_optimistic, pr.total_monthly_usd_optimistic)} at the optimistic end, "
             f"{end(pr.nodes_needed_pessimistic, pr.total_monthly_usd_pessimistic)} at the pessimistic end")
     if not pr.unserved_optimistic == pr.unserved_central == pr.unserved_pessimistic:
@@ -299,6 +346,11 @@ def end_caveats(pr: PerformanceRange, which: str) -> list[str]:
                    f"{'have' if n != 1 else 'has'} no route there ({money(usd)} a month of "
                    f"the central bill)")
     n = pr.added_at(which)
-    if n:
+    more = pr.with_added_at(which)
+    if n and more is not None:
+        out.append(f"leaves out {integer(n)} workload{'s' if n != 1 else ''} the central plan leaves without a route "
+                   f"and this end could serve; serving {'them' if n != 1 else 'it'} too takes {integer(more[0])} "
+                   f"node{'s' if more[0] != 1 else ''} and {money(more[1])} a month")
+    elif n:
         out.append(f"includes {integer(n)} workload{'s' if n != 1 else ''} the central plan leaves without a route")
     return out
