@@ -29,6 +29,13 @@ def test_verdict_mix_counts_each_group_in_its_own_colour_owned_first():
     assert fig.layout.xaxis.title.text == "Workloads"
 
 
+def test_verdict_mix_ticks_every_workload_only_while_few():
+    """7 workloads: a tick at each whole workload (no 0.5 ticks). 100: Plotly's own spacing; dtick=1 drew a label
+    per workload up to 49, over one another (seen on the Overview of a generated 100-workload inventory)."""
+    assert charts.verdict_mix_chart({"moe (owned)": 5, "autoregressive (API)": 2}).layout.xaxis.dtick == 1
+    assert charts.verdict_mix_chart({"moe (owned)": 49, "diffusion (owned)": 35}).layout.xaxis.dtick is None
+
+
 def test_verdict_mix_keeps_unknown_groups_and_no_route():
     fig = charts.verdict_mix_chart({"no feasible route": 1, "quantum (owned)": 4})
     (bar,) = fig.data
