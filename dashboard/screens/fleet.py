@@ -230,8 +230,8 @@ else:
     top = fig["top"]
     st.plotly_chart(fig["arch_chart"], key="fleet_arch")
     if side["workload_id"].nunique() > len(top):
-        st.caption(f"The chart shows the {len(top)} interactive workloads whose verdict costs most a month; "
-                   "the table below lists every one.")
+        st.caption(f"The chart shows {len(top)} interactive workloads: those without a route first (up to half "
+                   "of them), then those whose verdict costs most a month; the table below lists every one.")
     with st.expander("Best route of each architecture: nodes, concurrency within the SLA, p95, and why not"):
         if len(side) <= views.STATIC_TABLE_ROWS:  # static: the "why not" sentences wrap instead of being cut off
             md_table(views.table_text(side, {
