@@ -1,10 +1,15 @@
-"""Times the verdict-sensitivity runs (issue 13): engine alone vs engine + ranges, and that 100k skips them.
+"""Times the verdict-sensitivity runs (issue 13): engine alone vs engine + ranges, and that 100k skips them; with
+--seeds, each generated inventory's central plan beside its range ends.
 
-Run by hand: python bench/bench_sensitivity.py  (not part of the test suite)
+Run by hand (not part of the test suite):
+    python bench/bench_sensitivity.py
+    python bench/bench_sensitivity.py --seeds 0:16 --rows 10:80   (ends planned for the central plan's work, and
+        where an end could serve more, that end serving it too; flags an optimistic end above the central plan)
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
@@ -19,6 +24,7 @@ from gen import synthetic_inventory  # noqa: E402
 
 from core.catalog import Catalog  # noqa: E402
 from core.decision import sensitivity  # noqa: E402
+from core.decision import settings as settings_mod  # noqa: E402
 from core.decision.engine import evaluate  # noqa: E402
 from core.models import Scenario  # noqa: E402
 from core.store import Store  # noqa: E402
@@ -42,11 +48,45 @@ def main() -> None:
         t = time.perf_counter()
         rg = sensitivity.ranges(ev)  # automatic up to RANGES_MAX_WORKLOADS, None above
         t_rng = time.perf_counter() - t
-        flagged = "skipped" if rg is None else str(int(rg["sensitive"].sum()))
+        flagged = "skipped" if rg is None else str(int(rg.sensitive.sum()))
         print(f"{name:>10} {t_eval:>11.2f} {t_rng:>9.2f} {t_rng / t_eval:>5.1f} {flagged:>8}")
-    print(f"(ranges automatic up to {sensitivity.RANGES_MAX_WORKLOADS:,} workloads; above, "
+    print(f"(ranges automatic up to {settings_mod.PLAN.ranges_max_workloads:,} workloads; above, "
           "hangover evaluate --ranges)")
 
 
+def ends(seeds: range, rows: tuple[int, int]) -> None:
+    """Per generated inventory (rows drawn from the seed, seed % 3 owned nodes): the central plan, each end for
+    the central plan's work, and the optimistic end serving the workloads only it could serve."""
+    import numpy as np
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    with tempfile.TemporaryDirectory() as d:
+        catalog = Catalog.from_store(Store(Path(d) / "bench.duckdb"))
+    above = 0
+    for seed in seeds:
+        n = int(np.random.default_rng(seed).integers(rows[0], rows[1]))
+        ev = evaluate(catalog, synthetic_inventory(n, seed=seed), Scenario(fleet_nodes=seed % 3))
+        pr = sensitivity.ranges(ev, force=True).performance
+        f = ev.fleet
+        more = pr.with_added_at("optimistic")
+        flag = pr.nodes_needed_optimistic > f.nodes_needed or pr.total_monthly_usd_optimistic > f.total_monthly_usd + 0.01
+        above += flag
+        print(f"seed {seed} ({n} workloads, {seed % 3} owned): central {f.nodes_needed} nodes "
+              f"${f.total_monthly_usd:,.2f}; optimistic {pr.nodes_needed_optimistic} ${pr.total_monthly_usd_optimistic:,.2f}"
+              + (f" (+{pr.added_optimistic} it could serve: {more[0]} nodes ${more[1]:,.2f})" if more else "")
+              + f"; pessimistic {pr.nodes_needed_pessimistic} ${pr.total_monthly_usd_pessimistic:,.2f}"
+              + (f" (-{pr.dropped_pessimistic} it cannot serve)" if pr.dropped_pessimistic else "")
+              + ("  <- optimistic above central" if flag else ""), flush=True)
+    print(f"{above} of {len(seeds)} optimistic ends above the central plan")
+
+
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", help="A:B: generated inventories of seeds A..B-1 (the ends beside the central plan)")
+    ap.add_argument("--rows", default="10:80", help="lo:hi workloads, drawn per seed")
+    args = ap.parse_args()
+    if args.seeds:
+        lo, hi = map(int, args.seeds.split(":"))
+        ends(range(lo, hi), tuple(map(int, args.rows.split(":"))))  # type: ignore[arg-type]
+    else:
+        main()
