@@ -356,3 +356,40 @@ def test_a_rows_range_says_when_its_ends_serve_different_work():
     assert words == "$54,393 - $54,070 (2 new nodes); unserved 0 at the optimistic end, 2 at the pessimistic"
     same = mix._range_columns({**rg, "unserved_pessimistic": 0})["estimate_range"]
     assert same == "$54,393 - $54,070 (2 new nodes)"
+
+
+@pytest.mark.slow
+def test_the_chosen_mix_range_is_for_the_work_it_serves(mixed_report, seed_catalog, sample):
+    """Owned 1 x H100, candidates H100 / B200: the chosen mix buys 3 B200 and leaves agent-steps without a route.
+    At the optimistic end the B200 chain could serve it too. The range is for the mix's own work: that end's
+    chain planned without agent-steps, which is the chain of the inventory without that row (the same rows
+    planned, by another path: a frame without it, not a held row); serving it too is given beside (more new
+    nodes and a higher bill), and the count of workloads only that end serves."""
+    from core.decision import mixfleet
+
+    ev = mixed_report[4]
+    bo = mix.of(ev)
+    best = bo.best
+    assert best.gpu == "B200" and best.new_node_count == 3  # the case as worked out
+    held = sorted(set(range(len(sample))) - set(best.served_rows.tolist()))
+    assert [sample["workload_id"].iloc[i] for i in held] == ["agent-steps"]
+    fast, _ = bo.ends[best.label]
+    whole, slow_whole = bo.ends_with_added[best.label]
+    assert whole is not None and slow_whole is None
+    assert set(fast.served_rows.tolist()) <= set(best.served_rows.tolist())
+    assert held[0] in set(whole.served_rows.tolist())
+    end = seed_catalog.at_efficiency_end("high")
+    without = mix.Chains(end, sample.drop(index=held).reset_index(drop=True), ev.scenario, evaluate)
+    alone = without.chain("B200", PricingOption.OWNED)
+    assert fast.total_usd == pytest.approx(alone.total_usd, abs=0.01)
+    assert fast.new_node_count == alone.new_node_count
+    assert fast.unserved == alone.unserved + 1  # the held row counts as without a route, as centrally
+    pr = mixfleet.performance(ev)
+    owned = sum(best.owned_nodes_by_gpu.values())
+    assert pr.nodes_needed_optimistic == owned + fast.new_node_count
+    assert pr.with_added_at("optimistic") == (owned + whole.new_node_count, whole.total_usd)
+    assert whole.new_node_count > fast.new_node_count and whole.total_usd > fast.total_usd
+    assert pr.added_optimistic == 1 and pr.unserved_optimistic == pr.unserved_central == 1
+    assert "serving it too takes" in mixfleet.range_words(ev)
+    rng = bo.estimate_range(best)
+    assert (rng["added_optimistic"], rng["total_monthly_usd_optimistic_with_added"]) == (1, whole.total_usd)

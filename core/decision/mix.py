@@ -157,8 +157,10 @@ class BuyOptions:
     best: MixPlan
     buy_nothing: MixPlan
     skipped: tuple[str, ...] = field(default=())  # (GPU, option) pairs with no price, in words
-    # Per shown row's label: the same chain with every owned route at its fast, then its slow efficiency end.
+    # Per shown row's label: the same chain with every owned route at its fast, then its slow efficiency end, for
+    # the work the row serves (buy_options); where an end could serve more, that end serving it too, else None.
     ends: dict[str, tuple[MixPlan, MixPlan]] = field(default_factory=dict)
+    ends_with_added: dict[str, tuple[MixPlan | None, MixPlan | None]] = field(default_factory=dict)
 
     def shown(self) -> list[tuple[str, MixPlan]]:
         """The rows side by side: (row, plan) for each candidate GPU's best option, the best mix, buy nothing."""
@@ -172,11 +174,18 @@ class BuyOptions:
         if ends is None:
             return None
         fast, slow = ends
-        return {"total_monthly_usd_optimistic": fast.total_usd, "total_monthly_usd_pessimistic": slow.total_usd,
-                "nodes_new_optimistic": fast.new_node_count, "nodes_new_pessimistic": slow.new_node_count,
-                "unserved_optimistic": fast.unserved, "unserved_pessimistic": slow.unserved,
-                "basis": "optimistic: every owned route at the optimistic end of its efficiency range; pessimistic: at the "
-                         "pessimistic end; the same chain re-planned at each (estimates)"}
+        out = {"total_monthly_usd_optimistic": fast.total_usd, "total_monthly_usd_pessimistic": slow.total_usd,
+               "nodes_new_optimistic": fast.new_node_count, "nodes_new_pessimistic": slow.new_node_count,
+               "unserved_optimistic": fast.unserved, "unserved_pessimistic": slow.unserved,
+               "basis": "optimistic: every owned route at the optimistic end of its efficiency range; pessimistic: at "
+                        "the pessimistic end; the same chain re-planned at each for the work it serves (estimates)"}
+        for name, more in zip(("optimistic", "pessimistic"), self.ends_with_added.get(p.label, (None, None)),
+                              strict=True):
+            out[f"added_{name}"] = 0 if more is None else len(set(more.served_rows.tolist())
+                                                               - set(p.served_rows.tolist()))
+            out[f"total_monthly_usd_{name}_with_added"] = None if more is None else more.total_usd
+            out[f"nodes_new_{name}_with_added"] = None if more is None else more.new_node_count
+        return out
 
     def as_json(self) -> list[dict]:
         """fleet.buy_options: one row per candidate GPU (its best option), the best mix, then buy nothing;
@@ -268,9 +277,13 @@ class Chains:
     """Prices chains of one-type plans over one inventory; stage plans are cached by (rows, stage scenario)."""
 
     def __init__(self, catalog: Catalog, workloads: pd.DataFrame, sc: Scenario, evaluate: Evaluate,
-                 base_ev=None):
+                 base_ev=None, serve: np.ndarray | None = None):
         self.catalog, self.sc, self._evaluate = catalog, sc, evaluate
         self.w = workloads.reset_index(drop=True)
+        # serve: the rows the chains plan (positions; default all); the others are held without a route (a range
+        # end planned for the work a chain at the central speeds serves: buy_options).
+        self._serve = np.arange(len(self.w)) if serve is None else np.sort(np.asarray(serve, dtype=np.intp))
+        self._held = len(self.w) - int(self._serve.size)
         self.owned = owned_by_gpu(catalog, sc)
         self._cache: dict[tuple, object] = {}
         if base_ev is not None:  # the scenario's own plan: the one-kind chain, evaluated already
@@ -329,7 +342,7 @@ class Chains:
 
     def _fill_all(self, skip: str | None) -> tuple[np.ndarray, _Placed]:
         """Every fill stage but `skip`'s GPU, in order: the rows left and what was placed."""
-        rows = np.arange(len(self.w))
+        rows = self._serve
         placed = _Placed()
         for gpu, nodes in self.owned.items():
             if gpu != skip and rows.size:
@@ -346,7 +359,7 @@ class Chains:
         new: tuple[NewNodes, ...] = ()
         api, licence = placed.api_usd, placed.licence_usd
         served_nodes = sum(r.size for r in placed.rows)
-        served_api = unserved = 0
+        served_api, unserved = 0, self._held
         mtok = float(self._mtok[np.concatenate(placed.rows)].sum()) if placed.rows else 0.0
         deployments = list(placed.deployments)
         stages = list(placed.stages)
@@ -391,17 +404,18 @@ class Chains:
         (data policy, latency, quality), else stays unserved."""
         rows, placed = self._fill_all(None)
         api, mtok = placed.api_usd, (float(self._mtok[np.concatenate(placed.rows)].sum()) if placed.rows else 0.0)
-        served_api = unserved = 0
+        served_api = left = 0
         if rows.size:
             gpu = next(iter(self.owned), self.sc.gpu)
             ev = self._plan(rows, stage_scenario(self.sc, gpu, 0, None))
             cost = _cheapest_api(ev)
             ok = np.isfinite(cost)
             api += float(np.sum(cost[ok]))
-            served_api, unserved = int(ok.sum()), int((~ok).sum())
+            served_api, left = int(ok.sum()), int((~ok).sum())
             mtok += float(self._mtok[rows[ok]].sum())
-        notes = (f"{unserved} workload(s) may not leave (data policy) or no API meets their targets: unserved",) \
-            if unserved else ()
+        unserved = left + self._held
+        notes = (f"{left} workload(s) may not leave (data policy) or no API meets their targets: unserved",) \
+            if left else ()
         plan = self._priced("buy nothing", "buy_nothing", None, None, (), tuple(placed.deployments), api,
                             placed.licence_usd, sum(r.size for r in placed.rows), served_api, unserved, mtok, notes)
         return replace(plan, stages=tuple(placed.stages),
@@ -466,15 +480,34 @@ def buy_options(catalog: Catalog, workloads: pd.DataFrame, sc: Scenario, evaluat
     out = BuyOptions(tuple(rows), best_per_gpu, best, chains.buy_nothing(), tuple(skipped))
     if not with_ranges:
         return out
-    # The estimate range of each shown row: its chain again at each efficiency end (the fill stages re-planned too).
-    at = {end: Chains(catalog.at_efficiency_end(end), workloads, sc, evaluate) for end in ("high", "low")}
-    for _, p in out.shown():
+    # The estimate range of each shown row: its chain again at each efficiency end (the fill stages re-planned too),
+    # for the work the row serves. An end that could serve more is planned again without those workloads (as the
+    # one-kind plan's ends are, core.decision.sensitivity): serving them is not the same purchase; both are kept.
+    ends = {end: catalog.at_efficiency_end(end) for end in ("high", "low")}
+    at = {end: Chains(c, workloads, sc, evaluate) for end, c in ends.items()}
+
+    def run(chains: Chains, p: MixPlan) -> MixPlan:
         if p.kind == "buy_nothing":
-            out.ends[p.label] = (at["high"].buy_nothing(), at["low"].buy_nothing())
-        elif p.label not in out.ends:
-            assert p.gpu is not None and p.option is not None
-            option = PricingOption(p.option)
-            out.ends[p.label] = (at["high"].chain(p.gpu, option), at["low"].chain(p.gpu, option))
+            return chains.buy_nothing()
+        assert p.gpu is not None and p.option is not None
+        return chains.chain(p.gpu, PricingOption(p.option))
+
+    for _, p in out.shown():
+        if p.label in out.ends:
+            continue
+        central = set(p.served_rows.tolist())
+        same: list[MixPlan] = []
+        more: list[MixPlan | None] = []
+        for end in ("high", "low"):
+            whole = run(at[end], p)
+            if set(whole.served_rows.tolist()) <= central:
+                same.append(whole)
+                more.append(None)
+            else:
+                same.append(run(Chains(ends[end], workloads, sc, evaluate, serve=p.served_rows), p))
+                more.append(whole)
+        out.ends[p.label] = (same[0], same[1])
+        out.ends_with_added[p.label] = (more[0], more[1])
     return out
 
 
@@ -554,6 +587,8 @@ def _range_columns(rg: dict | None) -> dict:
              else f"{rg['nodes_new_optimistic']}-{rg['nodes_new_pessimistic']}")
     words = f"{money(lo, decimals=0)} - {money(hi, decimals=0)} ({nodes} new node{'s' if nodes != '1' else ''})"
     uo, up = rg.get("unserved_optimistic"), rg.get("unserved_pessimistic")
-    if uo != up:  # each end plans its own served set: a bill is for what that end serves
+    if uo != up:  # an end that cannot serve some of the row's work bills less for it
         words += f"; unserved {uo} at the optimistic end, {up} at the pessimistic"
+    # (What an end could serve beyond the row's work is in the JSON, *_with_added, and for the chosen mix in the
+    # Overview's range line: a table cell stays short, the one-pager prints on two pages.)
     return {"total_usd_optimistic": lo, "total_usd_pessimistic": hi, "estimate_range": words}

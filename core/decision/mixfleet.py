@@ -274,13 +274,22 @@ def performance(ev) -> PerformanceRange | None:
     best, att = bo.best, attributed(ev)
     owned = sum(best.owned_nodes_by_gpu.values())
     central = set(best.served_rows.tolist())
+
+    def nodes_of(p) -> int:
+        return owned + p.new_node_count if p.new_node_count else min(owned, top(ev).nodes_needed)
+
     nodes = {}
     moved = {}
+    more = dict(zip(("optimistic", "pessimistic"), bo.ends_with_added.get(best.label, (None, None)), strict=True))
     for name, p in zip(("optimistic", "pessimistic"), ends, strict=True):
-        nodes[name] = owned + p.new_node_count if p.new_node_count else min(owned, top(ev).nodes_needed)
+        nodes[name] = nodes_of(p)
         there = set(p.served_rows.tolist())
         dropped = sorted(central - there)
-        moved[name] = (len(dropped), round(float(att[dropped].sum()), 2) if dropped else 0.0, len(there - central))
+        # The ends are planned for the chosen mix's work (mix.buy_options); what only an end serves, from its
+        # plan serving that too.
+        whole = more[name]
+        added = len(set(whole.served_rows.tolist()) - central) if whole is not None else len(there - central)
+        moved[name] = (len(dropped), round(float(att[dropped].sum()), 2) if dropped else 0.0, added)
     fast, slow = ends
     return PerformanceRange(
         nodes_needed_optimistic=nodes["optimistic"], nodes_needed_pessimistic=nodes["pessimistic"],
@@ -289,8 +298,13 @@ def performance(ev) -> PerformanceRange | None:
         dropped_optimistic=moved["optimistic"][0], dropped_optimistic_usd=moved["optimistic"][1],
         dropped_pessimistic=moved["pessimistic"][0], dropped_pessimistic_usd=moved["pessimistic"][1],
         added_optimistic=moved["optimistic"][2], added_pessimistic=moved["pessimistic"][2],
+        nodes_needed_optimistic_with_added=None if more["optimistic"] is None else nodes_of(more["optimistic"]),
+        nodes_needed_pessimistic_with_added=None if more["pessimistic"] is None else nodes_of(more["pessimistic"]),
+        total_monthly_usd_optimistic_with_added=None if more["optimistic"] is None else more["optimistic"].total_usd,
+        total_monthly_usd_pessimistic_with_added=None if more["pessimistic"] is None else
+        more["pessimistic"].total_usd,
         basis="the chosen mix's chain re-planned with every owned route at the optimistic, then the pessimistic "
-              "end of its efficiency range (estimates)")
+              "end of its efficiency range, for the work the chosen mix serves (estimates)")
 
 
 def range_words(ev) -> str | None:
@@ -305,7 +319,7 @@ def range_words(ev) -> str | None:
     def end(n, usd):
         return f"{integer(n)} node{'s' if n != 1 else ''} and {money(usd)} a month"
 
-    line = (f"Estimate range of the chosen mix across the performance estimates: "
+    line = (f"Estimate range of the chosen mix across the performance estimates, for the work it serves: "
             f"{end(pr.nodes_needed_optimistic, pr.total_monthly_usd_optimistic)} at the optimistic end, "
             f"{end(pr.nodes_needed_pessimistic, pr.total_monthly_usd_pessimistic)} at the pessimistic end")
     if not pr.unserved_optimistic == pr.unserved_central == pr.unserved_pessimistic:
