@@ -179,9 +179,9 @@ class PerformanceRange:
     `*_optimistic` is the end where every owned route runs at the fast end of its efficiency range (fewest nodes),
     `*_pessimistic` the slow end. `dropped_*`: workloads the central plan serves that have no route at that end,
     and (`_usd`) their share of the central bill, which that end's bill leaves out; `added_*`: workloads only that
-    end serves. `*_with_added`: the end's nodes and bill serving those too, where its figures above leave them out
-    (an end planned for the central plan's work, core/decision/sensitivity.py); None where the figures above
-    include them (the chosen mix's ends) or there are none.
+    end could serve. The figures above are for the central plan's work (core/decision/sensitivity.py; the chosen
+    mix's: core/decision/mix.py); `*_with_added` the end's nodes and bill serving those too, None where there are
+    none.
     """
 
     nodes_needed_optimistic: int

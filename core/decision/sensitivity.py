@@ -334,9 +334,10 @@ def estimate_range_words(ev) -> str | None:
 
 
 def end_caveats(pr: PerformanceRange, which: str) -> list[str]:
-    """What one end's bill ("optimistic" or "pessimistic") leaves out or adds against the central plan,
-    as clauses ("leaves out 1 workload the central plan serves, ..."); none when both serve the same workloads.
-    An end that cannot serve work the central plan serves bills less for it: said beside its figure."""
+    """What one end's bill ("optimistic" or "pessimistic") leaves out against the central plan, as clauses
+    ("leaves out 1 workload the central plan serves, ..."); none when both serve the same workloads. An end that
+    cannot serve work the central plan serves bills less for it, and one that could serve more is given serving
+    that too: both said beside its figure."""
     from core.format import integer, money
 
     out = []
@@ -351,6 +352,4 @@ def end_caveats(pr: PerformanceRange, which: str) -> list[str]:
         out.append(f"leaves out {integer(n)} workload{'s' if n != 1 else ''} the central plan leaves without a route "
                    f"and this end could serve; serving {'them' if n != 1 else 'it'} too takes {integer(more[0])} "
                    f"node{'s' if more[0] != 1 else ''} and {money(more[1])} a month")
-    elif n:
-        out.append(f"includes {integer(n)} workload{'s' if n != 1 else ''} the central plan leaves without a route")
     return out
