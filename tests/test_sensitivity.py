@@ -359,3 +359,31 @@ def test_an_end_that_could_serve_more_gives_its_figures_for_the_central_plans_wo
     got = json.loads(json.dumps(contract.to_dict(ev, detail="verdicts")))["fleet"]["performance_range"]
     assert (got["nodes_needed_optimistic_with_added"], got["nodes_needed_pessimistic_with_added"]) == (1, None)
     assert got["total_monthly_usd_optimistic_with_added"] == pytest.approx(33.02 * 730 + api, abs=0.01)
+
+
+@pytest.mark.slow
+def test_the_end_serving_more_is_the_same_with_a_workload_split_in_ten(catalog):
+    """Generated 39 workloads (bench/gen.py seed 9, frozen), no owned node: the central plan needs 1 node,
+    $35,006.67 a month; the optimistic end for the same work the same, and it could serve one workload more,
+    which takes 1 node, $38,827.60. Splitting another workload into ten with a tenth of its traffic each changes
+    none of these (the end serving more planned by moves alone from the same-work plan took 2 nodes, $59,111.27,
+    once split). (The pessimistic end, a search of one start, is left out: its bill moved with the split before
+    this change too.)"""
+    from pathlib import Path
+
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "thirty_nine_workloads_range_split.csv")
+    row = inv.loc[[0] * 10].copy()
+    row["requests_per_day"] = inv.loc[0, "requests_per_day"] / 10
+    row["workload_id"] = [f"w0000000-{k}" for k in range(10)]
+    split = pd.concat([inv.drop(index=0), row], ignore_index=True)
+    got = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for w in (inv, split):
+            ev = evaluate(catalog, w, Scenario(fleet_nodes=0))
+            pr = sensitivity.ranges(ev, force=True).performance
+            got.append((ev.fleet.nodes_needed, round(ev.fleet.total_monthly_usd, 2), pr.nodes_needed_optimistic,
+                        round(pr.total_monthly_usd_optimistic, 2), pr.added_optimistic,
+                        pr.with_added_at("optimistic")))
+    assert got[0] == (1, 35006.67, 1, 35006.67, 1, (1, pytest.approx(38827.60, abs=0.01)))
+    assert got[1] == got[0]
