@@ -784,6 +784,26 @@ def test_the_plan_does_not_depend_on_the_order_of_the_rows(catalog, twelve_plan,
     assert again == route
 
 
+def test_the_simulation_check_does_not_depend_on_the_order_of_the_rows(catalog):
+    """17 generated workloads (bench/gen.py seed 1034, frozen), 2 owned nodes, 16 servable: the same plan in
+    three row orders, the simulation check's added replica included. The check dealt its simulated requests to
+    a pool's members by their place in the pool, which is the inventory's row order: one order (the properties
+    bench's shuffle) was checked as holding at 3 nodes, the given order got a replica more.
+
+    The plan: Qwen3-30B-A3B x1 for batch work (1 GPU), Qwen3-235B-A22B x4 1 replica (4), LLaDA2-flash x8 2
+    replicas by the analytic model + 1 the check adds for w0000005 and w0000012 (24): 29 GPUs -> 4 nodes of 8,
+    2 owned; 4 x 33.02 x 730 = $96,418.40 + $523.12 of API = $96,941.52 a month."""
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "seventeen_workloads_row_order.csv")
+    orders = [list(range(17)), [16, 2, 9, 13, 7, 10, 3, 15, 12, 8, 11, 14, 5, 4, 0, 6, 1], list(range(16, -1, -1))]
+    for order in orders:
+        ev = evaluate(catalog, inv.iloc[order].reset_index(drop=True), Scenario(fleet_nodes=2))
+        assert (ev.verdict >= 0).sum() == 16
+        assert ev.fleet.nodes_needed == 4, order
+        assert ev.fleet.total_monthly_usd == pytest.approx(4 * NODE_MONTH + 523.12, abs=0.01)
+        added = {d.route_id: d.replicas_added_by_simulation for d in ev.fleet.deployments}
+        assert added == {"owned:qwen3-30b-a3b-fp8": 0, "owned:qwen3-235b-a22b-fp8": 0, "owned:llada2-flash": 1}
+
+
 @pytest.mark.slow
 def test_a_restart_from_dearer_apis_is_never_dearer(catalog, monkeypatch):
     """101 generated workloads (bench/gen.py seed 1014, frozen), 1 owned node, 99 servable. Above

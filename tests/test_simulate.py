@@ -259,6 +259,21 @@ def test_run_length_is_set_by_the_pool_not_how_its_traffic_is_split():
         assert under_share(share_a, count_a, target, 2.0) == under_share(share_b, count_b, target, 2.0), target
 
 
+def test_members_in_another_order_get_the_same_requests():
+    """The pool's members listed in any order are simulated alike: each workload's figures are the same.
+
+    Requests were dealt to members by their place in the pool (the inventory's row order): a generated
+    17-workload inventory's plan check added a replica with its rows in one order and not in another."""
+    dep = pooled(2, 16, 0.3, 0.8)
+    res = simulate_deployment(dep, 20_000, seed=4)
+    for order in ([2, 0, 1], [1, 2, 0]):
+        moved = DeploymentLoad(dep.replicas, dep.concurrency_cap, dep.step_ms,
+                               tuple(dep.workloads[k] for k in order), deployment_id=dep.deployment_id)
+        again = simulate_deployment(moved, 20_000, seed=4)
+        assert {w.workload_id: w for w in again.workloads} == {w.workload_id: w for w in res.workloads}
+        assert again.share_within_slo_one_replica_fewer == res.share_within_slo_one_replica_fewer
+
+
 def test_bad_deployment_is_refused_with_its_name():
     with pytest.raises(ValueError, match="'d1'.*step_ms"):
         DeploymentLoad(1, 4, [10.0, 11.0], [WorkloadLoad("w", 1.0, 5.0, 100.0, 1000.0)], deployment_id="d1")

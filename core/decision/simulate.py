@@ -200,11 +200,15 @@ def draw_requests(deployment: DeploymentLoad, requests: int, seed: int, output_d
     """
     rng = np.random.default_rng(seed)
     rates = np.array([w.arrival_rate_per_s for w in deployment.workloads])
-    lam = rates.sum()
+    # Requests are dealt to the members in an order fixed by what each member is, not by where it sits in the
+    # pool (the inventory's row order): dealt in the pool's order, a generated 17-workload inventory's check
+    # added a replica (4 nodes) that the same rows shuffled did not (3 nodes).
+    order = np.array(sorted(range(len(rates)), key=lambda j: _member_key(deployment.workloads[j])), dtype=np.int64)
+    lam = rates[order].sum()
     if lam <= 0:
         raise ValueError(f"deployment {deployment.deployment_id!r}: no traffic to simulate")
     arrival = np.cumsum(rng.exponential(1000.0 / lam, requests))
-    which = rng.choice(len(rates), size=requests, p=rates / lam)
+    which = order[rng.choice(len(rates), size=requests, p=rates[order] / lam)]
     means = np.array([w.output_mean_tokens for w in deployment.workloads])
     if output_distribution == "exponential":
         tokens = rng.exponential(means[which])
@@ -222,6 +226,12 @@ def draw_requests(deployment: DeploymentLoad, requests: int, seed: int, output_d
     escalated = rng.random(requests) < np.array([w.escalated_share for w in deployment.workloads])[which]
     extra = np.where(escalated, np.array([w.escalated_extra_ms for w in deployment.workloads])[which], 0.0)
     return arrival, which, steps, prefill, extra
+
+
+def _member_key(w: WorkloadLoad) -> tuple:
+    """A member's place in the order requests are dealt (draw_requests): its load, then its target and id."""
+    return (w.arrival_rate_per_s, w.output_mean_tokens, -1.0 if w.output_p95_tokens is None else w.output_p95_tokens,
+            w.prefill_ms, w.escalated_share, w.escalated_extra_ms, w.slo_ms, w.workload_id)
 
 
 def run_requests(step_ms, concurrency_cap: int, replicas: int, arrival, steps, prefill):
