@@ -63,22 +63,26 @@ def test_generated_inventory_every_member_holds_its_share_within_the_runs_error(
 
 @pytest.mark.slow
 def test_a_check_blind_to_the_runs_error_buys_replicas_for_noise(catalog, monkeypatch):
-    """80 generated workloads (bench/gen.py seed 80, 1 owned node) with close_loop_z 0 (any share under 95 % is
-    a miss): members a hair under their share gain a replica each (Llama-70B+draft and LLaDA-8B, one each), and
-    the plan 3 nodes where the default check (z = 2) adds none and plans 2, for misses the run cannot tell from
-    noise. So the test above can fail, and the loop does add replicas where it is told a member misses. (On
-    the 100 workloads above the blind check added a LLaDA2.0-flash replica until BF16 prefill reached its larger
-    share of peak; it adds none there now.) Planned with the restart from faster routes off, as the test was
-    written."""
-    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(close_loop_z=0.0, close_loop_familywise=False, faster_restart=False))
-    blind = evaluate(catalog, synthetic_inventory(80, seed=80), Scenario(fleet_nodes=1))
+    """90 generated workloads (bench/gen.py seed 90, 1 owned node) with close_loop_z 0 (any share under 95 % is
+    a miss): a Llama-70B+draft member a hair under its share gains a replica, and the plan 3 nodes ($94,241.12
+    a month) where the default check (z = 2) adds none and plans 2 ($70,136.52), for a miss the run cannot tell
+    from noise. So the test above can fail, and the loop does add replicas where it is told a member misses.
+    Planned with the restart from faster routes off, as the test was written, and the blind check without its
+    fallback to the search's other plans (close_loop_alternatives 0), which would route around the replica. (It
+    was 80 workloads, seed 80, until the simulation dealt requests to members by what they are, not their row
+    order: the blind check finds nothing there now.)"""
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(
+        close_loop_z=0.0, close_loop_familywise=False, faster_restart=False, close_loop_alternatives=0))
+    blind = evaluate(catalog, synthetic_inventory(90, seed=90), Scenario(fleet_nodes=1))
     raised = {d.route_id: d.replicas_added_by_simulation for d in blind.fleet.deployments
               if d.replicas_added_by_simulation}
-    assert raised == {"owned:llada-8b": 1}, raised
+    assert raised == {"owned:llama70b-fp8-spec": 1}, raised
     assert blind.fleet.nodes_needed == 3
+    assert blind.fleet.total_monthly_usd == pytest.approx(94_241.12, abs=0.01)
     monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(faster_restart=False))
-    sighted = evaluate(catalog, synthetic_inventory(80, seed=80), Scenario(fleet_nodes=1))
+    sighted = evaluate(catalog, synthetic_inventory(90, seed=90), Scenario(fleet_nodes=1))
     assert sighted.fleet.nodes_needed == 2
+    assert sighted.fleet.total_monthly_usd == pytest.approx(70_136.52, abs=0.01)
     assert all(d.replicas_added_by_simulation == 0 for d in sighted.fleet.deployments)
     assert _every_member_holds(blind) == []
     from core.decision.explain import deployment_why_words

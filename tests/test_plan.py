@@ -786,22 +786,76 @@ def test_the_plan_does_not_depend_on_the_order_of_the_rows(catalog, twelve_plan,
 
 def test_the_simulation_check_does_not_depend_on_the_order_of_the_rows(catalog):
     """17 generated workloads (bench/gen.py seed 1034, frozen), 2 owned nodes, 16 servable: the same plan in
-    three row orders, the simulation check's added replica included. The check dealt its simulated requests to
-    a pool's members by their place in the pool, which is the inventory's row order: one order (the properties
-    bench's shuffle) was checked as holding at 3 nodes, the given order got a replica more.
+    three row orders. The check dealt its simulated requests to a pool's members by their place in the pool,
+    which is the inventory's row order: one order (the properties bench's shuffle) held at 3 nodes, the given
+    order got a LLaDA2-flash replica more (4 nodes, $96,941.52). The plan the search found still gets that
+    replica; the next-cheapest plan its descents reached holds without one (closeloop.cheapest_checked).
 
-    The plan: Qwen3-30B-A3B x1 for batch work (1 GPU), Qwen3-235B-A22B x4 1 replica (4), LLaDA2-flash x8 2
-    replicas by the analytic model + 1 the check adds for w0000005 and w0000012 (24): 29 GPUs -> 4 nodes of 8,
-    2 owned; 4 x 33.02 x 730 = $96,418.40 + $523.12 of API = $96,941.52 a month."""
+    That plan: Qwen3-30B-A3B x1 for batch work (1 GPU, in the idle hours), Qwen3-235B-A22B x4 1 replica (4),
+    LLaDA2-flash x4 1 replica (4) and x8 2 replicas for w0000012 (16): 24 interactive GPUs -> 3 nodes of 8,
+    2 owned; 3 x 33.02 x 730 = $72,313.80 + $523.12 of API = $72,836.92 a month."""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "seventeen_workloads_row_order.csv")
     orders = [list(range(17)), [16, 2, 9, 13, 7, 10, 3, 15, 12, 8, 11, 14, 5, 4, 0, 6, 1], list(range(16, -1, -1))]
     for order in orders:
         ev = evaluate(catalog, inv.iloc[order].reset_index(drop=True), Scenario(fleet_nodes=2))
         assert (ev.verdict >= 0).sum() == 16
-        assert ev.fleet.nodes_needed == 4, order
-        assert ev.fleet.total_monthly_usd == pytest.approx(4 * NODE_MONTH + 523.12, abs=0.01)
-        added = {d.route_id: d.replicas_added_by_simulation for d in ev.fleet.deployments}
-        assert added == {"owned:qwen3-30b-a3b-fp8": 0, "owned:qwen3-235b-a22b-fp8": 0, "owned:llada2-flash": 1}
+        assert ev.fleet.nodes_needed == 3, order
+        assert ev.fleet.total_monthly_usd == pytest.approx(3 * NODE_MONTH + 523.12, abs=0.01)
+        pools = sorted((d.route_id, d.gpus_per_replica, d.replicas, d.replicas_added_by_simulation)
+                       for d in ev.fleet.deployments if d.replicas)
+        assert pools == [("owned:llada2-flash", 4, 1, 0), ("owned:llada2-flash", 8, 2, 0),
+                         ("owned:qwen3-235b-a22b-fp8", 4, 1, 0)]
+
+
+def test_a_plan_the_check_raises_falls_back_on_the_next_plan_that_holds(catalog, monkeypatch):
+    """26 generated workloads (bench/gen.py seed 1046, frozen), no owned node, 23 servable. The search's plan
+    needs 1 node by the analytic model; the simulation check adds a Qwen3-235B-A22B x4 replica (its pool of 5
+    at 2 replicas, 8 GPUs, with LLaDA2-flash x4's 4: 12 GPUs, 2 nodes, $48,877.88 a month). Another plan the
+    search's descents ended at, $47.89 a month dearer before the check, holds as it is: Qwen3-235B x4 1 replica
+    (4 GPUs, 7 members) and LLaDA2-flash x4 1 replica (4) = 8 GPUs, 1 node: 33.02 x 730 = $24,104.60 + $716.57
+    of API = $24,821.17 a month, the same 23 workloads served. Without the fallback
+    (close_loop_alternatives 0) the plan is the raised one. (Searched as it was when this was found, without the
+    restarts from dearer APIs below 61 workloads; with them the search reaches $24,389.84 at 1 node, which the
+    check keeps as it is.)"""
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_six_workloads_checked_alternative.csv")
+    direct = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    assert (direct.fleet.nodes_needed, round(direct.fleet.total_monthly_usd, 2)) == (1, 24_389.84)
+    assert not any(d.replicas_added_by_simulation for d in direct.fleet.deployments)
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_api_min_rows=60))
+    ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    assert (ev.verdict >= 0).sum() == 23
+    assert ev.fleet.nodes_needed == 1
+    assert ev.fleet.total_monthly_usd == pytest.approx(NODE_MONTH + 716.57, abs=0.01)
+    assert not any(d.replicas_added_by_simulation for d in ev.fleet.deployments)
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_api_min_rows=60, close_loop_alternatives=0))
+    raised = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    assert (raised.verdict >= 0).sum() == 23
+    assert raised.fleet.nodes_needed == 2
+    assert raised.fleet.total_monthly_usd == pytest.approx(48_877.88, abs=0.01)
+    assert {(d.route_id, d.gpus_per_replica, d.replicas, d.replicas_added_by_simulation)
+            for d in raised.fleet.deployments if d.replicas_added_by_simulation} \
+        == {("owned:qwen3-235b-a22b-fp8", 4, 2, 1)}
+
+
+def test_a_small_inventory_restarts_from_dearer_apis_too(catalog, monkeypatch):
+    """20 generated workloads (bench/gen.py seed 1000, frozen), 1 owned node, 18 servable. Its starts, the
+    restarts without a stack and from tighter targets all end at 9 interactive GPUs: Llama-70B FP8+draft x4
+    (4), Qwen3-30B-A3B x1 (1), Qwen3-235B-A22B x4 (4) -> 2 nodes, 2 x 33.02 x 730 = $48,209.20 + $920.58 of
+    API = $49,129.78 a month. The restart from the plan searched at dearer APIs (once only above 60 workloads)
+    sends the Qwen3-30B members to their APIs and fills the two x4 pools: 8 GPUs, the owned node, with
+    Qwen3-30B for batch work in its idle hours: $24,104.60 + $1,139.72 of API = $25,244.32, a node less."""
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_workloads_dearer_apis.csv")
+    ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
+    assert (ev.verdict >= 0).sum() == 18
+    assert ev.fleet.nodes_needed == 1
+    assert ev.fleet.total_monthly_usd == pytest.approx(NODE_MONTH + 1_139.72, abs=0.01)
+    assert sorted((d.route_id, d.gpus_per_replica, d.replicas) for d in ev.fleet.deployments if d.replicas) \
+        == [("owned:llama70b-fp8-spec", 4, 1), ("owned:qwen3-235b-a22b-fp8", 4, 1)]
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_api_min_rows=60))
+    before = evaluate(catalog, inv, Scenario(fleet_nodes=1))
+    assert (before.verdict >= 0).sum() == 18
+    assert before.fleet.nodes_needed == 2
+    assert before.fleet.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 920.58, abs=0.01)
 
 
 @pytest.mark.slow

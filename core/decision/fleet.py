@@ -12,7 +12,7 @@ import pandas as pd
 from core import background
 from core.decision import latency
 from core.decision import settings as settings_mod
-from core.decision.closeloop import close_by_simulation, close_polished
+from core.decision.closeloop import cheapest_checked, close_by_simulation, close_polished
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH, cash_bill, to_cents
 from core.decision.plan import (
     CAP_BANDS,
@@ -464,7 +464,7 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
             best = planner.from_whole_moves(best)
     added: dict[int, int] = {}
     if checked:
-        closed = close_polished(planner, best) if polish else close_by_simulation(planner, best)
+        closed = cheapest_checked(planner, close_polished(planner, best) if polish else close_by_simulation(planner, best))
         best, added = closed.plan, closed.added
     elif polish:
         best = planner.polish(best)

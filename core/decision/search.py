@@ -43,6 +43,9 @@ class Planner(Pricer):
         self._barred_log: list[np.ndarray] = []  # rows of each batch of pairings barred so far (_bar_hopeless)
         self._classes: tuple[np.ndarray | None, np.ndarray | None] | None = None  # (class per row, first rows)
         self._sub: Planner | None = None  # the planner of the classes (optimise)
+        # Where the descents ended: assignment bytes -> (its key then, the assignment), the
+        # settings.close_loop_alternatives cheapest (local_optima: the plans the simulation check falls back on).
+        self._optima: dict[bytes, tuple[tuple, np.ndarray]] = {}
         self._restarts = True  # small inventories: moves from several starts (a restart's own search: one start)
         # The edge pool beside each tier of a stack at one GPU count (plan column -> plan column).
         edge_cols = {(o.route_index, o.tp_options[0]): o.index for o in inp.owned if o.edge}
@@ -226,7 +229,7 @@ class Planner(Pricer):
         elif restarts and self.settings.restart_rows >= W and found.nodes_needed > self.inp.owned_nodes:
             # Up to settings.restart_rows, one restart (each is a search of its own) where the plan buys nodes.
             found = self._without_stacks(found, moves, 1)
-        if restarts and self.settings.multi_start_rows < W <= self.settings.dearer_api_rows and found.nodes_needed > self.inp.owned_nodes:
+        if restarts and self.settings.dearer_api_min_rows < W <= self.settings.dearer_api_rows and found.nodes_needed > self.inp.owned_nodes:
             for scale in self.settings.dearer_apis:
                 found = self._from_dearer_apis(found, moves, scale)  # a start of another shape (its docstring)
         return found
@@ -289,7 +292,9 @@ class Planner(Pricer):
         pools of other shapes, and which one leads there differs: x1.5 found the first two, only x2.25 the
         third (docs/design/fleet_plan.md "A restart from dearer APIs"). The sub-search makes whole-pool moves only
         (its start is then polished here with every move), and it shares the sizings (prices do not enter
-        them). Up to settings.dearer_api_rows: at 10,000 and 20,000 workloads x1.5 cost ~3 s for no node."""
+        them). Up to settings.dearer_api_rows: at 10,000 and 20,000 workloads x1.5 cost ~3 s for no node. From
+        settings.dearer_api_min_rows: with several starts and their restarts, generated inventories of 20, 44 and
+        54 workloads still planned a node more without it (tests/test_plan.py, docs/design/fleet_plan.md)."""
         inp = self.inp
         sub = Planner(replace(inp, api_monthly_r=inp.api_monthly_r * scale,
                               fallback_api_monthly=inp.fallback_api_monthly * scale),
@@ -560,7 +565,27 @@ class Planner(Pricer):
                 break
             if self.settings.single_move_rows >= W:
                 focus = None  # the plan moved: every move is new again (small inventories afford them all)
+        self._record_optimum(best)
         return best
+
+    def _record_optimum(self, plan: PlanCost) -> None:
+        """Keep `plan`, where a descent ended, among the settings.close_loop_alternatives cheapest kept so far."""
+        keep = self.settings.close_loop_alternatives
+        if keep <= 0 or not plan.feasible:
+            return
+        self._optima[plan.assignment.tobytes()] = (plan.key, plan.assignment)
+        if len(self._optima) > keep:
+            del self._optima[max(self._optima, key=lambda k: self._optima[k][0])]
+
+    def local_optima(self) -> list[np.ndarray]:
+        """The assignments where this planner's descents (and its workload classes' planner's, on the rows)
+        ended, the cheapest first by their key when reached; at most settings.close_loop_alternatives."""
+        found = list(self._optima.values())
+        if self._sub is not None and self._classes is not None and self._classes[0] is not None:
+            cls = self._classes[0]
+            found += [(key, a[cls]) for key, a in self._sub._optima.values()]
+        found.sort(key=lambda kv: kv[0])
+        return [a for _, a in found[:self.settings.close_loop_alternatives]]
 
     def _whole_move(self, best: PlanCost, focus: np.ndarray | None, col: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The move _improve tries for owned plan column `col`: (its members, each one's next-best plan column);

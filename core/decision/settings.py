@@ -101,8 +101,12 @@ class SearchSettings:
         100, "Up to this many workloads, one restart without the biggest stack where the plan buys nodes (and "
              "the licensed stacks' break-even re-plan also searches without them: fleet.py reads it).")
     dearer_api_rows: int = _knob(
-        5000, "Above multi_start_rows up to this many workloads, where the plan buys nodes: restarts from the "
+        5000, "Above dearer_api_min_rows up to this many workloads, where the plan buys nodes: restarts from the "
               "plan searched with every API dearer (dearer_apis).")
+    dearer_api_min_rows: int = _knob(
+        12, "Above this many workloads up to dearer_api_rows, where the plan buys nodes: restarts from the plan "
+            "searched with every API dearer (dearer_apis). On 60 generated inventories of 10-59 workloads, "
+            "running them from 13 workloads (not 61) saved a node on three and raised no plan.")
     dearer_apis: tuple[float, ...] = _knob((1.5, 2.25), "The API price multiples of those restarts, one each.")
     faster_restart: bool = _knob(
         True, "Above multi_start_rows up to dearer_api_rows workloads, where the plan buys nodes: a restart from the "
@@ -148,6 +152,10 @@ class SearchSettings:
               "for each alone: a pool of thousands of members always has some that look under by chance.")
     close_loop_max_added: int = _knob(
         4, "Replicas the simulation check may add to one pool at most.")
+    close_loop_alternatives: int = _knob(
+        8, "Where the simulation check adds replicas: the cheapest plans the search's descents ended at, at most "
+           "this many, each checked in turn while its analytic bill is below the best checked one, the cheapest "
+           "checked plan kept. 0: the checked plan as it is.")
     sub_second_ms: float = _knob(
         1000.0, "Interactive members with a p95 target under this (ms) may not run in a stack's throughput tier "
                 "(caps of 64 and up) where a lower tier of it holds them: at such caps a few ms of batching noise "
@@ -191,12 +199,12 @@ class SearchSettings:
 
     def __post_init__(self) -> None:
         for name in ("large_rows", "single_move_rows", "merge_pool_rows", "polish_rows", "full_move_rows", "multi_start_rows", "restart_rows",
-                     "dearer_api_rows", "budget_move_rows", "single_move_pricings",
+                     "dearer_api_rows", "dearer_api_min_rows", "budget_move_rows", "single_move_pricings",
                      "single_move_patience", "max_passes", "speculate_moves", "evict_pricings", "multi_starts",
                      "exclude_stacks", "max_repair_rounds", "gauss_legendre_nodes", "chain_points",
                      "block_terms", "block_sum", "candidates_per_row", "sections", "min_requests",
                      "max_requests", "smallest_change_max_workloads", "smallest_change_replans",
-                     "smallest_target_replans", "smallest_change_light_replans", "break_even_max_workloads", "close_loop_requests", "close_loop_max_added", "close_loop_z"):
+                     "smallest_target_replans", "smallest_change_light_replans", "break_even_max_workloads", "close_loop_requests", "close_loop_max_added", "close_loop_alternatives", "close_loop_z"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SearchSettings.{name} must not be negative, not {getattr(self, name)}")
         if self.speculate_moves < 1 or self.max_passes < 1 or self.max_repair_rounds < 1:

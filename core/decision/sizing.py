@@ -234,6 +234,7 @@ class Sizer:
         # (DeploymentSize by sizing key; and the class planners' own caches, under ("classes", digest))
         self._cache: dict[tuple, Any] = {} if cache is None else cache
         self._hopeless: set[tuple[int, int]] = set()  # (row, plan column) found unable to meet the target there
+        self._raised: dict[tuple, int] = {}  # sizing key -> replicas the plan's simulation check added (closeloop)
         self._moments_by_block: dict[float, tuple[np.ndarray, ...]] = {}  # _output_moments
         # Sizings made ahead in a batch (prefetch), with the hopeless pairings each found: size() takes them.
         self._prefetched: dict[tuple, tuple[DeploymentSize, list[tuple[int, int]]]] = {}
