@@ -60,7 +60,7 @@ def option_records(ev: Evaluation) -> tuple[FleetOption, ...]:
 
 
 def _plan_options(ev: Evaluation) -> tuple[FleetOption, ...]:
-    from core.decision.closeloop import close_polished
+    from core.decision.closeloop import cheapest_checked, close_polished
     from core.decision.fleet import restrict
     from core.decision.plan import Planner
     from core.decision.unserved import priced
@@ -78,7 +78,7 @@ def _plan_options(ev: Evaluation) -> tuple[FleetOption, ...]:
                           cache=None if planner is None else planner._cache)
             # Polished and checked by simulation as the plan is (core.decision.closeloop), so options compare like
             # for like (an option of a large inventory searched without the polish was whole nodes dear).
-            plan = close_polished(opt, opt.optimise()).plan
+            plan = cheapest_checked(opt, close_polished(opt, opt.optimise())).plan
         has = plan.assignment >= 0
         left = priced(ev, ~has)
         bill = cash_bill(ev.scenario.fleet_nodes, plan.nodes_needed, inp.full_usd_per_node_hour, plan.api_monthly,
