@@ -14,7 +14,8 @@ analytic sizing. A member counts as under its share only where the run says so b
 the pool's members together (simulate.under_share: an exact binomial test at the one-sided level of
 SearchSettings.close_loop_z standard errors, divided among the members). The
 raised sizings replace the cached ones, and the plan is priced again: nodes and bill include
-the replicas the simulation asked for. The assignment is not searched again.
+the replicas the simulation asked for. The assignment is not searched again; where the check adds a replica, the
+other plans the search's descents ended at are checked too and the cheapest checked plan is kept (cheapest_checked).
 """
 
 from __future__ import annotations
