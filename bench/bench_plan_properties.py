@@ -8,7 +8,10 @@ and checked against:
 - targets x0.8 with the same workloads served: no fewer nodes beyond those owned and no lower bill (a search
   miss: the tighter plan is feasible for the looser targets);
 - one workload split into 3 with a third of its traffic each: the same nodes and the bill within 1 %;
-- the rows shuffled: the same nodes and bill.
+- the rows shuffled: the same nodes and bill;
+- every workload's traffic x1.3 (x0.7) with the same workloads served: no fewer (more) nodes beyond those owned
+  and no lower (higher) bill (a search miss: the plan for more traffic holds less);
+- the workload ids renamed and the rows reversed: the same nodes and bill.
 """
 
 from __future__ import annotations
@@ -76,6 +79,17 @@ def main() -> None:
         shuffled = plan(inv.iloc[rng.permutation(rows)].reset_index(drop=True), fleet_nodes=owned)
         if shuffled[1:3] != base[1:3]:
             bad.append(f"rows shuffled: {base[1]} nodes ${base[2]:,.2f} -> {shuffled[1]} nodes ${shuffled[2]:,.2f}")
+        for scale, more in ((1.3, True), (0.7, False)):
+            scaled = plan(inv.assign(requests_per_day=inv["requests_per_day"] * scale), fleet_nodes=owned)
+            if scaled[0] != base[0]:
+                continue
+            nodes, was = max(scaled[1], owned), max(base[1], owned)
+            if (nodes < was or scaled[2] < base[2] - 0.01) if more else (nodes > was or scaled[2] > base[2] + 0.01):
+                bad.append(f"traffic x{scale}: {base[1]} nodes ${base[2]:,.2f} -> {scaled[1]} nodes ${scaled[2]:,.2f}")
+        renamed = inv.assign(workload_id=[f"r-{w[::-1]}" for w in inv["workload_id"]]).iloc[::-1]
+        again = plan(renamed.reset_index(drop=True), fleet_nodes=owned)
+        if again[1:3] != base[1:3]:
+            bad.append(f"ids renamed, rows reversed: {base[1]} nodes ${base[2]:,.2f} -> {again[1]} nodes ${again[2]:,.2f}")
         broken += bool(bad)
         print(f"seed {seed:>3} {rows:>3} workloads {owned} owned  {base[0]} served {base[1]} nodes ${base[2]:>11,.2f}  "
               + ("; ".join(bad) if bad else "ok"), flush=True)
