@@ -274,6 +274,24 @@ def test_members_in_another_order_get_the_same_requests():
         assert again.share_within_slo_one_replica_fewer == res.share_within_slo_one_replica_fewer
 
 
+def test_a_member_split_into_equal_copies_draws_the_same_requests():
+    """The code workload as ten copies of a tenth of its traffic each: the pool's simulated requests, and so
+    every request's latency, are the same as with the one workload (the copies' requests together are its).
+    Dealt one member at a time, the copies shifted every later request's draw: a generated 20-workload
+    inventory with one workload split into ten was checked a node dearer."""
+    dep = pooled(2, 16, 0.3, 0.8)
+    w = dep.workloads[1]
+    tenth = [WorkloadLoad(f"code-{i}", w.arrival_rate_per_s / 10, w.prefill_ms, w.output_mean_tokens, w.slo_ms,
+                          w.output_p95_tokens) for i in range(10)]
+    split = DeploymentLoad(dep.replicas, dep.concurrency_cap, dep.step_ms, (dep.workloads[0], *tenth, dep.workloads[2]))
+    a, b = simulate_latencies(dep, 20_000, seed=4), simulate_latencies(split, 20_000, seed=4)
+    # The same to the last bits the rates' sum leaves (ten tenths of a rate are not always the rate).
+    np.testing.assert_allclose(b.latency_ms, a.latency_ms, rtol=1e-9, atol=0)
+    code = np.isin(b.workload, np.arange(1, 11))
+    assert np.array_equal(a.workload == 1, code)
+    assert len(np.unique(b.workload[code])) == 10
+
+
 def test_bad_deployment_is_refused_with_its_name():
     with pytest.raises(ValueError, match="'d1'.*step_ms"):
         DeploymentLoad(1, 4, [10.0, 11.0], [WorkloadLoad("w", 1.0, 5.0, 100.0, 1000.0)], deployment_id="d1")

@@ -202,13 +202,27 @@ def draw_requests(deployment: DeploymentLoad, requests: int, seed: int, output_d
     rates = np.array([w.arrival_rate_per_s for w in deployment.workloads])
     # Requests are dealt to the members in an order fixed by what each member is, not by where it sits in the
     # pool (the inventory's row order): dealt in the pool's order, a generated 17-workload inventory's check
-    # added a replica (4 nodes) that the same rows shuffled did not (3 nodes).
-    order = np.array(sorted(range(len(rates)), key=lambda j: _member_key(deployment.workloads[j])), dtype=np.int64)
-    lam = rates[order].sum()
+    # added a replica (4 nodes) that the same rows shuffled did not (3 nodes). Copies (a workload split into
+    # equal parts) are dealt as one member of their rate together, then among themselves from a stream of
+    # their own: the pool's requests are the same however a workload is split (a generated 20-workload
+    # inventory with one workload split into ten was checked a node dearer).
+    copies: dict[tuple, list[int]] = {}
+    for j, w in enumerate(deployment.workloads):
+        copies.setdefault(_member_key(w)[:-2], []).append(j)
+    groups = sorted(copies.values(), key=lambda g: (float(rates[g].sum()), *_member_key(deployment.workloads[g[0]])[1:]))
+    group_rates = np.array([rates[g].sum() for g in groups])
+    lam = group_rates.sum()
     if lam <= 0:
         raise ValueError(f"deployment {deployment.deployment_id!r}: no traffic to simulate")
     arrival = np.cumsum(rng.exponential(1000.0 / lam, requests))
-    which = order[rng.choice(len(rates), size=requests, p=rates[order] / lam)]
+    group = rng.choice(len(groups), size=requests, p=group_rates / lam)
+    which = np.array([g[0] for g in groups], dtype=np.int64)[group]
+    among = None
+    for k, g in enumerate(groups):
+        if len(g) > 1:
+            among = among or np.random.default_rng([seed, 1])
+            at = np.flatnonzero(group == k)
+            which[at] = np.asarray(g)[among.integers(0, len(g), size=at.size)]
     means = np.array([w.output_mean_tokens for w in deployment.workloads])
     if output_distribution == "exponential":
         tokens = rng.exponential(means[which])
