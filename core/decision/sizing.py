@@ -265,10 +265,11 @@ class Sizer:
         done = self._prefetched.pop(key, None)
         if done is None:
             slo = self.inp.slo_ms[rows] if slo_ms is None else slo_ms
-            done = self._from_shared(pos, rows, shares, slo, n_primary)
+            skey = self._shared_key(pos, rows, shares, slo, n_primary) if self._shared is not None else None
+            done = self._from_shared(pos, skey)
             if done is None:
                 done = self._size_many([(pos, rows, shares, slo, n_primary)])[0]
-                self._to_shared(pos, rows, shares, slo, n_primary, done)
+                self._to_shared(skey, done)
         res, hopeless = done
         # Pairings found hopeless count once the search asks for this sizing (as if sized here and now).
         self._hopeless.update(hopeless)
@@ -291,16 +292,18 @@ class Sizer:
                 continue
             keys.add(key)
             slo = self.inp.slo_ms[rows] if slo_ms is None else slo_ms
-            shared = self._from_shared(pos, rows, shares, slo, n_primary)
+            # The shared key made once, for the lookup and the store after sizing (a digest of the members).
+            skey = self._shared_key(pos, rows, shares, slo, n_primary) if self._shared is not None else None
+            shared = self._from_shared(pos, skey)
             if shared is not None:
                 self._prefetched[key] = shared
                 continue
-            todo.append((key, (pos, rows, shares, slo, n_primary)))
+            todo.append((key, skey, (pos, rows, shares, slo, n_primary)))
         if len(todo) < 2:
             return  # one sizing: size() makes it when asked (the same call)
-        for (key, req), done in zip(todo, self._size_many([q for _, q in todo]), strict=True):
+        for (key, skey, _), done in zip(todo, self._size_many([q for _, _, q in todo]), strict=True):
             self._prefetched[key] = done
-            self._to_shared(*req, done)
+            self._to_shared(skey, done)
 
     def _shared_key(self, pos, rows, shares, slo, n_primary) -> tuple:
         """What a sizing reads, as a key valid across plans of one catalog and scenario: the column's stack, GPU
@@ -353,21 +356,22 @@ class Sizer:
             self._physics[pos] = got
         return got
 
-    def _from_shared(self, pos, rows, shares, slo, n_primary) -> tuple[DeploymentSize, list[tuple[int, int]]] | None:
-        """A sizing another plan made of the same pool (shared_sizings), as this plan's; None: not made yet."""
-        if self._shared is None:
+    def _from_shared(self, pos, skey) -> tuple[DeploymentSize, list[tuple[int, int]]] | None:
+        """A sizing another plan made of the same pool (shared_sizings; skey its _shared_key), as this plan's;
+        None: not made yet (or no shared store: skey None)."""
+        if skey is None or self._shared is None:
             return None
-        got = self._shared.get(self._shared_key(pos, rows, shares, slo, n_primary))
+        got = self._shared.get(skey)
         if got is None:
             return None
         res, hopeless_rows = got
         col = int(self.inp.owned[pos].index)
         return (res if res.route == pos else replace(res, route=pos)), [(r, col) for r in hopeless_rows]
 
-    def _to_shared(self, pos, rows, shares, slo, n_primary, done) -> None:
-        if self._shared is not None:
+    def _to_shared(self, skey, done) -> None:
+        if skey is not None and self._shared is not None:
             res, hopeless = done
-            self._shared[self._shared_key(pos, rows, shares, slo, n_primary)] = (res, [r for r, _ in hopeless])
+            self._shared[skey] = (res, [r for r, _ in hopeless])
 
     def _model(self, pos, rows, shares, slo, n_primary, b_max) -> dict:
         """The latency model's inputs for these members on owned column `pos` (what the simulation replays too)."""
