@@ -87,6 +87,10 @@ def chain_kernel(n, lam, pre, pre2, mom_n, pre_n, n2, cap_i, spt, step, chain_po
         top = -math.inf
         last_g = points
         log_w = np.empty(points + 1)
+        # A point's weight is 1 (g = 0), delta - 1 (the last) or delta: their logs made once per configuration,
+        # not once per point (the same values: a third of the loop's transcendental calls).
+        log_delta = math.log(_max(delta, 1e-300)) if delta > 0 else 0.0
+        log_delta_m1 = math.log(_max(delta - 1.0, 1e-300)) if delta - 1.0 > 0 else 0.0
         for g in range(points + 1):
             k = g * delta
             if not k <= servers * (1.0 + 1e-12):
@@ -104,8 +108,12 @@ def chain_kernel(n, lam, pre, pre2, mom_n, pre_n, n2, cap_i, spt, step, chain_po
             last = k >= servers * (1.0 - 1e-12)
             if last:
                 log_last = _max(log_last, log_end)
-            w = 1.0 if g == 0 else (delta - 1.0 if last else delta)
-            lw = math.log(_max(w, 1e-300)) + log_mid if w > 0 else -math.inf
+            if g == 0:  # w = 1
+                lw = math.log(1.0) + log_mid
+            elif last:  # w = delta - 1
+                lw = log_delta_m1 + log_mid if delta - 1.0 > 0 else -math.inf
+            else:  # w = delta
+                lw = log_delta + log_mid if delta > 0 else -math.inf
             log_w[g] = lw
             top = _max(top, lw)
         log_queue = log_last - math.log1p(-_min(r_q, 1.0 - 1e-300)) if stable else math.inf

@@ -138,8 +138,9 @@ def _block_j(t, a, c, mu, sigma, theta, L, terms):
 
 
 @njit(cache=True, inline="always")
-def _one(t, cw, af, cf, muf, sf, aw, cwt, muw, sw, theta, L, sx, groups, terms):
-    """(lo, hi) of P(T > t) for one item (exact._p_items' `one` with exact=False, exact._j_bounds inside)."""
+def _one(t, cw, af, cf, muf, sf, aw, cwt, muw, sw, theta, L, sx, groups, terms, want_hi):
+    """(lo, hi) of P(T > t) for one item (exact._p_items' `one` with exact=False, exact._j_bounds inside); hi NaN
+    where not wanted and dearer than lo (token-by-token service: four erfcx bounds)."""
     if L > 1:
         if sx > 0:
             free = _block_spread_survival(t, af, cf, muf, sf, L, sx, groups)
@@ -157,12 +158,14 @@ def _one(t, cw, af, cf, muf, sf, aw, cwt, muw, sw, theta, L, sx, groups, terms):
         surv = _n_survival(_whole_blocks(t, aw, cwt, L) * L, muw, sw)
         lo, hi = _block_j(t, aw, cwt, muw, sw, theta, L, terms)
         return base + cw * min(surv + lo, 1.0), base + cw * min(surv + hi, 1.0)
-    surv = ndtr(-_z_of(t, aw, cwt, muw, sw))
     z_t = _z_of(t, aw, cwt, muw, sw)
+    surv = ndtr(-z_t)
     if math.isfinite(z_t) and sw > 0:
         beta = theta * max(t - aw, 0.0)
         dens = math.exp(-0.5 * z_t * z_t) * _INV_SQRT2PI
         lo = dens * _MILLS * erfcx((beta * sw - z_t) / _SQRT2)
+        if not want_hi:
+            return base + cw * min(surv + lo, 1.0), math.nan
         up = math.inf
         for u in (0.5, 1.0, 2.0, 4.0):
             q = -math.expm1(-sw * u)
@@ -190,8 +193,9 @@ def _groups(t, af, cf, muf, sf, L, sx, pick, terms):
 
 
 @njit(cache=True, error_model="numpy")
-def bounds_kernel(t, cw, af, cf, muf, sf, aw, cwt, muw, sw, theta, esc, extra, unstable, L, sx, terms):
-    """(lo, hi) of P(T > t) per item: escalated requests (share esc) again at t - extra, 1 where unstable."""
+def bounds_kernel(t, cw, af, cf, muf, sf, aw, cwt, muw, sw, theta, esc, extra, unstable, L, sx, terms, want_hi):
+    """(lo, hi) of P(T > t) per item: escalated requests (share esc) again at t - extra, 1 where unstable.
+    want_hi False: the lower bound only (hi NaN where it costs more than lo; min_replicas ranks by lo alone)."""
     n = t.shape[0]
     lo = np.empty(n)
     hi = np.empty(n)
@@ -201,11 +205,11 @@ def bounds_kernel(t, cw, af, cf, muf, sf, aw, cwt, muw, sw, theta, esc, extra, u
     groups_x = _groups(t_x, af, cf, muf, sf, L, sx, pick, terms)
     for i in range(n):
         a, b = _one(t[i], cw[i], af[i], cf[i], muf[i], sf[i], aw[i], cwt[i], muw[i], sw[i], theta[i], L[i], sx[i],
-                    groups, terms)
+                    groups, terms, want_hi)
         e = esc[i]
         if e > 0:
             ax, bx = _one(t_x[i], cw[i], af[i], cf[i], muf[i], sf[i], aw[i], cwt[i], muw[i], sw[i], theta[i], L[i],
-                          sx[i], groups_x, terms)
+                          sx[i], groups_x, terms, want_hi)
             a, b = (1.0 - e) * a + e * ax, (1.0 - e) * b + e * bx
         lo[i], hi[i] = (1.0, 1.0) if unstable[i] else (a, b)
     return lo, hi
