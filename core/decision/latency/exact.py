@@ -74,10 +74,10 @@ def _j_bounds(t, a, c, mu, sigma, theta_per_ms, block_tokens=None):
 
 
 def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True, compiled: bool = True,
-             want_hi: bool = True):
+             lo_only: bool = False):
     """P(T > t) for workload rows idx; with exact=False, (lo, hi) bounds in closed form (compiled=False: in numpy
-    also where the compiled loop covers them, the reference it is tested against; want_hi=False: the compiled
-    loop may leave hi NaN, for callers that read lo only).
+    also where the compiled loop covers them, the reference it is tested against; lo_only: the compiled
+    loop may leave hi NaN, for callers that read lo alone).
 
     A request finds a free slot with probability 1 - C and is served at the typical
     batch; otherwise it waits Exp(theta) and is served at the full batch:
@@ -102,7 +102,7 @@ def _p_items(dep: PooledDeployments, st: PooledState, idx, t, exact: bool = True
                              f64(sw.a_ms), f64(sw.c_ms_per_token), f64(sw.mu), f64(sw.sigma),
                              f64(st.wait_rate_per_ms[r]), f64(dep.escalated_share[idx]),
                              f64(dep.escalated_extra_ms[idx]), np.array(~st.stable[r], dtype=np.bool_),
-                             f64(dep.row_block_tokens[idx]), f64(sf.spread_sigma), _BLOCK_TERMS, bool(want_hi))
+                             f64(dep.row_block_tokens[idx]), f64(sf.spread_sigma), _BLOCK_TERMS, bool(lo_only))
     free = (sf.a_ms, sf.c_ms_per_token, sf.mu, sf.sigma, sf.block_tokens, sf.spread_sigma)
     full = (sw.a_ms, sw.c_ms_per_token, sw.mu, sw.sigma)
     blk = sw.block_tokens
@@ -146,7 +146,7 @@ def _p_fast(dep, st, idx, t):
         out[some] = _p_items(dep, st, idx[some], t[some])
     none = np.flatnonzero(~waits)
     if none.size:
-        out[none] = _p_items(dep, st, idx[none], t[none], exact=False, want_hi=False)[0]
+        out[none] = _p_items(dep, st, idx[none], t[none], exact=False, lo_only=True)[0]
     return out
 
 
@@ -295,7 +295,7 @@ def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000, binding_ro
     items_all = np.flatnonzero(live_rows[r])
     # First guess of the binding rows: the most likely to miss at square-root staffing.
     guess = np.ceil(lo + 2.0 * np.sqrt(lo) + 1.0)
-    p_guess = _p_items(dep, pooled_state(dep, guess), items_all, slo[items_all], exact=False, want_hi=False)[0]
+    p_guess = _p_items(dep, pooled_state(dep, guess), items_all, slo[items_all], exact=False, lo_only=True)[0]
     cand = _top_by_row(r[items_all], p_guess, _CANDIDATES_PER_ROW, items_all)
     todo = np.flatnonzero(live_rows)
     hi = np.zeros(R, dtype=np.int64)
@@ -316,7 +316,7 @@ def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000, binding_ro
             break
         # Rows with a miss at their answer: add the worst misses, search again above it.
         todo = np.unique(r[bad])
-        p_bad = _p_items(dep, st, bad, slo[bad], exact=False, want_hi=False)[0]
+        p_bad = _p_items(dep, st, bad, slo[bad], exact=False, lo_only=True)[0]
         cand = np.union1d(cand, _top_by_row(r[bad], p_bad, _CANDIDATES_PER_ROW, bad))
         lo[todo] = hi[todo]
     replicas[live_rows] = np.where(found[live_rows], hi[live_rows], -1)

@@ -139,8 +139,8 @@ def _block_j(t, a, c, mu, sigma, theta, L, terms):
 
 @njit(cache=True, inline="always")
 def _one(t, cw, af, cf, muf, sf, aw, cwt, muw, sw, theta, L, sx, groups, terms, want_hi):
-    """(lo, hi) of P(T > t) for one item (exact._p_items' `one` with exact=False, exact._j_bounds inside); hi NaN
-    where not wanted and dearer than lo (token-by-token service: four erfcx bounds)."""
+    """(lo, hi) of P(T > t) for one item (exact._p_items' `one` with exact=False, exact._j_bounds inside); want_hi
+    False: hi may be NaN (skipped where it costs more than lo: token-by-token service's four erfcx bounds)."""
     if L > 1:
         if sx > 0:
             free = _block_spread_survival(t, af, cf, muf, sf, L, sx, groups)
@@ -193,9 +193,10 @@ def _groups(t, af, cf, muf, sf, L, sx, pick, terms):
 
 
 @njit(cache=True, error_model="numpy")
-def bounds_kernel(t, cw, af, cf, muf, sf, aw, cwt, muw, sw, theta, esc, extra, unstable, L, sx, terms, want_hi):
+def bounds_kernel(t, cw, af, cf, muf, sf, aw, cwt, muw, sw, theta, esc, extra, unstable, L, sx, terms, lo_only):
     """(lo, hi) of P(T > t) per item: escalated requests (share esc) again at t - extra, 1 where unstable.
-    want_hi False: the lower bound only (hi NaN where it costs more than lo; min_replicas ranks by lo alone)."""
+    lo_only: hi may be left NaN (the upper bound, four erfcx bounds a member, skipped), for callers that rank by lo;
+    lo is the same either way."""
     n = t.shape[0]
     lo = np.empty(n)
     hi = np.empty(n)
@@ -203,6 +204,9 @@ def bounds_kernel(t, cw, af, cf, muf, sf, aw, cwt, muw, sw, theta, esc, extra, u
     pick = np.flatnonzero(esc > 0)
     t_x = t - extra
     groups_x = _groups(t_x, af, cf, muf, sf, L, sx, pick, terms)
+    # Both bounds for every item otherwise: skipping hi item by item where lo alone decides a miss cost more
+    # than it saved (lo made twice where hi is needed: most items of a replica search; 133 -> 166 us a call).
+    want_hi = not lo_only
     for i in range(n):
         a, b = _one(t[i], cw[i], af[i], cf[i], muf[i], sf[i], aw[i], cwt[i], muw[i], sw[i], theta[i], L[i], sx[i],
                     groups, terms, want_hi)
