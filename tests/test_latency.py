@@ -482,7 +482,8 @@ def test_compiled_bounds_are_the_reference_bounds(pool, at, escalates, blocks):
     token-by-token service; within 1e-9 where whole blocks are decoded with a spread of the per-token time (the
     geometric groups' edges are whole blocks floored from exp(), which numpy and libm may round a block apart:
     the grouping itself is an approximation within 3e-7). Escalated requests, unstable pools, calls mixing
-    block sizes and a subset of the rows (the groups are the call's) included."""
+    block sizes and a subset of the rows (the groups are the call's) included. Asked for the lower bound alone
+    (lo_only: the sizing's first guess and worst misses), the loop gives the same lower bound to the bit."""
     from core.decision.latency.exact import _p_items
 
     dep, replicas = pool
@@ -500,6 +501,8 @@ def test_compiled_bounds_are_the_reference_bounds(pool, at, escalates, blocks):
         for got, want in zip(_p_items(dep, state, idx, t, exact=False),
                              _p_items(dep, state, idx, t, exact=False, compiled=False), strict=True):
             np.testing.assert_allclose(got, want, rtol=0, atol=tol)
+        np.testing.assert_array_equal(_p_items(dep, state, idx, t, exact=False, lo_only=True)[0],
+                                      _p_items(dep, state, idx, t, exact=False)[0])
 
 
 def test_a_configuration_without_members_is_solved():
