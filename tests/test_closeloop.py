@@ -68,11 +68,13 @@ def test_a_check_blind_to_the_runs_error_buys_replicas_for_noise(catalog, monkey
     a month) where the default check (z = 2) adds none and plans 2 ($70,136.52), for a miss the run cannot tell
     from noise. So the test above can fail, and the loop does add replicas where it is told a member misses.
     Planned with the restart from faster routes off, as the test was written, and the blind check without its
-    fallback to the search's other plans (close_loop_alternatives 0), which would route around the replica. (It
+    fallback to the search's other plans and the descents from its own (close_loop_alternatives and
+    close_loop_repairs 0), which would route around the replica. (It
     was 80 workloads, seed 80, until the simulation dealt requests to members by what they are, not their row
     order: the blind check finds nothing there now.)"""
     monkeypatch.setattr(settings_mod, "PLAN", settings_mod.DEFAULT.but(
-        close_loop_z=0.0, close_loop_familywise=False, faster_restart=False, close_loop_alternatives=0))
+        close_loop_z=0.0, close_loop_familywise=False, faster_restart=False, close_loop_alternatives=0,
+        close_loop_repairs=0))
     blind = evaluate(catalog, synthetic_inventory(90, seed=90), Scenario(fleet_nodes=1))
     raised = {d.route_id: d.replicas_added_by_simulation for d in blind.fleet.deployments
               if d.replicas_added_by_simulation}

@@ -814,7 +814,8 @@ def test_a_plan_the_check_raises_falls_back_on_the_next_plan_that_holds(catalog,
     search's descents ended at, $47.89 a month dearer before the check, holds as it is: Qwen3-235B x4 1 replica
     (4 GPUs, 7 members) and LLaDA2-flash x4 1 replica (4) = 8 GPUs, 1 node: 33.02 x 730 = $24,104.60 + $716.57
     of API = $24,821.17 a month, the same 23 workloads served. Without the fallback
-    (close_loop_alternatives 0) the plan is the raised one. (Searched as it was when this was found, without the
+    (close_loop_alternatives 0, and no descent from the raised plan: close_loop_repairs 0) the plan is the raised
+    one. (Searched as it was when this was found, without the
     restarts from dearer APIs below 61 workloads; with them the search reaches $24,389.84 at 1 node, which the
     check keeps as it is.)"""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_six_workloads_checked_alternative.csv")
@@ -827,11 +828,45 @@ def test_a_plan_the_check_raises_falls_back_on_the_next_plan_that_holds(catalog,
     assert ev.fleet.nodes_needed == 1
     assert ev.fleet.total_monthly_usd == pytest.approx(NODE_MONTH + 716.57, abs=0.01)
     assert not any(d.replicas_added_by_simulation for d in ev.fleet.deployments)
-    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_api_min_rows=60, close_loop_alternatives=0))
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_api_min_rows=60, close_loop_alternatives=0,
+                                                          close_loop_repairs=0))
     raised = evaluate(catalog, inv, Scenario(fleet_nodes=0))
     assert (raised.verdict >= 0).sum() == 23
     assert raised.fleet.nodes_needed == 2
     assert raised.fleet.total_monthly_usd == pytest.approx(48_877.88, abs=0.01)
+    assert {(d.route_id, d.gpus_per_replica, d.replicas, d.replicas_added_by_simulation)
+            for d in raised.fleet.deployments if d.replicas_added_by_simulation} \
+        == {("owned:qwen3-235b-a22b-fp8", 4, 2, 1)}
+
+
+def test_a_plan_the_check_raises_is_searched_again_with_the_raise_priced_in(catalog, monkeypatch):
+    """95 generated workloads (bench/gen.py seed 1082, frozen), 2 owned nodes, every API 1.5 x as dear, 84
+    servable. The search's plan fits 2 nodes on the analytic model; the check adds a replica to its Qwen3-235B-A22B
+    x4 pool of 12 (2 replicas), and every other plan its descents ended at is raised too: 8 + 8 + 1 + 1 = 18 GPUs,
+    3 nodes, $92,596.70 a month, 39 workloads on owned GPUs. One descent by every move from that plan, the raised
+    pool priced at its checked size, reaches pools that hold as sized: LLaDA2-flash x8 (6 members, 1 replica),
+    Qwen3-235B x4 (9, 1), Qwen3-30B x1 (34, 1) and (19, 2): 8 + 4 + 1 + 2 = 15 GPUs, 2 nodes: 2 x 33.02 x 730 =
+    $48,209.20 + $11,921.74 of API = $60,130.94, 78 workloads on owned GPUs as at today's API prices
+    (bench/bench_plan_properties.py's "API x1.5" property broke here, 78 -> 39)."""
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "ninety_five_workloads_repaired_check.csv")
+    scenario = Scenario(fleet_nodes=2, api_price_scale=1.5)
+
+    def on_owned(ev):
+        return sum(ev.routes[k].hosting == "owned" for k in ev.verdict if k >= 0)
+
+    ev = evaluate(catalog, inv, scenario)
+    assert (ev.verdict >= 0).sum() == 84 and on_owned(ev) == 78
+    assert ev.fleet.nodes_needed == 2
+    assert ev.fleet.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 11_921.74, abs=0.01)
+    assert sorted((d.route_id, d.gpus_per_replica, len(d.workloads), d.replicas, d.replicas_added_by_simulation)
+                  for d in ev.fleet.deployments if d.replicas) == [
+        ("owned:llada2-flash", 8, 6, 1, 0), ("owned:qwen3-235b-a22b-fp8", 4, 9, 1, 0),
+        ("owned:qwen3-30b-a3b-fp8", 1, 19, 2, 0), ("owned:qwen3-30b-a3b-fp8", 1, 34, 1, 0)]
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(close_loop_repairs=0))
+    raised = evaluate(catalog, inv, scenario)
+    assert (raised.verdict >= 0).sum() == 84 and on_owned(raised) == 39
+    assert raised.fleet.nodes_needed == 3
+    assert raised.fleet.total_monthly_usd == pytest.approx(92_596.70, abs=0.01)
     assert {(d.route_id, d.gpus_per_replica, d.replicas, d.replicas_added_by_simulation)
             for d in raised.fleet.deployments if d.replicas_added_by_simulation} \
         == {("owned:qwen3-235b-a22b-fp8", 4, 2, 1)}

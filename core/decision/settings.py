@@ -156,6 +156,10 @@ class SearchSettings:
         8, "Where the simulation check adds replicas: the cheapest plans the search's descents ended at, at most "
            "this many, each checked in turn while its analytic bill is below the best checked one, the cheapest "
            "checked plan kept. 0: the checked plan as it is.")
+    close_loop_repairs: int = _knob(
+        2, "Where the kept checked plan still holds replicas the check added: descents by every move from it, "
+           "the raised pools priced at their checked size, each end checked in turn and kept while the checked "
+           "plan gets cheaper, at most this many. 0: none.")
     sub_second_ms: float = _knob(
         1000.0, "Interactive members with a p95 target under this (ms) may not run in a stack's throughput tier "
                 "(caps of 64 and up) where a lower tier of it holds them: at such caps a few ms of batching noise "
@@ -204,7 +208,8 @@ class SearchSettings:
                      "exclude_stacks", "max_repair_rounds", "gauss_legendre_nodes", "chain_points",
                      "block_terms", "block_sum", "candidates_per_row", "sections", "min_requests",
                      "max_requests", "smallest_change_max_workloads", "smallest_change_replans",
-                     "smallest_target_replans", "smallest_change_light_replans", "break_even_max_workloads", "close_loop_requests", "close_loop_max_added", "close_loop_alternatives", "close_loop_z"):
+                     "smallest_target_replans", "smallest_change_light_replans", "break_even_max_workloads", "close_loop_requests", "close_loop_max_added", "close_loop_alternatives", "close_loop_repairs",
+                     "close_loop_z"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SearchSettings.{name} must not be negative, not {getattr(self, name)}")
         if self.speculate_moves < 1 or self.max_passes < 1 or self.max_repair_rounds < 1:
