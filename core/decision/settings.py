@@ -159,7 +159,8 @@ class SearchSettings:
     close_loop_repairs: int = _knob(
         2, "Where the kept checked plan still holds replicas the check added: descents by every move from it, "
            "the raised pools priced at their checked size, each end checked in turn and kept while the checked "
-           "plan gets cheaper, at most this many. 0: none.")
+           "plan gets cheaper, at most this many (generated 300's pessimistic end: the first end raised again, "
+           "9 nodes; the second holds at 8). 0: none.")
     sub_second_ms: float = _knob(
         1000.0, "Interactive members with a p95 target under this (ms) may not run in a stack's throughput tier "
                 "(caps of 64 and up) where a lower tier of it holds them: at such caps a few ms of batching noise "
