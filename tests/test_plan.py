@@ -807,6 +807,12 @@ def test_the_simulation_check_does_not_depend_on_the_order_of_the_rows(catalog):
                          ("owned:qwen3-235b-a22b-fp8", 4, 1, 0)]
 
 
+def _raised_pools(ev) -> set[tuple[str, int, int, int]]:
+    """(route, GPUs a replica, replicas, replicas the simulation check added) of each pool the check raised."""
+    return {(d.route_id, d.gpus_per_replica, d.replicas, d.replicas_added_by_simulation)
+            for d in ev.fleet.deployments if d.replicas_added_by_simulation}
+
+
 def test_a_plan_the_check_raises_falls_back_on_the_next_plan_that_holds(catalog, monkeypatch):
     """26 generated workloads (bench/gen.py seed 1046, frozen), no owned node, 23 servable. The search's plan
     needs 1 node by the analytic model; the simulation check adds a Qwen3-235B-A22B x4 replica (its pool of 5
@@ -834,9 +840,7 @@ def test_a_plan_the_check_raises_falls_back_on_the_next_plan_that_holds(catalog,
     assert (raised.verdict >= 0).sum() == 23
     assert raised.fleet.nodes_needed == 2
     assert raised.fleet.total_monthly_usd == pytest.approx(48_877.88, abs=0.01)
-    assert {(d.route_id, d.gpus_per_replica, d.replicas, d.replicas_added_by_simulation)
-            for d in raised.fleet.deployments if d.replicas_added_by_simulation} \
-        == {("owned:qwen3-235b-a22b-fp8", 4, 2, 1)}
+    assert _raised_pools(raised) == {("owned:qwen3-235b-a22b-fp8", 4, 2, 1)}
 
 
 def test_a_plan_the_check_raises_is_searched_again_with_the_raise_priced_in(catalog, monkeypatch):
@@ -847,7 +851,8 @@ def test_a_plan_the_check_raises_is_searched_again_with_the_raise_priced_in(cata
     pool priced at its checked size, reaches pools that hold as sized: LLaDA2-flash x8 (6 members, 1 replica),
     Qwen3-235B x4 (9, 1), Qwen3-30B x1 (34, 1) and (19, 2): 8 + 4 + 1 + 2 = 15 GPUs, 2 nodes: 2 x 33.02 x 730 =
     $48,209.20 + $11,921.74 of API = $60,130.94, 78 workloads on owned GPUs as at today's API prices
-    (bench/bench_plan_properties.py's "API x1.5" property broke here, 78 -> 39)."""
+    (bench/bench_plan_properties.py's "API x1.5" property broke here, 78 -> 39). The same with workload 40 split
+    into ten equal parts."""
     inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "ninety_five_workloads_repaired_check.csv")
     scenario = Scenario(fleet_nodes=2, api_price_scale=1.5)
 
@@ -862,14 +867,21 @@ def test_a_plan_the_check_raises_is_searched_again_with_the_raise_priced_in(cata
                   for d in ev.fleet.deployments if d.replicas) == [
         ("owned:llada2-flash", 8, 6, 1, 0), ("owned:qwen3-235b-a22b-fp8", 4, 9, 1, 0),
         ("owned:qwen3-30b-a3b-fp8", 1, 19, 2, 0), ("owned:qwen3-30b-a3b-fp8", 1, 34, 1, 0)]
+    # Workload 40 split into ten with a tenth of its traffic each: the copies are one workload class, and the
+    # descent from the raised plan runs on the rows, where the raise is priced (on the classes: $943.40 dearer).
+    row = inv.iloc[[40]]
+    parts = pd.concat([row] * 10, ignore_index=True).assign(
+        requests_per_day=row.requests_per_day.iloc[0] / 10, workload_id=[f"w40-part{k}" for k in range(10)])
+    split = evaluate(catalog, pd.concat([inv.drop(index=40), parts], ignore_index=True), scenario)
+    assert (split.verdict >= 0).sum() == 84 + 9
+    assert split.fleet.nodes_needed == 2
+    assert split.fleet.total_monthly_usd == pytest.approx(ev.fleet.total_monthly_usd, abs=0.01)
     monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(close_loop_repairs=0))
     raised = evaluate(catalog, inv, scenario)
     assert (raised.verdict >= 0).sum() == 84 and on_owned(raised) == 39
     assert raised.fleet.nodes_needed == 3
     assert raised.fleet.total_monthly_usd == pytest.approx(92_596.70, abs=0.01)
-    assert {(d.route_id, d.gpus_per_replica, d.replicas, d.replicas_added_by_simulation)
-            for d in raised.fleet.deployments if d.replicas_added_by_simulation} \
-        == {("owned:qwen3-235b-a22b-fp8", 4, 2, 1)}
+    assert _raised_pools(raised) == {("owned:qwen3-235b-a22b-fp8", 4, 2, 1)}
 
 
 def test_a_small_inventory_restarts_from_dearer_apis_too(catalog, monkeypatch):
