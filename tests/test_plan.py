@@ -898,11 +898,31 @@ def test_a_small_inventory_restarts_from_dearer_apis_too(catalog, monkeypatch):
     assert ev.fleet.total_monthly_usd == pytest.approx(NODE_MONTH + 1_139.72, abs=0.01)
     assert sorted((d.route_id, d.gpus_per_replica, d.replicas) for d in ev.fleet.deployments if d.replicas) \
         == [("owned:llama70b-fp8-spec", 4, 1), ("owned:qwen3-235b-a22b-fp8", 4, 1)]
-    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_api_min_rows=60))
+    # Without the restart (and without the node fewer through the pools' room, which finds a node fewer here too:
+    # the next test).
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_api_min_rows=60, room_rows=0))
     before = evaluate(catalog, inv, Scenario(fleet_nodes=1))
     assert (before.verdict >= 0).sum() == 18
     assert before.fleet.nodes_needed == 2
     assert before.fleet.total_monthly_usd == pytest.approx(2 * NODE_MONTH + 920.58, abs=0.01)
+
+
+def test_a_node_fewer_through_the_pools_room(catalog, monkeypatch):
+    """The 20 workloads of the test above without the restart from dearer APIs: every start and restart ends at
+    9 interactive GPUs, 2 nodes, $49,129.78 a month (2 x $24,104.60 + $920.58 of API). Planner.fewer_nodes
+    moves the members of the Qwen3-30B-A3B x1 pool (1 GPU) one by one onto the room of the pools still running
+    and onto APIs, none raising their GPUs: 8 GPUs, the owned node, with Qwen3-30B for batch work in its idle
+    hours: $24,104.60 + $1,054.10 of API = $25,158.70, a node less, the same 18 workloads served."""
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_workloads_dearer_apis.csv")
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(dearer_api_min_rows=60))
+    ev = evaluate(catalog, inv, Scenario(fleet_nodes=1))
+    f = ev.fleet
+    assert (ev.verdict >= 0).sum() == 18
+    assert (f.nodes_needed, sum(d.interactive_gpus for d in f.deployments)) == (1, 8)
+    assert f.api_monthly_usd == pytest.approx(1054.10, abs=0.01)
+    assert f.total_monthly_usd == pytest.approx(NODE_MONTH + 1054.10, abs=0.01)
+    assert sorted((d.route_id, d.gpus_per_replica, d.replicas) for d in f.deployments if d.replicas) \
+        == [("owned:llama70b-fp8-spec", 4, 1), ("owned:qwen3-235b-a22b-fp8", 4, 1)]
 
 
 @pytest.mark.slow

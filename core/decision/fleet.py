@@ -462,6 +462,8 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
         # restart from whole moves"); not in the fast end's search, whose plan is only a start for this one.
         if best.nodes_needed > inp.owned_nodes and planner.settings.whole_moves_restart:
             best = planner.from_whole_moves(best)
+    if polish:
+        best = planner.fewer_nodes(best)  # a node fewer through the pools' room (its docstring)
     added: dict[int, int] = {}
     if checked:
         closed = cheapest_checked(planner, close_polished(planner, best) if polish else close_by_simulation(planner, best))

@@ -390,30 +390,114 @@ class Planner(Pricer):
                 found = end
         return found
 
-    def _optimise_classes(self, start, ladder, focus, singles=True, polishing=False) -> PlanCost | None:
-        """The search run on workload classes (core.decision.classes), its plan priced exactly on the workloads;
-        None when every workload is its own class or `start` splits a class (then the search runs on rows)."""
+    def fewer_nodes(self, found: PlanCost) -> PlanCost:
+        """Up to settings.room_rows workloads, where `found` buys nodes: a plan a node fewer made by moving the
+        members of one running pool, one by one, into the room other running pools have and onto APIs (no
+        move that raises the pools' GPUs or the nodes), then improved by every move; the cheaper of it and
+        `found`, up to settings.room_rounds times in a row.
+
+        Single moves, whole-pool moves and the node-fewer move (moving a whole pool, or the workloads holding
+        the most GPUs per API dollar, to their cheapest routes on the linear view) cannot reach a plan where
+        half a pool's members leave for the room of two others while some of those pools' own members go to
+        APIs: each step alone raises the bill until the last member leaves. On a generated 117-workload
+        inventory (bench/bench_plan_properties.py seed 66, --rows 61:120) every restart planned 3 nodes,
+        $52,883.72 a month above the owned node; the plan the same workloads get at APIs x1.5 needs 2
+        ($28,038.71 at these prices), and this move reaches 2 nodes, $29,816.84 (docs/design/fleet_plan.md
+        "A node fewer through the pools' room"). On the workload classes where `found` keeps each on one
+        route (split-invariant, as optimise searches)."""
+        W = len(self.inp.workload_ids)
+        for _ in range(self.settings.room_rounds if self.settings.room_rows >= W else 0):
+            if not found.feasible or found.nodes_needed <= self.inp.owned_nodes:
+                break
+            on = self._class_planner(found.assignment)
+            if on is not None:
+                sub, cls, first = on
+                moved = sub._into_room(sub.price(found.assignment[first]))
+                start = None if moved is None else self.price(moved.assignment[cls])
+            else:
+                start = self._into_room(found)
+            if start is None or not start.feasible or not start.key < found.key:
+                break
+            end = self.optimise(start=start.assignment, ladder=False)
+            found = end if end.feasible and end.key < start.key else start
+        return found
+
+    def _into_room(self, best: PlanCost) -> PlanCost | None:
+        """The first of the running interactive pools (the most GPUs first) whose members, moved one by one
+        (_roomy_move; the cheapest per share of the pool's load first, each from the plan as it then stands)
+        give a plan a node fewer and cheaper than `best`; that plan, or None."""
+        inp = self.inp
+        rank = self._search_rank()
+        for _, pos in sorted(((-d.gpus, pos) for pos, d in best.sizes.items()
+                              if d.feasible and d.gpus and d.n_primary)):
+            d = best.sizes[pos]
+            col = inp.owned[pos].index
+            prim = d.rows[:d.n_primary].tolist()
+            share = d.load_shares(inp.lam_peak)[:d.n_primary].tolist()
+            order = []
+            for i, s in zip(prim, share, strict=True):
+                first = self._roomy_move(best, i, col)
+                if first is not None:
+                    order.append(((first.bill - best.bill) / max(s, 1e-12), int(rank[i]), i))
+            plan = best
+            for *_, i in sorted(order):
+                moved = self._roomy_move(plan, i, col)
+                if moved is None:
+                    continue
+                plan = moved
+                if plan.nodes_needed < best.nodes_needed:
+                    if plan.key < best.key:
+                        return plan
+                    break
+        return None
+
+    def _roomy_move(self, plan: PlanCost, i: int, col: int) -> PlanCost | None:
+        """The cheapest plan with row i moved off plan column `col` onto another running pool or an API route,
+        raising neither the interactive pools' GPUs nor the nodes (opening a pool never frees one); None: no
+        such move."""
+        inp = self.inp
+        running = {inp.owned[pos].index for pos, d in plan.sizes.items() if d.feasible and d.gpus}
+        targets = [t for t in np.flatnonzero(inp.allowed[i]).tolist()
+                   if t != col and (t in running or t not in self._col_group)]
+        self._speculate(plan, [(np.array([i]), t) for t in targets])
+        gpus = _pool_gpus(plan)
+        out = None
+        for t in targets:
+            assign = plan.assignment.copy()
+            assign[i] = t
+            cand = self.price(assign, base=plan)
+            if cand.feasible and cand.nodes_needed <= plan.nodes_needed and _pool_gpus(cand) <= gpus \
+                    and (out is None or cand.key < out.key):
+                out = cand
+        return out
+
+    def _class_planner(self, assignment: np.ndarray | None) -> tuple[Planner, np.ndarray, np.ndarray] | None:
+        """(the workload classes' planner, each row's class, each class's first row) where there are classes and `assignment` (if given)
+        keeps every class on one route; None otherwise (the search runs on rows)."""
         from core.decision.classes import class_inputs, scale_classes
 
         if self._classes is None:
-            found = scale_classes(self.inp)
-            self._classes = (None, None) if found is None else found
+            got = scale_classes(self.inp)
+            self._classes = (None, None) if got is None else got
         cls, first = self._classes
-        if cls is None or first is None:
+        if cls is None or first is None or (assignment is not None and not np.array_equal(assignment[first][cls], assignment)):
             return None
-        class_start = None
-        if start is not None:
-            start = np.asarray(start)
-            class_start = start[first]
-            if not np.array_equal(class_start[cls], start):
-                return None
         if self._sub is None:
             # Sizings of class rows are shared only between planners with the same classes (the key's row
             # numbers mean classes, and other inputs number them otherwise).
             key = ("classes", hashlib.blake2b(cls.tobytes(), digest_size=16).digest())
             shared = self._cache.setdefault(key, {})
             self._sub = Planner(class_inputs(self.inp, cls, first), cache=shared, settings=self.settings)
-        sub = self._sub
+        return self._sub, cls, first
+
+    def _optimise_classes(self, start, ladder, focus, singles=True, polishing=False) -> PlanCost | None:
+        """The search run on workload classes (core.decision.classes), its plan priced exactly on the workloads;
+        None when every workload is its own class or `start` splits a class (then the search runs on rows)."""
+        on = self._class_planner(None if start is None else np.asarray(start))
+        if on is None:
+            return None
+        sub, cls, first = on
+        class_start = None if start is None else np.asarray(start)[first]
         found_c = sub.optimise(start=class_start, ladder=ladder, focus=focus, singles=singles, polishing=polishing)
         # Pairings the class search found a pooled deployment cannot hold are barred for every member.
         barred = ~sub.inp.allowed[cls] & self.inp.allowed
@@ -961,6 +1045,11 @@ class Planner(Pricer):
             if not moved:
                 break
         return best
+
+
+def _pool_gpus(plan: PlanCost) -> int:
+    """GPUs the plan's interactive pools hold."""
+    return sum(d.gpus for d in plan.sizes.values() if d.feasible)
 
 
 def _nan_to_num(x: np.ndarray, nan: float = 0.0) -> np.ndarray:

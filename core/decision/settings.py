@@ -108,6 +108,11 @@ class SearchSettings:
             "searched with every API dearer (dearer_apis). On 60 generated inventories of 10-59 workloads, "
             "running them from 13 workloads (not 61) saved a node on three and raised no plan.")
     dearer_apis: tuple[float, ...] = _knob((1.5, 2.25), "The API price multiples of those restarts, one each.")
+    room_rows: int = _knob(
+        400, "Up to this many workloads, where the searched plan buys nodes: a node fewer by moving one pool's "
+             "members one by one into the running pools' room and onto APIs (Planner.fewer_nodes), then every "
+             "move. 0: none.")
+    room_rounds: int = _knob(2, "Nodes fewer Planner.fewer_nodes may find in a row (each followed by a descent).")
     faster_restart: bool = _knob(
         True, "Above multi_start_rows up to dearer_api_rows workloads, where the plan buys nodes: a restart from the "
               "plan searched with every owned route at the fast end of its efficiency range (read by engine).")
@@ -204,7 +209,7 @@ class SearchSettings:
 
     def __post_init__(self) -> None:
         for name in ("large_rows", "single_move_rows", "merge_pool_rows", "polish_rows", "full_move_rows", "multi_start_rows", "restart_rows",
-                     "dearer_api_rows", "dearer_api_min_rows", "budget_move_rows", "single_move_pricings",
+                     "dearer_api_rows", "dearer_api_min_rows", "room_rows", "room_rounds", "budget_move_rows", "single_move_pricings",
                      "single_move_patience", "max_passes", "speculate_moves", "evict_pricings", "multi_starts",
                      "exclude_stacks", "max_repair_rounds", "gauss_legendre_nodes", "chain_points",
                      "block_terms", "block_sum", "candidates_per_row", "sections", "min_requests",
