@@ -428,8 +428,10 @@ class Planner(Pricer):
         give a plan a node fewer and cheaper than `best`; that plan, or None."""
         inp = self.inp
         rank = self._search_rank()
+        # Only this pool's GPUs fall (no move raises another's): one holding fewer than a node fewer needs cannot.
+        need = self._gpus_for_a_node_fewer(best, _pool_gpus(best))
         for _, pos in sorted(((-d.gpus, pos) for pos, d in best.sizes.items()
-                              if d.feasible and d.gpus and d.n_primary)):
+                              if d.feasible and d.gpus >= need and d.n_primary)):
             d = best.sizes[pos]
             col = inp.owned[pos].index
             prim = d.rows[:d.n_primary].tolist()
@@ -925,10 +927,7 @@ class Planner(Pricer):
         movable = np.flatnonzero(on_owned & np.isfinite(api_best) & (api_col >= 0) & (held > 0))
         if not movable.size:
             return best
-        gpn = inp.gpus_per_node
-        need = inter_gpus - (best.nodes_needed - 1) * gpn
-        if best.nodes_offline_extra or need <= 0:
-            need = max(need, gpn)
+        need = self._gpus_for_a_node_fewer(best, inter_gpus)
         candidates = []
 
         # Whole pools emptied into the pools still running (their slack is free) or an API: each pool that alone
@@ -967,6 +966,13 @@ class Planner(Pricer):
             if k >= order.size:
                 break
         return self._cheapest(best, candidates)
+
+    def _gpus_for_a_node_fewer(self, best: PlanCost, inter_gpus: int) -> int:
+        """Interactive GPUs the plan must shed to need a node fewer (a whole node's where the offline work's
+        own nodes set the count: what it frees is filled with that work)."""
+        gpn = self.inp.gpus_per_node
+        need = inter_gpus - (best.nodes_needed - 1) * gpn
+        return max(need, gpn) if best.nodes_offline_extra or need <= 0 else need
 
     def _cheapest(self, best: PlanCost, candidates: Iterable[np.ndarray]) -> PlanCost:
         """The cheapest of these assignments (moves from best, sized in batches of CHEAPEST_BATCH) if it beats
