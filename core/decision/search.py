@@ -474,15 +474,17 @@ class Planner(Pricer):
         return out
 
     def _class_planner(self, assignment: np.ndarray | None) -> tuple[Planner, np.ndarray, np.ndarray] | None:
-        """(the workload classes' planner, each row's class, each class's first row) where there are classes and `assignment` (if given)
-        keeps every class on one route; None otherwise (the search runs on rows)."""
+        """(the workload classes' planner, each row's class, each class's first row) where there are classes and
+        `assignment` (if given) keeps every class on one route; None otherwise (the search runs on rows)."""
         from core.decision.classes import class_inputs, scale_classes
 
         if self._classes is None:
             got = scale_classes(self.inp)
             self._classes = (None, None) if got is None else got
         cls, first = self._classes
-        if cls is None or first is None or (assignment is not None and not np.array_equal(assignment[first][cls], assignment)):
+        if cls is None or first is None:
+            return None
+        if assignment is not None and not np.array_equal(assignment[first][cls], assignment):
             return None
         if self._sub is None:
             # Sizings of class rows are shared only between planners with the same classes (the key's row
