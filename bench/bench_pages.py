@@ -1,7 +1,9 @@
 """Times every dashboard page through AppTest on the sample data: first run, then the median of N reruns.
 
 Run by hand: python bench/bench_pages.py [--reruns 5] [--inventory N]  (not part of the test suite)
-Issue 6 target: every page under 300 ms per rerun after the first.
+Issue 6 target: every page under 300 ms per rerun after the first. --inventory N commits bench/gen.py's
+synthetic_inventory(N, seed=N) instead of the sample; a page's first run is what a user waits for on opening it
+after a scenario change (the Overview, first, makes the evaluation the others read).
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ def _prepare_store(path: Path, inventory_rows: int) -> str:
             sys.path.insert(0, str(ROOT / "bench"))
             from gen import synthetic_inventory
 
-            frame = synthetic_inventory(inventory_rows, seed=6)
-            frame.index = range(2, len(frame) + 2)
-            label = f"generated inventory of {inventory_rows:,} workloads"
+            src = path.with_suffix(".csv")  # read as an upload is: the committed frame carries every column
+            synthetic_inventory(inventory_rows, seed=inventory_rows).to_csv(src, index=False)
+            frame = read_inventory(src).frame
+            label = f"generated inventory of {inventory_rows:,} workloads (bench/gen.py seed {inventory_rows})"
         else:
             frame = read_inventory(sample_workloads_path()).frame
             label = f"bundled sample ({len(frame)} workloads)"
@@ -72,13 +75,15 @@ def main() -> int:
         at.run()
         start_ms = (time.perf_counter() - t) * 1e3
         print(f"inventory: {label}; app start (imports, store, default page): {start_ms:,.0f} ms")
-        print(f"{'page':<13} {'first ms':>9} {'median ms':>10} {'max ms':>8}  target {TARGET_MS:.0f} ms")
+        print(f"{'page':<13} {'first ms':>9} {'first CPU s':>12} {'median ms':>10} {'max ms':>8}  "
+              f"target {TARGET_MS:.0f} ms")
         worst = 0.0
         for title, page in PAGES:
             at.switch_page(page)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             at.run()
             first = (time.perf_counter() - t) * 1e3
+            first_cpu = time.process_time() - c  # AppTest runs the page in this process: its CPU seconds
             times = []
             for _ in range(args.reruns):
                 t = time.perf_counter()
@@ -89,7 +94,8 @@ def main() -> int:
                 return 1
             med = statistics.median(times)
             worst = max(worst, med)
-            print(f"{title:<13} {first:>9,.0f} {med:>10,.0f} {max(times):>8,.0f}  {'ok' if med < TARGET_MS else 'SLOW'}")
+            print(f"{title:<13} {first:>9,.0f} {first_cpu:>12.1f} {med:>10,.0f} {max(times):>8,.0f}  "
+                  f"{'ok' if med < TARGET_MS else 'SLOW'}")
         print(f"slowest median rerun: {worst:,.0f} ms ({'all pages meet' if worst < TARGET_MS else 'misses'} "
               f"the {TARGET_MS:.0f} ms target)")
     return 0

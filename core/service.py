@@ -222,6 +222,19 @@ def sla_sweep_rows(ev: Evaluation, scale: float) -> list[dict]:
     return rows(ev.catalog, ev.workloads, ev.scenario, scale)
 
 
+def sla_sweep_max_workloads() -> int:
+    """Up to how many workloads a page sweeps the SLA scales as it draws (SearchSettings.sla_sweep_max_workloads)."""
+    from core.decision import settings as settings_mod
+
+    return int(settings_mod.PLAN.sla_sweep_max_workloads)
+
+
+def sla_sweep_automatic(ev: Evaluation) -> bool:
+    """Whether a page sweeps the SLA scales as it draws; above sla_sweep_max_workloads() workloads only when asked:
+    each scale is a whole evaluation with every fleet option planned."""
+    return len(ev.workloads) <= sla_sweep_max_workloads()
+
+
 def sla_sweep(ev: Evaluation, scales, *, rows_at=None) -> pd.DataFrame:
     """Owned nodes each fleet option needs as every latency target is scaled (rows_at: a cache per scale)."""
     from core.decision.analysis import sla_sweep as sweep

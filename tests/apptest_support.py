@@ -1,4 +1,5 @@
-"""Helpers for AppTest page tests: read Plotly figures back from a page; open the app in a mixed scenario."""
+"""Helpers for AppTest page tests: read Plotly figures back from a page; open the app in a mixed scenario; Fleet
+sizing without its SLA sweep."""
 
 from __future__ import annotations
 
@@ -20,6 +21,14 @@ def figures(at: AppTest) -> dict[str, dict]:
                     trace[k] = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).tolist()
         out[spec["layout"]["title"]["text"]] = spec
     return out
+
+
+def sweep_on_demand(monkeypatch) -> None:
+    """Fleet sizing without its SLA sweep as it draws (each scale a whole evaluation with every fleet option: ~60 %
+    of the page's time on the sample), for tests that read its other sections; the sweep's own tests keep it."""
+    from core.decision import settings as settings_mod
+
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.PLAN.but(sla_sweep_max_workloads=0))
 
 
 def mixed_app(monkeypatch, tmp_path, buy: str, page: str, owned: str = "H100 SXM:1") -> AppTest:

@@ -101,9 +101,12 @@ def test_the_sample_bursts_its_office_hour_peaks(seed_catalog):
 
 
 @pytest.mark.slow
-def test_fleet_page_shows_burst_against_owning_on_the_sample(app):  # noqa: F811
+def test_fleet_page_shows_burst_against_owning_on_the_sample(app, monkeypatch):  # noqa: F811
     """Fleet sizing: the verdict (keep the 1 owned node, rent the office-hour peaks) and the cost per base fleet:
     bases 1 and 2 cheaper than owning all 3, base 3 the all-owned $72,314 (3 x 33.02 x 730 = 72,313.80)."""
+    from tests.apptest_support import sweep_on_demand
+
+    sweep_on_demand(monkeypatch)
     at = show(app, "screens/fleet.py")
     assert not at.exception
     words = " ".join(m.value for m in at.markdown)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.decision import settings as settings_mod
+from tests.apptest_support import sweep_on_demand
 from tests.test_pages_answer import app, show, start  # noqa: F401 - fixtures shared with the answer pages' tests
 
 
@@ -13,9 +14,10 @@ def _lines(at) -> list[str]:
 
 
 @pytest.mark.slow
-def test_fleet_page_says_the_smallest_change_on_the_sample(app):  # noqa: F811
+def test_fleet_page_says_the_smallest_change_on_the_sample(app, monkeypatch):  # noqa: F811
     """The sample on 1 owned node needs 3: the page says each driver's smallest target (code-completion 553 ms
     instead of 500 ms) and what it takes to stay on the node owned; the drivers' table lists the smallest target."""
+    sweep_on_demand(monkeypatch)
     at = show(app, "screens/fleet.py")
     words = " ".join(_lines(at))
     assert "**The smallest change that avoids them**" in _lines(at)
@@ -30,7 +32,8 @@ def test_fleet_page_says_the_smallest_change_on_the_sample(app):  # noqa: F811
 def test_fleet_page_searches_above_the_size_only_when_asked(app, monkeypatch):  # noqa: F811
     """Above SearchSettings.smallest_change_max_workloads the page offers a button instead of searching; pressed,
     it searches (within its budget) and says the answer."""
-    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.PLAN.but(smallest_change_max_workloads=0))
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.PLAN.but(smallest_change_max_workloads=0,
+                                                                     sla_sweep_max_workloads=0))
     at = show(app, "screens/fleet.py")
     assert "To stay on" not in " ".join(_lines(at))
     button = next(b for b in at.button if b.key == "fleet_smallest")

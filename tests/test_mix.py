@@ -319,8 +319,9 @@ def test_fleet_page_shows_the_choice(monkeypatch, tmp_path):
     the chart holds one bar per row (three GPUs, the best mix, buy nothing) and the table lists them."""
     import streamlit as st
 
-    from tests.apptest_support import figures, mixed_app
+    from tests.apptest_support import figures, mixed_app, sweep_on_demand
 
+    sweep_on_demand(monkeypatch)
     at = mixed_app(monkeypatch, tmp_path, "H100 SXM,H200 SXM,B200", "screens/fleet.py")
     assert any("Buy 3 × B200, bought outright (TCO)" in m.value for m in at.markdown)
     # The figures at the top are the chosen mix (1 owned H100 + 3 new B200, $68,309.66), not the one-kind plan.

@@ -126,7 +126,10 @@ def _api_spend_by_option(at) -> dict[str, float]:
 
 
 @pytest.mark.slow
-def test_api_price_scale_doubles_what_the_all_api_option_costs(app):
+def test_api_price_scale_doubles_what_the_all_api_option_costs(app, monkeypatch):
+    from tests.apptest_support import sweep_on_demand
+
+    sweep_on_demand(monkeypatch)  # the options do not wait for the sweep
     at = show(app, "screens/fleet.py")
     options = _api_spend_by_option(at)
     at.slider(key="sc_api_price_scale").set_value(2.0).run()
@@ -223,6 +226,43 @@ def test_fleet_page_sweeps_the_chosen_sla_scales(app, monkeypatch):
     assert sweep["data"][0]["x"] == [0.5, 0.75, 1.0]
     assert len(swept) == 8  # the narrower range is cached per scale: nothing evaluated again
     assert metrics(at)["Nodes needed"] == nodes  # a page-local sweep leaves the scenario's answer alone
+
+
+@pytest.mark.slow
+def test_fleet_page_sweeps_above_the_size_only_when_asked(app, monkeypatch):
+    """Above SearchSettings.sla_sweep_max_workloads (each scale a whole evaluation with every fleet option: ~14 CPU s
+    a scale at 100 workloads) the page draws every other section, the fleet options included, and offers the sweep
+    as a button; pressed, it sweeps the chosen scales, and a rerun of the same scenario keeps the sweep."""
+    from core.decision import analysis
+    from core.decision import settings as settings_mod
+
+    monkeypatch.setattr(settings_mod, "PLAN", settings_mod.PLAN.but(sla_sweep_max_workloads=6))  # the sample has 7
+    swept = []
+    one_scale = analysis.sla_sweep_rows
+    monkeypatch.setattr(analysis, "sla_sweep_rows",
+                        lambda catalog, workloads, scenario, scale: swept.append(scale)
+                        or one_scale(catalog, workloads, scenario, scale))
+    at = show(app, "screens/fleet.py")
+    assert swept == []
+    titles = list(figures(at))
+    assert not any(t.startswith("Owned nodes per fleet option") for t in titles)
+    assert any(t.startswith("GPUs held") for t in titles) and any(t.startswith("Nodes each architecture") for t in titles)
+    assert any("Option" in t.value.columns for t in at.table)  # the options do not wait for the sweep
+    assert any("up to 6 workloads only" in c.value and "these 7 workloads" in c.value for c in at.caption)
+    at.select_slider(key="fleet_sla_scales").set_range(0.5, 2.0).run()
+    assert swept == []  # choosing the range sweeps nothing either
+    button = next(b for b in at.button if b.key == "fleet_sweep_run")
+    assert button.label == "Sweep 5 SLA scales"
+    button.click().run()
+    assert not at.exception
+    assert swept == [0.5, 0.75, 1.0, 1.5, 2.0]
+    (sweep,) = [c for t, c in figures(at).items() if t.startswith("Owned nodes per fleet option")]
+    assert sweep["data"][0]["x"] == [0.5, 0.75, 1.0, 1.5, 2.0]
+    assert not any(b.key == "fleet_sweep_run" for b in at.button)
+    at.run()
+    assert any(t.startswith("Owned nodes per fleet option") for t in figures(at)) and len(swept) == 5
+    at.number_input(key="sc_fleet_nodes").set_value(2).run()  # another scenario: asked for again
+    assert len(swept) == 5 and any(b.key == "fleet_sweep_run" for b in at.button)
 
 
 def test_export_offers_the_routing_csv(app):

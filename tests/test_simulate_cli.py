@@ -79,8 +79,9 @@ def test_fleet_page_check_by_simulation_button(monkeypatch, tmp_path):
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
-    from tests.apptest_support import figures
+    from tests.apptest_support import figures, sweep_on_demand
 
+    sweep_on_demand(monkeypatch)
     monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "fresh.duckdb"))
     st.cache_resource.clear()
     st.cache_data.clear()

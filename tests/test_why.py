@@ -132,8 +132,10 @@ def app_pages(monkeypatch, tmp_path):
     import streamlit as st
     from streamlit.testing.v1 import AppTest
 
+    from tests.apptest_support import sweep_on_demand
     from tests.test_pages_answer import APP
 
+    sweep_on_demand(monkeypatch)  # the pages' why sentences, not the Fleet page's SLA sweep
     monkeypatch.setenv("HANGOVER_DB", str(tmp_path / "fresh.duckdb"))
     st.cache_resource.clear()
     st.cache_data.clear()

@@ -187,6 +187,10 @@ class SearchSettings:
     smallest_change_max_workloads: int = _knob(
         40, "Up to this many workloads the smallest change (smallest_target, stay_on_owned) is searched "
             "automatically; above, only on demand (read by smallest; each re-plan is a whole plan).")
+    sla_sweep_max_workloads: int = _knob(
+        40, "Up to this many workloads the Fleet sizing page sweeps the SLA scales as it draws; above, only when "
+            "asked (read by service.sla_sweep_automatic: each scale is a whole evaluation with every fleet option "
+            "planned, ~14 CPU s a scale at 100 workloads).")
     smallest_change_replans: int = _knob(
         40, "Re-plans the smallest change may spend in all (its targets' searches and the stay-on-owned search).")
     smallest_target_replans: int = _knob(
@@ -213,7 +217,7 @@ class SearchSettings:
                      "single_move_patience", "max_passes", "speculate_moves", "evict_pricings", "multi_starts",
                      "exclude_stacks", "max_repair_rounds", "gauss_legendre_nodes", "chain_points",
                      "block_terms", "block_sum", "candidates_per_row", "sections", "min_requests",
-                     "max_requests", "smallest_change_max_workloads", "smallest_change_replans",
+                     "max_requests", "smallest_change_max_workloads", "sla_sweep_max_workloads", "smallest_change_replans",
                      "smallest_target_replans", "smallest_change_light_replans", "break_even_max_workloads", "close_loop_requests", "close_loop_max_added", "close_loop_alternatives", "close_loop_repairs",
                      "close_loop_z"):
             if getattr(self, name) < 0:

@@ -38,11 +38,10 @@ def side_by_side(scenario_json: str, data_version: int, inventory: str, _ev: Eva
 
 
 @st.cache_resource(show_spinner=False, max_entries=32)
-def figures(scenario_json: str, data_version: int, inventory: str, _ev: Evaluation, _side, _sweep, scales):
-    """The page's Plotly figures, built once per scenario (building them is most of a rerun's time)."""
+def figures(scenario_json: str, data_version: int, inventory: str, _ev: Evaluation, _side):
+    """The page's Plotly figures above the sweep, built once per scenario (building them is most of a rerun's time)."""
     f = service.top_fleet(_ev)
     routes = views.nodes_by_route(_ev)
-    options = service.fleet_options(_ev)
     top = views.costliest_interactive(_ev, CHART_WORKLOADS)
     return {
         "routes": routes,
@@ -50,10 +49,20 @@ def figures(scenario_json: str, data_version: int, inventory: str, _ev: Evaluati
             routes, owned_gpus=f.owned_nodes * f.gpus_per_node),
         "top": top,
         "arch_chart": None if _side.empty else charts.architecture_chart(_side, workloads=top),
-        "sweep_chart": charts.sla_sweep_chart(_sweep, current_scale=_ev.scenario.sla_scale),
-        "options": options,
-        "options_chart": charts.fleet_options_chart(options),
     }
+
+
+@st.cache_resource(show_spinner=False, max_entries=32)
+def sweep_chart(scenario_json: str, data_version: int, inventory: str, scales, current_scale: float, _sweep):
+    """The sweep's chart, built once per scenario and range of scales."""
+    return charts.sla_sweep_chart(_sweep, current_scale=current_scale)
+
+
+@st.cache_resource(show_spinner="Planning each fleet option…", max_entries=32)
+def option_figures(scenario_json: str, data_version: int, inventory: str, _ev: Evaluation):
+    """The fleet options (each a plan of its own) and their chart."""
+    options = service.fleet_options(_ev)
+    return {"options": options, "options_chart": charts.fleet_options_chart(options)}
 
 
 st.title("Fleet sizing")
@@ -196,10 +205,8 @@ for line in views.licensed_words(ev):
 # Keyed on the result's content too: resource caches are shared by sessions whose data versions differ.
 key = (ev.scenario.model_dump_json(), state.data_version(), views.fingerprint(ev))
 side = side_by_side(*key, ev)
-lo, hi = st.session_state.get("fleet_sla_scales", (SWEEP_SCALES[0], SWEEP_SCALES[-1]))
-scales = tuple(s for s in SWEEP_SCALES if lo <= s <= hi)
-sweep = service.sla_sweep(ev, scales, rows_at=lambda s: sla_sweep_rows(*key, s, ev))
-fig = figures(*key, ev, side, sweep, scales)
+# The sweep and the options are planned at their own sections, below: the charts above never wait for them.
+fig = figures(*key, ev, side)
 
 st.subheader("Nodes by route")
 routes = fig["routes"]
@@ -255,20 +262,34 @@ else:
                                                             "sentence.")})
 
 st.subheader("Nodes needed as the latency targets tighten")
-st.select_slider("SLA scales to sweep (× every latency target)", options=SWEEP_SCALES,
-                 value=(SWEEP_SCALES[0], SWEEP_SCALES[-1]), key="fleet_sla_scales", format_func=lambda s: f"× {plain(s)}")
-st.plotly_chart(fig["sweep_chart"], key="fleet_sweep")
-st.caption("The recommended mix at each scale: a tighter target can leave work without a route, which drops it "
-           "from the cash bill; the last column prices that work at its cheapest route after the smallest change "
-           "(a standalone estimate), so the bills compare like for like.")
-md_table(views.table_text(served.sweep_table(sweep), {
-    "sla_scale": ("Targets ×", "num_g"), "owned_nodes": ("Nodes", "int"), "monthly_usd": ("Cash bill a month", "usd"),
-    "serves": ("Serves", "text"), "unserved_work": ("Unserved work: cheapest route if relaxed or allowed", "text"),
-    "monthly_usd_with_unserved": ("With unserved work priced", "usd")}), hide_index=True)
+lo, hi = st.select_slider("SLA scales to sweep (× every latency target)", options=SWEEP_SCALES,
+                          value=(SWEEP_SCALES[0], SWEEP_SCALES[-1]), key="fleet_sla_scales",
+                          format_func=lambda s: f"× {plain(s)}")
+scales = tuple(s for s in SWEEP_SCALES if lo <= s <= hi)
+asked = st.session_state.setdefault("fleet_sweeps_asked", set())  # scenarios whose sweep was asked for
+if service.sla_sweep_automatic(ev) or key in asked:
+    sweep = service.sla_sweep(ev, scales, rows_at=lambda s: sla_sweep_rows(*key, s, ev))
+    st.plotly_chart(sweep_chart(*key, scales, ev.scenario.sla_scale, sweep), key="fleet_sweep")
+    st.caption("The recommended mix at each scale: a tighter target can leave work without a route, which drops it "
+               "from the cash bill; the last column prices that work at its cheapest route after the smallest change "
+               "(a standalone estimate), so the bills compare like for like.")
+    md_table(views.table_text(served.sweep_table(sweep), {
+        "sla_scale": ("Targets ×", "num_g"), "owned_nodes": ("Nodes", "int"),
+        "monthly_usd": ("Cash bill a month", "usd"), "serves": ("Serves", "text"),
+        "unserved_work": ("Unserved work: cheapest route if relaxed or allowed", "text"),
+        "monthly_usd_with_unserved": ("With unserved work priced", "usd")}), hide_index=True)
+else:
+    st.caption(f"Swept as the page draws for up to {integer(service.sla_sweep_max_workloads())} workloads only: "
+               f"each scale is a whole re-plan of these {integer(len(ev.workloads))} workloads with every fleet "
+               "option planned, so the sweep waits until asked.")
+    if st.button(f"Sweep {len(scales)} SLA scales", key="fleet_sweep_run"):
+        asked.add(key)
+        st.rerun()
 
 st.subheader("Monthly cost of each fleet option")
-options = fig["options"]
-st.plotly_chart(fig["options_chart"], key="fleet_options")
+opt_fig = option_figures(*key, ev)
+options = opt_fig["options"]
+st.plotly_chart(opt_fig["options_chart"], key="fleet_options")
 md_table(views.table_text(served.options_table(options), {
     "option": ("Option", "text"), "monthly_usd": ("Cash bill a month", "usd"), "owned_nodes": ("Nodes", "int"),
     "serves": ("Serves", "text"), "unserved_work": ("Unserved work: cheapest route if relaxed or allowed", "text"),
