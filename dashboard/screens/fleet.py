@@ -1,4 +1,4 @@
-"""Fleet sizing page: nodes by route, architectures side by side, nodes as the SLA tightens, cost of each fleet option."""
+"""Fleet sizing page: nodes by route, architectures side by side, cost of each fleet option, nodes as the SLA tightens."""
 
 import streamlit as st
 
@@ -205,7 +205,8 @@ for line in views.licensed_words(ev):
 # Keyed on the result's content too: resource caches are shared by sessions whose data versions differ.
 key = (ev.scenario.model_dump_json(), state.data_version(), views.fingerprint(ev))
 side = side_by_side(*key, ev)
-# The sweep and the options are planned at their own sections, below: the charts above never wait for them.
+# The options and the sweep are planned at their own sections, below (the sweep last: each scale is a whole
+# evaluation): the charts above never wait for them.
 fig = figures(*key, ev, side)
 
 st.subheader("Nodes by route")
@@ -229,7 +230,7 @@ else:
 st.subheader("Architectures side by side, per interactive workload")
 if ev.scenario.mixed:  # the sections below re-plan one GPU type: they are the one-kind plan's
     st.info(md(f"From here down the page plans the sidebar's GPU alone ({ev.fleet.gpu}: the one-kind plan, "
-               f"{money(ev.fleet.total_monthly_usd)} a month): its architectures, SLA sweep, fleet options and "
+               f"{money(ev.fleet.total_monthly_usd)} a month): its architectures, fleet options, SLA sweep and "
                "simulation. The chosen mix above is the plan."))
 if side.empty:
     st.info("No interactive workload in the inventory.")
@@ -261,6 +262,19 @@ else:
                                         "why_not": text_col("Why not", width=220, help="Hover a cell for the whole "
                                                             "sentence.")})
 
+st.subheader("Monthly cost of each fleet option")
+opt_fig = option_figures(*key, ev)
+options = opt_fig["options"]
+st.plotly_chart(opt_fig["options_chart"], key="fleet_options")
+md_table(views.table_text(served.options_table(options), {
+    "option": ("Option", "text"), "monthly_usd": ("Cash bill a month", "usd"), "owned_nodes": ("Nodes", "int"),
+    "serves": ("Serves", "text"), "unserved_work": ("Unserved work: cheapest route if relaxed or allowed", "text"),
+    "monthly_usd_with_unserved": ("With unserved work priced", "usd")}), hide_index=True)
+st.caption("An option that cannot serve a workload is cheaper only on paper: it leaves that work undone. The last "
+           "column adds that work at its cheapest route after the smallest change (a route outside the option, a "
+           "relaxed target, a licence fee entered, data allowed to an API; standalone estimates), so options compare "
+           "like for like.")
+
 st.subheader("Nodes needed as the latency targets tighten")
 lo, hi = st.select_slider("SLA scales to sweep (× every latency target)", options=SWEEP_SCALES,
                           value=(SWEEP_SCALES[0], SWEEP_SCALES[-1]), key="fleet_sla_scales",
@@ -285,19 +299,6 @@ else:
     if st.button(f"Sweep {len(scales)} SLA scales", key="fleet_sweep_run"):
         asked.add(key)
         st.rerun()
-
-st.subheader("Monthly cost of each fleet option")
-opt_fig = option_figures(*key, ev)
-options = opt_fig["options"]
-st.plotly_chart(opt_fig["options_chart"], key="fleet_options")
-md_table(views.table_text(served.options_table(options), {
-    "option": ("Option", "text"), "monthly_usd": ("Cash bill a month", "usd"), "owned_nodes": ("Nodes", "int"),
-    "serves": ("Serves", "text"), "unserved_work": ("Unserved work: cheapest route if relaxed or allowed", "text"),
-    "monthly_usd_with_unserved": ("With unserved work priced", "usd")}), hide_index=True)
-st.caption("An option that cannot serve a workload is cheaper only on paper: it leaves that work undone. The last "
-           "column adds that work at its cheapest route after the smallest change (a route outside the option, a "
-           "relaxed target, a licence fee entered, data allowed to an API; standalone estimates), so options compare "
-           "like for like.")
 
 st.subheader("Check by simulation")
 st.caption("Replays the peak hour of every owned deployment that serves interactive work in a discrete-event "
