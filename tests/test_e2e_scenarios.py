@@ -33,6 +33,15 @@ def chromium() -> Iterator[object]:
             browser.close()
 
 
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[tuple[str, object]]:
+    """One server and one browser for the tests that write nothing to the store, the browser for every test (each
+    opens fresh browser contexts: no session, cookie or storage is shared); starting them was ~10 s of each test."""
+    db = tmp_path_factory.mktemp("e2e-scenarios") / "e2e-scenarios.duckdb"
+    with streamlit_server(db) as url, chromium() as browser:
+        yield url, browser
+
+
 def new_page(browser):
     page = browser.new_context(viewport=VIEWPORT, accept_downloads=True).new_page()
     page.set_default_timeout(30_000)
@@ -68,93 +77,93 @@ def query(page) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_a_shared_link_opens_the_same_scenario_in_a_new_browser(tmp_path):
-    with streamlit_server(tmp_path / "e2e-scenarios.duckdb") as url, chromium() as browser:
-        page = new_page(browser)
-        page.goto(url + "/")
-        wait_until_idle(page)
-        no_exception(page)
-        assert metric(page, "Owned nodes") == "1"
+def test_a_shared_link_opens_the_same_scenario_in_a_new_browser(server):
+    url, browser = server
+    page = new_page(browser)
+    page.goto(url + "/")
+    wait_until_idle(page)
+    no_exception(page)
+    assert metric(page, "Owned nodes") == "1"
 
-        # Set the scenario as an analyst would: 3 nodes on the 3-year plan.
-        nodes = page.locator(".st-key-sc_fleet_nodes input")
-        nodes.fill("3")
-        nodes.press("Enter")
-        wait_until_idle(page)
-        page.locator(".st-key-sc_pricing [data-testid='stSelectbox']").click()
-        page.get_by_role("option", name="3-year savings plan").click()
-        wait_until_idle(page)
-        no_exception(page)
-        assert metric(page, "Owned nodes") == "3"
-        figures = {label: metric(page, label) for label in ("Owned nodes", "Idle cost a month", "Nodes needed")}
-        params = query(page)
-        assert params.get("sc_fleet_nodes") == "3" and params.get("sc_pricing") == "3-year savings plan", page.url
+    # Set the scenario as an analyst would: 3 nodes on the 3-year plan.
+    nodes = page.locator(".st-key-sc_fleet_nodes input")
+    nodes.fill("3")
+    nodes.press("Enter")
+    wait_until_idle(page)
+    page.locator(".st-key-sc_pricing [data-testid='stSelectbox']").click()
+    page.get_by_role("option", name="3-year savings plan").click()
+    wait_until_idle(page)
+    no_exception(page)
+    assert metric(page, "Owned nodes") == "3"
+    figures = {label: metric(page, label) for label in ("Owned nodes", "Idle cost a month", "Nodes needed")}
+    params = query(page)
+    assert params.get("sc_fleet_nodes") == "3" and params.get("sc_pricing") == "3-year savings plan", page.url
 
-        # F5: the same scenario, the same figures.
-        page.reload()
-        wait_until_idle(page)
-        no_exception(page)
-        sidebar_shows(page, "sc_fleet_nodes", "3")
-        sidebar_shows(page, "sc_pricing", "3-year savings plan")
-        assert {label: metric(page, label) for label in figures} == figures
+    # F5: the same scenario, the same figures.
+    page.reload()
+    wait_until_idle(page)
+    no_exception(page)
+    sidebar_shows(page, "sc_fleet_nodes", "3")
+    sidebar_shows(page, "sc_pricing", "3-year savings plan")
+    assert {label: metric(page, label) for label in figures} == figures
 
-        # Moving to another page keeps the scenario in the address bar.
-        page.get_by_role("link", name="Routing").first.click()
-        wait_until_idle(page)
-        assert urlparse(page.url).path.endswith("/routing")
-        assert query(page).get("sc_fleet_nodes") == "3", page.url
-        shared = page.url
+    # Moving to another page keeps the scenario in the address bar.
+    page.get_by_role("link", name="Routing").first.click()
+    wait_until_idle(page)
+    assert urlparse(page.url).path.endswith("/routing")
+    assert query(page).get("sc_fleet_nodes") == "3", page.url
+    shared = page.url
 
-        # A colleague opens the link in another browser (a fresh context: no session, no cookies).
-        other = new_page(browser)
-        other.goto(shared)
-        wait_until_idle(other)
-        no_exception(other)
-        assert other.get_by_role("heading", name="Routing", exact=True).first.is_visible()
-        sidebar_shows(other, "sc_fleet_nodes", "3")
-        sidebar_shows(other, "sc_pricing", "3-year savings plan")
-        other.goto(url + "/?" + urlparse(shared).query)
-        wait_until_idle(other)
-        assert {label: metric(other, label) for label in figures} == figures
+    # A colleague opens the link in another browser (a fresh context: no session, no cookies).
+    other = new_page(browser)
+    other.goto(shared)
+    wait_until_idle(other)
+    no_exception(other)
+    assert other.get_by_role("heading", name="Routing", exact=True).first.is_visible()
+    sidebar_shows(other, "sc_fleet_nodes", "3")
+    sidebar_shows(other, "sc_pricing", "3-year savings plan")
+    other.goto(url + "/?" + urlparse(shared).query)
+    wait_until_idle(other)
+    assert {label: metric(other, label) for label in figures} == figures
 
-        # The export downloads under a name that says which scenario it is.
-        other.get_by_role("link", name="Export").first.click()
-        wait_until_idle(other)
-        with other.expect_download() as info:
-            other.get_by_role("button", name=re.compile(r"routing table", re.I)).first.click()
-        assert "3-nodes_savings-3y_full" in info.value.suggested_filename
-
-
-@pytest.mark.slow
-def test_page_paths_resolve_whatever_their_case(tmp_path):
-    with streamlit_server(tmp_path / "e2e-paths.duckdb") as url, chromium() as browser:
-        page = new_page(browser)
-        for path, title in (("/overview", "Overview"), ("/Routing", "Routing"), ("/EXPORT", "Export"),
-                            ("/Scenarios", "Scenarios")):
-            page.goto(url + path + "?sc_fleet_nodes=2")
-            wait_until_idle(page)
-            no_exception(page)
-            assert page.get_by_text("Page not found").count() == 0, path
-            assert page.get_by_role("heading", name=title, exact=True).first.is_visible(), path
-            sidebar_shows(page, "sc_fleet_nodes", "2")
+    # The export downloads under a name that says which scenario it is.
+    other.get_by_role("link", name="Export").first.click()
+    wait_until_idle(other)
+    with other.expect_download() as info:
+        other.get_by_role("button", name=re.compile(r"routing table", re.I)).first.click()
+    assert "3-nodes_savings-3y_full" in info.value.suggested_filename
 
 
 @pytest.mark.slow
-def test_a_garbled_link_opens_on_defaults_with_a_note(tmp_path):
-    with streamlit_server(tmp_path / "e2e-garbled.duckdb") as url, chromium() as browser:
-        page = new_page(browser)
-        page.goto(url + "/?sc_fleet_nodes=lots&sc_pricing=weekly&sc_whatever=1")
+def test_page_paths_resolve_whatever_their_case(server):
+    url, browser = server
+    page = new_page(browser)
+    for path, title in (("/overview", "Overview"), ("/Routing", "Routing"), ("/EXPORT", "Export"),
+                        ("/Scenarios", "Scenarios")):
+        page.goto(url + path + "?sc_fleet_nodes=2")
         wait_until_idle(page)
         no_exception(page)
-        note = page.locator('[data-testid="stSidebar"] [data-testid="stAlert"]', has_text="could not be used")
-        assert note.count() == 1
-        text = note.inner_text()
-        assert "sc_fleet_nodes" in text and "sc_pricing" in text and "sc_whatever" in text
-        assert metric(page, "Owned nodes") == "1"
+        assert page.get_by_text("Page not found").count() == 0, path
+        assert page.get_by_role("heading", name=title, exact=True).first.is_visible(), path
+        sidebar_shows(page, "sc_fleet_nodes", "2")
 
 
 @pytest.mark.slow
-def test_saved_scenarios_load_and_compare_in_the_browser(tmp_path):
+def test_a_garbled_link_opens_on_defaults_with_a_note(server):
+    url, browser = server
+    page = new_page(browser)
+    page.goto(url + "/?sc_fleet_nodes=lots&sc_pricing=weekly&sc_whatever=1")
+    wait_until_idle(page)
+    no_exception(page)
+    note = page.locator('[data-testid="stSidebar"] [data-testid="stAlert"]', has_text="could not be used")
+    assert note.count() == 1
+    text = note.inner_text()
+    assert "sc_fleet_nodes" in text and "sc_pricing" in text and "sc_whatever" in text
+    assert metric(page, "Owned nodes") == "1"
+
+
+@pytest.mark.slow
+def test_saved_scenarios_load_and_compare_in_the_browser(tmp_path, server):
     import openpyxl
 
     from core import scenarios as S
@@ -165,7 +174,8 @@ def test_saved_scenarios_load_and_compare_in_the_browser(tmp_path):
     S.save_scenario(store, "One node", S.scenario_from_inputs({}), created_by="alice")
     S.save_scenario(store, "Three nodes", S.scenario_from_inputs({"fleet_nodes": 3, "pricing": "savings_3y"}))
     store.close()
-    with streamlit_server(db) as url, chromium() as browser:
+    browser = server[1]  # one Playwright per process: the shared browser, on a server of this test's own store
+    with streamlit_server(db) as url:
         page = new_page(browser)
         page.goto(url + "/scenarios")
         wait_until_idle(page)
