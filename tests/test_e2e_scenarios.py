@@ -48,6 +48,15 @@ def new_page(browser):
     return page
 
 
+def opened(browser, url: str):
+    """A page of a fresh browser context at `url`, drawn, with no exception shown."""
+    page = new_page(browser)
+    page.goto(url)
+    wait_until_idle(page)
+    no_exception(page)
+    return page
+
+
 def no_exception(page) -> None:
     errors = page.locator('[data-testid="stException"]')
     assert errors.count() == 0, errors.first.inner_text()[:2000]
@@ -79,10 +88,7 @@ def query(page) -> dict[str, str]:
 @pytest.mark.slow
 def test_a_shared_link_opens_the_same_scenario_in_a_new_browser(server):
     url, browser = server
-    page = new_page(browser)
-    page.goto(url + "/")
-    wait_until_idle(page)
-    no_exception(page)
+    page = opened(browser, url + "/")
     assert metric(page, "Owned nodes") == "1"
 
     # Set the scenario as an analyst would: 3 nodes on the 3-year plan.
@@ -151,10 +157,7 @@ def test_page_paths_resolve_whatever_their_case(server):
 @pytest.mark.slow
 def test_a_garbled_link_opens_on_defaults_with_a_note(server):
     url, browser = server
-    page = new_page(browser)
-    page.goto(url + "/?sc_fleet_nodes=lots&sc_pricing=weekly&sc_whatever=1")
-    wait_until_idle(page)
-    no_exception(page)
+    page = opened(browser, url + "/?sc_fleet_nodes=lots&sc_pricing=weekly&sc_whatever=1")
     note = page.locator('[data-testid="stSidebar"] [data-testid="stAlert"]', has_text="could not be used")
     assert note.count() == 1
     text = note.inner_text()
@@ -176,10 +179,7 @@ def test_saved_scenarios_load_and_compare_in_the_browser(tmp_path, server):
     store.close()
     browser = server[1]  # one Playwright per process: the shared browser, on a server of this test's own store
     with streamlit_server(db) as url:
-        page = new_page(browser)
-        page.goto(url + "/scenarios")
-        wait_until_idle(page)
-        no_exception(page)
+        page = opened(browser, url + "/scenarios")
         main = page.locator('[data-testid="stMain"]')
         assert "Cash bill per month" in main.inner_text()
 
