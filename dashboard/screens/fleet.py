@@ -25,7 +25,7 @@ CHART_WORKLOADS = 12  # grouped bars stay readable up to about a dozen workloads
 
 
 # One entry per scale, not per range: narrowing or widening the range re-evaluates only the scales not yet swept.
-@st.cache_data(show_spinner="Re-routing every workload at this SLA scale…", max_entries=32 * len(SWEEP_SCALES))
+@st.cache_data(show_spinner=False, max_entries=32 * len(SWEEP_SCALES))  # the page's progress bar says which scale
 def sla_sweep_rows(scenario_json: str, data_version: int, inventory: str, scale: float, _ev: Evaluation):
     """service.sla_sweep_rows, cached on the scenario's value, the data version and the scale (not on the evaluation)."""
     return service.sla_sweep_rows(_ev, scale)
@@ -282,7 +282,17 @@ lo, hi = st.select_slider("SLA scales to sweep (× every latency target)", optio
 scales = tuple(s for s in SWEEP_SCALES if lo <= s <= hi)
 asked = st.session_state.setdefault("fleet_sweeps_asked", set())  # scenarios whose sweep was asked for
 if service.sla_sweep_automatic(ev) or key in asked:
-    sweep = service.sla_sweep(ev, scales, rows_at=lambda s: sla_sweep_rows(*key, s, ev))
+    bar = st.progress(0.0)
+    swept: list[float] = []
+
+    def at_scale(s: float) -> list[dict]:
+        bar.progress(len(swept) / len(scales),
+                     text=f"Re-planning every workload at × {plain(s)} (scale {len(swept) + 1} of {len(scales)})…")
+        swept.append(s)
+        return sla_sweep_rows(*key, s, ev)
+
+    sweep = service.sla_sweep(ev, scales, rows_at=at_scale)
+    bar.empty()  # cached scales pass through it at once
     st.plotly_chart(sweep_chart(*key, scales, ev.scenario.sla_scale, sweep), key="fleet_sweep")
     st.caption("The recommended mix at each scale: a tighter target can leave work without a route, which drops it "
                "from the cash bill; the last column prices that work at its cheapest route after the smallest change "
