@@ -101,8 +101,9 @@ def parse_owned(values: str | Iterable[str]) -> dict[str, int]:
 
 
 def parse_gpu_list(text: str | Iterable[str], *, what: str = "candidate GPUs") -> tuple[str, ...]:
-    """"H100 SXM,H200 SXM, B200" (or a list) -> the names in order, each once; none at all is an InputError."""
-    parts = str(text).split(",") if isinstance(text, str) else [str(t) for t in text]
+    """"H100 SXM,H200 SXM, B200" (or a list of such, as a repeated flag gives) -> the names in order, each once;
+    none at all is an InputError."""
+    parts = [p for t in ([text] if isinstance(text, str) else text) for p in str(t).split(",")]
     names = tuple(dict.fromkeys(p.strip() for p in parts if p.strip()))
     if not names:
         raise InputError(f"{what}: name at least one GPU (e.g. \"H100 SXM,H200 SXM\")")

@@ -36,9 +36,22 @@ def sample() -> pd.DataFrame:
     return pd.read_csv(sample_workloads_path())
 
 
+def test_repeated_buy_flags_add_up():
+    """`--buy "H200 SXM" --buy B200` compares both (a second flag replaced the first: H200 was dropped unsaid), and
+    so do repeated --buy-pricing flags."""
+    from core.cli import build_parser
+    from core.commands.evaluate import _mix_flags
+
+    args = build_parser().parse_args(["evaluate", "--owned", "H100 SXM:1", "--buy", "H200 SXM", "--buy", "B200,H200 SXM",
+                                      "--buy-pricing", "owned", "--buy-pricing", "savings_3y"])
+    flags = _mix_flags(args)
+    assert flags["buy_gpus"] == ("H200 SXM", "B200") and flags["buy_pricing"] == ("owned", "savings_3y")
+
+
 def test_owned_and_candidates_parse_as_typed():
     assert parse_owned(["H100 SXM:1", "H200 SXM:2,H100 SXM:1"]) == {"H100 SXM": 2, "H200 SXM": 2}
     assert parse_gpu_list("H100 SXM, H200 SXM,,B200,H100 SXM") == GPUS
+    assert parse_gpu_list(["H100 SXM", "H200 SXM,B200", "H100 SXM"]) == GPUS  # a repeated flag, as argparse gives it
     for bad in ("H100 SXM", "H100 SXM:-1", ":3", "H100 SXM:1.5", ""):
         with pytest.raises(InputError):
             parse_owned(bad)

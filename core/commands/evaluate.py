@@ -53,10 +53,12 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     mix = p.add_argument_group("what to buy next (owned nodes keep their GPU; new nodes compared per GPU and option)")
     mix.add_argument("--owned", action="append", metavar="GPU:N",
                      help=flag_help(Scenario, "owned_nodes_by_gpu", 'typed "H100 SXM:1", repeated or "GPU:N,GPU:N"'))
-    mix.add_argument("--buy", metavar="GPU,GPU",
-                     help=flag_help(Scenario, "buy_gpus", 'typed "H100 SXM,H200 SXM,B200"'))
-    mix.add_argument("--buy-pricing", metavar="OPTION,OPTION",
-                     help=flag_help(Scenario, "buy_pricing", "any of " + ", ".join(o.value for o in PricingOption)))
+    # Repeated flags add up (action="append"): a second --buy replacing the first dropped a candidate unsaid.
+    mix.add_argument("--buy", action="append", metavar="GPU,GPU",
+                     help=flag_help(Scenario, "buy_gpus", 'typed "H100 SXM,H200 SXM,B200", or repeated'))
+    mix.add_argument("--buy-pricing", action="append", metavar="OPTION,OPTION",
+                     help=flag_help(Scenario, "buy_pricing", "any of " + ", ".join(o.value for o in PricingOption)
+                                    + ", or repeated"))
     owned = p.add_argument_group("owned hardware (with --pricing owned; unset figures keep the seed estimate)")
     for name, how in OWNED_FLAGS.items():
         owned.add_argument(f"--{name.replace('_', '-')}", type=share_flag if name in SHARE_FLAGS else float,
