@@ -363,13 +363,16 @@ def test_the_table_names_what_to_buy(tmp_path, capsys):
 
 def test_a_rows_range_says_when_its_ends_serve_different_work():
     """Each end re-plans its own served set, so an optimistic bill above the pessimistic one reads backwards
-    unless the words say what each end leaves unserved; equal counts add nothing."""
+    unless the words say what each end leaves unserved, and so does a range wholly below the row's bill because
+    both ends serve less than the row; counts equal to the row's add nothing."""
     rg = {"total_monthly_usd_optimistic": 54392.92, "total_monthly_usd_pessimistic": 54070.14,
           "nodes_new_optimistic": 2, "nodes_new_pessimistic": 2, "unserved_optimistic": 0, "unserved_pessimistic": 2}
-    words = mix._range_columns(rg)["estimate_range"]
-    assert words == "$54,393 - $54,070 (2 new nodes); unserved 0 at the optimistic end, 2 at the pessimistic"
-    same = mix._range_columns({**rg, "unserved_pessimistic": 0})["estimate_range"]
+    words = mix._range_columns(rg, 0)["estimate_range"]
+    assert words == "$54,393 - $54,070 (2 new nodes); unserved 0 at the optimistic end, 2 at the pessimistic (0 in this row)"
+    same = mix._range_columns({**rg, "unserved_pessimistic": 0}, 0)["estimate_range"]
     assert same == "$54,393 - $54,070 (2 new nodes)"
+    both_less = mix._range_columns({**rg, "unserved_optimistic": 2}, 1)["estimate_range"]
+    assert both_less == "$54,393 - $54,070 (2 new nodes); unserved 2 at the optimistic end, 2 at the pessimistic (1 in this row)"
 
 
 @pytest.mark.slow

@@ -573,13 +573,14 @@ def frame(ev, *, every: bool = False) -> pd.DataFrame | None:
             "energy_usd": p.energy_usd,
             "on_nodes": p.served_on_nodes, "by_api": p.served_by_api, "unserved": p.unserved,
             "price_source": "; ".join(f"{n.price} ({n.as_of})" for n in new),
-            **_range_columns(bo.estimate_range(p)),
+            **_range_columns(bo.estimate_range(p), p.unserved),
         })
     return pd.DataFrame(rows)
 
 
-def _range_columns(rg: dict | None) -> dict:
-    """A row's estimate range as table columns (NaN where not computed) and in words."""
+def _range_columns(rg: dict | None, unserved: int | None = None) -> dict:
+    """A row's estimate range as table columns (NaN where not computed) and in words; `unserved`: what the row's
+    own plan leaves unserved (each end plans the row's work, and leaves more unserved where it cannot serve some)."""
     if rg is None:
         return {"total_usd_optimistic": np.nan, "total_usd_pessimistic": np.nan, "estimate_range": ""}
     lo, hi = rg["total_monthly_usd_optimistic"], rg["total_monthly_usd_pessimistic"]
@@ -587,8 +588,11 @@ def _range_columns(rg: dict | None) -> dict:
              else f"{rg['nodes_new_optimistic']}-{rg['nodes_new_pessimistic']}")
     words = f"{money(lo, decimals=0)} - {money(hi, decimals=0)} ({nodes} new node{'s' if nodes != '1' else ''})"
     uo, up = rg.get("unserved_optimistic"), rg.get("unserved_pessimistic")
-    if uo != up:  # an end that cannot serve some of the row's work bills less for it
+    # An end that cannot serve some of the row's work bills less for it: said where the ends differ from each other
+    # or, both alike, from the row (both ends below the row's bill for serving less read as a cheaper purchase).
+    if uo != up or (unserved is not None and uo != unserved):
         words += f"; unserved {uo} at the optimistic end, {up} at the pessimistic"
+        words += f" ({unserved} in this row)" if unserved is not None else ""
     # (What an end could serve beyond the row's work is in the JSON, *_with_added, and for the chosen mix in the
     # Overview's range line: a table cell stays short, the one-pager prints on two pages.)
     return {"total_usd_optimistic": lo, "total_usd_pessimistic": hi, "estimate_range": words}
