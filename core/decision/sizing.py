@@ -441,7 +441,16 @@ class Sizer:
             dep = latency.PooledDeployments.concat([d for _, d, _ in pending])
             sizing = latency.min_replicas(dep, binding_rows=False)
             reps = sizing.replicas.astype(float)
-            st = latency.pooled_state(dep, np.where(reps >= 1, reps, 1.0))
+            # A pool's size is its cap with the fewest replicas (then the lowest mean latency): only those caps'
+            # queues are solved.
+            fewest = np.zeros(len(reps), dtype=bool)
+            at = 0
+            for _, d, _ in pending:
+                r_d = reps[at:at + d.rows]
+                if _ANY(r_d >= 1):
+                    fewest[at:at + d.rows] = r_d == r_d[r_d >= 1].min()
+                at += d.rows
+            st = latency.pooled_state(dep, np.where(reps >= 1, reps, 1.0), only=fewest)
             at = 0
             for k, d, finish in pending:
                 sl = slice(at, at + d.rows)

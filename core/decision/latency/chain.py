@@ -366,9 +366,13 @@ class PooledState:
                            dep.output_sigma[idx], dep.row_block_tokens[idx])
 
 
-def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
+def pooled_state(dep: PooledDeployments, replicas, only: np.ndarray | None = None, chain: bool = True) -> PooledState:
     """Requests in system, batch, service and wait distribution of every configuration with `replicas` replicas:
-    pooled_state_py's figures (its docstring derives them), from the compiled loop (core.decision.latency.chainloop)."""
+    pooled_state_py's figures (its docstring derives them), from the compiled loop (core.decision.latency.chainloop).
+
+    only: a (R,) mask of the configurations a caller reads (the others NaN; each configuration's figures are
+    its own, so those solved are the same as when all are). chain=False: the closed forms at the cap only
+    (full_service_mean_ms and the wait's rate; the fields that read the chain NaN), without solving it."""
     from core.decision.latency.chainloop import (  # numba: imported when first solved
         OUTPUTS,
         chain_kernel,
@@ -385,7 +389,9 @@ def pooled_state(dep: PooledDeployments, replicas) -> PooledState:
 
     out = chain_kernel(f64(n), f64(m.lam), f64(m.pre), f64(m.pre2), f64(m.n), f64(m.pre_n), f64(m.n2),
                        np.ascontiguousarray(dep.concurrency_cap, dtype=np.int64), f64(dep.steps_per_token),
-                       f64(dep.step_ms), float(_CHAIN_POINTS))
+                       f64(dep.step_ms), float(_CHAIN_POINTS),
+                       np.ones(dep.rows, dtype=np.bool_) if only is None else np.ascontiguousarray(only, dtype=np.bool_),
+                       bool(chain))
     got = dict(zip(OUTPUTS, out, strict=True))
     got["stable"] = got["stable"] > 0.5
     return PooledState(**got)

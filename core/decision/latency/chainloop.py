@@ -20,6 +20,10 @@ OUTPUTS = ("replicas", "arrival_rate_per_s", "batch", "prefill_share", "prefill_
            "join_ms", "ms_per_token", "batch_cv2", "interference_var_per_ms", "full_join_ms", "full_ms_per_token",
            "waited_ms_per_token", "service_mean_ms", "full_service_mean_ms", "full_service_cv2", "drain_cv2",
            "p_wait", "wait_rate_per_ms", "stable")
+# The rows that read the chain's points (NaN when chain_kernel runs without them).
+_FROM_CHAIN = tuple(OUTPUTS.index(f) for f in (
+    "batch", "prefill_stretch", "offered_load", "join_ms", "ms_per_token", "batch_cv2", "interference_var_per_ms",
+    "waited_ms_per_token", "service_mean_ms", "p_wait"))
 
 
 @njit(cache=True, inline="always")
@@ -51,17 +55,27 @@ def _step_at(step, r, b):
 
 
 @njit(cache=True, error_model="numpy")
-def chain_kernel(n, lam, pre, pre2, mom_n, pre_n, n2, cap_i, spt, step, chain_points):  # noqa: C901 - one derivation
+def chain_kernel(n, lam, pre, pre2, mom_n, pre_n, n2, cap_i, spt, step, chain_points,  # noqa: C901 - one derivation
+                 active, with_chain):
     """Every PooledState field (OUTPUTS' rows) of R configurations at replicas n (chain.pooled_state_py's
-    formulas and names; stable as 1.0 / 0.0)."""
+    formulas and names; stable as 1.0 / 0.0).
+
+    Configurations are independent: those not `active` are left NaN (stable 0), the others' figures are the
+    same as when all are solved. with_chain=False skips the chain's points: the fields that read them (the
+    batch an arrival joins, its join wait and per-token time, p_wait and what follows from them) are NaN, the
+    closed forms at the cap (full_service_mean_ms, drain_cv2, ...) the same."""
     R = n.shape[0]
-    out = np.empty((len(OUTPUTS), R))
+    out = np.full((len(OUTPUTS), R), math.nan)
     servers_max = 1.0
     for r in range(R):
-        sn = n[r] if n[r] > 0 else 1.0
-        servers_max = max(servers_max, sn * float(cap_i[r]))
-    points = int(min(float(chain_points), math.ceil(servers_max)))
+        if active[r]:
+            sn = n[r] if n[r] > 0 else 1.0
+            servers_max = max(servers_max, sn * float(cap_i[r]))
+    points = int(min(float(chain_points), math.ceil(servers_max))) if with_chain else 0
     for r in range(R):
+        if not active[r]:
+            out[len(OUTPUTS) - 1, r] = 0.0
+            continue
         lam_r = lam[r]
         has = lam_r > 0
         safe_lam = lam_r if has else 1.0
@@ -85,13 +99,13 @@ def chain_kernel(n, lam, pre, pre2, mom_n, pre_n, n2, cap_i, spt, step, chain_po
         log_end = 0.0
         log_last = -math.inf
         top = -math.inf
-        last_g = points
+        last_g = points if with_chain else -1
         log_w = np.empty(points + 1)
         # A point's weight is 1 (g = 0), delta - 1 (the last) or delta: their logs made once per configuration,
         # not once per point (the same values: a third of the loop's transcendental calls).
         log_delta = math.log(_max(delta, 1e-300)) if delta > 0 else 0.0
         log_delta_m1 = math.log(_max(delta - 1.0, 1e-300)) if delta - 1.0 > 0 else 0.0
-        for g in range(points + 1):
+        for g in range(points + 1 if with_chain else 0):
             k = g * delta
             if not k <= servers * (1.0 + 1e-12):
                 last_g = g - 1
@@ -186,4 +200,7 @@ def chain_kernel(n, lam, pre, pre2, mom_n, pre_n, n2, cap_i, spt, step, chain_po
                 0.0, c_full, c_waited, s_bar, s_full, cv2_full, drain_cv2, cw, theta, 1.0 if stable else 0.0)
         for j in range(len(vals)):
             out[j, r] = vals[j]
+        if not with_chain:
+            for j in _FROM_CHAIN:
+                out[j, r] = math.nan
     return out

@@ -288,14 +288,16 @@ def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000, binding_ro
         return ReplicaSizing(replicas, binding, misses)
 
     # Stability bound with no prefill interference: lo replicas are too few.
-    no_interference = pooled_state(dep, np.full(R, 1e15))
+    no_interference = pooled_state(dep, np.full(R, 1e15), only=live_rows, chain=False)
     cap = dep.concurrency_cap.astype(float)
-    lo = np.floor(lam * no_interference.full_service_mean_ms / 1000.0 / cap).astype(np.int64)
+    full_ms = np.where(live_rows, no_interference.full_service_mean_ms, 0.0)  # NaN where not solved
+    lo = np.floor(lam * full_ms / 1000.0 / cap).astype(np.int64)
     lo = np.where(live_rows, np.maximum(lo, 0), 0)
     items_all = np.flatnonzero(live_rows[r])
     # First guess of the binding rows: the most likely to miss at square-root staffing.
     guess = np.ceil(lo + 2.0 * np.sqrt(lo) + 1.0)
-    p_guess = _p_items(dep, pooled_state(dep, guess), items_all, slo[items_all], exact=False, lo_only=True)[0]
+    p_guess = _p_items(dep, pooled_state(dep, guess, only=live_rows), items_all, slo[items_all], exact=False,
+                       lo_only=True)[0]
     cand = _top_by_row(r[items_all], p_guess, _CANDIDATES_PER_ROW, items_all)
     todo = np.flatnonzero(live_rows)
     hi = np.zeros(R, dtype=np.int64)
@@ -309,7 +311,7 @@ def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000, binding_ro
         if verify.size == 0:
             break
         items = _member(R, verify)[r].nonzero()[0]
-        st = pooled_state(dep, hi.astype(float))
+        st = pooled_state(dep, hi.astype(float), only=_member(R, verify))
         miss = _misses(dep, st, items)
         bad = items[miss]
         if bad.size == 0:
@@ -348,8 +350,9 @@ def _search(dep, rows, cand, lo, max_replicas, start=None):
     def passes(sel, n):
         n_all[:] = 0.0
         n_all[rows[sel]] = n
-        items = cand[_member(R, rows[sel])[r[cand]]]
-        miss = _misses(dep, pooled_state(dep, n_all), items)
+        solved = _member(R, rows[sel])
+        items = cand[solved[r[cand]]]
+        miss = _misses(dep, pooled_state(dep, n_all, only=solved), items)
         fails = np.bincount(pos[r[items]], miss, minlength=rows.size)
         return fails[sel] == 0
 
