@@ -15,6 +15,7 @@ from core.cli import main
 from core.decision import mix
 from core.decision.engine import evaluate
 from core.errors import InputError
+from core.format import money
 from core.models import CostBasis, PricingOption, Scenario
 from core.scenarios import inputs_from_scenario, parse_gpu_list, parse_owned, scenario_from_inputs
 from core.store.seed import sample_workloads_path
@@ -373,6 +374,39 @@ def test_a_rows_range_says_when_its_ends_serve_different_work():
     assert same == "$54,393 - $54,070 (2 new nodes)"
     both_less = mix._range_columns({**rg, "unserved_optimistic": 2}, 1)["estimate_range"]
     assert both_less == "$54,393 - $54,070 (2 new nodes); unserved 2 at the optimistic end, 2 at the pessimistic (1 in this row)"
+
+
+@pytest.mark.slow
+def test_each_rows_range_prices_the_work_an_end_leaves_out(mixed_report):
+    """A row's end that cannot serve some of the row's work bills less for it (on the sample the pessimistic end of
+    the chosen B200 mix serves 5 of its 6 workloads). Each end's estimate range counts those workloads and prices
+    them at their share of the row's own bill (mixfleet.plan_attributed, cents), the chosen mix's the same as its
+    performance_range; the table's words say it beside the range."""
+    from core.decision import mixfleet
+
+    ev = mixed_report[4]
+    bo = mix.of(ev)
+    seen = 0
+    for _, p in bo.shown():
+        rg = bo.estimate_range(p)
+        shares = mixfleet.plan_attributed(p, len(ev.workloads), ev.scenario.cost_basis)
+        for name, end in zip(("optimistic", "pessimistic"), bo.ends[p.label], strict=True):
+            dropped = sorted(set(p.served_rows.tolist()) - set(end.served_rows.tolist()))
+            assert rg[f"dropped_{name}"] == len(dropped)
+            assert rg[f"dropped_{name}_usd"] == pytest.approx(float(shares[dropped].sum()), abs=0.005)
+            seen += len(dropped)
+            if dropped:
+                assert rg[f"dropped_{name}_usd"] > 0
+    assert seen  # the sample's case as worked out above: not vacuous
+    pr = mixfleet.performance(ev)
+    rg = bo.estimate_range(bo.best)
+    assert (rg["dropped_pessimistic"], rg["dropped_pessimistic_usd"]) == pr.dropped_at("pessimistic")
+    assert (rg["dropped_optimistic"], rg["dropped_optimistic_usd"]) == pr.dropped_at("optimistic")
+    words = mix.frame(ev).set_index("row").loc["best mix", "estimate_range"]
+    if pr.dropped_pessimistic:
+        usd = money(pr.dropped_pessimistic_usd, decimals=0)
+        assert f"pessimistic {pr.dropped_pessimistic} ({usd})" in words \
+            or f"the pessimistic end serves {pr.dropped_pessimistic} fewer ({usd} of this row's bill)" in words
 
 
 @pytest.mark.slow

@@ -161,6 +161,8 @@ class BuyOptions:
     # the work the row serves (buy_options); where an end could serve more, that end serving it too, else None.
     ends: dict[str, tuple[MixPlan, MixPlan]] = field(default_factory=dict)
     ends_with_added: dict[str, tuple[MixPlan | None, MixPlan | None]] = field(default_factory=dict)
+    workloads: int = 0  # rows of the inventory (what each row's attribution spans)
+    cost_basis: CostBasis = CostBasis.FULL
 
     def shown(self) -> list[tuple[str, MixPlan]]:
         """The rows side by side: (row, plan) for each candidate GPU's best option, the best mix, buy nothing."""
@@ -179,6 +181,18 @@ class BuyOptions:
                "unserved_optimistic": fast.unserved, "unserved_pessimistic": slow.unserved,
                "basis": "optimistic: every owned route at the optimistic end of its efficiency range; pessimistic: at "
                         "the pessimistic end; the same chain re-planned at each for the work it serves (estimates)"}
+        # An end that cannot serve some of the row's work bills less for it: how many, and their share of the row's
+        # bill (its attribution, as the chosen mix's performance_range prices them).
+        shares = None
+        for name, end in (("optimistic", fast), ("pessimistic", slow)):
+            dropped = np.setdiff1d(p.served_rows, end.served_rows)
+            if dropped.size and shares is None:
+                from core.decision.mixfleet import plan_attributed
+
+                shares = plan_attributed(p, max(self.workloads, int(p.served_rows.max()) + 1), self.cost_basis)
+            out[f"dropped_{name}"] = int(dropped.size)
+            out[f"dropped_{name}_usd"] = round(float(shares[dropped].sum()), 2) if shares is not None \
+                and dropped.size else 0.0
         for name, more in zip(("optimistic", "pessimistic"), self.ends_with_added.get(p.label, (None, None)),
                               strict=True):
             out[f"added_{name}"] = 0 if more is None else len(set(more.served_rows.tolist())
@@ -477,7 +491,8 @@ def buy_options(catalog: Catalog, workloads: pd.DataFrame, sc: Scenario, evaluat
         if p.gpu not in best_per_gpu or _key(p) < _key(best_per_gpu[p.gpu]):
             best_per_gpu[p.gpu] = p
     best = min(rows, key=_key)
-    out = BuyOptions(tuple(rows), best_per_gpu, best, chains.buy_nothing(), tuple(skipped))
+    out = BuyOptions(tuple(rows), best_per_gpu, best, chains.buy_nothing(), tuple(skipped),
+                     workloads=len(workloads), cost_basis=sc.cost_basis)
     if not with_ranges:
         return out
     # The estimate range of each shown row: its chain again at each efficiency end (the fill stages re-planned too),
@@ -588,9 +603,16 @@ def _range_columns(rg: dict | None, unserved: int | None = None) -> dict:
              else f"{rg['nodes_new_optimistic']}-{rg['nodes_new_pessimistic']}")
     words = f"{money(lo, decimals=0)} - {money(hi, decimals=0)} ({nodes} new node{'s' if nodes != '1' else ''})"
     uo, up = rg.get("unserved_optimistic"), rg.get("unserved_pessimistic")
-    # An end that cannot serve some of the row's work bills less for it: said where the ends differ from each other
-    # or, both alike, from the row (both ends below the row's bill for serving less read as a cheaper purchase).
-    if uo != up or (unserved is not None and uo != unserved):
+    # An end that cannot serve some of the row's work bills less for it (both ends below the row's bill for serving
+    # less read as a cheaper purchase): how many it leaves out and what they cost in the row, where priced.
+    if "dropped_optimistic" in rg:
+        fewer = [(end, n, money(rg[f"dropped_{end}_usd"], decimals=0)) for end in ("optimistic", "pessimistic")
+                 if (n := int(rg[f"dropped_{end}"]))]
+        if fewer:
+            (end, n, usd), *rest = fewer
+            words += f"; the {end} end serves {n} fewer ({usd} of this row's bill)"
+            words += "".join(f", the {e} {k} ({u})" for e, k, u in rest)
+    elif uo != up or (unserved is not None and uo != unserved):
         words += f"; unserved {uo} at the optimistic end, {up} at the pessimistic"
         words += f" ({unserved} in this row)" if unserved is not None else ""
     # (What an end could serve beyond the row's work is in the JSON, *_with_added, and for the chosen mix in the

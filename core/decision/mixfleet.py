@@ -46,12 +46,16 @@ def attributed(ev) -> np.ndarray:
     """Each workload's attributed $ a month in the chosen mix (inventory order, cents; 0 where unserved)."""
     from core.decision import mix
 
-    def compute() -> np.ndarray:
-        best = mix.of(ev).best
-        out = _attributed(best, len(ev.workloads))
-        return _spread_idle(best, out) if ev.scenario.cost_basis is CostBasis.FULL else out
+    return ev.answers.get("mix_attributed", lambda: plan_attributed(mix.of(ev).best, len(ev.workloads),
+                                                                     ev.scenario.cost_basis))
 
-    return ev.answers.get("mix_attributed", compute)
+
+def plan_attributed(p, n: int, basis: CostBasis) -> np.ndarray:
+    """Each of n workloads' attributed $ a month in the mixed plan `p` (any buy-options row; inventory order,
+    cents, 0 where unserved); under the full basis the node money no pool uses is spread over the workloads on
+    nodes, as the one-type plan spreads it."""
+    out = _attributed(p, n)
+    return _spread_idle(p, out) if basis is CostBasis.FULL else out
 
 
 def _spread_idle(best, out: np.ndarray) -> np.ndarray:

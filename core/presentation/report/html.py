@@ -103,7 +103,7 @@ def _buy_section(s: ProcurementSummary) -> list[str]:
     from core.presentation.report.content import BUY_KEYS
 
     return ["<h2>What to buy next</h2>", f"<p>{esc(sentence)}</p>",
-            render_table(table, BUY_KEYS, [15, 24, 10, 19, 9, 8, 7, 8]),
+            render_table(table, BUY_KEYS, [12, 17, 9, 32, 8, 7, 7, 8]),
             f'<p class="note">{esc(table.note)} The fleet options (all on APIs, owned only, …) are in the brief and '
             "the workbook's Summary sheet.</p>", *burst]
 
