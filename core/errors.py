@@ -17,6 +17,15 @@ class InputError(HangoverError):
     """A file, row or setting the user gave is not valid."""
 
 
+class NoNodePrice(InputError):
+    """The scenario's GPU has no node price at its purchase option (the options it has: `available`), so each
+    front end can name its own way to give one."""
+
+    def __init__(self, message: str, gpu: str, option: str, available: tuple[str, ...]):
+        super().__init__(message)
+        self.gpu, self.option, self.available = gpu, option, available
+
+
 def describe_validation_error(err: ValidationError, where: str = "") -> str:
     """Turn a pydantic error into lines a finance reader can act on.
 

@@ -362,6 +362,26 @@ def test_the_table_names_what_to_buy(tmp_path, capsys):
     assert "What to buy next" not in capsys.readouterr().out
 
 
+def test_an_unpriced_owned_type_names_the_flags_that_price_it(tmp_path, capsys):
+    """Owning mostly MI300X (the seed prices it on demand only) at the default 1-year option: the one-kind plan
+    every choice is compared with cannot be priced. The CLI says which GPU, why it needs a price and the flags that
+    give one, in both commands that evaluate; nothing is written."""
+    db = str(tmp_path / "s.duckdb")
+    out = tmp_path / "brief.md"
+    flags = ["--owned", "MI300X:2", "--owned", "H100 SXM:1", "--buy", "B200"]
+    assert main(["--db", db, "evaluate", *flags]) == 2
+    err = capsys.readouterr().err
+    assert "no savings_1y node price for GPU 'MI300X'" in err
+    assert "MI300X is the owned type with the most nodes" in err
+    assert "--pricing on_demand (the options it has) or --node-usd-per-hour" in err
+    assert main(["--db", db, "report", *flags, "--out", str(out)]) == 2
+    assert "--node-usd-per-hour" in capsys.readouterr().err and not out.exists()
+    # A GPU with no price at all: only the override, not an option it does not have.
+    assert main(["--db", db, "evaluate", "--gpu", "L40S"]) == 2
+    err = capsys.readouterr().err
+    assert "--pricing" not in err and "--node-usd-per-hour (what one node costs you)" in err
+
+
 def test_a_rows_range_says_when_its_ends_serve_different_work():
     """Each end re-plans its own served set, so an optimistic bill above the pessimistic one reads backwards
     unless the words say what each end leaves unserved, and so does a range wholly below the row's bill because

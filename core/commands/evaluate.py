@@ -237,7 +237,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     """Print the routing table and the fleet plan, the JSON contract, or the routing table as CSV/Parquet."""
     from core.decision import contract
     from core.errors import InputError
-    from core.service import evaluate_store
     from core.store import Store, default_db_path
 
     if args.format == "parquet" and not args.out:
@@ -245,7 +244,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     store = Store(args.db or default_db_path())
     scenario, workloads = scenario_and_workloads(args, store)
     # Every format shows the verdict ranges: their end plans start beside the central one.
-    ev = evaluate_store(store, scenario, version=args.version, workloads=workloads)
+    ev = evaluated(store, scenario, args.version, workloads)
     if getattr(args, "ranges", False):
         from core.decision.sensitivity import ranges
 
@@ -270,6 +269,30 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                                     purchase_settings=settings)
         return _emit(_encoded(chunks), args.out)
     return _emit((format_table(ev, settings) + "\n").encode(), args.out)
+
+
+def evaluated(store, scenario, version, workloads):
+    """service.evaluate_store, a missing node price named with the flags that give one (evaluate and report)."""
+    from core.errors import InputError, NoNodePrice
+    from core.service import evaluate_store
+
+    try:
+        return evaluate_store(store, scenario, version=version, workloads=workloads)
+    except NoNodePrice as exc:
+        raise InputError(price_fix(exc, scenario)) from None
+
+
+def price_fix(exc, scenario) -> str:
+    """A missing node price in the flags that give one (the dashboard names its own widgets:
+    scenarios.price_problem)."""
+    fixes = [f"--pricing {' or '.join(exc.available)} (the options it has)"] if exc.available else []
+    fixes.append("--node-usd-per-hour (what one node costs you)")
+    why = ""
+    if scenario.mixed and exc.gpu == scenario.gpu:
+        why = (f" {exc.gpu} is the owned type with the most nodes: every choice is compared with buying more of it "
+               "(the one-kind plan), which needs its price.")
+    return (f"no {exc.option} node price for GPU {exc.gpu!r} in the dated price snapshot.{why} Give one with "
+            f"{' or '.join(fixes)}, or add a dated price on the Pricing page.")
 
 
 def _default_detail(n: int) -> str:

@@ -24,15 +24,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Evaluate once, write the summary in each asked format; print one line per file written."""
+    from core.commands.evaluate import evaluated
     from core.presentation.report import build_summary, report_clock, report_format, write_report
-    from core.service import evaluate_store
     from core.store import Store, default_db_path
 
     outs = args.out if isinstance(args.out, list) else [args.out]
     kinds = [report_format(out) for out in outs]  # a wrong extension fails before any work is done
     store = Store(args.db or default_db_path())
     scenario, workloads = scenario_and_workloads(args, store)
-    ev = evaluate_store(store, scenario, version=args.version, workloads=workloads)
+    ev = evaluated(store, scenario, args.version, workloads)
     if args.workloads:
         # The report prints its inventory label; "given" would not tell a reader which file it was.
         ev = ev.with_source(f"file {Path(args.workloads).name}", ev.fleet.measured)

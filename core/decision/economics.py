@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import InputError
+from core.errors import InputError, NoNodePrice
 from core.models import (
     HOURS_PER_MONTH,
     ApiPrice,
@@ -117,10 +117,10 @@ def node_rate(scenario: Scenario, node_prices: list[NodePrice], owned: list[Owne
     rows = [p for p in node_prices if p.gpu == scenario.gpu and p.pricing_option == scenario.pricing_option]
     if not rows:
         options = sorted({p.pricing_option.value for p in node_prices if p.gpu == scenario.gpu})
-        raise InputError(
+        raise NoNodePrice(
             f"no {scenario.pricing_option.value} node price for GPU {scenario.gpu!r}"
-            + (f"; available options: {', '.join(options)}" if options else "; enter a node price override")
-        )
+            + (f"; available options: {', '.join(options)}" if options else "; enter a node price override"),
+            scenario.gpu, scenario.pricing_option.value, tuple(options))
     preferred = [p for p in rows if p.provider.lower() == (scenario.node_provider or "aws").lower()]
     price = min(preferred or rows, key=lambda p: p.usd_per_node_hour)
     full = price.usd_per_node_hour
