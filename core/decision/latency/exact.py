@@ -296,15 +296,15 @@ def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000, binding_ro
     items_all = np.flatnonzero(live_rows[r])
     # First guess of the binding rows: the most likely to miss at square-root staffing.
     guess = np.ceil(lo + 2.0 * np.sqrt(lo) + 1.0)
-    p_guess = _p_items(dep, pooled_state(dep, guess, only=live_rows), items_all, slo[items_all], exact=False,
-                       lo_only=True)[0]
+    at_guess = pooled_state(dep, guess, only=live_rows)
+    p_guess = _p_items(dep, at_guess, items_all, slo[items_all], exact=False, lo_only=True)[0]
     cand = _top_by_row(r[items_all], p_guess, _CANDIDATES_PER_ROW, items_all)
     todo = np.flatnonzero(live_rows)
     hi = np.zeros(R, dtype=np.int64)
     found = np.zeros(R, dtype=bool)
     start: np.ndarray | None = guess[todo]
     for _ in range(64):
-        hi_t, ok_t = _search(dep, todo, cand, lo[todo], max_replicas, start)
+        hi_t, ok_t = _search(dep, todo, cand, lo[todo], max_replicas, start, at_guess)
         start = None  # a resumed search starts just above the count where a row missed
         hi[todo], found[todo] = hi_t, ok_t
         verify = todo[ok_t]
@@ -334,12 +334,13 @@ def min_replicas(dep: PooledDeployments, max_replicas: int = 100_000, binding_ro
     return ReplicaSizing(replicas, binding, misses)
 
 
-def _search(dep, rows, cand, lo, max_replicas, start=None):
+def _search(dep, rows, cand, lo, max_replicas, start=None, at_start=None):
     """Fewest n > lo per configuration in `rows` at which every candidate row passes (and whether one exists).
 
     start: a first count to try per configuration (square-root staffing): where it passes, a bisection
     below it; where it does not, a gallop up from it. The answer is the same (more replicas never hurt);
-    a big pool takes ~5 checks instead of ~10."""
+    a big pool takes ~5 checks instead of ~10. at_start: the state of `rows` at `start` (pooled_state), solved
+    already by the caller; the first check reads it where it tries exactly those counts."""
     R = dep.rows
     r = dep.row
     cand = cand[_member(R, rows)[r[cand]]]
@@ -347,12 +348,12 @@ def _search(dep, rows, cand, lo, max_replicas, start=None):
     pos[rows] = np.arange(rows.size)
     n_all = np.zeros(R)
 
-    def passes(sel, n):
+    def passes(sel, n, state=None):
         n_all[:] = 0.0
         n_all[rows[sel]] = n
         solved = _member(R, rows[sel])
         items = cand[solved[r[cand]]]
-        miss = _misses(dep, pooled_state(dep, n_all, only=solved), items)
+        miss = _misses(dep, pooled_state(dep, n_all, only=solved) if state is None else state, items)
         fails = np.bincount(pos[r[items]], miss, minlength=rows.size)
         return fails[sel] == 0
 
@@ -363,7 +364,9 @@ def _search(dep, rows, cand, lo, max_replicas, start=None):
         hi = np.minimum(np.maximum(hi, np.asarray(start, dtype=np.int64)), max_replicas)
         gap = np.maximum(hi - lo, 1)
     everything = np.arange(rows.size)
-    ok = passes(everything, hi)
+    # Each configuration's state is its own: the caller's at `start` is this check's where the counts are the same.
+    same = at_start is not None and start is not None and np.array_equal(hi, start)
+    ok = passes(everything, hi, at_start if same else None)
     # Gallop: the answer is usually close to the stability bound (square-root staffing).
     for _ in range(64):
         sel = np.flatnonzero(~ok & (hi < max_replicas))
