@@ -362,6 +362,29 @@ def test_the_table_names_what_to_buy(tmp_path, capsys):
     assert "What to buy next" not in capsys.readouterr().out
 
 
+@pytest.mark.slow
+def test_buy_nothing_prices_the_rest_at_its_cheapest_api_without_planning_it(seed_catalog, sample):
+    """Buy nothing: the owned H100 keeps kyc-overnight's batch pool; every other workload goes to its cheapest API
+    the rules allow, else stays unserved. That is read from the scores (what each workload costs on each API), not
+    from a plan at barred node prices made only to read them (a sixth of a 100-workload mixed evaluation).
+    Of the six left, credit-memos ($1,423.50 a month on its API) and internal-chat ($233.828125) may leave; the
+    other four are owned-only or have no API meeting their targets. Bill: the owned node 24,104.60 + API
+    1,657.328125 -> $1,657.33 = $25,761.93, 1 on nodes, 2 by API, 4 unserved."""
+    calls: list[Scenario] = []
+
+    def counted(catalog, workloads, scenario):
+        calls.append(scenario)
+        return memo_evaluate(catalog, workloads, scenario)
+
+    sc = Scenario(owned_nodes_by_gpu={"H100 SXM": 1}, buy_gpus=("B200",), buy_pricing=(PricingOption.OWNED,))
+    bo = mix.buy_options(seed_catalog, sample, sc, counted)
+    nothing = bo.buy_nothing
+    assert (nothing.owned_usd, nothing.api_usd, nothing.total_usd) == (24104.60, 1657.33, 25761.93)
+    assert (nothing.served_on_nodes, nothing.served_by_api, nothing.unserved) == (1, 2, 4)
+    # One fill stage (the owned H100, new nodes barred) and the B200 stage; nothing planned at 0 owned nodes.
+    assert sorted((c.gpu, c.fleet_nodes) for c in calls) == [("B200", 0), ("H100 SXM", 1)]
+
+
 def test_an_unpriced_owned_type_names_the_flags_that_price_it(tmp_path, capsys):
     """Owning mostly MI300X (the seed prices it on demand only) at the default 1-year option: the one-kind plan
     every choice is compared with cannot be priced. The CLI says which GPU, why it needs a price and the flags that

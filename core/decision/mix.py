@@ -321,6 +321,19 @@ class Chains:
             ev = self._cache[key] = self._evaluate(self.catalog, self.w.iloc[rows].reset_index(drop=True), stage)
         return ev
 
+    def _scores(self, rows: np.ndarray, stage: Scenario):
+        """The rows scored on every route under `stage` (engine.score_routes), without a plan: what each may cost
+        on each API (cached like the plans)."""
+        from core.decision.engine import prepare_workloads, score_routes
+
+        key = (rows.tobytes(), stage.model_dump_json(), "scores")
+        got = self._cache.get(key)
+        if got is None:
+            rate = node_rate(stage, list(self.catalog.node_prices), list(self.catalog.owned_hardware))
+            w = prepare_workloads(self.w.iloc[rows].reset_index(drop=True))
+            got = self._cache[key] = score_routes(self.catalog, w, stage, rate)
+        return got
+
     def _fill(self, rows: np.ndarray, gpu: str, nodes: int, placed: _Placed) -> np.ndarray:
         """One fill stage: keep on the owned nodes of `gpu` the deployments that fit; the rows left."""
         ev = self._plan(rows, stage_scenario(self.sc, gpu, nodes, None))
@@ -421,8 +434,7 @@ class Chains:
         served_api = left = 0
         if rows.size:
             gpu = next(iter(self.owned), self.sc.gpu)
-            ev = self._plan(rows, stage_scenario(self.sc, gpu, 0, None))
-            cost = _cheapest_api(ev)
+            cost = _cheapest_api(self._scores(rows, stage_scenario(self.sc, gpu, 0, None)))
             ok = np.isfinite(cost)
             api += float(np.sum(cost[ok]))
             served_api, left = int(ok.sum()), int((~ok).sum())
@@ -459,7 +471,7 @@ def _gpus_held(d: Deployment) -> int:
 
 def _cheapest_api(ev) -> np.ndarray:
     """Per workload, the monthly $ of its cheapest API route the engine found feasible with no owned fallback
-    (inf: none may take it)."""
+    (inf: none may take it), from an evaluation's or a scoring's routes and (W, R) arrays."""
     api_cols = np.array([r.hosting == "api" for r in ev.routes], dtype=bool)
     owned_cols = np.flatnonzero(~api_cols)
     fb = ev.a["fallback_route"].astype(int)
