@@ -2,6 +2,8 @@
 
 Run by hand: python bench/bench_evaluate_cli.py [--sizes 1000,10000,100000] [--format json]
              python bench/bench_evaluate_cli.py --against REV [--sizes sample,20,100] [--runs 2]
+             python bench/bench_evaluate_cli.py --sizes 100 --flags='--owned "H100 SXM:1" --buy B200'
+--flags: more `hangover evaluate` flags for every run, as a shell would split them (a mixed fleet's, say).
 A size `sample` is the bundled data/workloads_sample.csv (7 workloads), `archN` bench/gen.py's
 archetype_inventory(N) (N copies of the sample's seven, traffic varied); any other size is bench/gen.py's
 synthetic_inventory(n, seed=n). Prints wall and CPU seconds per size (CPU = the child process's user + system
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -38,13 +41,14 @@ SAMPLE = Path(__file__).resolve().parent.parent / "data" / "workloads_sample.csv
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_once(db: Path, csv: Path, out: Path, fmt: str, cwd: Path = ROOT) -> tuple[float, float]:
+def run_once(db: Path, csv: Path, out: Path, fmt: str, cwd: Path = ROOT,
+             flags: tuple[str, ...] = ()) -> tuple[float, float]:
     """Wall and CPU seconds of one `hangover evaluate` process (of the checkout in `cwd`: `python -m` puts it
-    first on the path)."""
+    first on the path); `flags`: more evaluate flags."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run([sys.executable, "-m", "core.cli", "--db", str(db), "evaluate", "--workloads", str(csv),
-                    "--format", fmt, "--detail", "verdicts", "--out", str(out)], check=True, cwd=cwd)
+                    "--format", fmt, "--detail", "verdicts", "--out", str(out), *flags], check=True, cwd=cwd)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -75,7 +79,7 @@ def init_store(db: Path, cwd: Path = ROOT) -> None:
                    stdout=subprocess.DEVNULL, cwd=cwd)
 
 
-def against(rev: str, sizes: list[str], runs: int, fmt: str) -> None:
+def against(rev: str, sizes: list[str], runs: int, fmt: str, flags: tuple[str, ...] = ()) -> None:
     """A/B of this checkout against git revision `rev` (module docstring)."""
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -92,7 +96,7 @@ def against(rev: str, sizes: list[str], runs: int, fmt: str) -> None:
                 for k in range(runs + 1):
                     for name, cwd in sides.items():
                         out = tmp / f"{name}.{fmt}"
-                        _, c = run_once(tmp / f"{name}.duckdb", csv, out, fmt, cwd)
+                        _, c = run_once(tmp / f"{name}.duckdb", csv, out, fmt, cwd, flags)
                         if k:  # run 0 warms each checkout up (numba's compiled loops, the fit cache)
                             cpu[name].append(c)
                 same = (tmp / f"base.{fmt}").read_bytes() == (tmp / f"head.{fmt}").read_bytes()
@@ -112,10 +116,12 @@ def main() -> None:
     ap.add_argument("--format", default="json", choices=["json", "csv", "parquet"])
     ap.add_argument("--against", metavar="REV", help="A/B against this git revision (module docstring)")
     ap.add_argument("--runs", type=int, default=2, help="with --against: counted runs of each side per size")
+    ap.add_argument("--flags", default="", help="more evaluate flags for every run (module docstring)")
     args = ap.parse_args()
     sizes = [s.strip() for s in args.sizes.split(",")]
+    flags = tuple(shlex.split(args.flags))
     if args.against:
-        against(args.against, sizes, max(args.runs, 1), args.format)
+        against(args.against, sizes, max(args.runs, 1), args.format, flags)
         return
     with tempfile.TemporaryDirectory() as d:
         db = Path(d) / "bench.duckdb"
@@ -128,7 +134,7 @@ def main() -> None:
         for size in sizes:
             csv = inventory(size, Path(d))
             out = Path(d) / f"out{size}.{args.format}"
-            wall, cpu = run_once(db, csv, out, args.format)
+            wall, cpu = run_once(db, csv, out, args.format, flags=flags)
             first = first or cpu
             label = _label(size)
             print(f"{label:>10} {wall:>8.2f} {cpu:>8.2f} {os.path.getsize(out) / 1e6:>10.1f} {cpu / first:>14.1f}")
