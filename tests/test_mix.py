@@ -24,11 +24,12 @@ GPUS = ("H100 SXM", "H200 SXM", "B200")
 _plans: dict[tuple[bytes, str], object] = {}
 
 
-def memo_evaluate(catalog, workloads, scenario):
+def memo_evaluate(catalog, workloads, scenario, **kw):
     """engine.evaluate remembered by (inventory, scenario): the properties price the same chains many times."""
-    key = (pd.util.hash_pandas_object(workloads, index=False).to_numpy().tobytes(), scenario.model_dump_json())
+    key = (pd.util.hash_pandas_object(workloads, index=False).to_numpy().tobytes(), scenario.model_dump_json(),
+           repr(sorted(kw.items())))
     if key not in _plans:
-        _plans[key] = evaluate(catalog, workloads, scenario)
+        _plans[key] = evaluate(catalog, workloads, scenario, **kw)
     return _plans[key]
 
 
@@ -372,9 +373,9 @@ def test_buy_nothing_prices_the_rest_at_its_cheapest_api_without_planning_it(see
     1,657.328125 -> $1,657.33 = $25,761.93, 1 on nodes, 2 by API, 4 unserved."""
     calls: list[Scenario] = []
 
-    def counted(catalog, workloads, scenario):
+    def counted(catalog, workloads, scenario, **kw):
         calls.append(scenario)
-        return memo_evaluate(catalog, workloads, scenario)
+        return memo_evaluate(catalog, workloads, scenario, **kw)
 
     sc = Scenario(owned_nodes_by_gpu={"H100 SXM": 1}, buy_gpus=("B200",), buy_pricing=(PricingOption.OWNED,))
     bo = mix.buy_options(seed_catalog, sample, sc, counted)

@@ -293,12 +293,14 @@ def check_plan_size(workloads: int) -> None:
             "memory.")
 
 
-def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario) -> Evaluation:
+def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario, *,
+             break_even: bool | str = True) -> Evaluation:
     """Score every workload on every route, then plan the fleet (see docs/design/fleet_plan.md).
 
     The plan minimises the monthly cash bill, in which owned nodes are paid
     for whatever runs on them and a new node costs its full price; the cost
-    basis changes only how that bill is attributed to workloads.
+    basis changes only how that bill is attributed to workloads. break_even="later": the licensed stacks'
+    break-even re-plan waits until asked whatever the size (fleet.plan_evaluation).
     """
     check_plan_size(len(workloads))
     w = prepare_workloads(workloads)
@@ -306,7 +308,7 @@ def evaluate(catalog: Catalog, workloads: pd.DataFrame, scenario: Scenario) -> E
     rate = node_rate(scenario, list(catalog.node_prices), list(catalog.owned_hardware))
     store = kept_sizings(catalog, scenario, len(w))
     with shared_sizings(store) if store is not None else nullcontext():
-        return _evaluate(catalog, w, scenario, rate)
+        return _evaluate(catalog, w, scenario, rate, break_even=break_even)
 
 
 # Scenario fields no pool sizing reads (what a replica costs, how many nodes are owned, how the bill is attributed):
@@ -435,7 +437,7 @@ def score_routes(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: No
 
 
 def _evaluate(catalog: Catalog, w: pd.DataFrame, scenario: Scenario, rate: NodeRate, *,
-              break_even: bool = True, checked: bool = True,
+              break_even: bool | str = True, checked: bool = True,
               start_keys: list | None = None, candidates: bool = False, faster_restart: bool = True,
               polish: bool = True, hold: np.ndarray | None = None,
               other_starts: tuple = (), scores: Scores | None = None) -> Evaluation:

@@ -396,7 +396,7 @@ def _warm_start(planner: Planner, start_keys: list[tuple | None]) -> np.ndarray 
 
 
 def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, interactive, pf, *,
-                    grid, tp_options, break_even: bool = True, checked: bool = True,
+                    grid, tp_options, break_even: bool | str = True, checked: bool = True,
                     start_keys: list[tuple | None] | None = None, candidates: bool = False,
                     restart_from: Callable[[], list] | None = None, other_starts: tuple = (),
                     polish: bool = True, hold: np.ndarray | None = None) -> Planned:
@@ -404,7 +404,9 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
 
     break_even=False skips the licensed stacks' break-even re-plan (a search of its own, ~40 % of the time on
     a 100-workload inventory): `licensed_routes` is then empty. For evaluations nobody shows, such as
-    the efficiency ends of the verdict ranges, which read only verdicts, nodes and the bill.
+    the efficiency ends of the verdict ranges, which read only verdicts, nodes and the bill. break_even="later":
+    made when first asked (licensed_routes(ev, force=True)) whatever the size, as above
+    SearchSettings.break_even_max_workloads: for plans only some of which are shown (the mix's stage plans).
     checked=False skips the simulation check (core.decision.closeloop) and the node drivers: for re-plans compared
     with one another on the latency model alone, such as the smallest change's.
     start_keys (plan_start_keys of a plan of the same workloads and routes, such as the plan before a target is
@@ -473,7 +475,7 @@ def plan_evaluation(ev: Evaluation, gpu, lam_peak, rpd, n_in, n_out, slo, intera
     # The break-even re-plan reads the plan and writes only its own result: at scale it runs on the other core
     # while the plan is attributed (docs/design/fleet_plan.md "The break-even beside the attribution"). Above
     # SearchSettings.break_even_max_workloads it waits until asked (licensed_routes).
-    now = break_even and len(inp.workload_ids) <= settings_mod.PLAN.break_even_max_workloads
+    now = break_even is True and len(inp.workload_ids) <= settings_mod.PLAN.break_even_max_workloads
     licensed = (background.in_background(lambda: _licensed_routes(ev, best, every, barred, planner),
                                           len(inp.workload_ids) >= settings_mod.PLAN.background_rows) if now else list)
     verdict, fleet = _apply(ev, planner, best, rpd, n_out, added, drivers=checked)

@@ -144,6 +144,7 @@ def _fill_pools(st) -> np.ndarray:
 
 def _record(ev) -> FleetPlan:
     from core.decision import mix
+    from core.decision.fleet import licensed_routes
 
     best = mix.of(ev).best
     base = ev.fleet
@@ -219,7 +220,7 @@ def _record(ev) -> FleetPlan:
         owned_usd_per_mtok_out=owned_cash / tokens * 1e6 if tokens > 0 and owned_cash > 0 else None,
         monthly_usd_by_route=by_route, deployments=tuple(kept),
         node_drivers=cand_fleet.node_drivers if cand_fleet is not None and new else (),
-        licensed_routes=cand_fleet.licensed_routes if cand_fleet is not None else base.licensed_routes,
+        licensed_routes=licensed_routes(candidate.ev) if candidate is not None else base.licensed_routes,
         verdict_mix=mix_words, source=base.source)
 
 
