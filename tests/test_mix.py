@@ -386,6 +386,26 @@ def test_buy_nothing_prices_the_rest_at_its_cheapest_api_without_planning_it(see
     assert sorted((c.gpu, c.fleet_nodes) for c in calls) == [("B200", 0), ("H100 SXM", 1)]
 
 
+@pytest.mark.slow
+def test_only_the_chosen_mix_makes_its_break_even(mixed_report, seed_catalog, sample):
+    """Each stage plan's licensed stacks' break-even re-plan waits until asked: the chosen mix's stages have it
+    (what its fleet and reasons show), equal to the one its stage plan makes with itself when planned alone;
+    the other rows' stage plans never made it."""
+    from core.decision import mixfleet
+    from core.decision.fleet import licensed_routes
+
+    ev = mixed_report[4]
+    bo = mix.of(ev)
+    chosen = {id(st.ev) for st in bo.best.stages}
+    for st in bo.best.stages:
+        made = licensed_routes(st.ev)
+        alone = evaluate(seed_catalog, sample.iloc[st.rows].reset_index(drop=True), st.ev.scenario)
+        assert made is not None and made == alone.fleet.licensed_routes
+    assert any(r.break_even_usd_per_gpu_month for r in mixfleet.top(ev).licensed_routes or ())
+    others = [st.ev for p in bo.rows for st in p.stages if id(st.ev) not in chosen and st.ev is not ev]
+    assert others and all(licensed_routes(e) is None for e in others)
+
+
 def test_an_unpriced_owned_type_names_the_flags_that_price_it(tmp_path, capsys):
     """Owning mostly MI300X (the seed prices it on demand only) at the default 1-year option: the one-kind plan
     every choice is compared with cannot be priced. The CLI says which GPU, why it needs a price and the flags that
