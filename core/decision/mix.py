@@ -164,6 +164,7 @@ class BuyOptions:
     ends_with_added: dict[str, tuple[MixPlan | None, MixPlan | None]] = field(default_factory=dict)
     workloads: int = 0  # rows of the inventory (what each row's attribution spans)
     cost_basis: CostBasis = CostBasis.FULL
+    _dropped: dict[str, dict] = field(default_factory=dict, repr=False, compare=False)  # dropped(), per row label
 
     def shown(self) -> list[tuple[str, MixPlan]]:
         """The rows side by side: (row, plan) for each candidate GPU's best option, the best mix, buy nothing."""
@@ -182,18 +183,7 @@ class BuyOptions:
                "unserved_optimistic": fast.unserved, "unserved_pessimistic": slow.unserved,
                "basis": "optimistic: every owned route at the optimistic end of its efficiency range; pessimistic: at "
                         "the pessimistic end; the same chain re-planned at each for the work it serves (estimates)"}
-        # An end that cannot serve some of the row's work bills less for it: how many, and their share of the row's
-        # bill (its attribution, as the chosen mix's performance_range prices them).
-        shares = None
-        for name, end in (("optimistic", fast), ("pessimistic", slow)):
-            dropped = np.setdiff1d(p.served_rows, end.served_rows)
-            if dropped.size and shares is None:
-                from core.decision.mixfleet import plan_attributed
-
-                shares = plan_attributed(p, max(self.workloads, int(p.served_rows.max()) + 1), self.cost_basis)
-            out[f"dropped_{name}"] = int(dropped.size)
-            out[f"dropped_{name}_usd"] = round(float(shares[dropped].sum()), 2) if shares is not None \
-                and dropped.size else 0.0
+        out.update(self.dropped(p))
         for name, more in zip(("optimistic", "pessimistic"), self.ends_with_added.get(p.label, (None, None)),
                               strict=True):
             out[f"added_{name}"] = 0 if more is None else len(set(more.served_rows.tolist())
@@ -201,6 +191,25 @@ class BuyOptions:
             out[f"total_monthly_usd_{name}_with_added"] = None if more is None else more.total_usd
             out[f"nodes_new_{name}_with_added"] = None if more is None else more.new_node_count
         return out
+
+    def dropped(self, p: MixPlan) -> dict:
+        """Per end of a row's range (computed: estimate_range), the row's workloads it cannot serve and their share
+        of the row's bill (its attribution, mixfleet.plan_attributed): an end serving less bills less for it.
+        Computed once per row: dropped_optimistic, dropped_optimistic_usd, dropped_pessimistic, ..._usd."""
+        got = self._dropped.get(p.label)
+        if got is None:
+            got, shares = {}, None
+            for name, end in zip(("optimistic", "pessimistic"), self.ends[p.label], strict=True):
+                rows = np.setdiff1d(p.served_rows, end.served_rows)
+                if rows.size and shares is None:
+                    from core.decision.mixfleet import plan_attributed
+
+                    shares = plan_attributed(p, max(self.workloads, int(p.served_rows.max()) + 1), self.cost_basis)
+                got[f"dropped_{name}"] = int(rows.size)
+                got[f"dropped_{name}_usd"] = round(float(shares[rows].sum()), 2) if shares is not None \
+                    and rows.size else 0.0
+            self._dropped[p.label] = got
+        return got
 
     def as_json(self) -> list[dict]:
         """fleet.buy_options: one row per candidate GPU (its best option), the best mix, then buy nothing;

@@ -276,7 +276,7 @@ def performance(ev) -> PerformanceRange | None:
     ends = bo.ends.get(bo.best.label)
     if ends is None:
         return None
-    best, att = bo.best, attributed(ev)
+    best = bo.best
     owned = sum(best.owned_nodes_by_gpu.values())
     central = set(best.served_rows.tolist())
 
@@ -286,15 +286,15 @@ def performance(ev) -> PerformanceRange | None:
     nodes = {}
     moved = {}
     more = dict(zip(("optimistic", "pessimistic"), bo.ends_with_added.get(best.label, (None, None)), strict=True))
+    dropped = bo.dropped(best)  # the workloads an end cannot serve, priced as every row's range prices them
     for name, p in zip(("optimistic", "pessimistic"), ends, strict=True):
         nodes[name] = nodes_of(p)
         there = set(p.served_rows.tolist())
-        dropped = sorted(central - there)
         # The ends are planned for the chosen mix's work (mix.buy_options); what only an end serves, from its
         # plan serving that too.
         whole = more[name]
         added = len(set(whole.served_rows.tolist()) - central) if whole is not None else len(there - central)
-        moved[name] = (len(dropped), round(float(att[dropped].sum()), 2) if dropped else 0.0, added)
+        moved[name] = (dropped[f"dropped_{name}"], dropped[f"dropped_{name}_usd"], added)
     fast, slow = ends
     return PerformanceRange(
         nodes_needed_optimistic=nodes["optimistic"], nodes_needed_pessimistic=nodes["pessimistic"],
