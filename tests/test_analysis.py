@@ -35,7 +35,10 @@ def test_architecture_comparison_words_only_what_is_shown(ev):
     interactive = ev.workloads["latency_slo_ms"].notna().sum()
     owned = sum(r.hosting == "owned" for r in ev.routes)
     assert len(cmp) == interactive * owned
-    assert cmp.loc[cmp["feasible"], "why_not"].isna().all()
+    assert cmp.loc[cmp["feasible"] & cmp["permitted"], "why_not"].isna().all()
+    # A route the plan may not use (licensed weights, fee not entered) says so where it could hold the work.
+    barred = cmp[cmp["feasible"] & ~cmp["permitted"]]
+    assert not barred.empty and barred["why_not"].str.contains("licence").all()
     # onboarding-rt: no plain AR route is feasible, so the fastest refused one carries its reason.
     ar = cmp[(cmp["workload_id"] == "onboarding-rt") & (cmp["architecture"] == "autoregressive")]
     assert not ar["feasible"].any()

@@ -212,6 +212,32 @@ def test_fleet_options_stack_owned_and_api_cost_and_flag_unserved_work():
     assert fig.layout.title.text.startswith("$ a month")
 
 
+def test_architecture_chart_hatches_a_route_the_plan_may_not_use():
+    """w1's diffusion bar is a licensed route without its fee (feasible, not permitted): hatched, its hover
+    says so, and a legend entry explains the hatching; w2's diffusion bar and every other bar are plain."""
+    side = pd.DataFrame({
+        "workload_id": ["w1"] * 4 + ["w2"] * 4,
+        "architecture": ["autoregressive", "speculative", "moe", "diffusion"] * 2,
+        "route": ["AR", "Spec", "MoE", "Diff"] * 2, "feasible": [True] * 8,
+        "permitted": [True, True, True, False, True, True, True, True],
+        "nodes": [1.0] * 8, "gpus_per_replica": [8.0] * 8, "max_concurrency_within_sla": [4.0] * 8,
+        "p95_latency_ms": [900.0] * 8, "monthly_usd": [1.0] * 8, "why_not": [None] * 8,
+    })
+    fig = charts.architecture_chart(side)
+    *plain, diff, hatched, key = fig.data
+    assert key.name.startswith("Licence fee not entered") and key.marker.pattern.shape == "/"
+    assert _list(key.y) == [0.0] and key.offsetgroup == "diffusion"  # a legend entry, taking no slot
+    # The hatched bar is its own trace in diffusion's slot, out of the legend (the legend swatch stays plain).
+    assert hatched.marker.pattern.shape == "/" and hatched.showlegend is False
+    assert hatched.offsetgroup == diff.offsetgroup == "diffusion" and diff.marker.pattern.shape is None
+    assert _list(hatched.y) == [1.0, 0.0] and _list(hatched.text) == ["1", ""]
+    assert _list(diff.y) == [0.0, 1.0] and _list(diff.text) == ["", "1"]
+    assert "may not use" in _list(hatched.customdata)[0] and "may not use" not in _list(diff.customdata)[1]
+    assert [t.name for t in plain] == ["Autoregressive", "Speculative", "MoE"]
+    plain_fig = charts.architecture_chart(side.assign(permitted=True))
+    assert [t.name for t in plain_fig.data] == ["Autoregressive", "Speculative", "MoE", "Diffusion"]
+
+
 def test_architecture_chart_can_be_limited_to_some_workloads():
     side = pd.DataFrame({
         "workload_id": ["w1"] * 4 + ["w2"] * 4,

@@ -134,12 +134,31 @@ def test_nodes_by_route_and_architecture_side_by_side(ev):
     interactive = ev.workloads.loc[ev.workloads["latency_slo_ms"].notna(), "workload_id"]
     assert list(dict.fromkeys(side["workload_id"])) == list(interactive)
     assert (side.groupby("workload_id").size() == 4).all()  # one row per architecture
-    # The best row per architecture is the cheapest feasible one.
+    # The best row per architecture is the cheapest feasible one the plan may use, where there is one.
     comp = analysis.architecture_comparison(ev)
     for row in side[side["feasible"]].itertuples():
         same = comp[(comp["workload_id"] == row.workload_id) & (comp["architecture"] == row.architecture)
                     & comp["feasible"]]
-        assert row.monthly_usd == same["monthly_usd"].min()
+        usable = same[same["permitted"]]
+        assert row.permitted == (not usable.empty)
+        assert row.monthly_usd == (usable if not usable.empty else same)["monthly_usd"].min()
+
+
+def test_side_by_side_never_shows_a_route_the_plan_may_not_use_as_the_best(ev):
+    """The sample's code-completion on diffusion: Mercury-class (licensed weights, no fee entered) holds it on
+    1 node for $6,026 a month without its fee; LLaDA2.0-flash, which the plan may use, needs 3 nodes alone. The
+    row shows LLaDA2.0-flash's 3 nodes: a 1-node bar read as the plan's told a buyer diffusion holds it on one
+    node. onboarding-rt has no diffusion route but Mercury-class: shown, marked not permitted, its reason the
+    missing fee."""
+    comp = analysis.architecture_comparison(ev)
+    side = views.architecture_side_by_side(comp).set_index(["workload_id", "architecture"])
+    merc = comp[(comp["workload_id"] == "code-completion") & comp["route"].str.startswith("Mercury")].iloc[0]
+    assert merc["feasible"] and not merc["permitted"] and merc["nodes"] == 1  # the case as worked out
+    row = side.loc[("code-completion", "diffusion")]
+    assert row["route"].startswith("LLaDA2.0-flash") and row["permitted"] and row["nodes"] == 3
+    lone = side.loc[("onboarding-rt", "diffusion")]
+    assert lone["route"].startswith("Mercury") and lone["feasible"] and not lone["permitted"]
+    assert "licence" in lone["why_not"] and "Pricing" in lone["why_not"]
 
 
 def test_routing_csv_has_one_row_per_workload(ev):

@@ -12,6 +12,7 @@ from core.catalog import Catalog
 from core.decision.economics import cash_bill
 from core.decision.engine import Evaluation, evaluate
 from core.decision.explain import why_not
+from core.decision.fleet import route_permitted
 from core.decision.records import FleetOption
 from core.models import Scenario
 
@@ -107,13 +108,14 @@ def _plan_options(ev: Evaluation) -> tuple[FleetOption, ...]:
 def architecture_comparison(ev: Evaluation, *, explain: str = "fastest") -> pd.DataFrame:
     """For each interactive workload, every owned route side by side: nodes, concurrency within the SLA, p95.
 
-    Built from the engine's arrays without a loop over workloads. `why_not` is
+    Built from the engine's arrays without a loop over workloads. `permitted`: whether the plan may use the
+    route (licensed weights whose fee is not entered may not: their figures leave the fee out). `why_not` is
     worded only where a reader sees it: with explain="fastest", for the
     fastest refused route of an architecture that has no feasible route for
-    that workload (what the side-by-side view shows); "all" words every
-    refusal; "none" words nothing.
+    that workload (what the side-by-side view shows) and for every feasible route the plan may not use;
+    "all" words every refusal; "none" words nothing.
     """
-    cols = ["workload_id", "route", "architecture", "feasible", "nodes", "gpus_per_replica",
+    cols = ["workload_id", "route", "architecture", "feasible", "permitted", "nodes", "gpus_per_replica",
             "max_concurrency_within_sla", "p95_latency_ms", "monthly_usd", "why_not"]
     rows = np.flatnonzero(ev.workloads["latency_slo_ms"].notna().to_numpy())
     owned = [r for r, route in enumerate(ev.routes) if route.hosting == "owned"]
@@ -131,6 +133,8 @@ def architecture_comparison(ev: Evaluation, *, explain: str = "fastest") -> pd.D
         "architecture": np.array([ev.routes[r].architecture for r in owned], dtype=object)[
             np.tile(np.arange(len(owned)), rows.size)],
         "feasible": ok,
+        "permitted": np.array([route_permitted(ev.routes[r]) for r in owned], dtype=bool)[
+            np.tile(np.arange(len(owned)), rows.size)],
         "nodes": where_ok("nodes"),
         "gpus_per_replica": where_ok("gpus_per_replica"),
         "max_concurrency_within_sla": where_ok("concurrency"),
@@ -148,6 +152,10 @@ def architecture_comparison(ev: Evaluation, *, explain: str = "fastest") -> pd.D
         refused &= ~any_ok & (out["p95_latency_ms"].fillna(np.inf).to_numpy() <= fastest.to_numpy())
     for k in np.flatnonzero(refused):
         out.at[k, "why_not"] = why_not(ev, int(ii[k]), int(rr[k]))
+    for k in np.flatnonzero(ok & ~out["permitted"].to_numpy()):
+        out.at[k, "why_not"] = (f"{ev.routes[int(rr[k])].label} could hold it, but its weights need a licence whose "
+                                "fee is not entered, so the plan may not use it (its figures here leave the fee "
+                                "out): enter the fee on Pricing.")
     return out
 
 

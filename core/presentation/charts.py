@@ -167,7 +167,9 @@ def architecture_chart(side: pd.DataFrame, *, workloads: Sequence[str] | None = 
 
     `workloads` limits the chart to those ids (in the frame's order). A bar
     marked ✗ is an architecture that cannot serve the workload (latency or
-    quality; see the table).
+    quality; see the table); a hatched one, a route the plan may not use
+    (`permitted` False: licensed weights whose fee is not entered), which a
+    legend entry of its own explains.
     """
     fig = go.Figure()
     keep = None if workloads is None else set(workloads)
@@ -176,24 +178,47 @@ def architecture_chart(side: pd.DataFrame, *, workloads: Sequence[str] | None = 
     for arch in ARCHITECTURE_ORDER:
         d = side[side["architecture"] == arch].set_index("workload_id").reindex(workloads)
         feasible = d["feasible"].fillna(False).astype(bool).to_numpy()
+        permitted = (d["permitted"].fillna(True).astype(bool).to_numpy() if "permitted" in d
+                     else np.ones(len(d), dtype=bool))
+        barred = feasible & ~permitted
         nodes = np.where(feasible, d["nodes"].to_numpy(dtype=float), 0.0)
         text = [integer(n) if f else "✗" for n, f in zip(nodes, feasible, strict=True)]
         detail = [
-            (f"{escape_plotly(r)}<br>{integer(c)} requests per replica within the SLA<br>p95 {integer(p)} ms" if f
+            (f"{escape_plotly(r)}<br>{integer(c)} requests per replica within the SLA<br>p95 {integer(p)} ms"
+             + ("<br>licensed weights, fee not entered: the plan may not use it" if b else "") if f
              else f"{escape_plotly(r) if isinstance(r, str) else 'no route'}: cannot serve")
-            for r, c, p, f in zip(d["route"], d["max_concurrency_within_sla"], d["p95_latency_ms"], feasible,
-                                  strict=True)
+            for r, c, p, f, b in zip(d["route"], d["max_concurrency_within_sla"], d["p95_latency_ms"], feasible,
+                                     barred, strict=True)
         ]
+        hover = "%{x} · " + ARCHITECTURE_LABELS[arch] + ": %{y} node(s)<br>%{customdata}<extra></extra>"
         fig.add_trace(go.Bar(
-            x=escape_plotly(workloads), y=nodes, name=ARCHITECTURE_LABELS[arch], marker_color=ARCH_COLORS[arch],
-            text=text, textposition="outside", cliponaxis=False, customdata=detail,
-            hovertemplate="%{x} · " + ARCHITECTURE_LABELS[arch] + ": %{y} node(s)<br>%{customdata}<extra></extra>",
+            x=escape_plotly(workloads), y=np.where(barred, 0.0, nodes), name=ARCHITECTURE_LABELS[arch],
+            marker_color=ARCH_COLORS[arch], offsetgroup=arch, legendgroup=arch,
+            text=["" if b else t for t, b in zip(text, barred, strict=True)], textposition="outside",
+            cliponaxis=False, customdata=detail, hovertemplate=hover,
         ))
+        if barred.any():
+            # Its own trace in the same slot (offsetgroup), out of the legend: a hatched first bar hatched the
+            # architecture's legend swatch.
+            fig.add_trace(go.Bar(
+                x=escape_plotly(workloads), y=np.where(barred, nodes, 0.0), name=ARCHITECTURE_LABELS[arch],
+                marker_color=ARCH_COLORS[arch], marker_pattern_shape="/", offsetgroup=arch, legendgroup=arch,
+                showlegend=False, text=[t if b else "" for t, b in zip(text, barred, strict=True)],
+                textposition="outside", cliponaxis=False, customdata=detail, hovertemplate=hover,
+            ))
     fig.update_layout(barmode="group", bargap=0.25)
     top = float(np.nanmax(side["nodes"].to_numpy(dtype=float))) if side["nodes"].notna().any() else 1.0
     fig.update_yaxes(title_text="Nodes at peak", rangemode="tozero", dtick=1 if top <= 8 else None,
                      range=[0, top * 1.2 + 0.5])
     fig.update_xaxes(title_text=None)
+    hatched = [t for t in fig.data if t.marker.pattern.shape == "/"]
+    if hatched:
+        # What hatching means, as a legend entry of its own (a bar of height 0 in a hatched trace's slot).
+        fig.add_trace(go.Bar(
+            x=[workloads[0]], y=[0.0], name="Licence fee not entered: not in the plan", marker_color="white",
+            marker_line_color=palette.INK, marker_pattern_shape="/", marker_pattern_fgcolor=palette.INK,
+            offsetgroup=hatched[0].offsetgroup, hoverinfo="skip",
+        ))
     return _style(fig, "Nodes each architecture needs to hold the SLA at peak (✗ = cannot serve)", height=380)
 
 

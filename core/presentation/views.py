@@ -517,11 +517,13 @@ def costliest_interactive(ev: Evaluation, n: int) -> list[str]:
 
 
 def architecture_side_by_side(comparison: pd.DataFrame) -> pd.DataFrame:
-    """Per interactive workload and architecture, its best owned route (cheapest feasible, else fastest).
+    """Per interactive workload and architecture, its best owned route: the cheapest feasible one the plan may
+    use; else the cheapest feasible one it may not (licensed weights whose fee is not entered, `permitted`
+    False: shown so a reader sees what a fee would unlock, never as the plan's); else the fastest.
 
     Takes analysis.architecture_comparison(ev); one row per (workload, architecture) in a fixed order.
     """
-    cols = ["workload_id", "architecture", "route", "feasible", "nodes", "gpus_per_replica",
+    cols = ["workload_id", "architecture", "route", "feasible", "permitted", "nodes", "gpus_per_replica",
             "max_concurrency_within_sla", "p95_latency_ms", "monthly_usd", "why_not"]
     if comparison.empty:
         return pd.DataFrame(columns=cols)
@@ -529,7 +531,11 @@ def architecture_side_by_side(comparison: pd.DataFrame) -> pd.DataFrame:
     c["_w"] = pd.Categorical(c["workload_id"], categories=list(dict.fromkeys(c["workload_id"])))
     c["_a"] = pd.Categorical(c["architecture"], categories=list(ARCHITECTURE_ORDER))
     c["_cost"] = c["monthly_usd"].fillna(np.inf)
-    c = c.sort_values(["_w", "_a", "feasible", "_cost", "p95_latency_ms"], ascending=[True, True, False, True, True])
+    # A licensed route without its fee looked cheapest (its bill leaves the fee out): on the sample a 1-node
+    # diffusion bar for code-completion, whose diffusion route the plan may use needs 3 nodes alone.
+    feasible = c["feasible"].astype(bool)
+    c["_rank"] = np.where(feasible & c["permitted"].astype(bool), 0, np.where(feasible, 1, 2))
+    c = c.sort_values(["_w", "_a", "_rank", "_cost", "p95_latency_ms"], ascending=True)
     best = c.groupby(["_w", "_a"], observed=True, sort=True).head(1)[cols].reset_index(drop=True)
     # A route that cannot run at all has no p95: missing (shown "—"), never "Infinity" on the page.
     best["p95_latency_ms"] = best["p95_latency_ms"].astype(float).replace([np.inf, -np.inf], np.nan)
