@@ -126,6 +126,18 @@ def test_route_alternatives_group_identical_refusals(ev):
     assert len(ok) + sum(len(r) for r, _ in rejected) == len(ev.routes)
 
 
+def test_route_alternatives_name_a_route_the_plan_may_not_use(ev):
+    """code-completion: Mercury-class (licensed weights, fee not entered) is the cheapest feasible route at
+    $6,026 a month without its fee, the verdict LLaDA2.0-flash at $63,234: the cheaper row says it is not in
+    the plan; every other row keeps its plain name."""
+    i = int(np.flatnonzero(ev.workloads["workload_id"] == "code-completion")[0])
+    ok, _ = views.route_alternatives(ev, i)
+    assert ok.loc[0, "route"].startswith("Mercury") and not ok.loc[0, "permitted"]  # cheapest first
+    assert ok.loc[0, "route"].endswith("(licence fee not entered: not in the plan)")
+    assert not ok.loc[ok["permitted"], "route"].str.contains("licence").any()
+    assert ev.routes[int(ev.verdict[i])].label in set(ok["route"])
+
+
 def test_nodes_by_route_and_architecture_side_by_side(ev):
     routes = views.nodes_by_route(ev)
     assert set(routes["route_id"]) == set(ev.fleet.gpus_by_route)

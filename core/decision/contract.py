@@ -76,7 +76,10 @@ def _sensitivity_columns(ev: Evaluation) -> dict:
 
 
 def routes_frame(ev: Evaluation, i: int) -> pd.DataFrame:
-    """Every route for workload i: figures, feasibility and why not (for the expander)."""
+    """Every route for workload i: figures, feasibility, whether the plan may use it (licensed weights need
+    their fee entered) and why not (for the expander)."""
+    from core.decision.fleet import route_permitted
+
     out = []
     for r, route in enumerate(ev.routes):
         out.append({
@@ -85,6 +88,7 @@ def routes_frame(ev: Evaluation, i: int) -> pd.DataFrame:
             "hosting": route.hosting,
             "architecture": route.architecture,
             "feasible": bool(ev.a["feasible"][i, r]),
+            "permitted": route_permitted(route),
             "why_not": None if ev.a["feasible"][i, r] else why_not(ev, i, r),
             "usd_per_request": _num(ev.a["usd_per_request"][i, r]),
             "usd_per_mtok_out": _num(ev.values("usd_per_mtok_out", i, r)),

@@ -317,10 +317,13 @@ def route_alternatives(ev: Evaluation, i: int) -> tuple[pd.DataFrame, list[tuple
     """For workload i: (feasible routes, cheapest first; rejected routes grouped by their identical reason).
 
     Grouping keeps an owned-only workload's thirteen identical "data may not
-    leave" refusals to one line.
+    leave" refusals to one line. A feasible route the plan may not use (licensed weights whose fee is not
+    entered: its figures leave the fee out) says so in its name, or a reader takes the cheapest row for the plan's.
     """
     rf = contract.routes_frame(ev, i)
     ok = rf[rf["feasible"]].sort_values(["usd_per_request", "p95_latency_ms"], na_position="last")
+    barred = ~ok["permitted"].astype(bool)
+    ok.loc[barred, "route"] = ok.loc[barred, "route"] + " (licence fee not entered: not in the plan)"
     rejected: dict[str, list[str]] = {}
     for route, why in zip(rf.loc[~rf["feasible"], "route"], rf.loc[~rf["feasible"], "why_not"], strict=True):
         rejected.setdefault(str(why or "infeasible"), []).append(str(route))
