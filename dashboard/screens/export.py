@@ -65,7 +65,7 @@ st.subheader("Audit trail")
 st.caption("Every write to the store, newest first: who (the signed-in user, or local: and the OS user without sign-in), "
            "when (UTC), what. The CSV holds all of it; `hangover users audit --out audit.csv` writes the same.")
 trail = audit_trail(state.store())
-st.dataframe(trail.head(200), hide_index=True, width="stretch", key="export_audit_table",
+st.dataframe(trail.head(200), hide_index=True, placeholder="—", width="stretch", key="export_audit_table",
              column_config={"written_at": st.column_config.DatetimeColumn("When (UTC)", format="YYYY-MM-DD HH:mm:ss")})
 st.download_button("Audit trail (CSV)", data=csv_bytes(trail), file_name="audit-trail.csv", mime="text/csv",
                    key="export_audit")

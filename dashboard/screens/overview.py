@@ -61,7 +61,7 @@ if (staged := staged_purchase(ev)) is not None:
     vs = owned_vs_api(staged)
     if len(vs):
         with st.expander("Owned against the best allowed API, across the ranges"):
-            st.dataframe(vs, hide_index=True, key="overview_owned_vs_api",
+            st.dataframe(vs, hide_index=True, placeholder="—", key="overview_owned_vs_api",
                          column_config={"workload_id": text_col("Workload"),
                                         "p_owned_beats_api": st.column_config.ProgressColumn(
                                             "Chance owned is cheaper", format="percent", min_value=0.0,
@@ -71,7 +71,7 @@ if (staged := staged_purchase(ev)) is not None:
 
 
 with st.expander(f"Cash bill: {served.plan_bill_words(ev)} — line by line"):
-    st.dataframe(views.cash_bill(ev), hide_index=True, key="overview_bill",
+    st.dataframe(views.cash_bill(ev), hide_index=True, placeholder="—", key="overview_bill",
                  column_config={"line": text_col("Line"), "what": text_col("What", width="large"),
                                 "usd_per_month": money_col("$/month")})
 

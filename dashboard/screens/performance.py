@@ -115,7 +115,7 @@ try:
     st.caption(md(note))
     with st.expander("The curve as a table (each row with its provenance)"):
         st.dataframe(
-            curve, hide_index=True, width="stretch", key="perf_curve_table",
+            curve, hide_index=True, placeholder="—", width="stretch", key="perf_curve_table",
             column_order=["concurrency", "ttft_ms", "e2e_ms", "e2e_ms_p95", "output_tokens_per_s_total",
                           "output_tokens_per_s_per_stream", "fits", "provenance", "source"],
             column_config={
@@ -139,7 +139,7 @@ try:
         st.caption(md(view.line))
         if view.table is not None:
             ratio = st.column_config.NumberColumn("ratio", format=column_format("num_2"))
-            st.dataframe(view.table, hide_index=True, width="stretch", key="perf_peer_table", column_config={
+            st.dataframe(view.table, hide_index=True, placeholder="—", width="stretch", key="perf_peer_table", column_config={
                 "concurrency": st.column_config.NumberColumn("concurrency", format=column_format("plain")),
                 "per_stream_roofline": st.column_config.NumberColumn("tok/s, stream", format=column_format("num_1")),
                 "per_stream_peer": st.column_config.NumberColumn("AIConfigurator", format=column_format("num_1")),

@@ -68,7 +68,7 @@ if saved := st.session_state.pop("price_saved", None):
 st.subheader("Node prices (renting)")
 nodes = node_price_table(cat.node_prices, today, first_gpu=st.session_state["sc_gpu"])
 st.dataframe(
-    nodes, hide_index=True, width="stretch", height="content", key="price_nodes_table",
+    nodes, hide_index=True, placeholder="—", width="stretch", height="content", key="price_nodes_table",
     # Widths fit the main column at 1280 px (issue 14); the source column takes what is left.
     column_order=["gpu", "provider", "instance", "option", "usd_per_node_hour", "usd_per_gpu_hour",
                   "dated", "confidence", "source"],
@@ -143,7 +143,7 @@ st.subheader("Owned hardware: what an hour costs")
 tco = owned_tco_table(cat.owned_hardware, today)
 st.markdown("**Inputs** (per node)")
 st.dataframe(
-    tco, hide_index=True, width="stretch", key="price_tco_inputs",
+    tco, hide_index=True, placeholder="—", width="stretch", key="price_tco_inputs",
     column_order=["name", "capex_usd_per_node", "depreciation_years", "cost_of_capital_rate", "kw_per_node", "pue",
                   "usd_per_kwh", "support_usd_per_year", "dated", "confidence"],
     column_config={
@@ -164,7 +164,7 @@ st.dataframe(
 st.caption("Sources:\n" + "\n".join(f"- {line}" for line in provenance_lines(cat.owned_hardware, today)))
 st.markdown("**Cost per hour** (every hour of the year, busy or idle)")
 st.dataframe(
-    tco, hide_index=True, width="stretch", key="price_tco_outputs",
+    tco, hide_index=True, placeholder="—", width="stretch", key="price_tco_outputs",
     column_order=["name", "capital_usd_per_hour", "power_usd_per_hour", "marginal_usd_per_hour", "full_usd_per_hour",
                   "full_usd_per_gpu_hour", "marginal_usd_per_gpu_hour"],
     column_config={
@@ -201,7 +201,7 @@ try:
     st.plotly_chart(be_fig, width="stretch", key="price_be_chart")
     st.caption(md(be.explanation) + " All throughput figures are estimates unless the provenance says measured.")
     st.dataframe(
-        be.table, hide_index=True, width="stretch", height="content", key="price_be_table",
+        be.table, hide_index=True, placeholder="—", width="stretch", height="content", key="price_be_table",
         # Fits the main column at 1280 px (issue 14: the verdict was cut off); each API's date and staleness are
         # in the API prices table above.
         column_order=["provider", "model", "tier", "api_usd_per_mtok_out_all_in", "verdict"],

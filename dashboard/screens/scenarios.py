@@ -150,7 +150,7 @@ st.markdown(f"**{n_changed} of {len(cmp.verdicts):,} workloads** are not routed 
             + (" (listed first)." if n_changed else "."))
 only = st.toggle("Only workloads whose verdict changes", value=bool(n_changed), key="sc_compare_only_changed")
 table = cmp.verdicts_table(only_changed=only)
-st.dataframe(table, hide_index=True, width="stretch", key="sc_compare_verdicts",
+st.dataframe(table, hide_index=True, placeholder="—", width="stretch", key="sc_compare_verdicts",
              # The routes side by side fit the page; each route's $/month is in the workbook below.
              column_order=["workload_id", "name", *cmp.names, "changed"],
              # Widths fit two scenarios at 1280 px with the workload's whole name (issue 14).

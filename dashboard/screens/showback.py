@@ -31,7 +31,7 @@ keys = showback_idle_keys()
 idle_key = right.radio("Share the idle by", list(keys), format_func=keys.get, horizontal=True,
                        key="showback_idle_key")
 sb = showback(ev, by=by, idle_key=idle_key)
-st.dataframe(showback_frame_for_page(sb), hide_index=True, key="showback_table", column_config={
+st.dataframe(showback_frame_for_page(sb), hide_index=True, placeholder="—", key="showback_table", column_config={
     "team": text_col(by.replace("_", " ").capitalize()),
     "workloads": count_col("Workloads"),
     "tokens_per_month": count_col("Tokens a month", help="Requests a day × (input + output tokens) × 365/12."),

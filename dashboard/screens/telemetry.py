@@ -125,7 +125,7 @@ st.subheader("Imported files")
 st.dataframe(
     imports[["imported_at", "file_name", "file_format", "nodes", "gpus", "samples", "first_ts", "last_ts",
              "metrics", "time_basis"]],
-    hide_index=True, width="stretch",
+    hide_index=True, placeholder="—", width="stretch",
     column_config={"imported_at": st.column_config.DatetimeColumn("imported", format="YYYY-MM-DD HH:mm"),
                    "file_name": st.column_config.TextColumn("file"),
                    "file_format": st.column_config.TextColumn("format"),

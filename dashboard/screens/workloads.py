@@ -153,7 +153,7 @@ def _show_report(report, what: str) -> bool:
     n = max(report.error_count, len(report.errors))  # the report lists the first MAX_LISTED_ERRORS
     st.error(md(f"{what}: {integer(n)} problem{'s' if n != 1 else ''}; nothing can be committed until "
                 f"{'they are' if n != 1 else 'it is'} fixed."))
-    st.dataframe(report.errors, hide_index=True, width="stretch", column_config=ERROR_COLUMNS, key=f"wl_errors_{what}")
+    st.dataframe(report.errors, hide_index=True, placeholder="—", width="stretch", column_config=ERROR_COLUMNS, key=f"wl_errors_{what}")
     if report.unlisted_errors:
         st.caption(f"The first {integer(len(report.errors))} are listed; fix them and upload again to see the rest.")
     return False
@@ -297,7 +297,7 @@ with history_tab:
             elif diff.empty:
                 st.caption(f"Versions {a} and {b} hold the same workloads.")
             else:
-                st.dataframe(diff, hide_index=True, width="stretch", key="wl_diff",
+                st.dataframe(diff, hide_index=True, placeholder="—", width="stretch", key="wl_diff",
                              column_config={"fields": st.column_config.TextColumn("changed columns", width="large")})
                 if diff.attrs["total"] > len(diff):
                     st.caption(f"The first {integer(len(diff))} of {integer(diff.attrs['total'])} changes, by "
