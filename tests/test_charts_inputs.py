@@ -276,6 +276,8 @@ def test_throughput_chart_marks_measured_and_claimed_points_apart_from_the_estim
     assert [list(t.x) for t in claim] == [[16.0], [16.0]]
     assert measured[0].marker.symbol != claim[0].marker.symbol != line.marker.symbol
     assert list(traces(fig, "exceeds GPU memory (not feasible)")[0].x) == [64.0]
+    # The per-stream axis picks its own round ticks (synced to the left axis's grid they read 14.9, 29.9, ...).
+    assert fig.layout.yaxis2.tickmode == "auto" and fig.layout.yaxis2.showgrid is False
 
 
 def test_latency_chart_marks_only_the_latencies_that_were_measured():

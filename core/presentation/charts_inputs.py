@@ -359,8 +359,10 @@ def throughput_chart(curve: pd.DataFrame, title: str = "") -> go.Figure:
                      title="requests in flight per replica (concurrency, log)")
     fig.update_yaxes(title="output tokens/s, whole replica", rangemode="tozero", tickformat=D3["grouped"],
                      secondary_y=False)
+    # Its own round ticks (tickmode auto): the dashboard's theme synced them to the left axis's grid, which put
+    # them at 14.9, 29.9, 44.8, 59.7.
     fig.update_yaxes(title="output tokens/s, per stream (dashed)", rangemode="tozero", tickformat=D3["sig3"],
-                     secondary_y=True, showgrid=False)
+                     secondary_y=True, showgrid=False, tickmode="auto", nticks=6)
     fig.update_layout(**_LAYOUT, height=420, title=title or "Throughput vs concurrency",
                       legend={"orientation": "h", "yanchor": "top", "y": -0.2, "x": 0})
     fig.update_layout(margin_t=80)  # room for a two-line title
