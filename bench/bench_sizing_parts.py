@@ -49,10 +49,11 @@ def timed(owner, name: str, label: str) -> None:
 
 STAGES = [
     (sizing.Sizer, "_size_many", "sizing: a batch of pools"),
-    (sizing.Sizer, "_size_prepare", "  a pool's arrays (prepare)"),
-    (chain.PooledDeployments, "build", "    its load (build)"),
+    (sizing.Sizer, "_size_prepare", "  a pool's fits and model (prepare)"),
     (sizing.Sizer, "_model", "    its step curve (model)"),
-    (chain.PooledDeployments, "at_caps", "    its candidate caps"),
+    (sizing.Sizer, "_size_loads", "  the batch's loads and caps"),
+    (chain.PooledDeployments, "build", "    one build for the batch"),
+    (chain.PooledDeployments, "at_caps_many", "    the candidate caps"),
     (sizing, "_binding_candidates", "    members that can bind"),
     (exact, "min_replicas", "  replicas per cap (min_replicas)"),
     (exact, "pooled_state", "    chain solves"),

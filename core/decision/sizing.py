@@ -221,6 +221,23 @@ _PHYSICS_TEXT: dict[tuple, str] = {}
 _PHYSICS_TEXT_MAX = 4096
 
 
+@dataclass(frozen=True)
+class _PoolLoad:
+    """One deployment's part of a load built for several (_size_loads): its traffic sums (one configuration)
+    and its members' output-length lognormals, as _size_finish reads them."""
+
+    moments: Any  # latency.chain._Moments of one configuration
+    output_mu: np.ndarray
+    output_sigma: np.ndarray
+    row_block_tokens: np.ndarray
+
+    @classmethod
+    def of(cls, load: latency.PooledDeployments, k: int, lo: int, hi: int) -> _PoolLoad:
+        m = load.moments
+        return cls(type(m)(*(getattr(m, f)[k:k + 1] for f in ("lam", "pre", "pre2", "n", "pre_n", "n2"))),
+                   load.output_mu[lo:hi], load.output_sigma[lo:hi], load.row_block_tokens[lo:hi])
+
+
 class Sizer:
     """Sizes pooled deployments on the latency model, with a cache of sizings (the planner's first job)."""
 
@@ -426,9 +443,9 @@ class Sizer:
         return self._model(d.route, d.rows, d.shares, self.inp.slo_ms[d.rows], d.n_primary, d.concurrency)
 
     def _size_many(self, requests) -> list[tuple[DeploymentSize, list[tuple[int, int]]]]:
-        """Size deployments (pos, rows, shares, slo, n_primary): one latency.min_replicas call and one
-        pooled_state call for all of them. Per deployment its size and the (row, plan column) pairings found
-        hopeless (a member whose service alone misses its target there)."""
+        """Size deployments (pos, rows, shares, slo, n_primary): one build of their loads, one
+        latency.min_replicas call and one pooled_state call for all of them. Per deployment its size and the
+        (row, plan column) pairings found hopeless (a member whose service alone misses its target there)."""
         out: list[Any] = [None] * len(requests)
         pending = []
         for k, req in enumerate(requests):
@@ -436,35 +453,34 @@ class Sizer:
             if isinstance(prep, DeploymentSize):
                 out[k] = (prep, [])
             else:
-                pending.append((k, *prep))
+                pending.append((k, prep))
         if pending:
-            dep = latency.PooledDeployments.concat([d for _, d, _ in pending])
+            dep, finishes = self._size_loads([prep for _, prep in pending])
             sizing = latency.min_replicas(dep, binding_rows=False)
             reps = sizing.replicas.astype(float)
             # A pool's size is its cap with the fewest replicas (then the lowest mean latency): only those caps'
             # queues are solved.
             fewest = np.zeros(len(reps), dtype=bool)
             at = 0
-            for _, d, _ in pending:
-                r_d = reps[at:at + d.rows]
+            for _, caps_n in finishes:
+                r_d = reps[at:at + caps_n]
                 if _ANY(r_d >= 1):
-                    fewest[at:at + d.rows] = r_d == r_d[r_d >= 1].min()
-                at += d.rows
+                    fewest[at:at + caps_n] = r_d == r_d[r_d >= 1].min()
+                at += caps_n
             st = latency.pooled_state(dep, np.where(reps >= 1, reps, 1.0), only=fewest)
             at = 0
-            for k, d, finish in pending:
-                sl = slice(at, at + d.rows)
-                out[k] = finish(reps[sl], sizing.service_tail_misses[sl], st.take(at, at + d.rows))
-                at += d.rows
+            for (k, _), (finish, caps_n) in zip(pending, finishes, strict=True):
+                sl = slice(at, at + caps_n)
+                out[k] = finish(reps[sl], sizing.service_tail_misses[sl], st.take(at, at + caps_n))
+                at += caps_n
         return out
 
     def _size_prepare(self, pos, rows, shares, slo, n_primary):
-        """A deployment's size where no queue needs solving (nothing fits, no traffic), else (the candidate caps'
-        configurations for min_replicas, a function of their replicas, tail misses and state giving the size
-        and the hopeless pairings)."""
+        """A deployment's size where no queue needs solving (nothing fits, no traffic), else what its load is
+        built from (_size_loads): (pos, rows, shares, n_primary, the candidate caps' grid indices, the latency
+        model's inputs)."""
         inp, route = self.inp, self.inp.owned[pos]
         n = len(rows)
-        lam = inp.lam_peak[rows] * shares
         svc = route.service_s[rows][:, 0, :]  # (n, B) mean seconds at each grid concurrency (NaN: does not fit)
         grid = inp.concurrency_grid
         fits = np.all(np.isfinite(svc), axis=0) if n else np.ones(len(grid), bool)
@@ -477,37 +493,69 @@ class Sizer:
             below = np.flatnonzero(fits & (grid < route.cap_lo))
             fits = np.zeros_like(fits)
             fits[below[-1:]] = True
-        g = int(route.tp_options[0])
-        total = float(_SUM(lam))
-
-        def infeasible():
-            return DeploymentSize(pos, rows, shares, False, 0, 0, 0, np.full(n, np.nan), np.full(n, np.nan),
-                                  n_primary=n_primary)
-
         if not _ANY(fits):
-            return infeasible()
+            return self._infeasible(pos, rows, shares, n_primary)
         caps_j = np.flatnonzero(fits)
-        b_max = int(grid[caps_j[-1]])
-        parts = self._model(pos, rows, shares, slo, n_primary, b_max)
-        prefill, n_out, p95_out = parts["prefill_ms"], parts["output_mean_tokens"], parts["output_p95_tokens"]
-        esc_share, esc_extra, slo_eff = parts["escalated_share"], parts["escalated_extra_ms"], parts["slo_ms"]
-        step, spt, blk = parts["step_ms"], parts["steps_per_token"], parts["block_tokens"]
-        primary = np.arange(n) < n_primary
-        load = latency.PooledDeployments.build(
-            row=np.zeros(n, dtype=np.int64), arrival_rate_per_s=lam, prefill_ms=prefill, output_mean_tokens=n_out,
-            output_p95_tokens=p95_out, slo_ms=slo_eff, step_ms=step[None, :], concurrency_cap=b_max,
-            escalated_share=esc_share, escalated_extra_ms=esc_extra, steps_per_token=spt, block_tokens=blk,
-            row_moments=tuple(x[rows] for x in self._output_moments(blk)), tail=inp.sla_tail)
-
-        if total <= 0:
+        parts = self._model(pos, rows, shares, slo, n_primary, int(grid[caps_j[-1]]))
+        if float(_SUM(parts["arrival_rate_per_s"])) <= 0:
             # No traffic: nothing to reserve (the route still reports an operating point).
             bi = int(caps_j[-1])
-            return DeploymentSize(pos, rows, shares, True, g, int(grid[bi]), 0, np.full(n, np.nan),
-                                  np.full(n, np.nan), np.zeros(24), 0.0, 0.0, -1, n_primary)
+            return DeploymentSize(pos, rows, shares, True, int(route.tp_options[0]), int(grid[bi]), 0,
+                                  np.full(n, np.nan), np.full(n, np.nan), np.zeros(24), 0.0, 0.0, -1, n_primary)
+        return pos, rows, shares, n_primary, caps_j, parts
 
-        check = _binding_candidates(slo_eff - prefill, load.output_mu, load.output_sigma, esc_share > 0, primary)
-        caps = grid[caps_j].astype(np.int64)
-        dep = load.at_caps(check, caps)
+    def _infeasible(self, pos, rows, shares, n_primary) -> DeploymentSize:
+        """The size of a deployment no cap can serve."""
+        n = len(rows)
+        return DeploymentSize(pos, rows, shares, False, 0, 0, 0, np.full(n, np.nan), np.full(n, np.nan),
+                              n_primary=n_primary)
+
+    def _size_loads(self, preps) -> tuple[latency.PooledDeployments, list[tuple[Any, int]]]:
+        """The candidate caps' configurations of these deployments for min_replicas (each checking only its
+        members that can bind), and per deployment (a function of its replicas, tail misses and state giving the
+        size and the hopeless pairings, its number of caps). Every deployment's load is one configuration of
+        one PooledDeployments.build: a build per deployment was ~90 us of numpy's per-call cost, ~6 a batch;
+        each configuration's sums run over its own members in their order, as in a build of its own."""
+        inp = self.inp
+        grid = inp.concurrency_grid
+        ns = [len(rows) for _, rows, _, _, _, _ in preps]
+        width = max(len(parts["step_ms"]) for *_, parts in preps)
+        step = np.full((len(preps), width), np.nan)
+        for k, (*_, parts) in enumerate(preps):
+            step[k, :len(parts["step_ms"])] = parts["step_ms"]
+        moments = [tuple(x[rows] for x in self._output_moments(parts["block_tokens"]))
+                   for _, rows, _, _, _, parts in preps]
+
+        def cat(name):
+            return np.concatenate([parts[name] for *_, parts in preps]) if len(preps) > 1 else preps[0][5][name]
+
+        load = latency.PooledDeployments.build(
+            row=np.repeat(np.arange(len(preps), dtype=np.int64), ns), arrival_rate_per_s=cat("arrival_rate_per_s"),
+            prefill_ms=cat("prefill_ms"), output_mean_tokens=cat("output_mean_tokens"),
+            output_p95_tokens=cat("output_p95_tokens"), slo_ms=cat("slo_ms"), step_ms=step,
+            concurrency_cap=np.array([grid[caps_j[-1]] for *_, caps_j, _ in preps], dtype=np.int64),
+            escalated_share=cat("escalated_share"), escalated_extra_ms=cat("escalated_extra_ms"),
+            steps_per_token=np.array([parts["steps_per_token"] for *_, parts in preps], dtype=float),
+            block_tokens=np.array([parts["block_tokens"] for *_, parts in preps], dtype=float),
+            row_moments=tuple(np.concatenate([m[f] for m in moments]) for f in range(4)), tail=inp.sla_tail)
+        picks, finishes = [], []
+        at = 0
+        for k, (pos, rows, shares, n_primary, caps_j, parts) in enumerate(preps):
+            n = ns[k]
+            mine = _PoolLoad.of(load, k, at, at + n)
+            primary = np.arange(n) < n_primary
+            check = _binding_candidates(parts["slo_ms"] - parts["prefill_ms"], mine.output_mu, mine.output_sigma,
+                                        parts["escalated_share"] > 0, primary)
+            caps = grid[caps_j].astype(np.int64)
+            picks.append((k, at + check, caps))
+            finishes.append((self._finisher(pos, rows, shares, n_primary, parts, mine, caps), caps.size))
+            at += n
+        return load.at_caps_many(picks), finishes
+
+    def _finisher(self, pos, rows, shares, n_primary, parts, load: _PoolLoad, caps):
+        """finish(replicas per cap, tail misses per cap, state per cap) -> (size, hopeless pairings)."""
+        inp, route = self.inp, self.inp.owned[pos]
+        n = len(rows)
 
         def finish(reps, tail_misses, st):
             ok = reps >= 1
@@ -516,16 +564,20 @@ class Sizer:
                 if tail_misses.all():
                     # The step curve (hence the batch-1 service) is the same for every cap: name the members whose
                     # service alone misses here, so the search stops pairing them with this column.
-                    alone = latency.ServiceTime(prefill, np.full(n, spt * step[0]), load.output_mu,
-                                                load.output_sigma, load.row_block_tokens)
+                    prefill, slo_eff = parts["prefill_ms"], parts["slo_ms"]
+                    esc_share, esc_extra = parts["escalated_share"], parts["escalated_extra_ms"]
+                    alone = latency.ServiceTime(prefill, np.full(n, parts["steps_per_token"] * parts["step_ms"][0]),
+                                                load.output_mu, load.output_sigma, load.row_block_tokens)
                     p_alone = (1.0 - esc_share) * alone.survival(slo_eff) \
                         + esc_share * alone.survival(slo_eff - esc_extra)
+                    primary = np.arange(n) < n_primary
+                    lam = parts["arrival_rate_per_s"]
                     hopeless = [(int(rows[i]), int(route.index))
                                 for i in np.flatnonzero(primary & (p_alone > inp.sla_tail) & (lam > 0))]
-                return infeasible(), hopeless
+                return self._infeasible(pos, rows, shares, n_primary), hopeless
             return self._size_finish(pos, rows, shares, n_primary, parts, load, caps, reps, st), []
 
-        return dep, finish
+        return finish
 
     def _size_finish(self, pos, rows, shares, n_primary, parts, load, caps, reps, st) -> DeploymentSize:
         """The size at the cap needing the fewest GPUs (then the lowest mean latency), from every cap's replicas

@@ -227,6 +227,36 @@ class PooledDeployments:
             object.__setattr__(out, name, value)
         return out
 
+    def at_caps_many(self, picks) -> PooledDeployments:
+        """Several configurations of this load, each at several caps: for each (configuration k, workload rows of
+        k to check, caps) in `picks`, what at_caps gives for a load of configuration k alone, all concatenated
+        (concat's order and renumbering): the fleet plan builds the loads of a batch of pools as one."""
+        width = self.step_ms.shape[1]
+        caps_all = np.concatenate([np.asarray(caps, dtype=np.int64) for _, _, caps in picks])
+        if ((caps_all < 1) | (caps_all > width)).any():
+            raise ValueError("at_caps_many: a cap beyond the load's step curve")
+        counts = [np.asarray(caps).size for _, _, caps in picks]
+        config = np.repeat(np.array([k for k, _, _ in picks], dtype=np.int64), counts)
+        out = self._shallow()
+        tiled = np.concatenate([np.tile(rows, j) for (_, rows, _), j in zip(picks, counts, strict=True)])
+        arrays: dict[str, Any] = {name: getattr(self, name)[tiled] for name in (
+            "arrival_rate_per_s", "prefill_ms", "output_mean_tokens", "output_p95_tokens", "slo_ms",
+            "escalated_share", "escalated_extra_ms", "output_mu", "output_sigma", "row_block_tokens",
+            "effective_mean_tokens", "effective_second_moment")}
+        first = np.cumsum([0] + counts)[:-1]
+        arrays["row"] = np.concatenate([o + np.arange(j, dtype=np.int64).repeat(np.asarray(rows).size)
+                                        for o, j, (_, rows, _) in zip(first, counts, picks, strict=True)])
+        # Past a configuration's own cap its step curve is NaN (build): the caps never reach it.
+        arrays["step_ms"] = np.where(np.arange(width)[None, :] < caps_all[:, None], self.step_ms[config], np.nan)
+        arrays["concurrency_cap"] = caps_all
+        arrays["steps_per_token"] = self.steps_per_token[config]
+        arrays["block_tokens"] = np.asarray(self.block_tokens)[config]
+        m = self.moments
+        arrays["moments"] = _Moments(*(getattr(m, f)[config] for f in ("lam", "pre", "pre2", "n", "pre_n", "n2")))
+        for name, value in arrays.items():
+            object.__setattr__(out, name, value)
+        return out
+
     def with_load_of(self, load: PooledDeployments) -> PooledDeployments:
         """The same configurations and checked rows, queueing under `load`'s traffic (one configuration, tiled).
 
