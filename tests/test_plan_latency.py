@@ -265,3 +265,59 @@ def test_a_load_at_several_caps_is_the_configurations_built_for_them(n, seed, bl
     np.testing.assert_array_equal(latency.min_replicas(fast).replicas, latency.min_replicas(built).replicas)
     with pytest.raises(ValueError, match="beyond"):
         load.at_caps(rows, np.array([128]))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=12), min_size=1, max_size=5), st.integers(min_value=0, max_value=10_000))
+def test_pools_built_as_one_load_give_each_pools_own_configurations(sizes, seed):
+    """The fleet plan builds a batch's pools as one load, one configuration each (Sizer._size_loads), and takes
+    each pool's caps from it (at_caps_many): the arrays, sums and replicas are those of each pool built alone
+    and taken at its caps, concatenated, to the bit (sums over a pool's own members in their order)."""
+    rng = np.random.default_rng(seed)
+    alone, picks, steps, caps_all = [], [], [], []
+    width = 0
+    pools = []
+    for k, n in enumerate(sizes):
+        b_max = int(rng.choice([4, 16, 64]))
+        step = 10.0 + rng.uniform(0.05, 0.3) * np.arange(b_max)
+        pool = dict(prefill_ms=rng.uniform(5, 300, n), output_mean_tokens=rng.uniform(20, 600, n),
+                    output_p95_tokens=np.where(rng.random(n) < 0.5, rng.uniform(700, 1500, n), np.nan),
+                    slo_ms=rng.uniform(1500, 20000, n), escalated_share=np.where(rng.random(n) < 0.2, 0.03, 0.0),
+                    escalated_extra_ms=np.full(n, 500.0), arrival_rate_per_s=rng.uniform(0.05, 3.0, n))
+        spt, block = float(rng.choice([1.0, 0.5])), float(rng.choice([1, 32]))
+        load = latency.PooledDeployments.build(row=np.zeros(n), step_ms=step[None, :], concurrency_cap=b_max,
+                                               steps_per_token=spt, block_tokens=block, **pool)
+        rows = np.sort(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False))
+        caps = np.array(sorted(rng.choice([c for c in (1, 2, 4, 8, 16, 32, 64) if c <= b_max],
+                                          size=int(rng.integers(1, 3)), replace=False)))
+        alone.append(load.at_caps(rows, caps))
+        pools.append((pool, spt, block, load))
+        steps.append(step)
+        caps_all.append(b_max)
+        picks.append((k, rows, caps))
+        width = max(width, b_max)
+    step = np.full((len(sizes), width), np.nan)
+    for k, s in enumerate(steps):
+        step[k, :s.size] = s
+    names = list(pools[0][0])
+    joint = latency.PooledDeployments.build(
+        row=np.repeat(np.arange(len(sizes)), sizes), step_ms=step, concurrency_cap=np.array(caps_all),
+        steps_per_token=np.array([p[1] for p in pools]), block_tokens=np.array([p[2] for p in pools]),
+        row_moments=tuple(np.concatenate([getattr(p[3], f) for p in pools]) for f in (
+            "output_mu", "output_sigma", "effective_mean_tokens", "effective_second_moment")),
+        **{name: np.concatenate([p[0][name] for p in pools]) for name in names})
+    at = 0
+    offsets = []
+    for n in sizes:
+        offsets.append(at)
+        at += n
+    fast = joint.at_caps_many([(k, o + rows, caps) for (k, rows, caps), o in zip(picks, offsets, strict=True)])
+    reference = latency.PooledDeployments.concat(alone)
+    for name in ("row", "arrival_rate_per_s", "prefill_ms", "output_mean_tokens", "slo_ms", "escalated_share",
+                 "escalated_extra_ms", "concurrency_cap", "steps_per_token", "block_tokens", "output_mu",
+                 "output_sigma", "row_block_tokens", "effective_mean_tokens", "effective_second_moment"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(reference, name), err_msg=name)
+    np.testing.assert_array_equal(fast.step_ms, reference.step_ms)  # NaN past each cap in both
+    for f in ("lam", "pre", "pre2", "n", "pre_n", "n2"):
+        np.testing.assert_array_equal(getattr(fast.moments, f), getattr(reference.moments, f), err_msg=f)
+    np.testing.assert_array_equal(latency.min_replicas(fast).replicas, latency.min_replicas(reference).replicas)

@@ -204,28 +204,7 @@ class PooledDeployments:
         builds both, thousands of times per plan)."""
         if self.rows != 1:
             raise ValueError("at_caps: the load must be one configuration")
-        caps = np.asarray(caps, dtype=np.int64)
-        J, k = caps.size, rows.size
-        width = self.step_ms.shape[1]
-        if ((caps < 1) | (caps > width)).any():
-            raise ValueError("at_caps: a cap beyond the load's step curve")
-        out = self._shallow()
-        # One index for all twelve arrays: np.tile per array was ~20 us each, a sizing's largest fixed cost here.
-        tiled = np.tile(rows, J)
-        arrays: dict[str, Any] = {name: getattr(self, name)[tiled] for name in (
-            "arrival_rate_per_s", "prefill_ms", "output_mean_tokens", "output_p95_tokens", "slo_ms",
-            "escalated_share", "escalated_extra_ms", "output_mu", "output_sigma", "row_block_tokens",
-            "effective_mean_tokens", "effective_second_moment")}
-        arrays["row"] = np.arange(J, dtype=np.int64).repeat(k)  # the methods: np.repeat's wrapper cost more
-        arrays["step_ms"] = np.where(np.arange(width)[None, :] < caps[:, None], self.step_ms[0][None, :], np.nan)
-        arrays["concurrency_cap"] = caps.copy()
-        arrays["steps_per_token"] = self.steps_per_token.repeat(J)
-        arrays["block_tokens"] = np.asarray(self.block_tokens).repeat(J)  # set by __post_init__
-        m = self.moments
-        arrays["moments"] = _Moments(*(getattr(m, f).repeat(J) for f in ("lam", "pre", "pre2", "n", "pre_n", "n2")))
-        for name, value in arrays.items():
-            object.__setattr__(out, name, value)
-        return out
+        return self.at_caps_many([(0, np.asarray(rows), caps)])
 
     def at_caps_many(self, picks) -> PooledDeployments:
         """Several configurations of this load, each at several caps: for each (configuration k, workload rows of
@@ -234,7 +213,7 @@ class PooledDeployments:
         width = self.step_ms.shape[1]
         caps_all = np.concatenate([np.asarray(caps, dtype=np.int64) for _, _, caps in picks])
         if ((caps_all < 1) | (caps_all > width)).any():
-            raise ValueError("at_caps_many: a cap beyond the load's step curve")
+            raise ValueError("at_caps: a cap beyond the load's step curve")
         counts = [np.asarray(caps).size for _, _, caps in picks]
         config = np.repeat(np.array([k for k, _, _ in picks], dtype=np.int64), counts)
         out = self._shallow()
