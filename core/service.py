@@ -191,6 +191,14 @@ def staged_purchase(ev: Evaluation):
     return purchase(ev)
 
 
+def purchase_subject(ev: Evaluation) -> str:
+    """What the staged purchase counts, before its sentences: a mixed scenario's new GPU and option ('' for one
+    GPU type: its figures are the whole fleet's)."""
+    from core.decision.mixfleet import purchase_subject as subject
+
+    return subject(ev)
+
+
 def purchase_lines(p) -> list[str]:
     """The staged purchase in three sentences: buy now, hold until measured (and how), the spread."""
     from core.decision.purchase import purchase_lines as lines

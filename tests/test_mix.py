@@ -352,6 +352,32 @@ def test_fleet_page_shows_the_choice(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow
+def test_the_overview_says_which_gpu_the_staged_purchase_counts(monkeypatch, tmp_path):
+    """One owned H100, candidates H100 and B200: the Overview's What to buy counts the new B200 nodes' plan alone
+    (0 of them owned, 3 in its central estimate) beside the 4 nodes of the whole mix in the figures above. It names
+    the GPU and option first, and the Buy now help counts that plan's owned nodes, not the H100."""
+    import streamlit as st
+
+    from core.decision import mixfleet
+    from tests.apptest_support import mixed_app
+
+    at = mixed_app(monkeypatch, tmp_path, "H100 SXM,B200", "screens/overview.py")
+    lines = [m.value for m in at.markdown]
+    subject = lines.index("New B200 nodes (bought outright (TCO)), beside the owned nodes kept on their GPU.")
+    buy = next(k for k, v in enumerate(lines) if v.startswith("- Buy "))
+    assert subject < buy and "in all with the 0 owned" in lines[buy]
+    metrics = {m.label: m for m in at.metric}
+    assert metrics["Nodes needed"].value == "4" and metrics["Owned nodes"].value == "1"
+    assert metrics["Buy now"].proto.help.startswith("Nodes beyond the 0 owned")
+    from core.service import evaluate_store, make_scenario
+    from core.store import Store
+
+    assert mixfleet.purchase_subject(evaluate_store(Store(str(tmp_path / "fresh.duckdb")), make_scenario())) == ""
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+@pytest.mark.slow
 def test_the_table_names_what_to_buy(tmp_path, capsys):
     """The plain-text output ends with the choice and one line per row; without candidates it has none."""
     db = str(tmp_path / "s.duckdb")
@@ -359,6 +385,8 @@ def test_the_table_names_what_to_buy(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "What to buy next: 3 × B200, bought outright (TCO), $68,310/month in all" in text
     assert "  buy nothing: buy nothing: new nothing;" in text
+    # The staged purchase counts the new B200 plan alone ("0 owned" there): it says so before its figures.
+    assert "New B200 nodes (bought outright (TCO)), beside the owned nodes kept on their GPU: Buy " in text
     assert main(["--db", db, "evaluate"]) == 0
     assert "What to buy next" not in capsys.readouterr().out
 

@@ -393,7 +393,7 @@ def format_table(ev, purchase_settings=None) -> str:
 
     staged = mixfleet.staged_purchase(ev, purchase_settings) if mixed else purchase(ev, purchase_settings)
     if staged is not None:
-        lines.append((f"New {f.gpu.split(' + ')[-1]} nodes: " if mixed else "") + purchase_words(staged))
+        lines.append(mixfleet.purchase_subject(ev) + purchase_words(staged))
     for d in f.node_drivers[:3]:
         best = d.best_relaxation()
         if best:

@@ -336,6 +336,20 @@ def range_words(ev) -> str | None:
     return line
 
 
+def purchase_subject(ev) -> str:
+    """What a mixed scenario's staged purchase counts, to put before its sentences: its figures are the new nodes'
+    plan alone ('0 owned' there means none of that GPU), so they name the GPU and option: 'New B200 nodes
+    (bought outright (TCO)), beside the owned nodes kept on their GPU: '; '' for one GPU type."""
+    if not ev.scenario.mixed:
+        return ""
+    from core.decision import mix
+    from core.models import PricingOption
+
+    best = mix.of(ev).best
+    option = mix.OPTION_WORDS[PricingOption(best.option)] if best.option else ""
+    return f"New {best.gpu} nodes ({option}), beside the owned nodes kept on their GPU: "
+
+
 def staged_purchase(ev, purchase_settings=None):
     """The staged purchase of the mix's new nodes (core.decision.purchase on the stage that buys them: the
     candidate GPU's plan); None when the mix buys nothing or it was skipped."""

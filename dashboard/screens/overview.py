@@ -7,6 +7,7 @@ from core.service import (
     estimate_range_words,
     owned_vs_api,
     purchase_lines,
+    purchase_subject,
     staged_purchase,
     top_fleet,
 )
@@ -47,11 +48,15 @@ if (unserved := served.unserved_priced_parts(ev)) is not None:
 # Staged purchase under the ranges (issue 32): what to buy now, and what to hold until a route is measured.
 if (staged := staged_purchase(ev)) is not None:
     st.subheader("What to buy")
+    # A mixed scenario's figures are the new GPU's plan alone: they say so first (its "owned" is none of that GPU).
+    if subject := purchase_subject(ev):
+        st.markdown(md(subject.rstrip(": ") + "."))
     b1, b2, b3 = st.columns(3)
     hold = staged.hold_nodes
     b1.metric("Buy now", f"{integer(staged.buy_now_new_nodes)} node{'s' if staged.buy_now_new_nodes != 1 else ''}",
-              help=f"Nodes beyond the {integer(owned)} owned needed in at least {percent(staged.quantile)} of "
-                   f"{integer(staged.draws)} draws over the performance, price and traffic ranges (estimate).")
+              help=f"Nodes beyond the {integer(staged.owned_nodes)} owned needed in at least "
+                   f"{percent(staged.quantile)} of {integer(staged.draws)} draws over the performance, price and "
+                   "traffic ranges (estimate).")
     b2.metric("Hold until measured", f"up to {integer(hold)} more",
               help="More nodes the 90th percentile of the draws needs: buy them once the route named below is "
                    "measured (estimate).")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from core.decision.engine import Evaluation
-from core.models import PricingOption
 from core.presentation.report.content import Column, Table, _plural
 from core.presentation.report.numbers import fmt
 
@@ -49,15 +48,10 @@ def purchase_table(ev: Evaluation) -> Table | None:
 
 
 def _of_gpu(ev: Evaluation) -> str:
-    """A mixed scenario's purchase names the GPU it buys (the new nodes' plan; the owned nodes of other types are
-    kept): 'New B200 nodes (bought outright (TCO)): '."""
-    if not ev.scenario.mixed:
-        return ""
-    from core.decision import mix
+    """A mixed scenario's purchase names the GPU it buys (mixfleet.purchase_subject)."""
+    from core.decision.mixfleet import purchase_subject
 
-    best = mix.of(ev).best
-    option = mix.OPTION_WORDS[PricingOption(best.option)] if best.option else ""
-    return f"New {best.gpu} nodes ({option}), beside the owned nodes kept on their GPU: "
+    return purchase_subject(ev)
 
 
 def purchase_extras(ev: Evaluation) -> dict:
