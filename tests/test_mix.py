@@ -273,6 +273,13 @@ def test_the_overview_and_the_report_describe_the_mix(mixed_report):
     assert (s.figure("total_monthly_usd").value, s.figure("nodes_needed").value) == (68309.66, 4)
     assert s.changes[0].text.startswith("Buy 3 × B200, bought outright (TCO): the chosen mix needs 4 nodes")
     assert round(sum(r["monthly_usd"] for r in s.cost_by_route.rows), 2) == 68309.66
+    # kyc-overnight's batch runs on the owned H100, kept for it alone: no node is bought for batch work (the
+    # words said "still needs 1 extra node"); the 4 nodes are 3 B200 for the latency targets + that H100.
+    f = views.top_fleet(ev)  # the chosen mix's record (ev.fleet is the one-kind plan's)
+    assert (f.nodes_needed, f.nodes_needed_interactive, f.nodes_needed_offline_extra) == (4, 3, 0)
+    assert any("fills the quiet hours first and needs no extra node" in w for w in words)
+    assert "the fleet needs 4 nodes in all (3 interactive + 0 more for batch + 1 running batch work only)" \
+        in s.fleet_routes.note
 
 
 @pytest.mark.slow

@@ -202,7 +202,10 @@ def _record(ev) -> FleetPlan:
         nodes_needed=int(nodes_needed), workloads_served=best.served_on_nodes + best.served_by_api,
         workloads_total=len(w), nodes_in_plan=int(nodes_in_plan),
         nodes_needed_interactive=int(min(interactive_nodes, nodes_needed)),
-        nodes_needed_offline_extra=int(max(nodes_needed - interactive_nodes, 0)),
+        # Nodes bought for batch work beyond the interactive ones, as a one-type plan counts them: only the new
+        # GPU's plan buys. An owned node kept for batch work alone is not one (it read "batch work still needs
+        # 1 extra node" on the sample's H100 + B200 mix, whose batch runs on the owned H100).
+        nodes_needed_offline_extra=int(cand_fleet.nodes_needed_offline_extra) if cand_fleet is not None else 0,
         nodes_by_route=nodes_by_route, gpus_by_route=gpus_by_route, utilization=utilization,
         hourly_utilization=tuple(float(x) for x in util_with),
         hourly_utilization_without_batch=tuple(float(x) for x in util_without),

@@ -289,6 +289,13 @@ def _unserved_rows(ev: Evaluation) -> np.ndarray:
     return mixed.unserved_rows(ev)
 
 
+def _batch_only(f) -> str:
+    """' + 1 running batch work only' where the nodes needed are more than the interactive ones and those bought
+    for batch (a batch replica's minimum GPUs; in a mix, an owned node kept for batch alone), else ''."""
+    rest = int(f.nodes_needed) - int(f.nodes_needed_interactive) - int(f.nodes_needed_offline_extra)
+    return f" + {rest} running batch work only" if rest > 0 else ""
+
+
 def _driver_words(drivers: tuple[NodeDriver, ...]) -> str:
     """What forces the purchase, and what relaxing each cause would save (fleet.node_drivers): only workloads
     without which the plan needs fewer nodes (a batch job filling hours bought anyway forces nothing)."""
@@ -568,7 +575,8 @@ def _fleet(ev: Evaluation, vf: pd.DataFrame) -> tuple[Table, Table]:
     return (
         Table("FleetRoutes", "Nodes per owned route", route_cols, rows,
               f"Interactive routes share nodes: the fleet needs {_plural(int(f.nodes_needed), 'node')} in all "
-              f"({f.nodes_needed_interactive} interactive + {f.nodes_needed_offline_extra} more for batch)."),
+              f"({f.nodes_needed_interactive} interactive + {f.nodes_needed_offline_extra} more for batch"
+              f"{_batch_only(f)})."),
         Table("Hourly", "Hourly utilization of the owned fleet (estimate)", hour_cols, hourly,
               f"Interactive traffic: {f.traffic_shape}, "
               "scaled to each workload's peak factor; batch work fills the idlest hours."),
@@ -819,7 +827,7 @@ def _headline(ev: Evaluation, options: dict[str, dict]) -> list[Figure]:
                f"{_node_words(ev)} each; {_rate_label(rate)}"),
         Figure("nodes_needed", "Nodes needed for the recommended routing", int(f.nodes_needed), "int",
                f"{f.nodes_needed_interactive} to hold the latency targets at peak + "
-               f"{f.nodes_needed_offline_extra} more for batch work (estimate)"),
+               f"{f.nodes_needed_offline_extra} more for batch work{_batch_only(f)} (estimate)"),
         Figure("utilization", "Average utilization of the nodes in the plan", float(f.utilization), "pct",
                f"{fmt(float(np.mean(f.hourly_utilization_without_batch)), 'pct')} from interactive work alone; "
                "batch work fills idle hours (estimate)"),
