@@ -278,6 +278,8 @@ def test_the_overview_and_the_report_describe_the_mix(mixed_report):
     f = views.top_fleet(ev)  # the chosen mix's record (ev.fleet is the one-kind plan's)
     assert (f.nodes_needed, f.nodes_needed_interactive, f.nodes_needed_offline_extra) == (4, 3, 0)
     assert any("fills the quiet hours first and needs no extra node" in w for w in words)
+    assert any(w.startswith("The plan needs 4 nodes (3 hold every latency target at peak; 1 runs batch work only): "
+                            "3 more than you own") for w in words)
     assert "the fleet needs 4 nodes in all (3 interactive + 0 more for batch + 1 running batch work only)" \
         in s.fleet_routes.note
 

@@ -69,7 +69,9 @@ def test_overview_summary_quotes_the_fleet_figures(ev):
     text = " ".join(lines)
     assert fmt.money(f.idle_usd_per_month) in lines[0]
     assert fmt.percent(f.utilization) in lines[0]
-    assert f"takes {f.nodes_needed} nodes" in text
+    # The sample: 3 nodes, all holding the latency targets (its batch fills their quiet hours).
+    assert (f.nodes_needed, f.nodes_needed_interactive, f.nodes_needed_offline_extra) == (3, 3, 0)
+    assert "The plan needs 3 nodes (3 hold every latency target at peak): 2 more than you own" in text
     assert "bundled sample" in lines[-1]
     assert "estimates" in lines[-1]
     owned = int((contract.verdicts_frame(ev)["hosting"] == "owned").sum())

@@ -185,7 +185,15 @@ def overview_summary(ev: Evaluation) -> list[str]:
     else:
         out.append("You own no nodes in this scenario: every owned route would run on new nodes.")
     if needed > owned:
-        line = (f"Holding every latency target at peak takes {_plural(needed, 'node')}: {integer(needed - owned)} more "
+        # What each node is for (in a mix the latency targets may hold fewer nodes than the plan: an owned node
+        # of another GPU kept for batch work alone is one of them).
+        inter, extra = int(f.nodes_needed_interactive), int(f.nodes_needed_offline_extra)
+        uses = [f"{integer(inter)} hold{'s' if inter == 1 else ''} every latency target at peak"]
+        if extra:
+            uses.append(f"{integer(extra)} more fit{'s' if extra == 1 else ''} the batch work")
+        if (rest := needed - inter - extra) > 0:
+            uses.append(f"{integer(rest)} run{'s' if rest == 1 else ''} batch work only")
+        line = (f"The plan needs {_plural(needed, 'node')} ({'; '.join(uses)}): {integer(needed - owned)} more "
                 f"than you own, about {money(f.extra_nodes_monthly_usd)} a month at full price.")
         drivers = node_drivers(ev)
         saving = drivers.dropna(subset=["saves_usd_per_month"])
