@@ -135,7 +135,7 @@ def test_route_alternatives_name_a_route_the_plan_may_not_use(ev):
     i = int(np.flatnonzero(ev.workloads["workload_id"] == "code-completion")[0])
     ok, _ = views.route_alternatives(ev, i)
     assert ok.loc[0, "route"].startswith("Mercury") and not ok.loc[0, "permitted"]  # cheapest first
-    assert ok.loc[0, "route"].endswith("(licence fee not entered: not in the plan)")
+    assert ok.loc[0, "route"].endswith("(not in the plan: licence fee not entered)")
     assert not ok.loc[ok["permitted"], "route"].str.contains("licence").any()
     assert ev.routes[int(ev.verdict[i])].label in set(ok["route"])
 

@@ -331,7 +331,7 @@ def route_alternatives(ev: Evaluation, i: int) -> tuple[pd.DataFrame, list[tuple
     rf = contract.routes_frame(ev, i)
     ok = rf[rf["feasible"]].sort_values(["usd_per_request", "p95_latency_ms"], na_position="last")
     barred = ~ok["permitted"].astype(bool)
-    ok.loc[barred, "route"] = ok.loc[barred, "route"] + " (licence fee not entered: not in the plan)"
+    ok.loc[barred, "route"] = ok.loc[barred, "route"] + " (not in the plan: licence fee not entered)"
     rejected: dict[str, list[str]] = {}
     for route, why in zip(rf.loc[~rf["feasible"], "route"], rf.loc[~rf["feasible"], "why_not"], strict=True):
         rejected.setdefault(str(why or "infeasible"), []).append(str(route))
