@@ -288,6 +288,10 @@ def test_latency_chart_marks_only_the_latencies_that_were_measured():
     names = [t.name for t in fig.data]
     assert {"estimated — p95 end-to-end", "estimated — median end-to-end", "estimated — time to first token"} <= set(names)
     assert fig.layout.xaxis.type == "log"
+    # 64 does not fit: marked along the top of the feasible range (1.1 x the p95 at 16, 1,392 ms), not at its
+    # estimated latencies, which stretched the axis and flattened the curve.
+    over = traces(fig, "exceeds GPU memory (not feasible)")
+    assert len(over) == 3 and all(list(t.x) == [64.0] and list(t.y) == [pytest.approx(1392 * 1.1)] for t in over)
 
 
 def test_curve_view_passes_through_a_measured_point_and_reports_the_fit(cat):

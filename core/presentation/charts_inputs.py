@@ -301,11 +301,14 @@ def _measured_rows(curve: pd.DataFrame, metric: str, provenance: str) -> pd.Data
 
 
 def _curve_traces(fig: go.Figure, curve: pd.DataFrame, metric: str, label: str, unit: str, dash: str,
-                  secondary: bool | None = None) -> None:
-    """An estimated line (where memory allows), grey markers where it does not, and measured/claimed points on top."""
+                  secondary: bool | None = None, over_at: float | None = None) -> None:
+    """An estimated line (where memory allows), grey markers where it does not (at `over_at` when given: a
+    concurrency that does not fit has no figure to plot), and measured/claimed points on top."""
     kw = {} if secondary is None else {"secondary_y": secondary}
     ok = curve[curve["fits"]]
     over = curve[~curve["fits"]]
+    if over_at is not None:
+        over = over.assign(**{metric: over_at})
     fig.add_trace(go.Scatter(
         x=ok["concurrency"], y=ok[metric], mode="lines+markers", name=f"estimated — {label}",
         legendgroup="estimated", line={"color": ESTIMATE_COLOR, "dash": dash, "width": 2}, marker={"size": 5},
@@ -338,9 +341,14 @@ def _curve_traces(fig: go.Figure, curve: pd.DataFrame, metric: str, label: str, 
 def latency_chart(curve: pd.DataFrame, title: str = "") -> go.Figure:
     """End-to-end latency (p95 and median) and time to first token against concurrency; measured points marked."""
     fig = go.Figure()
-    for metric, label, dash in (("e2e_ms_p95", "p95 end-to-end", "solid"), ("e2e_ms", "median end-to-end", "dash"),
-                                ("ttft_ms", "time to first token", "dot")):
-        _curve_traces(fig, curve, metric, label, "ms", dash)
+    # Concurrencies whose KV cache does not fit are marked along the top of the feasible curve's range, not at
+    # their estimated latencies: those ran to several times the feasible ones and flattened the curve.
+    metrics = (("e2e_ms_p95", "p95 end-to-end", "solid"), ("e2e_ms", "median end-to-end", "dash"),
+               ("ttft_ms", "time to first token", "dot"))
+    fits = curve[curve["fits"]]
+    top = max((float(fits[m].max()) for m, _, _ in metrics if len(fits) and fits[m].notna().any()), default=None)
+    for metric, label, dash in metrics:
+        _curve_traces(fig, curve, metric, label, "ms", dash, over_at=None if top is None else top * 1.1)
     fig.update_xaxes(type="log", dtick=1, tickformat=D3["grouped"],  # 1, 10, 100: not "1 2 5 10 2 5"
                      title="requests in flight per replica (concurrency, log)")
     fig.update_yaxes(title="latency, ms", rangemode="tozero", tickformat=D3["grouped"])
