@@ -91,7 +91,7 @@ def test_batch_work_forcing_no_node_is_not_named_as_forcing(sample):
     """The report's "What forces it" names code-completion and lc-clearing, never kyc-overnight (0 nodes, $0)."""
     kyc = [d for d in sample.fleet.node_drivers if d.workload_id == "kyc-overnight"]
     assert kyc and kyc[0].nodes_forced == 0 and kyc[0].batch_window_hours == 8.0
-    words = _driver_words(sample.fleet.node_drivers)
+    words = _driver_words(sample.fleet)
     assert "kyc-overnight" not in words and "window" not in words
     assert "code-completion (its 500 ms target; 2 nodes fewer without it)" in words
     assert "lc-clearing (its 3,000 ms target; 1 node fewer without it)" in words
@@ -110,10 +110,16 @@ def test_fleet_page_says_why_each_pool_and_what_each_workload_forces(app_pages):
     text = [m.value for m in at.markdown]
     assert any("Why each interactive pool" in t for t in text)
     assert any("12 slots for 9.43 requests/s at peak" in t and "at 1 each need 2 replicas" in t for t in text)
-    drivers = [t.value for t in at.table if "Nodes it forces" in t.value.columns]
+    drivers = [t.value for t in at.table if {"Workload", "Nodes it forces"} <= set(t.value.columns)]
     assert drivers, "the node drivers table has a 'Nodes it forces' column"
     forced = dict(zip(drivers[0]["Workload"], drivers[0]["Nodes it forces"], strict=False))
     assert forced["code-completion"] == "2" and forced["lc-clearing"] == "1" and forced["kyc-overnight"] == "0"
+    # The pools that need the new nodes: LLaDA2.0-flash's latency tier holds 24 GPUs (3 replicas x 8) for two
+    # workloads; code-completion has no route off the stack (owned-only data, a 500 ms target only it meets).
+    (pools,) = [t.value for t in at.table if "Its workloads on their next-best routes" in t.value.columns]
+    row = pools[pools["Pool"].str.startswith("LLaDA2.0-flash")].iloc[0]
+    assert (row["GPUs"], row["Workloads"], row["Nodes it forces"]) == ("24", "2", "2")
+    assert row["Its workloads on their next-best routes"] == "1 of its 2 workloads has no other route"
 
 
 @pytest.mark.slow
@@ -190,3 +196,74 @@ def test_best_relaxation_never_offers_a_change_that_costs_more():
     d = NodeDriver("w", "r", "route", 1, 500.0, None, 100.0, (dearer, none))
     assert d.best_relaxation() is None
     assert NodeDriver("w", "r", "route", 1, 500.0, None, 100.0, (dearer, wider, none)).best_relaxation() is wider
+
+
+def _pool_driver(**kw):
+    from core.decision.records import PoolDriver
+
+    base = dict(route_id="owned:x", route="X (throughput tier)", gpus_per_replica=4, gpus=8.0, workloads=7,
+                nodes_forced=1, elsewhere_usd_per_month=49251.42, elsewhere_nodes_needed=5, elsewhere_unserved=0)
+    return PoolDriver(**{**base, **kw})
+
+
+def test_pool_words_say_what_the_alternative_costs_and_never_hide_a_cheaper_one():
+    """A pool's words: its size, the nodes it forces, and its workloads off its stack: dearer by so much, the same,
+    cheaper (a plan the search missed: said, not hidden), or with workloads that have nowhere else to go (no bill:
+    theirs would leave the bill)."""
+    assert explain.pool_driver_words(_pool_driver()) == (
+        "X (throughput tier) on 4 GPUs a replica (8 GPUs, 7 workloads): 1 node fewer without it; its workloads on "
+        "their next-best routes: +$49,251 a month (5 nodes)")
+    assert explain.pool_elsewhere_words(_pool_driver(elsewhere_usd_per_month=0.0, elsewhere_nodes_needed=2)) == \
+        "$0 a month (2 nodes)"
+    assert explain.pool_elsewhere_words(_pool_driver(elsewhere_usd_per_month=-1893.4, elsewhere_nodes_needed=2)) == \
+        "$1,893 a month less (2 nodes): a cheaper plan the search missed"
+    assert explain.pool_elsewhere_words(_pool_driver(elsewhere_usd_per_month=None, elsewhere_nodes_needed=None,
+                                                     elsewhere_unserved=5)) == \
+        "5 of its 7 workloads have no other route"
+    words = explain.pool_driver_words(_pool_driver(gpus=0.5, workloads=1, nodes_forced=0, elsewhere_unserved=1,
+                                                   elsewhere_usd_per_month=None, elsewhere_nodes_needed=None))
+    assert words == ("X (throughput tier) on 4 GPUs a replica (0.5 GPUs, 1 workload): no node fewer without it; "
+                     "its one workload has no other route")
+    assert explain.pool_elsewhere_words(_pool_driver(elsewhere_usd_per_month=None, elsewhere_nodes_needed=None,
+                                                     elsewhere_unserved=7)) == \
+        "none of its 7 workloads has another route"
+
+
+@pytest.mark.slow
+def test_where_no_workload_forces_a_node_the_pools_that_do_are_priced_exactly(catalog):
+    """20 generated workloads (bench/gen.py seed 20, frozen), no owned node: 2 nodes, $54,946.26 a month
+    (2 x 33.02 x 730 = $48,209.20 of nodes + $6,737.06 of APIs). Every workload driver's nodes_forced is 0: one
+    member fewer frees no replica. The pools do: the LLaDA 8B latency tier (1 replica of 8 GPUs, 6 workloads) and
+    the Qwen3-30B-A3B throughput tier (1 replica of 1 GPU, 5 workloads) each leave 1 node without their members
+    (8 + 1 interactive GPUs need 2 nodes; 8 or 1 fit 1). The Qwen3-30B pool's members on their next-best routes
+    off its stack need a third node and no more API spend (two of them may not leave owned hardware): the bill
+    rises by exactly one node-month, 33.02 x 730 = $24,104.60. One LLaDA 8B member (a 787 ms target) has no
+    route off its stack, so that alternative is not priced."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from core.decision.pricing import Pricer
+
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_workloads_pools_need_the_nodes.csv")
+    ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    f = ev.fleet
+    assert f.nodes_needed == 2 and f.total_monthly_usd == pytest.approx(2 * 33.02 * 730 + 6737.06, abs=0.01)
+    assert f.node_drivers and not any(d.nodes_forced for d in f.node_drivers)
+    pools = {p.route: p for p in f.pool_drivers}
+    llada = pools["LLaDA 8B Instruct (diffusion; Fast-dLLM parallel decoding) (latency tier)"]
+    qwen = pools["Qwen3-30B-A3B (MoE; FP8) (throughput tier)"]
+    assert (llada.gpus, llada.workloads, llada.nodes_forced, llada.elsewhere_unserved) == (8.0, 6, 1, 1)
+    assert llada.elsewhere_usd_per_month is None and llada.elsewhere_nodes_needed is None
+    assert (qwen.gpus, qwen.workloads, qwen.nodes_forced, qwen.elsewhere_unserved) == (1.0, 5, 1, 0)
+    assert qwen.elsewhere_usd_per_month == pytest.approx(33.02 * 730, abs=0.01) and qwen.elsewhere_nodes_needed == 3
+    # nodes_forced is the plan re-priced without the pool's members (a pricer of its own on the plan's inputs).
+    (dep,) = [d for d in f.deployments if d.label.startswith("Qwen3-30B") and d.replicas]
+    without = ev.plan.assignment.copy()
+    without[inv["workload_id"].isin(dep.workloads).to_numpy()] = -1
+    assert Pricer(ev.plan_inputs).price(without).nodes_needed == f.nodes_needed - qwen.nodes_forced
+    # The report's buy line and the CLI's summary say so where the workload drivers cannot.
+    words = _driver_words(f)
+    assert words.startswith(" No single workload forces the new nodes; these pools do: ")
+    assert "LLaDA 8B Instruct" in words and "1 of its 6 workloads has no other route" in words
+    assert "its workloads on their next-best routes: +$24,105 a month (3 nodes)" in words

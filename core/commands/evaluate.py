@@ -399,6 +399,10 @@ def format_table(ev, purchase_settings=None) -> str:
         if best:
             lines.append(f"Node driver: {d.workload_id}: {best.change} saves "
                          f"{money(best.saves_usd_per_month)}/month")
+    from core.decision.explain import purchase_cause_words
+
+    if cause := purchase_cause_words(f):
+        lines.append(cause)
     if not mixed and (answer := ev.answers.known("smallest_change")) is not None:
         from core.decision.explain import smallest_change_words
 

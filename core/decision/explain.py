@@ -11,7 +11,7 @@ import pandas as pd
 
 from core.decision.engine import DATA_POLICY, LATENCY, NO_FIT, QUALITY, WINDOW, Evaluation
 from core.decision.fleet import route_permitted
-from core.decision.records import Deployment
+from core.decision.records import Deployment, PoolDriver
 from core.decision.sensitivity import ranges, sentence
 from core.format import duration_ms, integer, money, number, percent, plain
 
@@ -215,6 +215,57 @@ def forced_words(ev: Evaluation, i: int) -> str:
                 return "Without it the plan would need no node fewer: it runs on capacity bought anyway."
             return f"Without it the plan would need {_plural(d.nodes_forced, 'node')} fewer (exact re-pricing)."
     return ""
+
+
+def pool_elsewhere_words(p: PoolDriver) -> str:
+    """What the pool's workloads would cost on their next-best routes off its stack, in words: "+$49,251 a month
+    (5 nodes)", "$0 a month (3 nodes)", "4 of its 10 workloads have no other route" (none, its one) or "not
+    priced"."""
+    if p.elsewhere_unserved and p.elsewhere_unserved >= p.workloads:
+        return ("its one workload has no other route" if p.workloads == 1
+                else f"none of its {_plural(p.workloads, 'workload')} has another route")
+    if p.elsewhere_unserved:
+        return (f"{integer(p.elsewhere_unserved)} of its {_plural(p.workloads, 'workload')} "
+                f"{'has' if p.elsewhere_unserved == 1 else 'have'} no other route")
+    if p.elsewhere_usd_per_month is None or p.elsewhere_nodes_needed is None:
+        return "not priced"
+    usd, nodes = p.elsewhere_usd_per_month, _plural(p.elsewhere_nodes_needed, "node")
+    if usd >= 0.005:
+        return f"+{money(usd)} a month ({nodes})"
+    if usd <= -0.005:  # the search did not reach this plan: said, not hidden
+        return f"{money(-usd)} a month less ({nodes}): a cheaper plan the search missed"
+    return f"$0 a month ({nodes})"
+
+
+def pool_driver_words(p: PoolDriver) -> str:
+    """One pool as a cause of the purchase: "Qwen3-235B-A22B (MoE; FP8) (middle tier) on 4 GPUs a replica (8 GPUs,
+    7 workloads): 1 node fewer without it; 5 of its 7 workloads have no other route"."""
+    gpus = integer(p.gpus) if abs(p.gpus - round(p.gpus)) < 1e-9 else number(p.gpus, decimals=1)
+    head = (f"{p.route} on {_plural(p.gpus_per_replica, 'GPU')} a replica ({gpus} GPU{'' if p.gpus == 1 else 's'}, "
+            f"{_plural(p.workloads, 'workload')})")
+    forced = ("" if p.nodes_forced is None else
+              f": {_plural(p.nodes_forced, 'node')} fewer without it" if p.nodes_forced else ": no node fewer without it")
+    if p.elsewhere_unserved:
+        rest = pool_elsewhere_words(p)
+    elif p.elsewhere_usd_per_month is None:
+        rest = "its workloads on other routes not priced"
+    else:
+        rest = "its workloads on their next-best routes: " + pool_elsewhere_words(p)
+    return f"{head}{forced}; {rest}"
+
+
+def purchase_cause_words(fleet) -> str:
+    """Which pools need the nodes beyond those owned, where no single workload does (every node driver's
+    nodes_forced is 0): the pools that force a node alone, else the two holding the most GPUs, which need it
+    together. "" where a workload forces one (its words say why) or nothing is bought."""
+    if not fleet.pool_drivers or any(d.nodes_forced for d in fleet.node_drivers):
+        return ""
+    alone = [p for p in fleet.pool_drivers if p.nodes_forced]
+    if alone:
+        return ("No single workload forces the new nodes; these pools do: "
+                + "; ".join(pool_driver_words(p) for p in alone[:3]) + ".")
+    return ("No single workload or pool forces the new nodes alone; the pools holding the most GPUs need them "
+            "together: " + "; ".join(pool_driver_words(p) for p in fleet.pool_drivers[:2]) + ".")
 
 
 def _plural(n: int, word: str) -> str:

@@ -26,7 +26,7 @@ from core.decision.plan import (
 )
 from core.decision.records import Deployment, FleetPlan, LicensedRoute, NodeDriver, Relaxation
 from core.decision.sizing import shared_store
-from core.decision.why import deployment_why, nodes_forced
+from core.decision.why import deployment_why, nodes_forced, pool_drivers
 from core.format import integer
 from core.models import CostBasis, Weights
 from core.performance import physics
@@ -794,7 +794,10 @@ def _fleet_record(ev: Evaluation, planner: Planner, best: PlanCost, vr: np.ndarr
     for r_idx in np.unique(vr[has]):
         key = ev.routes[int(r_idx)].route_id
         by_route[key] = float(attributed[has & (vr == r_idx)].sum())
-    drivers = node_drivers(ev, planner, best) if with_drivers and best.nodes_needed > sc.fleet_nodes else []
+    buys = with_drivers and best.nodes_needed > sc.fleet_nodes
+    drivers = node_drivers(ev, planner, best) if buys else []
+    pools = pool_drivers(planner, best, [o.route_id for o in inp.owned],
+                         [o.label + (f" ({o.tier})" if o.tier else "") for o in inp.owned]) if buys else []
     verdict_mix = {k: int(n) for k, n in pd.Series(
         [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
          else "no feasible route" for i in vr]).value_counts().items()}
@@ -815,7 +818,8 @@ def _fleet_record(ev: Evaluation, planner: Planner, best: PlanCost, vr: np.ndarr
         attributed_usd_per_month=float(attributed.sum()), unallocated_usd_per_month=unallocated,
         owned_usd_per_mtok_out=eff_mtok, monthly_usd_by_route=by_route, deployments=tuple(deployments),
         node_drivers=tuple(drivers), licensed_routes=(), verdict_mix=verdict_mix,
-        energy_usd_per_month=0.0 if energy is None else energy.usd_per_month, energy=energy)
+        energy_usd_per_month=0.0 if energy is None else energy.usd_per_month, energy=energy,
+        pool_drivers=tuple(pools))
 
 
 def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[NodeDriver]:

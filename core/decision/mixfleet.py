@@ -223,6 +223,7 @@ def _record(ev) -> FleetPlan:
         owned_usd_per_mtok_out=owned_cash / tokens * 1e6 if tokens > 0 and owned_cash > 0 else None,
         monthly_usd_by_route=by_route, deployments=tuple(kept),
         node_drivers=cand_fleet.node_drivers if cand_fleet is not None and new else (),
+        pool_drivers=cand_fleet.pool_drivers if cand_fleet is not None and new else (),
         licensed_routes=licensed_routes(candidate.ev) if candidate is not None else base.licensed_routes,
         verdict_mix=mix_words, source=base.source)
 

@@ -96,6 +96,27 @@ class NodeDriver:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolDriver:
+    """An owned pool holding GPUs where the plan needs nodes beyond those owned, priced exactly as a cause of them
+    (core.decision.why.pool_drivers): where no single workload forces a node, the pools together do."""
+
+    route_id: str
+    route: str  # its label, with its tier where the stack runs several
+    gpus_per_replica: int
+    gpus: float  # GPUs it holds: its interactive replicas', or its batch work's (GPU-hours a day / 24, or a
+    # replica's GPUs at once where more)
+    workloads: int  # its members
+    nodes_forced: int | None  # nodes the plan needs fewer with its members left unserved (None: not priced)
+    # The plan with its members on their next-best routes off its stack (the cheapest at the full $/GPU-hour,
+    # every tier and GPU count of the stack excluded), priced exactly: its bill less the plan's (positive: dearer)
+    # and the nodes it needs. None where that plan cannot be priced, or where elsewhere_unserved > 0: members with
+    # no route off the stack would leave their work out of the bill, so it would not price the alternative.
+    elsewhere_usd_per_month: float | None
+    elsewhere_nodes_needed: int | None
+    elsewhere_unserved: int
+
+
+@dataclass(frozen=True, slots=True)
 class OwnedChange:
     """One relaxation of the answer "to stay on the nodes you own" (core.decision.smallest)."""
 
@@ -329,6 +350,8 @@ class FleetPlan:
     # 0 for cloud prices (power included). `energy` is the line in detail (None: cloud prices).
     energy_usd_per_month: float = 0.0
     energy: Any = None
+    # The owned pools as causes of the nodes beyond those owned (empty: none bought, or not priced).
+    pool_drivers: tuple[PoolDriver, ...] = ()
 
     @property
     def inventory(self) -> str | None:

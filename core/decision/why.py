@@ -1,4 +1,4 @@
-"""Why each node: the figures that explain an interactive pool's replicas, and the nodes a workload forces.
+"""Why each node: the figures that explain an interactive pool's replicas, and the nodes a workload or a pool forces.
 
 A pool is held to its tightest member's target. Where that target sits near what one replica does for a
 request alone, each replica may hold only a few requests at once, however high its concurrency cap, and the
@@ -14,10 +14,11 @@ import numpy as np
 
 from core.decision import latency
 from core.decision.latency import service_p95_alone_ms
-from core.decision.records import DeploymentWhy
+from core.decision.records import DeploymentWhy, PoolDriver
 
 if TYPE_CHECKING:
     from core.decision.pricing import PlanCost, Pricer
+    from core.decision.search import Planner
     from core.decision.sizing import DeploymentSize, OwnedRoute, PlanInputs
 
 
@@ -62,3 +63,54 @@ def nodes_forced(pricer: Pricer, best: PlanCost, i: int) -> int | None:
     if not cand.feasible:
         return None
     return max(int(best.nodes_needed) - int(cand.nodes_needed), 0)
+
+
+MAX_POOL_DRIVERS = 6  # pools priced as a cause of the purchase (two exact re-pricings each), the most GPUs first
+
+
+def pool_drivers(planner: Planner, best: PlanCost, route_ids: list[str], labels: list[str]) -> list[PoolDriver]:
+    """The owned pools holding the most GPUs in a plan that needs nodes beyond those owned, each priced exactly as a
+    cause: the nodes fewer with its members left unserved, and the plan with its members on their next-best routes
+    off its stack (the cheapest at the full $/GPU-hour with every tier and GPU count of the stack excluded).
+
+    A workload's own `nodes_forced` is often 0 where the purchase is real: one member fewer rarely frees a replica of
+    a pool of many. The pool is the unit a node is bought for: this says how many nodes it holds and what the
+    alternative to buying for it costs (a negative difference would be a cheaper plan the search did not reach, and
+    is shown as such). route_ids, labels: per owned plan position."""
+    inp = planner.inp
+    v = best.assignment
+    held: list[tuple[float, int, np.ndarray]] = []
+    for pos, o in enumerate(inp.owned):
+        members = np.flatnonzero(v == o.index)
+        if not members.size:
+            continue
+        d = best.sizes.get(pos)
+        inter = float(d.gpus) if d is not None and d.feasible else 0.0
+        batch = members[~inp.interactive[members]]
+        # Batch work holds its GPU-hours a day / 24 on average, but a replica's whole GPUs while it runs (as
+        # fleet._pools' Deployment.gpus).
+        off = max(float(np.nansum(inp.gpu_hours_day_r[batch, o.route_index])) / 24.0,
+                  float(np.nanmax(inp.offline_min_gpus_r[batch, o.route_index], initial=0.0))) if batch.size else 0.0
+        if max(inter, off) > 0:
+            held.append((max(inter, off), pos, members))
+    held.sort(key=lambda h: (-h[0], h[1]))
+    out = []
+    for gpus, pos, members in held[:MAX_POOL_DRIVERS]:
+        without = v.copy()
+        without[members] = -1
+        freed = planner.price(without)
+        # Elsewhere: off the stack (every tier and GPU count of it), or another tier of it would be the same pool.
+        stack = [o.index for k, o in enumerate(inp.owned) if route_ids[k] == route_ids[pos]]
+        alt = planner._choose(inp.full_usd_per_gpu_hour, rows=members, exclude=stack)
+        moved = v.copy()
+        moved[members] = alt
+        # With a member left without a route the bill leaves its work out: not a price of the alternative.
+        there = planner.price(moved) if (alt >= 0).all() else None
+        out.append(PoolDriver(
+            route_id=route_ids[pos], route=labels[pos], gpus_per_replica=int(inp.owned[pos].tp_options[0]), gpus=gpus,
+            workloads=int(members.size),
+            nodes_forced=max(int(best.nodes_needed) - int(freed.nodes_needed), 0) if freed.feasible else None,
+            elsewhere_usd_per_month=float(there.bill - best.bill) if there is not None and there.feasible else None,
+            elsewhere_nodes_needed=int(there.nodes_needed) if there is not None and there.feasible else None,
+            elsewhere_unserved=int((alt < 0).sum())))
+    return out

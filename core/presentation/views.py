@@ -202,6 +202,10 @@ def overview_summary(ev: Evaluation) -> list[str]:
             top = saving.iloc[0]
             line += (f" The biggest lever: {top['workload_id']} ({top['target']}): {top['change']} saves "
                      f"{money(top['saves_usd_per_month'])} a month.")
+        from core.decision.explain import purchase_cause_words
+
+        if cause := purchase_cause_words(f):
+            line += " " + cause
         out.append(line)
     elif needed < owned:
         out.append(f"The recommended mix needs {_plural(needed, 'node')} of your {integer(owned)}; "
@@ -440,6 +444,20 @@ def node_drivers(ev: Evaluation) -> pd.DataFrame:
                          "nodes_forced": d.nodes_forced, "change": change, "saves_usd_per_month": saves})
     return pd.DataFrame(rows, columns=["workload_id", "route", "target", "nodes_forced", "change",
                                        "saves_usd_per_month"])
+
+
+def pool_drivers(ev: Evaluation) -> pd.DataFrame:
+    """The pools that hold GPUs where the plan buys nodes (fleet.pool_drivers): the nodes each forces and what its
+    workloads would cost on their next-best routes off its stack."""
+    from core.decision.explain import pool_elsewhere_words
+
+    f = top_fleet(ev) if ev.scenario.mixed else ev.fleet
+    # GPUs: whole for an interactive pool's replicas, a batch pool's GPU-hours a day / 24 to one decimal.
+    rows = [{"route": p.route, "gpus_per_replica": p.gpus_per_replica,
+             "gpus": integer(p.gpus) if abs(p.gpus - round(p.gpus)) < 1e-9 else number(p.gpus, decimals=1),
+             "workloads": p.workloads,
+             "nodes_forced": p.nodes_forced, "elsewhere": pool_elsewhere_words(p)} for p in f.pool_drivers]
+    return pd.DataFrame(rows, columns=["route", "gpus_per_replica", "gpus", "workloads", "nodes_forced", "elsewhere"])
 
 
 def deployment_why(ev: Evaluation) -> list[str]:

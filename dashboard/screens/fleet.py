@@ -154,8 +154,26 @@ if bought is not None:
                f"one-kind plan (more {md(ev.fleet.gpu)} nodes at the sidebar's pricing) is the row of that GPU and "
                "option under every candidate.")
 
+
+
+def pools_needing_nodes() -> None:
+    """The pools on the new nodes, each priced as a cause of them (fleet.pool_drivers)."""
+    pools = views.pool_drivers(ev)
+    if pools.empty:
+        return
+    st.markdown("**The pools that need them**")
+    md_table(views.table_text(pools, {
+        "route": ("Pool", "text"), "gpus_per_replica": ("GPUs per replica", "int"), "gpus": ("GPUs", "text"),
+        "workloads": ("Workloads", "int"), "nodes_forced": ("Nodes it forces", "int"),
+        "elsewhere": ("Its workloads on their next-best routes", "text")}), hide_index=True)
+    st.caption("Nodes it forces: how many nodes fewer the plan needs without the pool's workloads. Next-best routes: "
+               "off the pool's stack, the plan re-priced exactly with only them moved (the bill's change and the "
+               "nodes it then needs). A node bought for a pool of many workloads is seldom forced by one of them.")
+
+
 if f.nodes_needed > f.owned_nodes and ev.scenario.mixed:
     st.subheader("Why nodes are bought")
+    pools_needing_nodes()
     st.caption("For the workloads that hold the most GPUs on the new nodes of the chosen mix: what relaxing each "
                "one's target, or moving it to its best API where policy allows, would save a month (exact re-pricing "
                "of the new nodes' plan).")
@@ -168,6 +186,7 @@ elif f.nodes_needed > f.owned_nodes:
     # Re-plans (bounded): automatic for small inventories, on demand above; kept with the evaluation.
     with st.spinner("Re-planning to find the smallest change that avoids new nodes…"):
         smallest = service.smallest_change(ev, force=st.session_state.get("fleet_smallest_forced") == id(ev))
+    pools_needing_nodes()
     st.caption("For the workloads that hold the most GPUs on the new nodes: what relaxing each one's target, or "
                "moving it to its best API where policy allows, would save a month (exact re-pricing of the plan), "
                "and the smallest target that lowers the node count (re-planned).")

@@ -246,7 +246,7 @@ def recommended_changes(ev: Evaluation) -> list[Change]:
             "Buy nodes",
             f"Buy {n} more {node} node{'s' if n != 1 else ''}: the recommended routing needs {needed}, "
             f"you own {owned}; about {fmt(f.extra_nodes_monthly_usd, 'usd')}/month at "
-            f"{fmt(ev.rate.full_usd_per_node_hour, 'usd_2')}/node-hour." + _driver_words(f.node_drivers),
+            f"{fmt(ev.rate.full_usd_per_node_hour, 'usd_2')}/node-hour." + _driver_words(f),
             float(f.extra_nodes_monthly_usd)))
         # The smallest change (core.decision.smallest), where it was searched (`hangover report` asks for it).
         answer = ev.answers.known("smallest_change")
@@ -296,11 +296,14 @@ def _batch_only(f) -> str:
     return f" + {rest} running batch work only" if rest > 0 else ""
 
 
-def _driver_words(drivers: tuple[NodeDriver, ...]) -> str:
+def _driver_words(f) -> str:
     """What forces the purchase, and what relaxing each cause would save (fleet.node_drivers): only workloads
-    without which the plan needs fewer nodes (a batch job filling hours bought anyway forces nothing)."""
+    without which the plan needs fewer nodes (a batch job filling hours bought anyway forces nothing); where none
+    does alone, the pools that need the nodes (fleet.pool_drivers, explain.purchase_cause_words)."""
+    if cause := explain.purchase_cause_words(f):
+        return " " + cause
     parts = []
-    for d in [x for x in drivers if x.nodes_forced is None or x.nodes_forced > 0][:3]:
+    for d in [x for x in f.node_drivers if x.nodes_forced is None or x.nodes_forced > 0][:3]:
         best = d.best_relaxation()
         target = (f"its {fmt(d.latency_slo_ms, 'int')} ms target" if d.latency_slo_ms is not None
                   else f"its {fmt(d.batch_window_hours, 'num_1')} h window")

@@ -41,7 +41,7 @@ def buy_change(ev: Evaluation, f) -> list[Change]:
     owned = ", ".join(f"{k} × {g}" for g, k in best.owned_nodes_by_gpu.items()) or "none"
     return [Change("Buy nodes", f"Buy {what}: the chosen mix needs {f.nodes_needed} nodes (owned kept on their GPU: "
                    f"{owned}); about {fmt(f.extra_nodes_monthly_usd, 'usd')}/month for the new nodes."
-                   + _driver_words(f.node_drivers), float(f.extra_nodes_monthly_usd))]
+                   + _driver_words(f), float(f.extra_nodes_monthly_usd))]
 
 
 def placements(ev: Evaluation) -> list[Change]:
