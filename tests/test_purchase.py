@@ -264,3 +264,58 @@ def test_buy_quantile_refusal_echoes_what_was_typed(typed, reads):
     assert f"--buy-quantile: {typed!r} reads as {reads}" in str(err.value)
     ok = argparse.Namespace(purchase_draws=None, seed=None, buy_quantile="95", growth=None)
     assert purchase_settings(ok).quantile == pytest.approx(0.95)
+
+
+@pytest.mark.slow
+def test_a_switch_is_the_plan_repriced_with_the_workload_on_the_other_side(sample_ev):
+    """The sample's internal-chat runs on Google gemini-2.0-flash at $233.83 a month; its share of an owned route
+    never beats that (P = 0). Switched alone onto its owned route it needs a node of its own: the cash bill rises
+    by 33.02 x 730 - 233.83 = 24,104.60 - 233.83 = $23,870.77 a month. Both say keep it on the API. The report
+    names the switch beside the chance, in words."""
+    from core.presentation.report.buying import purchase_table
+
+    p = P.purchase(sample_ev)
+    (row,) = [r for r in p.owned_beats_api if r["workload_id"] == "internal-chat"]
+    assert row["p_owned_beats_api"] == 0.0 and row["api"] == "Google gemini-2.0-flash (API)"
+    assert row["switch_usd_per_month"] == pytest.approx(33.02 * 730 - 233.83, abs=0.01)
+    frame = P.owned_vs_api_frame(p)
+    assert frame.set_index("workload_id").loc["internal-chat", "switch_usd_per_month"] == pytest.approx(23870.77)
+    notes = {r["figure"]: r["note"] for r in purchase_table(sample_ev).rows}
+    note = notes["Chance its owned share beats Google gemini-2.0-flash (API): internal-chat"]
+    assert note.endswith("switching it alone raises the cash bill by $23,871/month (exact, central plan)")
+
+
+@pytest.mark.slow
+def test_no_single_switch_lowers_a_searched_plans_bill(catalog):
+    """20 generated workloads (bench/gen.py seed 20, frozen), no owned node. The search ends where no single move
+    lowers the bill (every move of every row is priced each pass below 400 workloads), so every priced switch is
+    >= 0; and each is the plan re-priced with that one workload on the other side (a pricer of its own)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from core.decision.engine import evaluate
+    from core.decision.pricing import Pricer
+    from core.models import Scenario
+
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "twenty_workloads_pools_need_the_nodes.csv")
+    ev = evaluate(catalog, inv, Scenario(fleet_nodes=0))
+    p = P.purchase(ev)
+    priced = [r for r in p.owned_beats_api if r["switch_usd_per_month"] is not None]
+    assert len(priced) >= 5
+    assert all(r["switch_usd_per_month"] >= -0.005 for r in priced)
+    ids = list(ev.workloads["workload_id"])
+    inp, pricer = ev.plan_inputs, Pricer(ev.plan_inputs)
+    owned_cols = {o.index for o in inp.owned}
+    checked = 0
+    for r in priced:
+        i = ids.index(r["workload_id"])
+        here = int(ev.plan.assignment[i])
+        if here in owned_cols:  # owned -> the API the row names
+            (k,) = [k for k, rt in enumerate(ev.routes) if rt.label == r["api"]]
+            (col,) = np.flatnonzero((inp.col_route == k) & inp.allowed[i])
+            moved = ev.plan.assignment.copy()
+            moved[i] = col
+            assert pricer.price(moved).bill - ev.plan.bill == pytest.approx(r["switch_usd_per_month"], abs=0.01)
+            checked += 1
+    assert checked >= 3

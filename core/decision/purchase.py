@@ -27,7 +27,10 @@ P(owned beats the best allowed API) per workload: its owned cost (the attributed
 owned, else the cheapest owned route's standalone cost) x node price factor x growth / speed (the geometric
 mean of the batch-1 and batch-64 reference throughput ratios), against the
 cheapest feasible API's monthly cost x API price factor x growth; owned loses a draw where its p95 alone misses
-the target. None where the workload has no owned or no allowed API route.
+the target. None where the workload has no owned or no allowed API route. That compares its share of the fleet,
+not the cash a move saves: beside it, `switch_usd_per_month` is the central plan's cash bill after the workload
+alone switches side, less the bill now (exact; positive: the side it is on is cheaper in cash), so a workload
+whose share is dearer than the API but whose leaving frees no replica is not read as one to move.
 
 buy_now_nodes: the most nodes needed in at least `quantile` of the draws (0.9 by default); the rest (up to
 nodes_p90) after measuring the route whose range moves the node count most (each route drawn alone).
@@ -129,6 +132,10 @@ class Inputs:
     api_usd: np.ndarray
     api_label: np.ndarray
     node_usd_per_month: float = 0.0  # one new node at the plan's full price (0: not known)
+    # Per workload: the central plan's cash bill after it alone switches side (owned -> its best API, or API ->
+    # its owned route), less the bill now, exact (NaN: not priced). Beside P(owned beats the API), which compares
+    # its attributed share: a workload riding on capacity held anyway saves nothing by leaving, whatever its share.
+    switch_usd: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -206,14 +213,15 @@ def inputs_of(ev, growth: tuple[float, float] = (0.0, 0.0)) -> Inputs:
                           offline_gpu_hours_day=d.offline_gpu_hours_per_day, offline_min_gpus=d.offline_min_gpus))
     gpn = f.gpus_per_node
     busy = np.asarray(f.hourly_utilization_without_batch, dtype=float) * f.nodes_in_plan * gpn
-    owned_usd, owned_route, owned_p95, api_usd, api_label = _workload_costs(ev, route_index)
+    owned_usd, owned_route, owned_p95, api_usd, api_label, owned_col, api_col = _workload_costs(ev, route_index)
     return Inputs(routes=tuple(routes), pools=tuple(pools), gpus_per_node=gpn, plan_nodes=f.nodes_needed,
                   owned_nodes=f.owned_nodes, busy_gpus_by_hour=busy,
                   interactive_gpus=sum(d.interactive_gpus for d in f.deployments), growth_grid=g_grid,
                   workload_ids=ev.workloads["workload_id"].astype(str).to_numpy(),
                   owned_usd=owned_usd, owned_route=owned_route, owned_p95_ms=owned_p95,
                   slo_ms=np.asarray(ev.slo_ms, dtype=float), api_usd=api_usd, api_label=api_label,
-                  node_usd_per_month=float(f.full_usd_per_node_hour) * HOURS_PER_MONTH)
+                  node_usd_per_month=float(f.full_usd_per_node_hour) * HOURS_PER_MONTH,
+                  switch_usd=_switch_usd(ev, owned_col, api_col, owned_usd))
 
 
 def growth_grid(growth: tuple[float, float]) -> np.ndarray:
@@ -312,8 +320,8 @@ def _route_at(inp, route, rows: np.ndarray, bounds, u: float):
 
 def _workload_costs(ev, route_index):
     """Per workload: owned cost ($/month), its route range index (-1: none), p95 alone, best allowed API cost
-    and label. Owned: the verdict's attributed share where the plan runs it owned, else the cheapest feasible
-    owned route's standalone cost (at its best GPU count)."""
+    and label, and the engine routes of both (-1: none). Owned: the verdict's attributed share where the plan runs
+    it owned, else the cheapest feasible owned route's standalone cost (at its best GPU count)."""
     W = len(ev.workloads)
     feas = np.asarray(ev.a["feasible"], dtype=bool)
     monthly = np.asarray(ev.a["monthly_usd"], dtype=float)
@@ -321,6 +329,7 @@ def _workload_costs(ev, route_index):
     owned_usd, owned_route = np.full(W, np.nan), np.full(W, -1, dtype=int)
     owned_p95, api_usd = np.full(W, np.nan), np.full(W, np.nan)
     api_label = np.full(W, "", dtype=object)
+    owned_col, api_col = np.full(W, -1, dtype=int), np.full(W, -1, dtype=int)
     for i in range(W):
         v = int(ev.verdict[i])
         if v >= 0 and owned_cols[v]:
@@ -331,13 +340,53 @@ def _workload_costs(ev, route_index):
         if j >= 0:
             g = ev.a["gpus_per_replica"][i, j]
             g = int(g) if np.isfinite(g) and g >= 1 else int(np.nan_to_num(ev.a["best_gpus"][i, j], nan=1) or 1)
-            owned_usd[i], owned_route[i] = monthly[i, j], route_index(ev.routes[j].route_id, g)
+            owned_usd[i], owned_route[i], owned_col[i] = monthly[i, j], route_index(ev.routes[j].route_id, g), j
             owned_p95[i] = ev.a["best_p95_ms"][i, j]
         api = np.flatnonzero(feas[i] & ~owned_cols & np.isfinite(monthly[i]))
         if api.size:
             k = int(api[np.argmin(monthly[i, api])])
-            api_usd[i], api_label[i] = monthly[i, k], ev.routes[k].label
-    return owned_usd, owned_route, owned_p95, api_usd, api_label
+            api_usd[i], api_label[i], api_col[i] = monthly[i, k], ev.routes[k].label, k
+    return owned_usd, owned_route, owned_p95, api_usd, api_label, owned_col, api_col
+
+
+MAX_SWITCH_PRICINGS = 200  # exact re-pricings of a workload switching side, the costliest owned shares first
+
+
+def _switch_usd(ev, owned_col: np.ndarray, api_col: np.ndarray, owned_usd: np.ndarray) -> np.ndarray:
+    """Per workload with an owned and an allowed API route: the central plan's cash bill after it alone switches
+    side, less the bill now (exact re-pricing with the plan's own pricer): from its owned pool to its best API,
+    or from wherever it is onto its owned route's cheapest plan column (another GPU count may be cheaper). NaN
+    where not priced: no plan kept, the switch cannot be priced, or past MAX_SWITCH_PRICINGS."""
+    W = len(ev.workloads)
+    out = np.full(W, np.nan)
+    planner, plan, inp = (getattr(ev, k, None) for k in ("planner", "plan", "plan_inputs"))
+    if planner is None or plan is None or inp is None:
+        return out
+    col_route = np.asarray(inp.col_route)
+    owned_plan_cols = {o.index for o in inp.owned}
+    both = np.flatnonzero((owned_col >= 0) & (api_col >= 0))
+    order = both[np.argsort(-np.nan_to_num(owned_usd[both]), kind="stable")][:MAX_SWITCH_PRICINGS]
+    if not order.size:
+        return out
+    alone = planner.standalone_cost()
+    for i in order.tolist():
+        here = int(plan.assignment[i])
+        if here < 0:  # unserved: a switch would add its work to the bill, not move it
+            continue
+        side = col_route[here]
+        if here in owned_plan_cols:
+            cols = np.flatnonzero((col_route == api_col[i]) & inp.allowed[i])
+        else:
+            cols = np.flatnonzero((col_route == owned_col[i]) & inp.allowed[i])
+            cols = cols[np.argsort(alone[i, cols], kind="stable")] if cols.size else cols
+        if not cols.size or col_route[cols[0]] == side:
+            continue
+        moved = plan.assignment.copy()
+        moved[i] = cols[0]
+        switched = planner.price(moved, base=plan)  # re-sizes only the two pools it touches (the same bill)
+        if switched.feasible:
+            out[i] = float(switched.bill - plan.bill)
+    return out
 
 
 def _speeds(inp: Inputs, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -446,7 +495,8 @@ def _owned_beats(inp: Inputs, u, growth, node_f, api_f) -> tuple[dict, ...]:
     for i, wid in enumerate(inp.workload_ids):
         r = int(inp.owned_route[i])
         if r < 0 or not np.isfinite(inp.api_usd[i]) or not np.isfinite(inp.owned_usd[i]):
-            out.append({"workload_id": str(wid), "p_owned_beats_api": None, "api": inp.api_label[i] or None})
+            out.append({"workload_id": str(wid), "p_owned_beats_api": None, "api": inp.api_label[i] or None,
+                        "switch_usd_per_month": None})
             continue
         speed = np.sqrt(s1[:, r] * s64[:, r])  # the two reference batches' geometric mean
         owned = inp.owned_usd[i] * node_f * growth / speed
@@ -456,7 +506,10 @@ def _owned_beats(inp: Inputs, u, growth, node_f, api_f) -> tuple[dict, ...]:
         else:  # batch work, or no p95 figure: the plan's feasibility holds
             ok = np.ones(len(growth), dtype=bool)
         p = float(np.mean(ok & (owned < api)))
-        out.append({"workload_id": str(wid), "p_owned_beats_api": round(p, 4), "api": inp.api_label[i]})
+        switch = None if inp.switch_usd is None or not np.isfinite(inp.switch_usd[i]) else round(
+            float(inp.switch_usd[i]), 2)
+        out.append({"workload_id": str(wid), "p_owned_beats_api": round(p, 4), "api": inp.api_label[i],
+                    "switch_usd_per_month": switch})
     return tuple(out)
 
 
@@ -580,8 +633,11 @@ def purchase_words(p: Purchase) -> str:
 
 
 def owned_vs_api_frame(p: Purchase) -> pd.DataFrame:
-    """Per workload with both an owned and an allowed API route: P(owned beats the best allowed API)."""
+    """Per workload with both an owned and an allowed API route: P(its owned share beats the best allowed API),
+    and the central plan's cash bill change if it alone switched side (NaN: not priced)."""
     rows = [r for r in p.owned_beats_api if r["p_owned_beats_api"] is not None]
     return pd.DataFrame({"workload_id": [r["workload_id"] for r in rows],
                          "p_owned_beats_api": [r["p_owned_beats_api"] for r in rows],
-                         "api": [r["api"] for r in rows]})
+                         "api": [r["api"] for r in rows],
+                         "switch_usd_per_month": [np.nan if r.get("switch_usd_per_month") is None
+                                                  else r["switch_usd_per_month"] for r in rows]})

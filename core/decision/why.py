@@ -98,14 +98,14 @@ def pool_drivers(planner: Planner, best: PlanCost, route_ids: list[str], labels:
     for gpus, pos, members in held[:MAX_POOL_DRIVERS]:
         without = v.copy()
         without[members] = -1
-        freed = planner.price(without)
+        freed = planner.price(without, base=best)
         # Elsewhere: off the stack (every tier and GPU count of it), or another tier of it would be the same pool.
         stack = [o.index for k, o in enumerate(inp.owned) if route_ids[k] == route_ids[pos]]
         alt = planner._choose(inp.full_usd_per_gpu_hour, rows=members, exclude=stack)
         moved = v.copy()
         moved[members] = alt
         # With a member left without a route the bill leaves its work out: not a price of the alternative.
-        there = planner.price(moved) if (alt >= 0).all() else None
+        there = planner.price(moved, base=best) if (alt >= 0).all() else None
         out.append(PoolDriver(
             route_id=route_ids[pos], route=labels[pos], gpus_per_replica=int(inp.owned[pos].tp_options[0]), gpus=gpus,
             workloads=int(members.size),

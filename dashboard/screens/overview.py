@@ -69,9 +69,18 @@ if (staged := staged_purchase(ev)) is not None:
             st.dataframe(vs, hide_index=True, placeholder="—", key="overview_owned_vs_api",
                          column_config={"workload_id": text_col("Workload"),
                                         "p_owned_beats_api": st.column_config.ProgressColumn(
-                                            "Chance owned is cheaper", format="percent", min_value=0.0,
-                                            max_value=1.0),
-                                        "api": text_col("Best allowed API")})
+                                            "Chance its owned share is cheaper", format="percent", min_value=0.0,
+                                            max_value=1.0,
+                                            help="Over the draws: its attributed share of the owned fleet against "
+                                                 "the API's price for its traffic (estimates)."),
+                                        "api": text_col("Best allowed API"),
+                                        "switch_usd_per_month": money_col(
+                                            "Cash bill if it alone switches",
+                                            help="The central plan's cash bill a month after this workload alone "
+                                                 "moves to the other side (owned to the API, or the API to owned), "
+                                                 "less the bill now, re-priced exactly: positive, the side it is on "
+                                                 "is cheaper in cash. A workload on capacity held anyway frees no "
+                                                 "replica by leaving, whatever its share.")})
     st.caption(md(staged.basis + "."))
 
 

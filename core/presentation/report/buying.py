@@ -38,13 +38,24 @@ def purchase_table(ev: Evaluation) -> Table | None:
         row("Nodes needed, 10th percentile", p.nodes_p10, "int"),
         row("Nodes needed, 90th percentile", p.nodes_p90, "int"),
     ]
-    rows += [row(f"Chance owned beats {r['api']}: {r['workload_id']}", r["p_owned_beats_api"], "pct",
-                 "over the draws of route speed, traffic and prices")
+    rows += [row(f"Chance its owned share beats {r['api']}: {r['workload_id']}", r["p_owned_beats_api"], "pct",
+                 "over the draws of route speed, traffic and prices: its attributed share of the owned fleet "
+                 "against the API's price" + _switch_words(r.get("switch_usd_per_month")))
              for r in p.owned_beats_api if r["p_owned_beats_api"] is not None]
     cols = [Column("figure", "Figure", "text", width=46, wrap=True), Column("value", "Value", "mixed"),
             Column("note", "Note", "text", width=64, wrap=True)]
     rows.append(row("Method", None, "text", f"{p.basis} (estimates)"))
     return Table("Purchase", "Staged purchase under the estimate ranges", cols, rows, _of_gpu(ev) + purchase_words(p))
+
+
+def _switch_words(usd: float | None) -> str:
+    """'; switching it alone raises the cash bill by $362/month (exact, central plan)' ('' where not priced)."""
+    if usd is None:
+        return ""
+    if abs(usd) < 0.5:
+        return "; switching it alone leaves the cash bill unchanged (exact, central plan)"
+    return (f"; switching it alone {'raises' if usd > 0 else 'cuts'} the cash bill by {fmt(abs(usd), 'usd')}/month "
+            "(exact, central plan)")
 
 
 def _of_gpu(ev: Evaluation) -> str:
