@@ -282,7 +282,9 @@ def test_a_switch_is_the_plan_repriced_with_the_workload_on_the_other_side(sampl
     assert frame.set_index("workload_id").loc["internal-chat", "switch_usd_per_month"] == pytest.approx(23870.77)
     notes = {r["figure"]: r["note"] for r in purchase_table(sample_ev).rows}
     note = notes["Chance its owned share beats Google gemini-2.0-flash (API): internal-chat"]
-    assert note.endswith("switching it alone raises the cash bill by $23,871/month (exact, central plan)")
+    assert note.endswith("; on the API now, moving it alone to owned GPUs raises the cash bill by $23,871/month "
+                         "(exact, central plan)")
+    assert frame.set_index("workload_id").loc["internal-chat", "runs_on"] == "the API"
 
 
 @pytest.mark.slow

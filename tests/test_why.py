@@ -267,3 +267,15 @@ def test_where_no_workload_forces_a_node_the_pools_that_do_are_priced_exactly(ca
     assert words.startswith(" No single workload forces the new nodes; these pools do: ")
     assert "LLaDA 8B Instruct" in words and "1 of its 6 workloads has no other route" in words
     assert "its workloads on their next-best routes: +$24,105 a month (3 nodes)" in words
+
+
+@pytest.mark.slow
+def test_overview_sets_a_workloads_share_beside_the_cash_its_switch_moves(app_pages):
+    """Overview (AppTest, bundled sample): the staged purchase's owned-against-API table names what its chance
+    compares (a share) and, beside it, where the plan runs internal-chat and the cash bill change of switching it
+    alone: on the API at $233.83, onto owned GPUs it needs a node, +24,104.60 - 233.83 = +$23,871 a month."""
+    at = app_pages("screens/overview.py")
+    (table,) = [d.value for d in at.dataframe if "switch_usd_per_month" in d.value.columns]
+    row = table.set_index("workload_id").loc["internal-chat"]
+    assert (row["runs_on"], row["switch_usd_per_month"]) == ("the API", "+$23,871")
+    assert row["p_owned_beats_api"] == 0.0

@@ -136,6 +136,7 @@ class Inputs:
     # its owned route), less the bill now, exact (NaN: not priced). Beside P(owned beats the API), which compares
     # its attributed share: a workload riding on capacity held anyway saves nothing by leaving, whatever its share.
     switch_usd: np.ndarray | None = None
+    on_owned: np.ndarray | None = None  # per workload: the plan runs it on owned GPUs (None: not known)
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,9 @@ def inputs_of(ev, growth: tuple[float, float] = (0.0, 0.0)) -> Inputs:
                   owned_usd=owned_usd, owned_route=owned_route, owned_p95_ms=owned_p95,
                   slo_ms=np.asarray(ev.slo_ms, dtype=float), api_usd=api_usd, api_label=api_label,
                   node_usd_per_month=float(f.full_usd_per_node_hour) * HOURS_PER_MONTH,
-                  switch_usd=_switch_usd(ev, owned_col, api_col, owned_usd))
+                  switch_usd=_switch_usd(ev, owned_col, api_col, owned_usd),
+                  on_owned=np.array([v >= 0 and ev.routes[v].hosting == "owned" for v in ev.verdict.tolist()],
+                                    dtype=bool))
 
 
 def growth_grid(growth: tuple[float, float]) -> np.ndarray:
@@ -496,7 +499,7 @@ def _owned_beats(inp: Inputs, u, growth, node_f, api_f) -> tuple[dict, ...]:
         r = int(inp.owned_route[i])
         if r < 0 or not np.isfinite(inp.api_usd[i]) or not np.isfinite(inp.owned_usd[i]):
             out.append({"workload_id": str(wid), "p_owned_beats_api": None, "api": inp.api_label[i] or None,
-                        "switch_usd_per_month": None})
+                        "runs_on": None, "switch_usd_per_month": None})
             continue
         speed = np.sqrt(s1[:, r] * s64[:, r])  # the two reference batches' geometric mean
         owned = inp.owned_usd[i] * node_f * growth / speed
@@ -508,8 +511,9 @@ def _owned_beats(inp: Inputs, u, growth, node_f, api_f) -> tuple[dict, ...]:
         p = float(np.mean(ok & (owned < api)))
         switch = None if inp.switch_usd is None or not np.isfinite(inp.switch_usd[i]) else round(
             float(inp.switch_usd[i]), 2)
+        runs_on = None if inp.on_owned is None else ("owned" if inp.on_owned[i] else "api")
         out.append({"workload_id": str(wid), "p_owned_beats_api": round(p, 4), "api": inp.api_label[i],
-                    "switch_usd_per_month": switch})
+                    "runs_on": runs_on, "switch_usd_per_month": switch})
     return tuple(out)
 
 
@@ -634,10 +638,13 @@ def purchase_words(p: Purchase) -> str:
 
 def owned_vs_api_frame(p: Purchase) -> pd.DataFrame:
     """Per workload with both an owned and an allowed API route: P(its owned share beats the best allowed API),
-    and the central plan's cash bill change if it alone switched side (NaN: not priced)."""
+    where the plan runs it ("owned", "api") and the central plan's cash bill change if it alone switched side
+    (NaN: not priced)."""
     rows = [r for r in p.owned_beats_api if r["p_owned_beats_api"] is not None]
     return pd.DataFrame({"workload_id": [r["workload_id"] for r in rows],
                          "p_owned_beats_api": [r["p_owned_beats_api"] for r in rows],
                          "api": [r["api"] for r in rows],
+                         "runs_on": [{"owned": "owned GPUs", "api": "the API"}.get(r.get("runs_on") or "", "—")
+                                     for r in rows],
                          "switch_usd_per_month": [np.nan if r.get("switch_usd_per_month") is None
                                                   else r["switch_usd_per_month"] for r in rows]})

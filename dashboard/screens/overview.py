@@ -66,6 +66,7 @@ if (staged := staged_purchase(ev)) is not None:
     vs = owned_vs_api(staged)
     if len(vs):
         with st.expander("Owned against the best allowed API, across the ranges"):
+            vs = vs.assign(switch_usd_per_month=vs["switch_usd_per_month"].map(signed_money))
             st.dataframe(vs, hide_index=True, placeholder="—", key="overview_owned_vs_api",
                          column_config={"workload_id": text_col("Workload"),
                                         "p_owned_beats_api": st.column_config.ProgressColumn(
@@ -74,8 +75,9 @@ if (staged := staged_purchase(ev)) is not None:
                                             help="Over the draws: its attributed share of the owned fleet against "
                                                  "the API's price for its traffic (estimates)."),
                                         "api": text_col("Best allowed API"),
-                                        "switch_usd_per_month": money_col(
-                                            "Cash bill if it alone switches",
+                                        "runs_on": text_col("The plan runs it on"),
+                                        "switch_usd_per_month": text_col(
+                                            "Cash bill a month if it alone switches",
                                             help="The central plan's cash bill a month after this workload alone "
                                                  "moves to the other side (owned to the API, or the API to owned), "
                                                  "less the bill now, re-priced exactly: positive, the side it is on "

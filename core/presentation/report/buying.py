@@ -40,7 +40,7 @@ def purchase_table(ev: Evaluation) -> Table | None:
     ]
     rows += [row(f"Chance its owned share beats {r['api']}: {r['workload_id']}", r["p_owned_beats_api"], "pct",
                  "over the draws of route speed, traffic and prices: its attributed share of the owned fleet "
-                 "against the API's price" + _switch_words(r.get("switch_usd_per_month")))
+                 "against the API's price" + _switch_words(r))
              for r in p.owned_beats_api if r["p_owned_beats_api"] is not None]
     cols = [Column("figure", "Figure", "text", width=46, wrap=True), Column("value", "Value", "mixed"),
             Column("note", "Note", "text", width=64, wrap=True)]
@@ -48,14 +48,17 @@ def purchase_table(ev: Evaluation) -> Table | None:
     return Table("Purchase", "Staged purchase under the estimate ranges", cols, rows, _of_gpu(ev) + purchase_words(p))
 
 
-def _switch_words(usd: float | None) -> str:
-    """'; switching it alone raises the cash bill by $362/month (exact, central plan)' ('' where not priced)."""
+def _switch_words(r: dict) -> str:
+    """'; on the API now, moving it alone to owned GPUs raises the cash bill by $23,871/month (exact, central
+    plan)' ('' where not priced)."""
+    usd = r.get("switch_usd_per_month")
     if usd is None:
         return ""
+    there = {"owned": "owned GPUs now, moving it alone to the API", "api": "the API now, moving it alone to owned GPUs"}
+    move = f"; on {there[r['runs_on']]}" if r.get("runs_on") in there else "; switching it alone"
     if abs(usd) < 0.5:
-        return "; switching it alone leaves the cash bill unchanged (exact, central plan)"
-    return (f"; switching it alone {'raises' if usd > 0 else 'cuts'} the cash bill by {fmt(abs(usd), 'usd')}/month "
-            "(exact, central plan)")
+        return f"{move} leaves the cash bill unchanged (exact, central plan)"
+    return f"{move} {'raises' if usd > 0 else 'cuts'} the cash bill by {fmt(abs(usd), 'usd')}/month (exact, central plan)"
 
 
 def _of_gpu(ev: Evaluation) -> str:
