@@ -359,7 +359,8 @@ def _switch_usd(ev, owned_col: np.ndarray, api_col: np.ndarray, owned_usd: np.nd
     """Per workload with an owned and an allowed API route: the central plan's cash bill after it alone switches
     side, less the bill now (exact re-pricing with the plan's own pricer): from its owned pool to its best API,
     or from wherever it is onto its owned route's cheapest plan column (another GPU count may be cheaper). NaN
-    where not priced: no plan kept, the switch cannot be priced, or past MAX_SWITCH_PRICINGS."""
+    where not priced: no plan kept, the switch cannot be priced, it leaves or joins a pool the simulation check
+    raised, or past MAX_SWITCH_PRICINGS."""
     W = len(ev.workloads)
     out = np.full(W, np.nan)
     planner, plan, inp = (getattr(ev, k, None) for k in ("planner", "plan", "plan_inputs"))
@@ -371,6 +372,11 @@ def _switch_usd(ev, owned_col: np.ndarray, api_col: np.ndarray, owned_usd: np.nd
     order = both[np.argsort(-np.nan_to_num(owned_usd[both]), kind="stable")][:MAX_SWITCH_PRICINGS]
     if not order.size:
         return out
+    from core.decision.closeloop import added_by_check
+
+    # A pool the simulation check raised keeps its raise only while its members stay (the raise is its sizing's):
+    # a switch into or out of it would be priced without the raise, a saving that is not there. Not priced.
+    raised = {inp.owned[pos].index for pos in added_by_check(planner, plan)}
     alone = planner.standalone_cost()
     for i in order.tolist():
         here = int(plan.assignment[i])
@@ -382,7 +388,7 @@ def _switch_usd(ev, owned_col: np.ndarray, api_col: np.ndarray, owned_usd: np.nd
         else:
             cols = np.flatnonzero((col_route == owned_col[i]) & inp.allowed[i])
             cols = cols[np.argsort(alone[i, cols], kind="stable")] if cols.size else cols
-        if not cols.size or col_route[cols[0]] == side:
+        if not cols.size or col_route[cols[0]] == side or here in raised or int(cols[0]) in raised:
             continue
         moved = plan.assignment.copy()
         moved[i] = cols[0]

@@ -109,8 +109,9 @@ class PoolDriver:
     nodes_forced: int | None  # nodes the plan needs fewer with its members left unserved (None: not priced)
     # The plan with its members on their next-best routes off its stack (the cheapest at the full $/GPU-hour,
     # every tier and GPU count of the stack excluded), priced exactly: its bill less the plan's (positive: dearer)
-    # and the nodes it needs. None where that plan cannot be priced, or where elsewhere_unserved > 0: members with
-    # no route off the stack would leave their work out of the bill, so it would not price the alternative.
+    # and the nodes it needs. None where that plan cannot be priced, where a member would join a pool the
+    # simulation check raised (priced without its raise), or where elsewhere_unserved > 0: members with no route
+    # off the stack would leave their work out of the bill, so it would not price the alternative.
     elsewhere_usd_per_month: float | None
     elsewhere_nodes_needed: int | None
     elsewhere_unserved: int

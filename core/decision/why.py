@@ -94,6 +94,11 @@ def pool_drivers(planner: Planner, best: PlanCost, route_ids: list[str], labels:
         if max(inter, off) > 0:
             held.append((max(inter, off), pos, members))
     held.sort(key=lambda h: (-h[0], h[1]))
+    from core.decision.closeloop import added_by_check
+
+    # Pools the simulation check raised keep the raise only while their members stay: moving members into one
+    # would price it without its raise, a saving that is not there, so that alternative is not priced.
+    raised = {inp.owned[pos].index for pos in added_by_check(planner, best)}
     out = []
     for gpus, pos, members in held[:MAX_POOL_DRIVERS]:
         without = v.copy()
@@ -105,7 +110,7 @@ def pool_drivers(planner: Planner, best: PlanCost, route_ids: list[str], labels:
         moved = v.copy()
         moved[members] = alt
         # With a member left without a route the bill leaves its work out: not a price of the alternative.
-        there = planner.price(moved, base=best) if (alt >= 0).all() else None
+        there = planner.price(moved, base=best) if (alt >= 0).all() and not raised & set(alt.tolist()) else None
         out.append(PoolDriver(
             route_id=route_ids[pos], route=labels[pos], gpus_per_replica=int(inp.owned[pos].tp_options[0]), gpus=gpus,
             workloads=int(members.size),
