@@ -279,3 +279,32 @@ def test_overview_sets_a_workloads_share_beside_the_cash_its_switch_moves(app_pa
     row = table.set_index("workload_id").loc["internal-chat"]
     assert (row["runs_on"], row["switch_usd_per_month"]) == ("the API", "+$23,871")
     assert row["p_owned_beats_api"] == 0.0
+
+
+@pytest.mark.slow
+def test_a_driver_in_a_pool_the_check_raised_has_no_priced_what_ifs(catalog, monkeypatch):
+    """95 generated workloads (bench/gen.py seed 1082, frozen), 2 owned nodes, APIs x 1.5, the check's repair off:
+    the check adds a replica to the Qwen3-235B-A22B x4 pool, so the plan buys a third node. A node driver in that
+    pool re-priced without a member, with a looser target or on an API would be sized without the raise: its
+    nodes forced and savings are not priced (None), and the report's moves say a move through it is not priced."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from core.decision import settings as settings_mod
+    from core.decision.settings import DEFAULT
+    from core.presentation.report.content import _moves
+
+    monkeypatch.setattr(settings_mod, "PLAN", DEFAULT.but(close_loop_repairs=0))
+    inv = pd.read_csv(Path(__file__).parent / "data" / "plan" / "ninety_five_workloads_repaired_check.csv")
+    ev = evaluate(catalog, inv, Scenario(fleet_nodes=2, api_price_scale=1.5))
+    (raised,) = [d for d in ev.fleet.deployments if d.replicas_added_by_simulation]
+    inside = [d for d in ev.fleet.node_drivers if d.workload_id in raised.workloads]
+    outside = [d for d in ev.fleet.node_drivers if d.workload_id not in raised.workloads]
+    assert inside and outside
+    for d in inside:
+        assert d.nodes_forced is None and all(r.saves_usd_per_month is None for r in d.relaxations)
+    assert any(d.nodes_forced is not None for d in outside)
+    moves = [c.text for c in _moves(ev) if c.text.split()[1] in raised.workloads]
+    assert any("a move is not priced" in t for t in moves)
+    assert not any(" would " in t for t in moves)  # no priced move out of the raised pool

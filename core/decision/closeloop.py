@@ -97,6 +97,13 @@ def added_by_check(pricer: Pricer, plan: PlanCost) -> dict[int, int]:
     return out
 
 
+def raised_columns(pricer: Pricer, plan: PlanCost) -> set[int]:
+    """Plan columns of the pools the simulation checks raised in `plan`. The raise belongs to the pool's sizing with
+    its members as they are: a what-if re-pricing that moves a member into or out of it sizes it without the raise,
+    a saving that is not there, so such figures are left unpriced (switches, drivers, the report's moves)."""
+    return {pricer.inp.owned[pos].index for pos in added_by_check(pricer, plan)}
+
+
 def cheapest_checked(planner: Planner, closed: Closed) -> Closed:
     """Where the check added replicas to the plan, the cheapest checked plan among it and the plans the
     search's descents ended at (Planner.local_optima), each priced with what the check found so far; then, while

@@ -12,7 +12,12 @@ import pandas as pd
 from core import background
 from core.decision import latency
 from core.decision import settings as settings_mod
-from core.decision.closeloop import cheapest_checked, close_by_simulation, close_polished
+from core.decision.closeloop import (
+    cheapest_checked,
+    close_by_simulation,
+    close_polished,
+    raised_columns,
+)
 from core.decision.economics import DAYS_PER_MONTH, HOURS_PER_MONTH, cash_bill, to_cents
 from core.decision.plan import (
     CAP_BANDS,
@@ -841,6 +846,7 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[NodeD
                 weight[d.rows[:d.n_primary]] = share[:d.n_primary] * d.gpus * HOURS_PER_MONTH
     order = [int(i) for i in np.argsort(-np.nan_to_num(weight)) if on_owned[i] and weight[i] > 0][:MAX_DRIVERS]
     w = ev.workloads
+    raised = raised_columns(planner, best)  # a driver in a raised pool: its what-ifs are not priced
     out: list[NodeDriver] = []
     for i in order:
         relax: list[Relaxation] = []
@@ -878,10 +884,14 @@ def node_drivers(ev: Evaluation, planner: Planner, best: PlanCost) -> list[NodeD
         elif w["data_policy"].iloc[i] == "owned_only":
             relax.append(Relaxation("move to an API: not allowed (owned_only data)", "to_api", None, None))
         er = int(inp.col_route[v[i]])
+        forced = nodes_forced(planner, best, i)
+        if int(v[i]) in raised:  # re-priced without the pool's raise: savings that are not there
+            relax = [replace(r, saves_usd_per_month=None, nodes_needed=None) for r in relax]
+            forced = None
         out.append(NodeDriver(
             workload_id=str(inp.workload_ids[i]), route_id=ev.routes[er].route_id, route=ev.routes[er].label,
             gpus_per_replica=int(inp.owned[next(k for k, o in enumerate(inp.owned) if o.index == v[i])].tp_options[0]),
             latency_slo_ms=slo_i, batch_window_hours=window, gpu_hours_per_month=float(weight[i]),
-            relaxations=tuple(relax), nodes_forced=nodes_forced(planner, best, i)))
+            relaxations=tuple(relax), nodes_forced=forced))
     out.sort(key=lambda d: -max([x.saves_usd_per_month or 0.0 for x in d.relaxations] or [0.0]))
     return out

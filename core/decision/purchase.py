@@ -372,11 +372,9 @@ def _switch_usd(ev, owned_col: np.ndarray, api_col: np.ndarray, owned_usd: np.nd
     order = both[np.argsort(-np.nan_to_num(owned_usd[both]), kind="stable")][:MAX_SWITCH_PRICINGS]
     if not order.size:
         return out
-    from core.decision.closeloop import added_by_check
+    from core.decision.closeloop import raised_columns
 
-    # A pool the simulation check raised keeps its raise only while its members stay (the raise is its sizing's):
-    # a switch into or out of it would be priced without the raise, a saving that is not there. Not priced.
-    raised = {inp.owned[pos].index for pos in added_by_check(planner, plan)}
+    raised = raised_columns(planner, plan)  # a switch into or out of a raised pool: not priced
     alone = planner.standalone_cost()
     for i in order.tolist():
         here = int(plan.assignment[i])

@@ -94,11 +94,9 @@ def pool_drivers(planner: Planner, best: PlanCost, route_ids: list[str], labels:
         if max(inter, off) > 0:
             held.append((max(inter, off), pos, members))
     held.sort(key=lambda h: (-h[0], h[1]))
-    from core.decision.closeloop import added_by_check
+    from core.decision.closeloop import raised_columns
 
-    # Pools the simulation check raised keep the raise only while their members stay: moving members into one
-    # would price it without its raise, a saving that is not there, so that alternative is not priced.
-    raised = {inp.owned[pos].index for pos in added_by_check(planner, best)}
+    raised = raised_columns(planner, best)  # members moved into a raised pool: that alternative is not priced
     out = []
     for gpus, pos, members in held[:MAX_POOL_DRIVERS]:
         without = v.copy()

@@ -344,6 +344,9 @@ def _moves(ev: Evaluation) -> list[Change]:
     order = has[np.argsort(-np.nan_to_num(own_usd))]
     ids = ev.workloads["workload_id"].to_numpy()
     bill = ev.plan.bill
+    from core.decision.closeloop import raised_columns
+
+    raised = raised_columns(ev.planner, ev.plan)  # a move into or out of a raised pool: not priced
     items = []
     for i in order[:MAX_MOVES]:
         route = ev.routes[int(v[i])]
@@ -355,7 +358,11 @@ def _moves(ev: Evaluation) -> list[Change]:
         share = float(monthly[i, v[i]])
         alt_cost = np.where(col_kinds != kinds[v[i]], cost[i], np.inf)
         k = int(np.argmin(alt_cost))
-        if np.isfinite(alt_cost[k]):
+        if np.isfinite(alt_cost[k]) and (int(ev.plan.assignment[i]) in raised or k in raised):
+            text = (f"{verb} {ids[i]} {prep} {where} ({fmt(share, 'usd')}/month attributed); a move is not priced: "
+                    "its pool's size includes a replica the simulation check added for its members as they are.")
+            items.append(Change(f"{verb} {ids[i]}", text, None))
+        elif np.isfinite(alt_cost[k]):
             moved = ev.plan.assignment.copy()
             moved[i] = k
             alt = ev.planner.price(moved)
