@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_sizing_parts import SECONDS, timed  # noqa: E402
 from gen import archetype_inventory, synthetic_inventory  # noqa: E402
 
 import core.decision.fleet as fleet  # noqa: E402
@@ -25,20 +26,6 @@ from core.catalog import Catalog  # noqa: E402
 from core.decision.engine import evaluate  # noqa: E402
 from core.models import Scenario  # noqa: E402
 from core.store.seed import load_seed  # noqa: E402
-
-
-def timed(module, name: str, spent: dict[str, float]) -> None:
-    """Wrap module.name so its CPU seconds add up in spent[name] (the callers look it up at call time)."""
-    inner = getattr(module, name)
-
-    def wrapper(*args, **kwargs):
-        t = time.process_time()
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            spent[name] = spent.get(name, 0.0) + time.process_time() - t
-
-    setattr(module, name, wrapper)
 
 
 def main() -> None:
@@ -50,9 +37,9 @@ def main() -> None:
     s = load_seed()
     catalog = Catalog(gpus=s["gpus"], stacks=s["serving_stacks"], apis=s["api_prices"], node_prices=s["node_prices"],
                       owned_hardware=s["owned_hardware"], benchmarks=s["benchmarks"])
-    spent: dict[str, float] = {}
+    spent = SECONDS  # CPU seconds by name (bench_sizing_parts.timed: nested calls too)
     for module, name in ((fleet, "node_drivers"), (fleet, "pool_drivers"), (purchase, "_switch_usd")):
-        timed(module, name, spent)
+        timed(module, name, name)
     print(f"{'inventory':>12} {'nodes':>6} {'evaluate':>9} {'node drivers':>13} {'pool drivers':>13} "
           f"{'purchase':>9} {'switches':>9} {'priced':>7}")
     for size in args.sizes.split(","):
