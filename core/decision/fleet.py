@@ -801,8 +801,7 @@ def _fleet_record(ev: Evaluation, planner: Planner, best: PlanCost, vr: np.ndarr
         by_route[key] = float(attributed[has & (vr == r_idx)].sum())
     buys = with_drivers and best.nodes_needed > sc.fleet_nodes
     drivers = node_drivers(ev, planner, best) if buys else []
-    pools = pool_drivers(planner, best, [o.route_id for o in inp.owned],
-                         [o.label + (f" ({o.tier})" if o.tier else "") for o in inp.owned]) if buys else []
+    pools = pool_drivers(planner, best) if buys else []
     verdict_mix = {k: int(n) for k, n in pd.Series(
         [ev.routes[i].architecture + (" (API)" if ev.routes[i].hosting == "api" else " (owned)") if i >= 0
          else "no feasible route" for i in vr]).value_counts().items()}

@@ -68,7 +68,7 @@ def nodes_forced(pricer: Pricer, best: PlanCost, i: int) -> int | None:
 MAX_POOL_DRIVERS = 6  # pools priced as a cause of the purchase (two exact re-pricings each), the most GPUs first
 
 
-def pool_drivers(planner: Planner, best: PlanCost, route_ids: list[str], labels: list[str]) -> list[PoolDriver]:
+def pool_drivers(planner: Planner, best: PlanCost) -> list[PoolDriver]:
     """The owned pools holding the most GPUs in a plan that needs nodes beyond those owned, each priced exactly as a
     cause: the nodes fewer with its members left unserved, and the plan with its members on their next-best routes
     off its stack (the cheapest at the full $/GPU-hour with every tier and GPU count of the stack excluded).
@@ -76,7 +76,7 @@ def pool_drivers(planner: Planner, best: PlanCost, route_ids: list[str], labels:
     A workload's own `nodes_forced` is often 0 where the purchase is real: one member fewer rarely frees a replica of
     a pool of many. The pool is the unit a node is bought for: this says how many nodes it holds and what the
     alternative to buying for it costs (a negative difference would be a cheaper plan the search did not reach, and
-    is shown as such). route_ids, labels: per owned plan position."""
+    is shown as such)."""
     inp = planner.inp
     v = best.assignment
     held: list[tuple[float, int, np.ndarray]] = []
@@ -103,17 +103,23 @@ def pool_drivers(planner: Planner, best: PlanCost, route_ids: list[str], labels:
         without[members] = -1
         freed = planner.price(without, base=best)
         # Elsewhere: off the stack (every tier and GPU count of it), or another tier of it would be the same pool.
-        stack = [o.index for k, o in enumerate(inp.owned) if route_ids[k] == route_ids[pos]]
+        stack = [o.index for o in inp.owned if o.route_id == inp.owned[pos].route_id]
         alt = planner._choose(inp.full_usd_per_gpu_hour, rows=members, exclude=stack)
         moved = v.copy()
         moved[members] = alt
         # With a member left without a route the bill leaves its work out: not a price of the alternative.
         there = planner.price(moved, base=best) if (alt >= 0).all() and not raised & set(alt.tolist()) else None
         out.append(PoolDriver(
-            route_id=route_ids[pos], route=labels[pos], gpus_per_replica=int(inp.owned[pos].tp_options[0]), gpus=gpus,
+            route_id=inp.owned[pos].route_id, route=_tiered(inp.owned[pos]),
+            gpus_per_replica=int(inp.owned[pos].tp_options[0]), gpus=gpus,
             workloads=int(members.size),
             nodes_forced=max(int(best.nodes_needed) - int(freed.nodes_needed), 0) if freed.feasible else None,
             elsewhere_usd_per_month=float(there.bill - best.bill) if there is not None and there.feasible else None,
             elsewhere_nodes_needed=int(there.nodes_needed) if there is not None and there.feasible else None,
             elsewhere_unserved=int((alt < 0).sum())))
     return out
+
+
+def _tiered(route: OwnedRoute) -> str:
+    """A plan column's label with its tier where its stack runs several ("Qwen3-30B-A3B (MoE; FP8) (middle tier)")."""
+    return route.label + (f" ({route.tier})" if route.tier else "")
